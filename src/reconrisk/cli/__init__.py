@@ -1,0 +1,47 @@
+"""The ``reconrisk`` command line.
+
+Each command group lives in its own module and registers itself on ``app``;
+heavy imports (JAX, matplotlib) happen inside the command functions so that
+``reconrisk bound`` stays fast and JAX-free. :func:`main` turns a
+:class:`~reconrisk.errors.ReconRiskError` into one line on stderr and exit
+code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ..errors import ReconRiskError
+
+app = typer.Typer(
+    name="reconrisk",
+    help="Reconstruction risk of DP-SGD: certified bounds, calibration and attacks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Command modules register themselves on `app` when imported.
+from . import bound as _bound  # noqa: E402,F401
+
+for _optional in ("audit", "analytic", "fil"):
+    try:
+        __import__(f"{__name__}.{_optional}")
+    except ModuleNotFoundError as _exc:  # module not written yet
+        if _exc.name != f"{__name__}.{_optional}":
+            raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``reconrisk`` script."""
+    try:
+        app(args=argv, standalone_mode=True)
+    except ReconRiskError as exc:
+        print(f"reconrisk: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # typer/click exit codes (usage errors are 2)
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0

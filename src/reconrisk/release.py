@@ -1,0 +1,148 @@
+"""What a private training run releases: the one description every layer reads.
+
+A :class:`Release` plays the role of a ``dp_accounting`` event: an immutable,
+validated description of DP-SGD (noise multiplier σ, Poisson sample rate q,
+number of steps T, clip norm C, noise family). Heterogeneous training
+(σ or q changing during training, e.g. an Opacus accountant history) is a
+release with several :class:`Segment` s. Parameters are validated here once
+and then only read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from . import _validate as v
+from .errors import ReconRiskError
+
+NOISE_FAMILIES = ("gaussian", "vmf")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``steps`` DP-SGD steps at one noise multiplier and sample rate."""
+
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", v.positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
+        object.__setattr__(self, "steps", v.integer("steps", self.steps, minimum=1))
+
+    def to_dict(self) -> dict:
+        return {"noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps}
+
+
+@dataclass(frozen=True, init=False)
+class Release:
+    """A DP-SGD training run as the privacy analysis sees it.
+
+    ``Release(noise_multiplier, sample_rate, steps, clip_norm=1.0)`` describes
+    homogeneous training; :meth:`schedule` builds one from several segments.
+    The privatised gradient of each step is ``Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) +
+    N(0, σ²C²I)`` — the noise is added to the **sum** (seed 000, §1.1).
+    """
+
+    segments: tuple[Segment, ...]
+    clip_norm: float
+    noise: str
+
+    def __init__(
+        self,
+        noise_multiplier: float | None = None,
+        sample_rate: float = 1.0,
+        steps: int = 1,
+        clip_norm: float = 1.0,
+        noise: str = "gaussian",
+        *,
+        segments: Sequence[Segment] | None = None,
+    ) -> None:
+        if segments is None:
+            if noise_multiplier is None:
+                raise ReconRiskError("noise_multiplier must be given (a number > 0); found None")
+            segs: tuple[Segment, ...] = (Segment(noise_multiplier, sample_rate, steps),)
+        else:
+            if noise_multiplier is not None:
+                raise ReconRiskError("give either noise_multiplier or segments, not both")
+            segs = tuple(segments)
+            if not segs:
+                raise ReconRiskError("segments must hold at least one segment; found none")
+            for s in segs:
+                if not isinstance(s, Segment):
+                    raise ReconRiskError(f"segments must be Segment objects; found {s!r}")
+        object.__setattr__(self, "segments", segs)
+        object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
+        object.__setattr__(self, "noise", v.choice("noise", noise, NOISE_FAMILIES))
+
+    # -- constructors -------------------------------------------------------------
+    @classmethod
+    def schedule(
+        cls,
+        segments: Iterable[tuple[float, float, int] | Segment],
+        *,
+        clip_norm: float = 1.0,
+        noise: str = "gaussian",
+    ) -> "Release":
+        """From ``[(noise_multiplier, sample_rate, steps), …]``.
+
+        This is also the shape of an Opacus accountant's ``history`` list, so
+        ``Release.schedule(accountant.history)`` works directly. Adjacent
+        segments with equal (σ, q) are merged.
+        """
+        segs: list[Segment] = []
+        for i, item in enumerate(segments):
+            if isinstance(item, Segment):
+                seg = item
+            else:
+                try:
+                    sigma, q, t = item
+                except (TypeError, ValueError):
+                    raise ReconRiskError(
+                        f"segments[{i}] must be (noise_multiplier, sample_rate, steps); found {item!r}"
+                    ) from None
+                seg = Segment(sigma, q, t)
+            if segs and (segs[-1].noise_multiplier, segs[-1].sample_rate) == (seg.noise_multiplier, seg.sample_rate):
+                segs[-1] = Segment(seg.noise_multiplier, seg.sample_rate, segs[-1].steps + seg.steps)
+            else:
+                segs.append(seg)
+        return cls(segments=segs, clip_norm=clip_norm, noise=noise)
+
+    from_opacus_history = schedule
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def homogeneous(self) -> bool:
+        return len(self.segments) == 1
+
+    def _single(self, name: str):
+        if not self.homogeneous:
+            raise ReconRiskError(f"{name} is not defined for a release of {len(self.segments)} segments; read .segments")
+        return getattr(self.segments[0], name)
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self._single("noise_multiplier")
+
+    @property
+    def sample_rate(self) -> float:
+        return self._single("sample_rate")
+
+    @property
+    def steps(self) -> int:
+        return sum(s.steps for s in self.segments)
+
+    @property
+    def noise_std(self) -> float:
+        """Standard deviation of the noise added to the summed clipped gradients, σC."""
+        return self.noise_multiplier * self.clip_norm
+
+    def to_dict(self) -> dict:
+        out: dict = {"clip_norm": self.clip_norm, "noise": self.noise, "steps": self.steps}
+        if self.homogeneous:
+            out.update(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+        else:
+            out["segments"] = [s.to_dict() for s in self.segments]
+        return out
