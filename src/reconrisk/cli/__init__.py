@@ -24,9 +24,7 @@ app = typer.Typer(
 )
 
 # Command modules register themselves on `app` when imported.
-from . import bound as _bound  # noqa: E402,F401
-
-for _optional in ("audit", "analytic", "fil"):
+for _optional in ("bound", "audit", "analytic", "fil"):
     try:
         __import__(f"{__name__}.{_optional}")
     except ModuleNotFoundError as _exc:  # module not written yet
