@@ -79,6 +79,10 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
     if all(s.sample_rate == 1.0 for s in release.segments):
         mu = math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
         return gdp_epsilon(mu, delta)
+    # keep each step's loss grid below ~1e6 atoms for very small σ
+    for seg in release.segments:
+        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
     eps = 0.0
     for direction in ("remove", "add"):
         pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction)

@@ -331,15 +331,100 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
         probs[0] += p_below  # lower tail rounded up to the first atom
         inf_mass = min(1.0, p_above + extra_inf)
         return PMF(h, k0, probs, inf_mass, True, 0.0)
+    return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction)
+
+
+def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """log P(X > x) for X ~ N(0, σ²) and X ~ N(1, σ²)."""
+    with np.errstate(divide="ignore"):
+        return special.log_ndtr(-x / sigma), special.log_ndtr(-(x - 1.0) / sigma)
+
+
+def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    """Exact δ(ε) of one step, remove direction, at ε = l (vectorised, relative precision).
+
+    δ(ε) = μ(L > ε) − e^ε ν(L > ε) = q·Φ̄((x−1)/σ) − (e^ε − 1 + q)·Φ̄(x/σ), x = x(ε).
+    """
+    x = _x_of_remove_loss(l, sigma, q)
+    log_n0, log_n1 = _log_tail_masses(x, sigma)
+    coef = np.expm1(l) + q  # e^ε − (1 − q) > 0 wherever x is finite
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a = math.log(q) + log_n1
+        log_b = np.log(np.where(coef > 0, coef, 1.0)) + log_n0
+        d = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    return np.where(np.isfinite(x), d, -np.expm1(l))  # below log(1−q): δ = 1 − e^ε exactly
+
+
+def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str) -> PMF:
+    """Optimistic connect-the-dots: a grid PMF whose δ-curve lies below the true one.
+
+    Write D(y) = δ(log y), convex and non-increasing in y = e^ε. A PMF on the
+    grid y_i = e^{l_i} has a δ-curve that is piecewise linear in y with kinks at
+    the y_i, and any convex non-increasing such function is one. We take the
+    exact values D(y_i), lower each by the largest chord-to-curve gap of its
+    two neighbouring intervals — for convex D the chord over [a, b] exceeds D by
+    at most (b − a)(D′(b) − D′(a))/4 = Δy·ν(cell)/4 — so that every chord lies
+    below D, and take the lower convex hull of the lowered points. The hull is
+    below the chords, hence below D. The error is second order in h, like the
+    pessimistic connect-the-dots construction.
+    """
+    if direction != "remove":
+        raise ReconRiskError("the optimistic discretisation is implemented for the remove direction only")
     k0 = math.floor(lam_lo / h)
-    k1 = math.ceil(lam_hi / h)
-    centres = np.arange(k0, k1 + 1) * h
-    bnd = np.concatenate([centres - h / 2, [centres[-1] + h / 2]])
-    P, Q = _cell_masses(bnd, sigma, q, direction)
-    with np.errstate(over="ignore"):
-        probs = np.minimum(P, np.exp(centres) * Q)
-    probs = np.clip(probs, 0.0, None)
-    return PMF(h, k0, probs, 0.0, False, 0.0)._trim()
+    k1 = max(math.ceil(lam_hi / h), k0 + 1)
+    l = np.arange(k0, k1 + 1) * h
+    D = _hockey_stick_remove(l, sigma, q)
+    _, Q = _cell_masses(l, sigma, q, "remove")  # ν-mass of (l_i, l_{i+1}]
+    with np.errstate(divide="ignore"):
+        gap = np.exp(l[:-1] + math.log(math.expm1(h)) + np.log(Q)) / 4
+    # the interval [0, y_0]: ν-mass below l_0 (zero when q < 1 since losses are >= log(1-q))
+    x0 = _x_of_remove_loss(l[:1], sigma, q)[0]
+    q_below = float(special.ndtr(x0 / sigma)) if np.isfinite(x0) else 0.0
+    gap_left = math.exp(l[0]) * q_below / 4
+    lower_by = np.maximum(np.concatenate([[gap_left], gap]), np.concatenate([gap, [0.0]]))
+    v = np.maximum(0.0, D - lower_by)
+    v[-1] = 0.0  # beyond the grid the curve must reach 0 (no mass at +inf)
+    y = np.concatenate([[0.0], np.exp(l)])
+    val = np.concatenate([[1.0 - gap_left], v])
+    keep = _lower_hull(y, val)
+    yk, vk = y[keep], val[keep]
+    slopes = np.diff(vk) / np.diff(yk)
+    jumps = np.diff(np.concatenate([slopes, [0.0]]))  # slope increase at each kept grid vertex
+    probs = np.zeros(l.size)
+    idx = keep[1:] - 1  # grid indices of kept vertices (vertex 0 is y = 0)
+    probs[idx] = np.clip(yk[1:] * jumps, 0.0, None)
+    slack = ROUNDOFF_PER_ATOM * l.size
+    return PMF(h, k0, probs, 0.0, False, slack)._trim()
+
+
+def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the lower convex hull of points sorted by x (first and last always kept).
+
+    A few vectorised passes drop every point lying on or above the chord of its
+    current neighbours (such a point is never a hull vertex, whether or not the
+    neighbours survive); Andrew's monotone chain finishes on what is left.
+    """
+    keep = np.arange(x.size)
+    for _ in range(8):
+        if keep.size <= 2:
+            return keep
+        xs, ys = x[keep], y[keep]
+        s = np.diff(ys) / np.diff(xs)
+        reflex = np.concatenate([[False], s[1:] <= s[:-1], [False]])
+        if not reflex.any():
+            return keep
+        keep = keep[~reflex]
+    hull: list[int] = []
+    for i in keep.tolist():
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b if it lies on or above the segment a -> i
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return np.asarray(hull)
 
 
 def compose_segments(segments, h: float, *, pessimistic: bool, direction: str = "remove") -> PMF:
