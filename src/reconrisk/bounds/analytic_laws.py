@@ -50,8 +50,12 @@ _TINY = 1e-300
 # ----------------------------------------------------------------------------
 
 
-def _log_p_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """log P(a, x) by the series x^a e^{-x}/Γ(a+1) Σ_n Π_{j≤n} x/(a+j) (used where P is tiny, x < a)."""
+def _log_p_series(a: np.ndarray, x: np.ndarray, log_x: np.ndarray) -> np.ndarray:
+    """log P(a, x) by the series x^a e^{-x}/Γ(a+1) Σ_n Π_{j≤n} x/(a+j) (used where P is tiny, x < a).
+
+    ``log_x`` is passed separately so that x below the smallest double (x = 0
+    after underflow) still gives the exact leading term ``a·log x − log Γ(a+1)``.
+    """
     term = np.ones_like(x)
     total = np.ones_like(x)
     active = np.ones(x.shape, dtype=bool)
@@ -63,7 +67,7 @@ def _log_p_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
         active = term > 1e-17 * total
         if n > 10_000_000:  # pragma: no cover - ratio x/(a+n) < 1 guarantees convergence
             break
-    return a * np.log(x) - x - special.gammaln(a + 1.0) + np.log(total)
+    return a * log_x - x - special.gammaln(a + 1.0) + np.log(total)
 
 
 def _log_q_contfrac(a: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -87,19 +91,29 @@ def _log_q_contfrac(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return a * np.log(x) - x - special.gammaln(a) + np.log(h)
 
 
-def log_gammainc(a, x):
-    """log of the regularised lower incomplete gamma ``P(a, x)``, exact in the far lower tail."""
-    a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
+def log_gammainc(a, x=None, *, log_x=None):
+    """log of the regularised lower incomplete gamma ``P(a, x)``, exact in the far lower tail.
+
+    Give ``x`` or, for arguments below the smallest double, ``log_x``.
+    """
+    if (x is None) == (log_x is None):
+        raise ReconRiskError("give exactly one of x or log_x")
+    if log_x is not None:
+        a, lx = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(log_x, dtype=float))
+        with np.errstate(over="ignore"):
+            x = np.exp(lx)
+    else:
+        a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lx = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf)
     p = special.gammainc(a, x)
     with np.errstate(divide="ignore"):
-        out = np.log(p)
-    tiny = (p < _SWITCH) & (x > 0) & np.isfinite(x)
+        out = np.array(np.log(p), dtype=float)
+    tiny = (p < _SWITCH) & np.isfinite(lx)
     if tiny.any():
-        out = out.copy() if out.ndim else np.array(out)
-        out[tiny] = _log_p_series(a[tiny], x[tiny])
-    out = np.where(x <= 0, -np.inf, out)
-    out = np.where(np.isnan(x), np.nan, out)
-    return out
+        out[tiny] = _log_p_series(a[tiny], x[tiny], lx[tiny])
+    out = np.where(lx == -np.inf, -np.inf, out)
+    return np.where(np.isnan(lx) | np.isnan(a), np.nan, out)
 
 
 def log_gammaincc(a, x):
@@ -107,14 +121,12 @@ def log_gammaincc(a, x):
     a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
     q = special.gammaincc(a, x)
     with np.errstate(divide="ignore"):
-        out = np.log(q)
+        out = np.array(np.log(q), dtype=float)
     tiny = (q < _SWITCH) & np.isfinite(x) & (x > 0)
     if tiny.any():
-        out = out.copy() if out.ndim else np.array(out)
         out[tiny] = _log_q_contfrac(a[tiny], x[tiny])
     out = np.where(np.isposinf(x), -np.inf, out)
-    out = np.where(np.isnan(x), np.nan, out)
-    return out
+    return np.where(np.isnan(x), np.nan, out)
 
 
 def _ret(x):
@@ -187,7 +199,10 @@ class MSELaw:
 
     def logcdf(self, x):
         """log P(MSE ≤ x), exact far below 1e-308."""
-        return _ret(log_gammainc(self._a, self._z(x)))
+        x = _arr(x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lz = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf) + math.log(self.dim / (2.0 * self.variance))
+        return _ret(log_gammainc(self._a, log_x=np.where(np.isnan(x), np.nan, lz)))
 
     def logsf(self, x):
         return _ret(log_gammaincc(self._a, self._z(x)))
@@ -313,7 +328,8 @@ class PSNRLaw:
         return _ret(log_gammaincc(self._a, self._z(x)))
 
     def logsf(self, x):
-        return _ret(log_gammainc(self._a, self._z(x)))
+        """log P(PSNR ≥ x), exact far below 1e-308 (the gamma argument is kept in log form)."""
+        return _ret(log_gammainc(self._a, log_x=self._logc - _LN10_10 * _arr(x)))
 
     def logpdf(self, x):
         """log density: gamma density in z times |dz/dx| = z·ln10/10."""
