@@ -37,6 +37,7 @@ and the reconstruction carries "over-proportional" noise.
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -205,18 +206,11 @@ def _fast(arr, norms, s, c, m, bias, sc, rng) -> np.ndarray:
     return w / b
 
 
-def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError as exc:  # pragma: no cover - sim extra missing
-        raise ReconRiskError("mode 'explicit' needs JAX (pip install 'reconrisk[sim]'); use mode='fast'") from exc
-    n, dim = arr.shape
-    key = jax.random.key(seed)
-    k_w, k_noise = jax.random.split(key)
-    params = {"W": 0.01 * jax.random.normal(k_w, (m, dim), dtype=jnp.float32)}
-    if bias:
-        params["b"] = jnp.zeros((m,), dtype=jnp.float32)
+@functools.lru_cache(maxsize=16)
+def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
+    """The jitted, vmapped DP-SGD step + estimator for one layer shape; σ, C, keys and params are traced."""
+    import jax
+    import jax.numpy as jnp
 
     def loss(p, xi):  # L = 1ᵀ(W X + b)
         out = p["W"] @ xi
@@ -226,28 +220,47 @@ def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
 
     grad = jax.grad(loss)
 
-    def one(p, xi, index):
+    def one(p, xi, key, s, c):
         g = grad(p, xi)  # per-example gradient: every row of ∇_W is X, ∇_b = 1
         gnorm = jnp.sqrt(sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(g)))
         beta = jnp.minimum(1.0, c / gnorm)  # Eq. 10 (Opacus adds 1e-6 to the norm; negligible)
-        kw, kb = jax.random.split(jax.random.fold_in(k_noise, index))
+        kw, kb = jax.random.split(key)
         noisy_w = beta * g["W"] + (s * c) * jax.random.normal(kw, g["W"].shape, dtype=jnp.float32)  # Eq. 11
         if sc == "oracle":
             return jnp.mean(noisy_w, axis=0) / beta  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
         noisy_b = beta * g["b"] + (s * c) * jax.random.normal(kb, g["b"].shape, dtype=jnp.float32)  # Eq. 12
         return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b)  # Eq. 15, rows summed first
 
+    def batch(p, xb, base_key, idx, s, c):
+        keys = jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
+        return jax.vmap(one, in_axes=(None, 0, 0, None, None))(p, xb, keys, s, c)
+
+    return jax.jit(batch)
+
+
+def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as exc:  # pragma: no cover - sim extra missing
+        raise ReconRiskError("mode 'explicit' needs JAX (pip install 'reconrisk[sim]'); use mode='fast'") from exc
+    n, dim = arr.shape
+    k_w, k_noise = jax.random.split(jax.random.key(seed))
+    params = {"W": 0.01 * jax.random.normal(k_w, (m, dim), dtype=jnp.float32)}  # value irrelevant: ∇_W = 1Xᵀ
+    if bias:
+        params["b"] = jnp.zeros((m,), dtype=jnp.float32)
+    step = _explicit_step(m, dim, bool(bias), sc)
     chunk = max(1, min(n, _ELEMENTS_PER_CHUNK // (m * dim)))
-    step = jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
     out = np.empty_like(arr)
     x32 = arr.astype(np.float32)
+    s32, c32 = jnp.float32(s), jnp.float32(c)
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        xb = np.zeros((chunk, dim), dtype=np.float32)
+        xb = np.empty((chunk, dim), dtype=np.float32)
         xb[: stop - start] = x32[start:stop]
         xb[stop - start :] = x32[start]  # pad with a valid sample: no recompilation, no zero norm
-        idx = np.arange(start, start + chunk, dtype=np.uint32)
-        res = np.asarray(step(params, jnp.asarray(xb), jnp.asarray(idx)), dtype=float)
+        idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
+        res = np.asarray(step(params, jnp.asarray(xb), k_noise, idx, s32, c32), dtype=float)
         out[start:stop] = res[: stop - start]
         if progress is not None:
             progress(stop - start)
