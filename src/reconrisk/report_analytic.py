@@ -32,6 +32,8 @@ from .errors import ReconRiskError
 
 __all__ = [
     "figure_success_vs_noise",
+    "figure_simulation",
+    "plot_simulation_row",
     "figure_rero_curves",
     "figure_scale_demo",
     "synthetic_uniform",
@@ -112,6 +114,77 @@ def _mixture_density(laws, grid: np.ndarray, log10_axis: bool) -> np.ndarray:
     return dens / len(laws)
 
 
+def plot_simulation_row(axes, sim, *, title: str | None = None) -> None:
+    """Draw one Fig. 2 row (MSE, PSNR, NCC against log10 σ) of an :class:`AnalyticSimulation` on three axes.
+
+    Background: the density of the optimal attack's law (σ²‖X‖² per sample),
+    mixed over the samples; boxplots: the simulation; NCC: the Prop. 6 bound.
+    """
+    from .bounds.analytic import ncc_bound
+    from .bounds.analytic_laws import MSELaw, PSNRLaw
+
+    sig = np.asarray(sim.noise_multipliers, dtype=float)
+    lsig = np.log10(sig)
+    grid_s = np.linspace(lsig.min() - 1.0, lsig.max() + 1.0, 120)
+    norms, n, ranges = sim.norms, sim.dim, sim.data_ranges
+    # y ranges cover the data and the theory's 0.5%-99.5% band at the plotted σ
+    t_lo = MSELaw(sig.min() ** 2 * norms.min() ** 2, n).ppf(0.005)
+    t_hi = MSELaw(sig.max() ** 2 * norms.max() ** 2, n).ppf(0.995)
+    mse_lo = np.log10(max(1e-300, min(np.nanmin(sim.mse), t_lo))) - 0.5
+    mse_hi = np.log10(max(np.nanmax(sim.mse), t_hi)) + 0.5
+    grid_mse = np.linspace(mse_lo, mse_hi, 160)
+    p_lo = PSNRLaw(sig.max() ** 2 * norms.max() ** 2, n, ranges.min()).ppf(0.005)
+    p_hi = PSNRLaw(sig.min() ** 2 * norms.min() ** 2, n, ranges.max()).ppf(0.995)
+    finite = sim.psnr[np.isfinite(sim.psnr)]
+    psnr_lo, psnr_hi = min(finite.min(), p_lo) - 5, max(finite.max(), p_hi) + 5
+    grid_psnr = np.linspace(psnr_lo, psnr_hi, 160)
+    h_mse = np.empty((grid_mse.size, grid_s.size))
+    h_psnr = np.empty((grid_psnr.size, grid_s.size))
+    for j, ls in enumerate(grid_s):
+        s2 = (10.0**ls) ** 2
+        h_mse[:, j] = _mixture_density([MSELaw(s2 * nn * nn, n) for nn in norms], grid_mse, True)
+        plaws = [PSNRLaw(s2 * nn * nn, n, rr) for nn, rr in zip(norms, ranges)]
+        h_psnr[:, j] = _mixture_density(plaws, grid_psnr, False)
+    panels = [
+        (h_mse, grid_mse, np.log10(sim.mse), "log10 MSE"),
+        (h_psnr, grid_psnr, sim.psnr, "PSNR [dB]"),
+        (None, None, sim.ncc, "NCC"),
+    ]
+    for col, (h, grid, data, label) in enumerate(panels):
+        ax = axes[col]
+        if h is not None:
+            h = h / np.maximum(h.max(axis=0, keepdims=True), 1e-300)
+            extent = (grid_s[0], grid_s[-1], grid[0], grid[-1])
+            ax.imshow(h, origin="lower", aspect="auto", cmap="Greys", extent=extent, vmin=0, vmax=1)
+        else:
+            ax.plot(grid_s, ncc_bound(10.0**grid_s, n), "k--", label="Prop. 6 bound")
+            ax.legend(loc="lower left", fontsize=8)
+        ax.boxplot(
+            [d[np.isfinite(d)] for d in data],
+            positions=lsig,
+            widths=0.35,
+            manage_ticks=False,
+            patch_artist=True,
+            boxprops={"facecolor": "tab:green", "alpha": 0.6},
+            medianprops={"color": "tab:orange"},
+        )
+        ax.set_xlim(grid_s[0], grid_s[-1])
+        ax.set_xlabel("log10 σ")
+        ax.set_ylabel(label)
+    head = f"C = {sim.clip_norm:.3g}, M = {sim.rows}, {sim.mode}/{sim.scale}{', bias' if sim.bias else ''}"
+    axes[0].set_title(f"{title}; {head}" if title else head, fontsize=9, loc="left")
+
+
+def figure_simulation(sim, *, out_dir=".", name: str = "analytic_simulation", title: str | None = None):
+    """One-row Fig. 2 panel for a single :class:`AnalyticSimulation` (used by ``reconrisk analytic simulate``)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    plot_simulation_row(axes, sim)
+    fig.suptitle(title or f"Analytic attack vs theory (N = {sim.dim}, {sim.norms.size} samples)")
+    fig.tight_layout()
+    return _save(fig, out_dir, name)
+
+
 def figure_success_vs_noise(
     x,
     *,
@@ -131,8 +204,6 @@ def figure_success_vs_noise(
     Row r (regime) uses seed ``seed + r``, so the rows are independent experiments.
     """
     from .attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
-    from .bounds.analytic import ncc_bound
-    from .bounds.analytic_laws import MSELaw, PSNRLaw
 
     plt = _plt()
     arr = np.asarray(x, dtype=float)
@@ -141,10 +212,7 @@ def figure_success_vs_noise(
     norms = np.linalg.norm(arr, axis=1)
     if (norms == 0).any():
         raise ReconRiskError("x must have nonzero norms (seed 003 excludes X = 0); found norm 0")
-    sig = np.asarray([val.positive("noise_multipliers", s) for s in noise_multipliers])
-    lsig = np.log10(sig)
-    grid_s = np.linspace(lsig.min() - 1.0, lsig.max() + 1.0, 120)
-    n = arr.shape[1]
+    sig = [val.positive("noise_multipliers", s) for s in noise_multipliers]
     fig, axes = plt.subplots(len(regimes), 3, figsize=(13, 3.2 * len(regimes)), squeeze=False)
     sims = {}
     for r, regime in enumerate(regimes):
@@ -152,67 +220,11 @@ def figure_success_vs_noise(
         with warnings.catch_warnings():
             if regime == "large":  # sub-optimal by design: that is the point of this row
                 warnings.simplefilter("ignore", SuboptimalRowsWarning)
-            sim = simulate_success(
+            sims[regime] = simulate_success(
                 arr, sig, c, rows, mode=mode, data_range=data_range, seed=seed + r, progress=progress
             )
-        sims[regime] = sim
-        # theory: mixture over the samples of the optimal laws, on a σ grid; the y range
-        # covers the data and the theory's 0.5%-99.5% band at the plotted σ
-        t_lo = MSELaw(sig.min() ** 2 * norms.min() ** 2, n).ppf(0.005)
-        t_hi = MSELaw(sig.max() ** 2 * norms.max() ** 2, n).ppf(0.995)
-        mse_lo = np.log10(max(1e-300, min(np.nanmin(sim.mse), t_lo))) - 0.5
-        mse_hi = np.log10(max(np.nanmax(sim.mse), t_hi)) + 0.5
-        grid_mse = np.linspace(mse_lo, mse_hi, 160)
-        p_lo = PSNRLaw(sig.max() ** 2 * norms.max() ** 2, n, data_range).ppf(0.005)
-        p_hi = PSNRLaw(sig.min() ** 2 * norms.min() ** 2, n, data_range).ppf(0.995)
-        finite = sim.psnr[np.isfinite(sim.psnr)]
-        psnr_lo, psnr_hi = min(finite.min(), p_lo) - 5, max(finite.max(), p_hi) + 5
-        grid_psnr = np.linspace(psnr_lo, psnr_hi, 160)
-        h_mse = np.empty((grid_mse.size, grid_s.size))
-        h_psnr = np.empty((grid_psnr.size, grid_s.size))
-        for j, ls in enumerate(grid_s):
-            s2 = (10.0**ls) ** 2
-            laws = [MSELaw(s2 * nn * nn, n) for nn in norms]
-            h_mse[:, j] = _mixture_density(laws, grid_mse, True)
-            plaws = [PSNRLaw(s2 * nn * nn, n, data_range) for nn in norms]
-            h_psnr[:, j] = _mixture_density(plaws, grid_psnr, False)
-        for col, (h, grid, data, label) in enumerate(
-            [
-                (h_mse, grid_mse, np.log10(sim.mse), "log10 MSE"),
-                (h_psnr, grid_psnr, sim.psnr, "PSNR [dB]"),
-                (None, None, sim.ncc, "NCC"),
-            ]
-        ):
-            ax = axes[r, col]
-            if h is not None:
-                h = h / np.maximum(h.max(axis=0, keepdims=True), 1e-300)
-                ax.imshow(
-                    h,
-                    origin="lower",
-                    aspect="auto",
-                    cmap="Greys",
-                    extent=(grid_s[0], grid_s[-1], grid[0], grid[-1]),
-                    vmin=0,
-                    vmax=1,
-                )
-            else:
-                ax.plot(grid_s, ncc_bound(10.0**grid_s, n), "k--", label="Prop. 6 bound")
-                ax.legend(loc="lower left", fontsize=8)
-            ax.boxplot(
-                [d[np.isfinite(d)] for d in data],
-                positions=lsig,
-                widths=0.35,
-                manage_ticks=False,
-                patch_artist=True,
-                boxprops={"facecolor": "tab:green", "alpha": 0.6},
-                medianprops={"color": "tab:orange"},
-            )
-            ax.set_xlim(grid_s[0], grid_s[-1])
-            ax.set_xlabel("log10 σ")
-            ax.set_ylabel(label)
-            if col == 0:
-                ax.set_title(f"{_REGIME_TITLES.get(regime, regime)}; C = {c:.3g}, M = {rows}", fontsize=9, loc="left")
-    fig.suptitle(title or f"Analytic attack vs theory (N = {n}, {arr.shape[0]} samples, M = {rows})")
+        plot_simulation_row(axes[r], sims[regime], title=_REGIME_TITLES.get(regime, regime))
+    fig.suptitle(title or f"Analytic attack vs theory (N = {arr.shape[1]}, {arr.shape[0]} samples, M = {rows})")
     fig.tight_layout()
     return _save(fig, out_dir, name), sims
 
@@ -227,20 +239,31 @@ def figure_rero_curves(
     sigmas: Sequence[float] = (0.1, 1.0, 10.0),
     dims: Sequence[int] = (1, 10, 1000),
     norms: Sequence[float] = (0.1, 1.0, 10.0),
+    base: tuple[float, float, int] = (1.0, 1.0, 1),
     data_range: float = 1.0,
     out_dir=".",
     name: str = "analytic_fig3",
+    title: str | None = None,
 ):
-    """Seed 003 Fig. 3: γ(η) of Props. 3 and 5 (MSE CDF, PSNR survival), varying σ, N and ‖X‖ (others 1)."""
+    """Seed 003 Fig. 3: γ(η) of Props. 3 and 5 (MSE CDF, PSNR survival), varying σ, N and ‖X‖.
+
+    Parameters not varied in a row take the ``base`` values ``(σ, ‖X‖, N)``
+    (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
+    curves are the ReRo bounds γ(η); dashed lines are the expectations.
+    """
     from .bounds.analytic_laws import mse_law, psnr_law
 
     plt = _plt()
+    s0, n0, d0 = base
     settings = [
-        ("σ", [(s, 1.0, 1) for s in sigmas]),
-        ("N", [(1.0, 1.0, d) for d in dims]),
-        ("‖X‖", [(1.0, nrm, 1) for nrm in norms]),
+        ("σ", [(s, n0, d0) for s in sigmas]),
+        ("N", [(s0, n0, d) for d in dims]),
+        ("‖X‖", [(s0, nrm, d0) for nrm in norms]),
     ]
-    fig, axes = plt.subplots(3, 2, figsize=(10, 9))
+    settings = [st for st in settings if st[1]]
+    if not settings:
+        raise ReconRiskError("figure_rero_curves needs at least one of sigmas, dims, norms; found none")
+    fig, axes = plt.subplots(len(settings), 2, figsize=(10, 3 * len(settings)), squeeze=False)
     for r, (varied, triples) in enumerate(settings):
         mls = [mse_law(s, nrm, d) for s, nrm, d in triples]
         pls = [psnr_law(s, nrm, d, data_range=data_range) for s, nrm, d in triples]
@@ -264,7 +287,7 @@ def figure_rero_curves(
         for ax in axes[r]:
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
-    fig.suptitle("ReRo curves of the optimal analytic attack (dashed: expectations; higher PSNR = better)")
+    fig.suptitle(title or "ReRo curves of the optimal analytic attack (dashed: expectations; higher PSNR = better)")
     fig.tight_layout()
     return _save(fig, out_dir, name)
 
