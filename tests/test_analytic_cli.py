@@ -46,6 +46,14 @@ def test_bound_clip_variant_and_rows(capsys):
     assert d["gamma_clip"] >= d["gamma"] and d["optimal_rows"] == 1
 
 
+def test_bound_with_clip_norm_only_is_the_c_variant(capsys):
+    d = run_json(capsys, "bound", "--metric", "psnr", "--eta", "10", "--noise-multiplier", "0.5", "--dim", "8", "--clip-norm", "0.8")
+    assert d["basis"] == "clip_norm" and "min_norm" not in d
+    from reconrisk.bounds.analytic import rero_gamma_psnr
+
+    assert d["gamma"] == pytest.approx(rero_gamma_psnr(10.0, 0.5, 8, clip_norm=0.8), rel=1e-12)
+
+
 def test_bound_tiny_gamma_has_log(capsys):
     d = run_json(capsys, "bound", "--metric", "mse", "--eta", "1e-6", "--noise-multiplier", "1", "--dim", "1000", "--min-norm", "1")
     assert d["gamma"] == 0.0 and d["log_gamma"] < -5000

@@ -355,6 +355,7 @@ class AnalyticBound:
     expected: float | None  # E[metric] for a sample of norm m (MSE, PSNR) or None
     ncc_bound: float
     optimal_rows: int | None  # rows the attacker needs: ⌈(C/m)²⌉, when C and m are known
+    basis: str | None = None  # "min_norm" (Props. 3-5) or "clip_norm" (C-variant, m unknown, C ≤ m assumed)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -367,6 +368,10 @@ def analytic_bound(
 
     ``metric="ncc"`` needs neither ``eta`` nor ``min_norm``; if ``eta`` is
     given it must lie in [−1, 1]. ``data_range`` defaults to 1 for PSNR.
+    γ uses ``min_norm`` when it is given (and then ``gamma_clip`` is the
+    looser C-variant if ``clip_norm ≤ min_norm``); with only ``clip_norm``, γ
+    is the C-variant itself, valid under the caller's assertion C ≤ m
+    (``basis`` says which).
     """
     mt = val.choice("metric", metric, METRICS)
     s = val.positive("noise_multiplier", noise_multiplier)
@@ -383,22 +388,27 @@ def analytic_bound(
         return AnalyticBound(mt, s, n, e, None, None, m, c, None, None, k, None, nb, rows)
     if eta is None:
         raise ReconRiskError(f"eta must be given for metric {mt!r}; found None")
-    if m is None:
-        raise ReconRiskError(f"min_norm must be given for metric {mt!r} (smallest nonzero data norm, > 0); found None")
+    if m is None and c is None:
+        raise ReconRiskError(
+            f"min_norm must be given for metric {mt!r} (smallest nonzero data norm, > 0), or clip_norm for the "
+            "C-variant that assumes clip_norm <= min_norm; found neither"
+        )
+    # basis of γ: m (Props. 3-5); C only when m is unknown (the caller asserts C ≤ m)
+    basis, scale = ("min_norm", m) if m is not None else ("clip_norm", c)
     r = None
     if mt == "mse":
         e = float(_eta_mse(eta))
         fn = lambda **kw: rero_gamma_mse(e, s, n, averaged=k, **kw)  # noqa: E731
-        expected = s * s * m * m / k
+        expected = s * s * scale * scale / k
     else:
         e = float(_eta_psnr(eta))
         r = 1.0 if data_range is None else val.positive("data_range", data_range)
         fn = lambda **kw: rero_gamma_psnr(e, s, n, data_range=r, averaged=k, **kw)  # noqa: E731
-        expected = PSNRLaw(s * s * m * m / k, n, r).mean()
-    log_g = float(fn(min_norm=m, log=True))
+        expected = PSNRLaw(s * s * scale * scale / k, n, r).mean()
+    log_g = float(fn(**{basis: scale}, log=True))
     g = math.exp(log_g)
-    g_clip = float(fn(clip_norm=c)) if (c is not None and c <= m) else None
-    return AnalyticBound(mt, s, n, e, g, log_g, m, c, g_clip, r, k, float(expected), nb, rows)
+    g_clip = float(fn(clip_norm=c)) if (m is not None and c is not None and c <= m) else None
+    return AnalyticBound(mt, s, n, e, g, log_g, m, c, g_clip, r, k, float(expected), nb, rows, basis)
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,8 @@ def bound_cmd(
     noise_multiplier: float = typer.Option(..., "--noise-multiplier", help="σ: noise std / clip norm (> 0)."),
     dim: int = typer.Option(..., "--dim", help="N: input dimension (>= 1)."),
     eta: Optional[float] = typer.Option(None, "--eta", help="Threshold: MSE (>= 0, data units²) or PSNR (dB); optional for ncc (in [-1, 1])."),
-    min_norm: Optional[float] = typer.Option(None, "--min-norm", help="m: smallest nonzero data norm (> 0); needed for mse and psnr."),
-    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", help="C: also report the looser C-variant (valid if C <= m) and the rows ⌈(C/m)²⌉."),
+    min_norm: Optional[float] = typer.Option(None, "--min-norm", help="m: smallest nonzero data norm (> 0); mse and psnr need it or --clip-norm."),
+    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", help="C: also report the looser C-variant (valid if C <= m) and the rows ⌈(C/m)²⌉; alone, γ is the C-variant."),
     data_range: Optional[float] = typer.Option(None, "--data-range", help="Global data range R for PSNR (default 1)."),
     averaged: int = typer.Option(1, "--averaged", help="k matched reconstructions averaged (Prop. 7): σ² → σ²/k."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
@@ -78,12 +78,15 @@ def bound_cmd(
         "expected": f"E[{res.metric.upper()}] at ‖X‖ = m",
         "ncc_bound": "NCC bound (Prop. 6)",
         "optimal_rows": "rows for the optimal attack ⌈(C/m)²⌉",
+        "basis": "γ computed with",
     }
     if res.metric == "psnr":
         labels["gamma"] = "γ = P(PSNR ≥ η) bound"
     rows = [(labels.get(k, k), v) for k, v in d.items()]
     if clip_norm is not None and min_norm is not None and res.metric != "ncc" and clip_norm > min_norm:
         rows.append(("note", "C > m: the C-variant does not apply"))
+    if res.basis == "clip_norm":
+        rows.append(("note", "m unknown: γ is the C-variant, valid only if C <= every nonzero data norm"))
     print_table(f"Seed 003 analytic bound ({res.metric})", ["quantity", "value"], rows)
 
 
