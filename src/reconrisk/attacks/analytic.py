@@ -69,6 +69,7 @@ SCALES = ("oracle", "ratio")
 #: seed 003 Fig. 2 rows: C = m (always clipped), C = √M·m, C = 10·√M·max‖X‖ (never clipped).
 CLIP_REGIMES = ("min", "sqrt_rows", "large")
 _ELEMENTS_PER_CHUNK = 1 << 23  # M·N floats per explicit-mode chunk (32 MiB fp32 per buffer)
+_RETRIES = 3  # recomputations of an explicit-mode chunk whose gradient norm fails the host check
 
 
 class SuboptimalRowsWarning(UserWarning):
@@ -222,14 +223,20 @@ def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
 
     def one(p, xi, key, s, c):
         g = grad(p, xi)  # per-example gradient: every row of ∇_W is X, ∇_b = 1
-        gnorm = jnp.sqrt(sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(g)))
+        # ‖g‖² in two stages (per row, then over the M rows) with a barrier so XLA does not fold
+        # them into one full reduction over M·N elements: on the CPU backend (jax 0.10.2) such a
+        # reduction occasionally returned a wrong value under thread contention (see _explicit).
+        rows_sq = jax.lax.optimization_barrier(
+            [jnp.sum(g["W"] ** 2, axis=1)] + ([g["b"] ** 2] if bias else [])
+        )
+        gnorm = jnp.sqrt(sum(jnp.sum(r) for r in rows_sq))
         beta = jnp.minimum(1.0, c / gnorm)  # Eq. 10 (Opacus adds 1e-6 to the norm; negligible)
         kw, kb = jax.random.split(key)
         noisy_w = beta * g["W"] + (s * c) * jax.random.normal(kw, g["W"].shape, dtype=jnp.float32)  # Eq. 11
         if sc == "oracle":
-            return jnp.mean(noisy_w, axis=0) / beta  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
+            return jnp.mean(noisy_w, axis=0) / beta, gnorm  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
         noisy_b = beta * g["b"] + (s * c) * jax.random.normal(kb, g["b"].shape, dtype=jnp.float32)  # Eq. 12
-        return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b)  # Eq. 15, rows summed first
+        return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b), gnorm  # Eq. 15, rows summed first
 
     def batch(p, xb, base_key, idx, s, c):
         keys = jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
@@ -260,7 +267,28 @@ def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
         xb[: stop - start] = x32[start:stop]
         xb[stop - start :] = x32[start]  # pad with a valid sample: no recompilation, no zero norm
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-        res = np.asarray(step(params, jnp.asarray(xb), k_noise, idx, s32, c32), dtype=float)
+        # Guard: the clipping norm JAX computed must equal the exact per-example gradient norm
+        # √M·sqrt(‖X‖² [+ 1]) (float64 on the host). A mismatch is a wrong XLA CPU reduction, seen
+        # rarely under CPU contention with 10⁸-element gradients; the chunk is recomputed.
+        want = np.sqrt(m * (np.sum(xb.astype(np.float64) ** 2, axis=1) + (1.0 if bias else 0.0)))
+        for attempt in range(_RETRIES + 1):
+            res, gnorm = step(params, jnp.asarray(xb), k_noise, idx, s32, c32)
+            res, gnorm = np.asarray(res, dtype=float), np.asarray(gnorm, dtype=float)
+            if np.all(np.abs(gnorm - want) <= 1e-4 * want):
+                break
+            warnings.warn(
+                f"explicit mode: XLA returned gradient norm {float(gnorm[np.argmax(np.abs(gnorm - want))]):.6g} "
+                f"instead of {float(want[np.argmax(np.abs(gnorm - want))]):.6g} (samples {start}..{stop - 1}); "
+                "recomputing",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        else:
+            raise ReconRiskError(
+                f"explicit mode: the XLA CPU backend returned a wrong gradient norm {_RETRIES + 1} times "
+                f"for samples {start}..{stop - 1}; rerun with XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
+                "or use mode='fast'"
+            )
         out[start:stop] = res[: stop - start]
         if progress is not None:
             progress(stop - start)
