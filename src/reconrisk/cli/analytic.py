@@ -1,0 +1,306 @@
+"""``reconrisk analytic``: seed 003's analytic gradient-inversion bounds, calibration, simulation and figures.
+
+``bound`` and ``calibrate`` import only numpy/scipy; ``simulate`` and
+``figures`` import matplotlib (and JAX for ``--mode explicit``) inside the
+command.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import _validate as val
+from ..errors import ReconRiskError
+from . import app
+from ._common import print_json, print_table
+
+analytic_app = typer.Typer(
+    name="analytic",
+    help="Optimal analytic gradient inversion under DP (seed 003): ReRo for MSE/PSNR, NCC bound, calibration, attacks.",
+    no_args_is_help=True,
+)
+app.add_typer(analytic_app, name="analytic")
+
+_DEFAULT_OUT = Path("reconrisk-out") / "analytic"
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _floats(name: str, text: str) -> list[float]:
+    try:
+        vals = [float(t) for t in text.replace(";", ",").split(",") if t.strip()]
+    except ValueError:
+        raise ReconRiskError(f"{name} must be a comma-separated list of numbers; found {text!r}") from None
+    if not vals:
+        raise ReconRiskError(f"{name} must hold at least one number; found {text!r}")
+    return [val.positive(name, x) for x in vals]
+
+
+@analytic_app.command("bound")
+def bound_cmd(
+    metric: str = typer.Option(..., "--metric", help="mse | psnr | ncc"),
+    noise_multiplier: float = typer.Option(..., "--noise-multiplier", help="σ: noise std / clip norm (> 0)."),
+    dim: int = typer.Option(..., "--dim", help="N: input dimension (>= 1)."),
+    eta: Optional[float] = typer.Option(None, "--eta", help="Threshold: MSE (>= 0, data units²) or PSNR (dB); optional for ncc (in [-1, 1])."),
+    min_norm: Optional[float] = typer.Option(None, "--min-norm", help="m: smallest nonzero data norm (> 0); mse and psnr need it or --clip-norm."),
+    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", help="C: also report the looser C-variant (valid if C <= m) and the rows ⌈(C/m)²⌉; alone, γ is the C-variant."),
+    data_range: Optional[float] = typer.Option(None, "--data-range", help="Global data range R for PSNR (default 1)."),
+    averaged: int = typer.Option(1, "--averaged", help="k matched reconstructions averaged (Prop. 7): σ² → σ²/k."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
+) -> None:
+    """ReRo bound γ(η) for MSE (Prop. 3) or PSNR (Prop. 5), or the NCC bound (Prop. 6)."""
+    from ..bounds.analytic import analytic_bound
+
+    res = analytic_bound(
+        metric,
+        noise_multiplier,
+        dim,
+        eta=eta,
+        min_norm=min_norm,
+        clip_norm=clip_norm,
+        data_range=data_range,
+        averaged=averaged,
+    )
+    d = _drop_none(res.to_dict())
+    if as_json:
+        print_json(d)
+        return
+    labels = {
+        "gamma": "γ = P(success) bound" if res.metric != "mse" else "γ = P(MSE ≤ η) bound",
+        "log_gamma": "log γ",
+        "gamma_clip": "γ, C-variant (C ≤ m)",
+        "expected": f"E[{res.metric.upper()}] at ‖X‖ = m",
+        "ncc_bound": "NCC bound (Prop. 6)",
+        "optimal_rows": "rows for the optimal attack ⌈(C/m)²⌉",
+        "basis": "γ computed with",
+    }
+    if res.metric == "psnr":
+        labels["gamma"] = "γ = P(PSNR ≥ η) bound"
+    rows = [(labels.get(k, k), v) for k, v in d.items()]
+    if clip_norm is not None and min_norm is not None and res.metric != "ncc" and clip_norm > min_norm:
+        rows.append(("note", "C > m: the C-variant does not apply"))
+    if res.basis == "clip_norm":
+        rows.append(("note", "m unknown: γ is the C-variant, valid only if C <= every nonzero data norm"))
+    print_table(f"Seed 003 analytic bound ({res.metric})", ["quantity", "value"], rows)
+
+
+@analytic_app.command("calibrate")
+def calibrate_cmd(
+    metric: str = typer.Option(..., "--metric", help="mse | psnr"),
+    eta: float = typer.Option(..., "--eta", help="Threshold: MSE (> 0) or PSNR (dB)."),
+    gamma: float = typer.Option(..., "--gamma", help="Target bound γ in (0, 1)."),
+    dim: int = typer.Option(..., "--dim", help="N: input dimension (>= 1)."),
+    min_norm: float = typer.Option(..., "--min-norm", help="m: smallest nonzero data norm (> 0)."),
+    data_range: Optional[float] = typer.Option(None, "--data-range", help="Global data range R for PSNR (default 1)."),
+    averaged: int = typer.Option(1, "--averaged", help="k matched reconstructions averaged (Prop. 7)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
+) -> None:
+    """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
+    from ..bounds.analytic import analytic_calibration
+
+    res = analytic_calibration(metric, eta, gamma, dim, min_norm, data_range=data_range, averaged=averaged)
+    d = _drop_none(res.to_dict())
+    if as_json:
+        print_json(d)
+        return
+    print_table(f"Seed 003 calibration ({res.metric})", ["quantity", "value"], list(d.items()))
+
+
+@analytic_app.command("dp")
+def dp_cmd(
+    delta: float = typer.Option(..., "--delta", help="δ in (0, 1)."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", help="σ → ε."),
+    eps: Optional[float] = typer.Option(None, "--eps", help="ε → σ."),
+    steps: int = typer.Option(1, "--steps", help="T full-batch steps composed by GDP (σ → σ/√T)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
+) -> None:
+    """(ε, δ) of the Gaussian mechanism by its exact privacy profile (seed 003, Eq. 3), either direction."""
+    from ..mechanisms.gaussian import gaussian_eps, gaussian_sigma, gdp_mu
+
+    if (noise_multiplier is None) == (eps is None):
+        raise ReconRiskError("give exactly one of --noise-multiplier or --eps")
+    if eps is None:
+        e = gaussian_eps(noise_multiplier, delta, steps=steps)
+        d = {"noise_multiplier": float(noise_multiplier), "delta": delta, "steps": steps, "eps": e}
+    else:
+        s = gaussian_sigma(eps, delta, steps=steps)
+        d = {"eps": float(eps), "delta": delta, "steps": steps, "noise_multiplier": s}
+    d["mu"] = gdp_mu(d["noise_multiplier"], steps=steps)
+    if as_json:
+        print_json(d)
+        return
+    print_table("Gaussian mechanism (full batch, no subsampling)", ["quantity", "value"], list(d.items()))
+
+
+def _load_data(data: str, samples: int, dim: int, seed: int):
+    from ..report_analytic import load_digits_or_none, synthetic_uniform
+
+    kind = val.choice("data", data, ("synthetic", "digits"))
+    if kind == "synthetic":
+        return synthetic_uniform(samples, dim, seed)
+    x = load_digits_or_none(samples)
+    if x is None:
+        raise ReconRiskError(
+            "data 'digits' needs reconrisk.data.load_digits (the DP-SGD simulator issue), not installed here; "
+            "use --data synthetic"
+        )
+    return x
+
+
+class _Progress:
+    """A rich progress bar, or nothing when JSON is asked for."""
+
+    def __init__(self, total: int, description: str, enabled: bool):
+        self.enabled = enabled
+        self.total, self.description = total, description
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import Progress
+
+            self._p = Progress(transient=True)
+            self._p.__enter__()
+            self._task = self._p.add_task(self.description, total=self.total)
+        return self
+
+    def __call__(self, n: int) -> None:
+        if self.enabled:
+            self._p.advance(self._task, n)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._p.__exit__(*exc)
+        return False
+
+
+@analytic_app.command("simulate")
+def simulate_cmd(
+    noise_multipliers: str = typer.Option("0.01,0.1,1,10", "--noise-multipliers", help="Comma-separated σ values."),
+    data: str = typer.Option("synthetic", "--data", help="synthetic (U(0,1)^dim) | digits (8×8, needs reconrisk.data)."),
+    samples: int = typer.Option(100, "--samples", help="Number of samples attacked per σ."),
+    dim: int = typer.Option(4, "--dim", help="N for synthetic data."),
+    rows: int = typer.Option(100, "--rows", help="M: rows of the linear layer."),
+    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", help="C; default from --clip-regime."),
+    clip_regime: str = typer.Option("min", "--clip-regime", help="min (C = m) | sqrt_rows (C = √M·m) | large (10·√M·max‖X‖)."),
+    mode: str = typer.Option("fast", "--mode", help="fast (exact law, numpy) | explicit (JAX linear layer, real DP-SGD step)."),
+    scale: str = typer.Option("oracle", "--scale", help="oracle (optimal) | ratio (naive bias trick; needs --bias)."),
+    bias: bool = typer.Option(False, "--bias", help="Give the layer a learnable bias."),
+    data_range: float = typer.Option(1.0, "--data-range", help="Fixed PSNR data range."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the data and the noise."),
+    out: Path = typer.Option(_DEFAULT_OUT, "--out", help="Output folder (CSV, JSON, PNG, SVG)."),
+    figure: bool = typer.Option(True, "--figure/--no-figure", help="Write the Fig. 2-style figure."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON dict (no progress bar)."),
+) -> None:
+    """Attack samples through DP-SGD at several σ; CSV of MSE/PSNR/NCC with the theory, and a figure."""
+    import numpy as np
+
+    from ..attacks.analytic import clip_norm_for_regime, simulate_success
+
+    sig = _floats("noise_multipliers", noise_multipliers)
+    n = val.integer("samples", samples, minimum=1)
+    x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
+    c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
+    with _Progress(len(sig) * x.shape[0], f"simulating ({mode})", not as_json) as prog:
+        sim = simulate_success(
+            x, sig, c, rows, bias=bias, scale=scale, mode=mode, data_range=data_range, seed=seed, progress=prog
+        )
+    out = Path(out)
+    paths = {"csv": str(sim.write_csv(out / "simulate.csv"))}
+    if figure:
+        from ..report_analytic import figure_simulation
+
+        figs = figure_simulation(sim, out_dir=out, name="simulate", title=f"{data} data, N = {sim.dim}")
+        paths.update({p.suffix[1:]: str(p) for p in figs})
+    d = sim.to_dict()
+    d["data"] = data
+    d["files"] = paths
+    (out / "simulate.json").write_text(json.dumps(d, indent=2, default=float))
+    if as_json:
+        print_json(d)
+        return
+    cols = ["σ", "MSE mean", "theory E[MSE]", "PSNR mean", "theory E[PSNR]", "NCC mean", "NCC bound"]
+    rows_ = [
+        (r["noise_multiplier"], r["mse_mean"], r["theory_mse_mean"], r["psnr_mean"], r["theory_psnr_mean"], r["ncc_mean"], r["ncc_bound"])
+        for r in d["summary"]
+    ]
+    print_table(
+        f"Analytic attack ({mode}/{scale}), C = {sim.clip_norm:.4g}, M = {rows}, optimal for {sim.clipped_fraction:.0%} of samples",
+        cols,
+        rows_,
+    )
+    for k, p in paths.items():
+        print(f"{k}: {p}")
+
+
+@analytic_app.command("figures")
+def figures_cmd(
+    fig: str = typer.Option("all", "--fig", help="2 | 3 | 5 | all"),
+    data: str = typer.Option("both", "--data", help="synthetic | digits | both (digits skipped if reconrisk.data is absent)."),
+    mode: str = typer.Option("fast", "--mode", help="fast | explicit (Fig. 2)."),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(_DEFAULT_OUT, "--out", help="Output folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
+) -> None:
+    """Reproduce seed 003 Figs. 2, 3 and 5 on synthetic data and on the digits."""
+    import sys
+
+    import numpy as np
+
+    from .. import report_analytic as ra
+
+    which = val.choice("fig", fig, ("2", "3", "5", "all"))
+    kinds = {"synthetic": ["synthetic"], "digits": ["digits"], "both": ["synthetic", "digits"]}
+    sources = kinds[val.choice("data", data, tuple(kinds))]
+    sd = val.integer("seed", seed, minimum=0)
+    written: dict[str, list[str]] = {}
+    skipped: list[str] = []
+    for src in sources:
+        if src == "synthetic":
+            x2, img = ra.synthetic_uniform(100, 4, sd), None
+        else:
+            xd = ra.load_digits_or_none()
+            if xd is None:
+                msg = "digits skipped: reconrisk.data.load_digits is not available in this install"
+                skipped.append(msg)
+                if not as_json:
+                    print(msg, file=sys.stderr)
+                continue
+            x2 = xd[np.random.default_rng(sd).choice(len(xd), size=min(100, len(xd)), replace=False)]
+            img = xd[0].reshape(8, 8)
+        if which in ("2", "all"):
+            with _Progress(3 * 4 * len(x2), f"Fig. 2 ({src})", not as_json) as prog:
+                paths, _ = ra.figure_success_vs_noise(
+                    x2, mode=mode, seed=sd, out_dir=out, name=f"fig2_{src}", progress=prog,
+                    title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
+                )
+            written[f"fig2_{src}"] = [str(p) for p in paths]
+        if which in ("3", "all"):
+            if src == "synthetic":
+                paths = ra.figure_rero_curves(out_dir=out, name="fig3_synthetic")
+            else:
+                norms = np.linalg.norm(x2, axis=1)
+                paths = ra.figure_rero_curves(
+                    sigmas=(0.01, 0.1, 1.0),
+                    dims=(),
+                    norms=tuple(float(q) for q in np.quantile(norms, [0.0, 0.5, 1.0])),
+                    base=(0.1, float(norms.min()), x2.shape[1]),
+                    out_dir=out,
+                    name="fig3_digits",
+                    title=f"ReRo curves at the digits' N = {x2.shape[1]} (‖X‖ rows: min/median/max norm; σ rows at m)",
+                )
+            written[f"fig3_{src}"] = [str(p) for p in paths]
+        if which in ("5", "all"):
+            paths, _ = ra.figure_scale_demo(img, seed=sd, out_dir=out, name=f"fig5_{src}")
+            written[f"fig5_{src}"] = [str(p) for p in paths]
+    payload = {"files": written, "skipped": skipped}
+    if as_json:
+        print_json(payload)
+        return
+    for k, ps in written.items():
+        print(f"{k}: {', '.join(ps)}")

@@ -1,0 +1,354 @@
+"""Figures for seed 003 (matplotlib, Agg backend; PNG and SVG).
+
+* :func:`figure_success_vs_noise` — Fig. 2: empirical MSE, PSNR and NCC of
+  the attack (boxplots over the samples) against the noise multiplier, over
+  the theoretical density (MSE, PSNR) and the Prop. 6 bound (NCC), one row per
+  clip regime (C = m, C = √M·m, C = 10·√M·max‖X‖).
+* :func:`figure_rero_curves` — Fig. 3: γ(η) for MSE (CDF) and PSNR (survival)
+  varying σ, N and ‖X‖, with the expectations as dashed lines.
+* :func:`figure_scale_demo` — Fig. 5: MSE is not scale-invariant (×a² when
+  the data are scaled by a), PSNR with the scaled range and NCC are.
+
+Departures from the authors' figures (spec_003 §11): the density heat map of
+Fig. 2 is the exact law of the *pooled* boxplot — the equal-weight mixture of
+the per-sample laws with each sample's own ‖X‖ — instead of the law at
+``max‖X‖``; it is drawn as a density in the plotted coordinate (log10 MSE,
+PSNR) normalised to 1 per σ column, as the authors normalise per σ. The
+boxplot's centre line is the median (matplotlib's default; the paper's caption
+calls it the mean). The σ axis is log10 σ.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import _validate as val
+from .errors import ReconRiskError
+
+__all__ = [
+    "figure_success_vs_noise",
+    "figure_simulation",
+    "plot_simulation_row",
+    "figure_rero_curves",
+    "figure_scale_demo",
+    "synthetic_uniform",
+    "load_digits_or_none",
+    "synthetic_image",
+]
+
+FIG2_SIGMAS = (1e-2, 1e-1, 1.0, 10.0)  # logspace(-3, 2, 6)[1:-1] in the authors' code
+_REGIME_TITLES = {
+    "min": "C = m (always clipped)",
+    "sqrt_rows": "C = √M·m",
+    "large": "C = 10·√M·max‖X‖ (never clipped)",
+}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, out_dir, name: str) -> list[Path]:
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        p = d / f"{name}.{ext}"
+        fig.savefig(p, dpi=120, bbox_inches="tight")
+        paths.append(p)
+    _plt().close(fig)
+    return paths
+
+
+def synthetic_uniform(samples: int = 100, dim: int = 4, seed: int = 0) -> np.ndarray:
+    """Fig. 2's data: ``samples`` points from U(0, 1)^dim (numpy seed ``seed``)."""
+    n = val.integer("samples", samples, minimum=1)
+    d = val.integer("dim", dim, minimum=1)
+    return np.random.default_rng(val.integer("seed", seed, minimum=0)).uniform(0.0, 1.0, size=(n, d))
+
+
+def load_digits_or_none(samples: int | None = None) -> np.ndarray | None:
+    """The 8×8 digits in [0, 1], flattened (n, 64), from ``reconrisk.data.load_digits`` — None if that module is absent."""
+    try:
+        from .data import load_digits  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    d = load_digits()
+    x = getattr(d, "x", getattr(d, "images", d))
+    x = np.asarray(x, dtype=float).reshape(len(x), -1)
+    x = x[np.linalg.norm(x, axis=1) > 0]
+    return x if samples is None else x[: val.integer("samples", samples, minimum=1)]
+
+
+def synthetic_image(height: int = 32, width: int = 32, channels: int = 3) -> np.ndarray:
+    """A deterministic smooth test image in [0, 1] (H, W, C): colour gradients and a ring."""
+    yy, xx = np.meshgrid(np.linspace(0, 1, height), np.linspace(0, 1, width), indexing="ij")
+    ring = np.exp(-(((np.hypot(xx - 0.5, yy - 0.5) - 0.3) / 0.08) ** 2))
+    chans = [xx, yy, ring, 1 - xx, (xx + yy) / 2]
+    return np.clip(np.stack(chans[:channels], axis=-1), 0.0, 1.0)
+
+
+# ----------------------------------------------------------------------------
+# Fig. 2
+# ----------------------------------------------------------------------------
+
+
+def _mixture_density(laws, grid: np.ndarray, log10_axis: bool) -> np.ndarray:
+    dens = np.zeros_like(grid)
+    for law in laws:
+        if log10_axis:
+            y = 10.0**grid
+            dens += law.pdf(y) * y * math.log(10.0)
+        else:
+            dens += law.pdf(grid)
+    return dens / len(laws)
+
+
+def plot_simulation_row(axes, sim, *, title: str | None = None) -> None:
+    """Draw one Fig. 2 row (MSE, PSNR, NCC against log10 σ) of an :class:`AnalyticSimulation` on three axes.
+
+    Background: the density of the optimal attack's law (σ²‖X‖² per sample),
+    mixed over the samples; boxplots: the simulation; NCC: the Prop. 6 bound.
+    """
+    from .bounds.analytic import ncc_bound
+    from .bounds.analytic_laws import MSELaw, PSNRLaw
+
+    sig = np.asarray(sim.noise_multipliers, dtype=float)
+    lsig = np.log10(sig)
+    grid_s = np.linspace(lsig.min() - 1.0, lsig.max() + 1.0, 120)
+    norms, n, ranges = sim.norms, sim.dim, sim.data_ranges
+    # y ranges cover the data and the theory's 0.5%-99.5% band at the plotted σ
+    t_lo = MSELaw(sig.min() ** 2 * norms.min() ** 2, n).ppf(0.005)
+    t_hi = MSELaw(sig.max() ** 2 * norms.max() ** 2, n).ppf(0.995)
+    mse_lo = np.log10(max(1e-300, min(np.nanmin(sim.mse), t_lo))) - 0.5
+    mse_hi = np.log10(max(np.nanmax(sim.mse), t_hi)) + 0.5
+    grid_mse = np.linspace(mse_lo, mse_hi, 160)
+    p_lo = PSNRLaw(sig.max() ** 2 * norms.max() ** 2, n, ranges.min()).ppf(0.005)
+    p_hi = PSNRLaw(sig.min() ** 2 * norms.min() ** 2, n, ranges.max()).ppf(0.995)
+    finite = sim.psnr[np.isfinite(sim.psnr)]
+    psnr_lo, psnr_hi = min(finite.min(), p_lo) - 5, max(finite.max(), p_hi) + 5
+    grid_psnr = np.linspace(psnr_lo, psnr_hi, 160)
+    h_mse = np.empty((grid_mse.size, grid_s.size))
+    h_psnr = np.empty((grid_psnr.size, grid_s.size))
+    for j, ls in enumerate(grid_s):
+        s2 = (10.0**ls) ** 2
+        h_mse[:, j] = _mixture_density([MSELaw(s2 * nn * nn, n) for nn in norms], grid_mse, True)
+        plaws = [PSNRLaw(s2 * nn * nn, n, rr) for nn, rr in zip(norms, ranges)]
+        h_psnr[:, j] = _mixture_density(plaws, grid_psnr, False)
+    panels = [
+        (h_mse, grid_mse, np.log10(sim.mse), "log10 MSE"),
+        (h_psnr, grid_psnr, sim.psnr, "PSNR [dB]"),
+        (None, None, sim.ncc, "NCC"),
+    ]
+    for col, (h, grid, data, label) in enumerate(panels):
+        ax = axes[col]
+        if h is not None:
+            h = h / np.maximum(h.max(axis=0, keepdims=True), 1e-300)
+            extent = (grid_s[0], grid_s[-1], grid[0], grid[-1])
+            ax.imshow(h, origin="lower", aspect="auto", cmap="Greys", extent=extent, vmin=0, vmax=1)
+        else:
+            ax.plot(grid_s, ncc_bound(10.0**grid_s, n), "k--", label="Prop. 6 bound")
+            ax.legend(loc="lower left", fontsize=8)
+        ax.boxplot(
+            [d[np.isfinite(d)] for d in data],
+            positions=lsig,
+            widths=0.35,
+            manage_ticks=False,
+            patch_artist=True,
+            boxprops={"facecolor": "tab:green", "alpha": 0.6},
+            medianprops={"color": "tab:orange"},
+        )
+        ax.set_xlim(grid_s[0], grid_s[-1])
+        ax.set_xlabel("log10 σ")
+        ax.set_ylabel(label)
+    head = f"C = {sim.clip_norm:.3g}, M = {sim.rows}, {sim.mode}/{sim.scale}{', bias' if sim.bias else ''}"
+    axes[0].set_title(f"{title}; {head}" if title else head, fontsize=9, loc="left")
+
+
+def figure_simulation(sim, *, out_dir=".", name: str = "analytic_simulation", title: str | None = None):
+    """One-row Fig. 2 panel for a single :class:`AnalyticSimulation` (used by ``reconrisk analytic simulate``)."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    plot_simulation_row(axes, sim)
+    fig.suptitle(title or f"Analytic attack vs theory (N = {sim.dim}, {sim.norms.size} samples)")
+    fig.tight_layout()
+    return _save(fig, out_dir, name)
+
+
+def figure_success_vs_noise(
+    x,
+    *,
+    rows: int = 100,
+    noise_multipliers: Sequence[float] = FIG2_SIGMAS,
+    regimes: Sequence[str] = ("min", "sqrt_rows", "large"),
+    data_range: float = 1.0,
+    mode: str = "fast",
+    seed: int = 0,
+    out_dir=".",
+    name: str = "analytic_fig2",
+    title: str | None = None,
+    progress=None,
+):
+    """Seed 003 Fig. 2 on the samples ``x`` (n, N). Returns ``(paths, {regime: AnalyticSimulation})``.
+
+    Row r (regime) uses seed ``seed + r``, so the rows are independent experiments.
+    """
+    from .attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
+
+    plt = _plt()
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim != 2:
+        raise ReconRiskError(f"x must have shape (n, N); found {arr.shape}")
+    norms = np.linalg.norm(arr, axis=1)
+    if (norms == 0).any():
+        raise ReconRiskError("x must have nonzero norms (seed 003 excludes X = 0); found norm 0")
+    sig = [val.positive("noise_multipliers", s) for s in noise_multipliers]
+    fig, axes = plt.subplots(len(regimes), 3, figsize=(13, 3.2 * len(regimes)), squeeze=False)
+    sims = {}
+    for r, regime in enumerate(regimes):
+        c = clip_norm_for_regime(regime, norms, rows)
+        with warnings.catch_warnings():
+            if regime == "large":  # sub-optimal by design: that is the point of this row
+                warnings.simplefilter("ignore", SuboptimalRowsWarning)
+            sims[regime] = simulate_success(
+                arr, sig, c, rows, mode=mode, data_range=data_range, seed=seed + r, progress=progress
+            )
+        plot_simulation_row(axes[r], sims[regime], title=_REGIME_TITLES.get(regime, regime))
+    fig.suptitle(title or f"Analytic attack vs theory (N = {arr.shape[1]}, {arr.shape[0]} samples, M = {rows})")
+    fig.tight_layout()
+    return _save(fig, out_dir, name), sims
+
+
+# ----------------------------------------------------------------------------
+# Fig. 3
+# ----------------------------------------------------------------------------
+
+
+def figure_rero_curves(
+    *,
+    sigmas: Sequence[float] = (0.1, 1.0, 10.0),
+    dims: Sequence[int] = (1, 10, 1000),
+    norms: Sequence[float] = (0.1, 1.0, 10.0),
+    base: tuple[float, float, int] = (1.0, 1.0, 1),
+    data_range: float = 1.0,
+    out_dir=".",
+    name: str = "analytic_fig3",
+    title: str | None = None,
+):
+    """Seed 003 Fig. 3: γ(η) of Props. 3 and 5 (MSE CDF, PSNR survival), varying σ, N and ‖X‖.
+
+    Parameters not varied in a row take the ``base`` values ``(σ, ‖X‖, N)``
+    (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
+    curves are the ReRo bounds γ(η); dashed lines are the expectations.
+    """
+    from .bounds.analytic_laws import mse_law, psnr_law
+
+    plt = _plt()
+    s0, n0, d0 = base
+    settings = [
+        ("σ", [(s, n0, d0) for s in sigmas]),
+        ("N", [(s0, n0, d) for d in dims]),
+        ("‖X‖", [(s0, nrm, d0) for nrm in norms]),
+    ]
+    settings = [st for st in settings if st[1]]
+    if not settings:
+        raise ReconRiskError("figure_rero_curves needs at least one of sigmas, dims, norms; found none")
+    fig, axes = plt.subplots(len(settings), 2, figsize=(10, 3 * len(settings)), squeeze=False)
+    for r, (varied, triples) in enumerate(settings):
+        mls = [mse_law(s, nrm, d) for s, nrm, d in triples]
+        pls = [psnr_law(s, nrm, d, data_range=data_range) for s, nrm, d in triples]
+        lo = min(law.ppf(0.01) for law in mls)
+        hi = max(law.ppf(0.99) for law in mls)
+        eta = np.geomspace(lo, hi, 400)
+        plo = min(law.ppf(0.01) for law in pls)
+        phi = max(law.ppf(0.99) for law in pls)
+        peta = np.linspace(plo, phi, 400)
+        for (s, nrm, d), ml, pl in zip(triples, mls, pls):
+            val_ = {"σ": s, "N": d, "‖X‖": nrm}[varied]
+            (line,) = axes[r, 0].plot(eta, ml.cdf(eta), label=f"{varied} = {val_:g}")
+            axes[r, 0].axvline(ml.mean(), color=line.get_color(), ls="--", lw=0.8)
+            (line,) = axes[r, 1].plot(peta, pl.sf(peta), label=f"{varied} = {val_:g}")
+            axes[r, 1].axvline(pl.mean(), color=line.get_color(), ls="--", lw=0.8)
+        axes[r, 0].set_xscale("log")
+        axes[r, 0].set_xlabel("η (MSE)")
+        axes[r, 0].set_ylabel("γ = P(MSE ≤ η)")
+        axes[r, 1].set_xlabel("η (PSNR, dB)")
+        axes[r, 1].set_ylabel("γ = P(PSNR ≥ η)")
+        for ax in axes[r]:
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+    fig.suptitle(title or "ReRo curves of the optimal analytic attack (dashed: expectations; higher PSNR = better)")
+    fig.tight_layout()
+    return _save(fig, out_dir, name)
+
+
+# ----------------------------------------------------------------------------
+# Fig. 5
+# ----------------------------------------------------------------------------
+
+
+def figure_scale_demo(
+    image=None,
+    *,
+    factor: float = 10.0,
+    noise_multiplier: float = 1e-3,
+    seed: int = 0,
+    out_dir=".",
+    name: str = "analytic_fig5",
+):
+    """Seed 003 Fig. 5: the same image and its a-times rescaled copy, attacked with C = ‖X‖, M = 1.
+
+    The same seed draws the same standard normal for both, so the MSE ratio is
+    a² exactly (not only in expectation); PSNR with the range scaled by a and
+    NCC are unchanged. Returns ``(paths, dict of the numbers)``.
+    """
+    from .attacks.analytic import mse, ncc, psnr, simulate_attack
+
+    plt = _plt()
+    img = synthetic_image() if image is None else np.asarray(image, dtype=float)
+    a = val.positive("factor", factor)
+    s = val.positive("noise_multiplier", noise_multiplier)
+    x = img.reshape(-1)
+    rng_range = float(x.max() - x.min()) or 1.0
+    results = {}
+    recs = {}
+    for label, scale in (("original", 1.0), ("scaled", a)):
+        xs = scale * x
+        c = float(np.linalg.norm(xs))
+        xh = simulate_attack(xs, s, c, 1, seed=seed)
+        recs[label] = (xs, xh)
+        results[label] = {
+            "clip_norm": c,
+            "mse": float(mse(xs, xh)),
+            "psnr": float(psnr(xs, xh, data_range=scale * rng_range)),
+            "ncc": float(ncc(xs, xh)),
+        }
+    results["mse_ratio"] = results["scaled"]["mse"] / results["original"]["mse"]
+    results["factor"] = a
+    results["noise_multiplier"] = s
+    fig, axes = plt.subplots(2, 2, figsize=(7, 7))
+    for r, label in enumerate(("original", "scaled")):
+        xs, xh = recs[label]
+        scale = 1.0 if label == "original" else a
+        for c_, arr_, t in ((0, xs, "data"), (1, xh, "reconstruction")):
+            im = np.clip(arr_.reshape(img.shape) / scale, 0, 1) if img.ndim >= 2 else arr_.reshape(1, -1)
+            axes[r, c_].imshow(im if im.ndim == 2 or im.shape[-1] in (3, 4) else im[..., 0], cmap="gray")
+            axes[r, c_].set_axis_off()
+            title = f"{label} ×{scale:g}: {t}"
+            if c_ == 1:
+                rr = results[label]
+                title += f"\nMSE {rr['mse']:.3g}, PSNR {rr['psnr']:.2f} dB, NCC {rr['ncc']:.4f}"
+            axes[r, c_].set_title(title, fontsize=8)
+    fig.suptitle(f"MSE is not scale-invariant: ratio {results['mse_ratio']:.4g} = a² = {a * a:g} (σ = {s:g}, C = ‖X‖, M = 1)")
+    fig.tight_layout()
+    return _save(fig, out_dir, name), results
