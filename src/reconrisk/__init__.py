@@ -13,7 +13,42 @@ from .release import Release, Segment
 
 __version__ = "0.1.0"
 
+# Names loaded on first use (PEP 562), so that `import reconrisk` — and with it
+# every CLI command — does not pay for scipy.stats and friends up front.
+_LAZY = {
+    "analytic_bound": "bounds.analytic",
+    "analytic_calibration": "bounds.analytic",
+    "eta_for_rero": "bounds.analytic",
+    "ncc_bound": "bounds.analytic",
+    "optimal_num_rows": "bounds.analytic",
+    "reconstruction_variance": "bounds.analytic",
+    "rero_gamma_mse": "bounds.analytic",
+    "rero_gamma_psnr": "bounds.analytic",
+    "selection_probability": "bounds.analytic",
+    "MSELaw": "bounds.analytic_laws",
+    "PSNRLaw": "bounds.analytic_laws",
+    "mse_law": "bounds.analytic_laws",
+    "psnr_law": "bounds.analytic_laws",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reconrisk' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 __all__ = [
+    "MSELaw",
+    "PSNRLaw",
     "ReconRiskError",
     "Release",
     "ReroBound",
@@ -27,4 +62,16 @@ __all__ = [
     "noise_multiplier_for_epsilon",
     "rero_bound",
     "__version__",
+    # seed 003: analytic gradient inversion
+    "analytic_bound",
+    "analytic_calibration",
+    "eta_for_rero",
+    "mse_law",
+    "ncc_bound",
+    "optimal_num_rows",
+    "psnr_law",
+    "reconstruction_variance",
+    "rero_gamma_mse",
+    "rero_gamma_psnr",
+    "selection_probability",
 ]

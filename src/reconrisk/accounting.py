@@ -8,7 +8,8 @@ Accountants (``accountant=``):
     Gaussian under add/remove adjacency, ε(δ) = max over the add and remove
     directions — the same algorithm as ``dp_accounting``'s ``PLDAccountant``
     (cross-checked in the tests) but without its import cost. For q = 1 the
-    exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used.
+    exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
+    (:mod:`reconrisk.mechanisms.gaussian`, evaluated in log space).
 ``"rdp"``
     Rényi DP at integer orders 2…1024 with the conversion
     ε = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] used by
@@ -26,7 +27,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
 from . import _validate as v
 from ._roots import bisect_log
@@ -51,37 +51,12 @@ def _release(noise_multiplier, sample_rate, steps, release) -> Release:
     return Release(noise_multiplier, sample_rate, steps)
 
 
-def gdp_delta(mu: float, epsilon) -> np.ndarray:
-    """δ(ε) of μ-Gaussian DP (Dong, Roth, Su), exact, vectorised."""
-    eps = np.asarray(epsilon, dtype=float)
-    a = special.log_ndtr(-eps / mu + mu / 2)
-    b = eps + special.log_ndtr(-eps / mu - mu / 2)
-    with np.errstate(invalid="ignore"):
-        return np.where(b < a, np.exp(a) * -np.expm1(b - a), 0.0)
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """Smallest ε ≥ 0 with δ_μ(ε) ≤ δ (bisection to 1e-10 relative)."""
-    if gdp_delta(mu, 0.0) <= delta:
-        return 0.0
-    lo, hi = 0.0, max(1.0, mu * mu)
-    while gdp_delta(mu, hi) > delta:
-        lo, hi = hi, hi * 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if gdp_delta(mu, mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-10 * max(1.0, hi):
-            break
-    return hi
-
-
 def _pld_epsilon(release: Release, delta: float, h: float) -> float:
     if all(s.sample_rate == 1.0 for s in release.segments):
+        from .mechanisms.gaussian import gaussian_eps  # exact GDP profile, in log space
+
         mu = math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
-        return gdp_epsilon(mu, delta)
+        return gaussian_eps(1.0 / mu, delta)
     # keep each step's loss grid below ~1e6 atoms for very small σ
     for seg in release.segments:
         lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
@@ -162,9 +137,9 @@ def noise_multiplier_for_epsilon(
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
     if q == 1.0 and accountant == "pld":
-        # exact: ε is a function of μ = √T/σ only
-        mu_lo, mu_hi = bisect_log(lambda mu: gdp_epsilon(mu, delta) > target, 1e-3, 1.0, rel_tol=rel_tol * 1e-2, name="mu")
-        return math.sqrt(t) / mu_lo
+        from .mechanisms.gaussian import gaussian_sigma  # exact: ε depends on μ = √T/σ only
+
+        return gaussian_sigma(target, delta, steps=t)
     # coarse grid first (cheap), then the accountant's own grid inside a narrow bracket
     if accountant == "pld":
         lo_c, hi_c = bisect_log(
