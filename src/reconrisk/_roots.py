@@ -1,0 +1,43 @@
+"""A bracketing root finder for monotone functions (no scipy.optimize import)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .errors import ReconRiskError
+
+
+def bisect_log(
+    pred: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    rel_tol: float = 1e-4,
+    max_expand: int = 60,
+    name: str = "value",
+) -> tuple[float, float]:
+    """Smallest x > 0 with ``pred(x)`` true, for ``pred`` monotone (false … false true … true).
+
+    Works on log x. Returns ``(lo, hi)`` with ``pred(hi)`` true, ``pred(lo)``
+    false (or ``lo`` the lower limit searched) and ``hi/lo − 1 ≤ rel_tol``.
+    """
+    for _ in range(max_expand):
+        if pred(hi):
+            break
+        lo, hi = hi, hi * 4
+    else:
+        raise ReconRiskError(f"no {name} up to {hi:g} satisfies the target")
+    for _ in range(max_expand):
+        if not pred(lo):
+            break
+        hi, lo = lo, lo / 4
+    else:
+        return lo, lo
+    while hi / lo - 1 > rel_tol:
+        mid = math.sqrt(lo * hi)
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi

@@ -1,0 +1,174 @@
+"""(ε, δ) accounting of DP-SGD and its inverses.
+
+Accountants (``accountant=``):
+
+``"pld"`` (default)
+    reconrisk's privacy-loss-distribution accountant (:mod:`reconrisk.bounds.pld`):
+    pessimistic connect-the-dots discretisation of the Poisson-subsampled
+    Gaussian under add/remove adjacency, ε(δ) = max over the add and remove
+    directions — the same algorithm as ``dp_accounting``'s ``PLDAccountant``
+    (cross-checked in the tests) but without its import cost. For q = 1 the
+    exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used.
+``"rdp"``
+    Rényi DP at integer orders 2…1024 with the conversion
+    ε = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] used by
+    ``dp_accounting``'s ``RdpAccountant``.
+``"dp_accounting"``
+    Google's ``dp_accounting.pld.PLDAccountant`` itself (imported lazily;
+    slower to import).
+
+The accountant must match the ReRo bound's adjacency (add/remove, Poisson
+sampling; spec_000 §5.5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from . import _validate as v
+from ._roots import bisect_log
+from .bounds import pld as _pld
+from .bounds.rdp import DEFAULT_ORDERS, release_rdp
+from .errors import ReconRiskError
+from .release import Release
+
+ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
+#: Loss discretisation of the PLD accountant (dp_accounting's default is 1e-4).
+PLD_DISCRETIZATION = 1e-4
+
+
+def _release(noise_multiplier, sample_rate, steps, release) -> Release:
+    if release is not None:
+        if not isinstance(release, Release):
+            raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+        return release
+    return Release(noise_multiplier, sample_rate, steps)
+
+
+def gdp_delta(mu: float, epsilon) -> np.ndarray:
+    """δ(ε) of μ-Gaussian DP (Dong, Roth, Su), exact, vectorised."""
+    eps = np.asarray(epsilon, dtype=float)
+    a = special.log_ndtr(-eps / mu + mu / 2)
+    b = eps + special.log_ndtr(-eps / mu - mu / 2)
+    with np.errstate(invalid="ignore"):
+        return np.where(b < a, np.exp(a) * -np.expm1(b - a), 0.0)
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε ≥ 0 with δ_μ(ε) ≤ δ (bisection to 1e-10 relative)."""
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, max(1.0, mu * mu)
+    while gdp_delta(mu, hi) > delta:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if gdp_delta(mu, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-10 * max(1.0, hi):
+            break
+    return hi
+
+
+def _pld_epsilon(release: Release, delta: float, h: float) -> float:
+    if all(s.sample_rate == 1.0 for s in release.segments):
+        mu = math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
+        return gdp_epsilon(mu, delta)
+    eps = 0.0
+    for direction in ("remove", "add"):
+        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction)
+        eps = max(eps, pmf.epsilon(delta))
+    return eps
+
+
+def _rdp_epsilon(release: Release, delta: float) -> float:
+    orders = DEFAULT_ORDERS.astype(float)
+    rdp = release_rdp(release.segments, DEFAULT_ORDERS)
+    eps = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
+    return float(max(0.0, np.min(eps)))
+
+
+def _dp_accounting_epsilon(release: Release, delta: float) -> float:
+    import dp_accounting  # noqa: PLC0415  (slow import, only on request)
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acc = pld_privacy_accountant.PLDAccountant()
+    for s in release.segments:
+        event = dp_accounting.PoissonSampledDpEvent(s.sample_rate, dp_accounting.GaussianDpEvent(s.noise_multiplier))
+        acc.compose(event, s.steps)
+    return float(acc.get_epsilon(delta))
+
+
+def epsilon(
+    noise_multiplier: float | None = None,
+    sample_rate: float = 1.0,
+    steps: int = 1,
+    delta: float = 1e-5,
+    accountant: str = "pld",
+    *,
+    release: Release | None = None,
+) -> float:
+    """ε of DP-SGD at ``delta`` (add/remove adjacency, Poisson sampling).
+
+    Give ``noise_multiplier, sample_rate, steps`` or a ``release`` (which may be
+    a heterogeneous schedule).
+    """
+    rel = _release(noise_multiplier, sample_rate, steps, release)
+    delta = v.probability_open("delta", delta)
+    accountant = v.choice("accountant", accountant, ACCOUNTANTS)
+    if accountant == "pld":
+        return _pld_epsilon(rel, delta, PLD_DISCRETIZATION)
+    if accountant == "rdp":
+        return _rdp_epsilon(rel, delta)
+    return _dp_accounting_epsilon(rel, delta)
+
+
+def _epsilon_of(sigma: float, q: float, t: int, delta: float, accountant: str, h: float | None = None) -> float:
+    if h is not None:
+        return _pld_epsilon(Release(sigma, q, t), delta, h)
+    return epsilon(sigma, q, t, delta, accountant)
+
+
+def noise_multiplier_for_epsilon(
+    epsilon: float,
+    sample_rate: float = 1.0,
+    steps: int = 1,
+    delta: float = 1e-5,
+    accountant: str = "pld",
+    *,
+    rel_tol: float = 1e-4,
+) -> float:
+    """Smallest noise multiplier σ with ε(σ, q, T, δ) ≤ ``epsilon``.
+
+    Monotone bisection on log σ; the returned σ satisfies the target (it is the
+    upper end of a bracket of relative width ≤ ``rel_tol``).
+    """
+    target = v.positive("epsilon", epsilon)
+    q = v.sample_rate("sample_rate", sample_rate)
+    t = v.integer("steps", steps, minimum=1)
+    delta = v.probability_open("delta", delta)
+    accountant = v.choice("accountant", accountant, ACCOUNTANTS)
+    rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
+    if q == 1.0 and accountant == "pld":
+        # exact: ε is a function of μ = √T/σ only
+        mu_lo, mu_hi = bisect_log(lambda mu: gdp_epsilon(mu, delta) > target, 1e-3, 1.0, rel_tol=rel_tol * 1e-2, name="mu")
+        return math.sqrt(t) / mu_lo
+    # coarse grid first (cheap), then the accountant's own grid inside a narrow bracket
+    if accountant == "pld":
+        lo_c, hi_c = bisect_log(
+            lambda s: _epsilon_of(s, q, t, delta, accountant, 1e-3) <= target, 0.1, 1.0, rel_tol=5e-3,
+            name="noise_multiplier",
+        )
+        lo0, hi0 = lo_c / 1.02, hi_c * 1.02
+    else:
+        lo0, hi0 = 0.1, 1.0
+    _, hi = bisect_log(
+        lambda s: _epsilon_of(s, q, t, delta, accountant) <= target, lo0, hi0, rel_tol=rel_tol,
+        name="noise_multiplier",
+    )
+    return hi

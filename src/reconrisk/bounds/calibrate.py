@@ -1,0 +1,75 @@
+"""Calibration: the smallest noise multiplier that keeps reconstruction risk below a target.
+
+"Smallest σ with γ ≤ γ* at κ" (issue 2, §4): γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) is
+non-increasing in σ, so a bisection on log σ brackets the answer. The
+returned σ is the *upper* end of the final bracket, at which the certified
+upper end of the PLD bracket (or the exact closed form) is ≤ γ*; the
+calibration is therefore sound whatever the discretisation error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import special
+
+from .. import _validate as v
+from .._roots import bisect_log
+from ..errors import ReconRiskError
+from ..release import Release
+from .rero import DEFAULT_TOL, pld_bracket
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of :func:`noise_multiplier_for_rero`."""
+
+    noise_multiplier: float
+    target_rero: float
+    kappa: float
+    sample_rate: float
+    steps: int
+    rero_upper: float
+    bracket: tuple[float, float]
+    method: str
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["bracket"] = list(self.bracket)
+        return d
+
+
+def noise_multiplier_for_rero(
+    target_rero: float,
+    kappa: float,
+    sample_rate: float,
+    steps: int,
+    *,
+    rel_tol: float = 1e-3,
+    tol: float = DEFAULT_TOL,
+) -> Calibration:
+    """Smallest σ (to relative ``rel_tol``) with certified γ ≤ ``target_rero``."""
+    kappa = v.probability_open("kappa", kappa)
+    target = v.in_range("target_rero", target_rero, kappa, 1.0)
+    q = v.sample_rate("sample_rate", sample_rate)
+    t = v.integer("steps", steps, minimum=1)
+    rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
+    if q == 1.0:
+        # Φ(Φ⁻¹(κ) + √T/σ) = γ*  ⇔  σ = √T / (Φ⁻¹(γ*) − Φ⁻¹(κ))
+        gap = float(special.ndtri(target) - special.ndtri(kappa))
+        sigma = math.sqrt(t) / gap
+        up = float(special.ndtr(special.ndtri(kappa) + gap))
+        return Calibration(sigma, target, kappa, q, t, up, (sigma, sigma), "closed_form")
+
+    def ok(sigma: float) -> bool:
+        _, up, _ = pld_bracket(Release(sigma, q, t), np.array([kappa]), tol=tol)
+        return bool(up[0] <= target)
+
+    try:
+        lo, hi = bisect_log(ok, 0.2, 2.0, rel_tol=rel_tol, name="noise_multiplier")
+    except ReconRiskError as exc:  # pragma: no cover - target > kappa always reachable
+        raise ReconRiskError(f"cannot reach target_rero={target} at kappa={kappa}: {exc}") from None
+    _, up, _ = pld_bracket(Release(hi, q, t), np.array([kappa]), tol=tol)
+    return Calibration(hi, target, kappa, q, t, float(up[0]), (lo, hi), "pld")

@@ -1,0 +1,168 @@
+"""``reconrisk bound``, ``reconrisk calibrate`` and ``reconrisk curve`` (theory layer only; no JAX)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import app
+from ._common import print_json, print_table
+
+_METHODS = ("pld", "mc", "closed_form", "rdp", "all")
+
+
+def _kappa(kappa: Optional[float], prior_size: Optional[int]) -> float:
+    from ..priors import resolve_kappa
+
+    return resolve_kappa(kappa, prior_size)
+
+
+@app.command("bound")
+def bound_cmd(
+    noise_multiplier: float = typer.Option(..., "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ (noise std σC)."),
+    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates (κ = 1/n)."),
+    kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ in (0, 1)."),
+    delta: float = typer.Option(1e-5, "--delta", help="δ at which ε is reported."),
+    method: str = typer.Option("pld", "--method", help="pld | mc | closed_form | rdp | all"),
+    samples: int = typer.Option(1_000_000, "--samples", help="Monte-Carlo samples (method mc)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the Monte-Carlo sampler."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the Monte-Carlo interval."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Certified bound on the probability that an informed adversary reconstructs a training example."""
+    from .. import _validate as v
+    from ..accounting import epsilon
+    from ..bounds.rdp import rero_from_dp
+    from ..bounds.rero import has_closed_form, rero_bounds
+    from ..release import Release
+
+    method = v.choice("method", method, _METHODS)
+    k = _kappa(kappa, prior_size)
+    release = Release(noise_multiplier, sample_rate, steps)
+    delta = v.probability_open("delta", delta)
+    eps = epsilon(release=release, delta=delta)
+    if method == "all":
+        methods = ["pld"] + (["closed_form"] if has_closed_form(release) else []) + ["mc"]
+    else:
+        methods = [method]
+    results = {}
+    for m in methods:
+        if m == "mc":
+            results[m] = _run_mc(release, k, samples, seed, confidence, quiet=json_out)
+        else:
+            results[m] = rero_bounds(release, k, method=m)[0]
+    rdp = rero_bounds(release, k, method="rdp")[0]
+    primary = results[methods[0]]
+
+    def summary(r) -> dict:
+        d = {"method": r.method, "lower": r.lower, "upper": r.upper}
+        if r.estimate is not None:
+            d.update(estimate=r.estimate, confidence=r.confidence, samples=r.details.get("samples"), seed=r.details.get("seed"))
+        if r.method == "pld":
+            d["discretization"] = r.details.get("discretization")
+        return d
+
+    payload = {
+        "kappa": k,
+        "prior_size": prior_size,
+        "delta": delta,
+        "epsilon": eps,
+        "noise_multiplier": release.noise_multiplier,
+        "sample_rate": release.sample_rate,
+        "steps": release.steps,
+        "rero": summary(primary),
+        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps)[0])},
+    }
+    if len(methods) > 1:
+        payload["methods"] = {m: summary(r) for m, r in results.items()}
+    if json_out:
+        print_json(payload)
+        return
+    rows = []
+    for m, r in results.items():
+        rows.append([m, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
+    rows.append(["rdp (baseline)", None, rdp.upper, None, None])
+    title = (
+        f"ReRo bound  σ={release.noise_multiplier:g}  q={release.sample_rate:g}  T={release.steps}  "
+        f"κ={k:.4g}  (ε={eps:.3f} at δ={delta:g})"
+    )
+    print_table(title, ["method", "lower", "upper", "estimate", "width"], rows)
+
+
+def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
+    from ..bounds.rero import rero_bounds
+
+    if quiet:
+        return rero_bounds(release, k, method="mc", samples=samples, seed=seed, confidence=confidence)[0]
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("Monte Carlo", total=2 * samples * release.steps)
+        return rero_bounds(
+            release, k, method="mc", samples=samples, seed=seed, confidence=confidence,
+            progress=lambda n: bar.advance(task, n),
+        )[0]
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    target_rero: float = typer.Option(..., "--target-rero", "-g", help="Largest acceptable reconstruction success γ*."),
+    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates."),
+    kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ."),
+    delta: float = typer.Option(1e-5, "--delta", help="δ at which the implied ε is reported."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Smallest noise multiplier whose certified reconstruction bound is ≤ the target."""
+    from ..api import calibrate_noise
+
+    k = _kappa(kappa, prior_size)
+    out = calibrate_noise(target_rero, sample_rate, steps, kappa=k, delta=delta)
+    out["prior_size"] = prior_size
+    if json_out:
+        print_json(out)
+        return
+    print_table(
+        f"Calibration for γ* = {target_rero:g} at κ = {k:.4g}, q = {sample_rate:g}, T = {steps}",
+        ["quantity", "value"],
+        [
+            ["noise_multiplier", out["noise_multiplier"]],
+            ["certified rero at that σ", out["rero_upper"]],
+            [f"epsilon (δ={delta:g})", out["epsilon"]],
+        ],
+    )
+
+
+@app.command("curve")
+def curve_cmd(
+    steps: int = typer.Option(100, "--steps", "-T", help="Number of DP-SGD steps T."),
+    sample_rate: float = typer.Option(1.0, "--sample-rate", "-q", help="q for the γ-against-ε panel."),
+    prior_size: List[int] = typer.Option([2, 10, 100, 1024], "--prior-size", "-n", help="Prior sizes (repeatable)."),
+    epsilon_min: float = typer.Option(0.25, "--epsilon-min", help="Smallest ε of the γ-against-ε panel."),
+    epsilon_max: float = typer.Option(64.0, "--epsilon-max", help="Largest ε of the γ-against-ε panel."),
+    points: int = typer.Option(12, "--points", help="Number of ε values (log-spaced)."),
+    fixed_epsilon: float = typer.Option(4.0, "--fixed-epsilon", help="ε of the γ-against-q panel (seed 000 Fig. 5)."),
+    sample_rates: List[float] = typer.Option(
+        [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.99], "--sample-rates", help="q values of the γ-against-q panel (repeatable)."
+    ),
+    delta: float = typer.Option(1e-5, "--delta", help="δ of the accountant."),
+    out: Path = typer.Option(Path("reconrisk-out"), "--out", help="Output directory."),
+    json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
+    from ..report_curves import rero_curves
+
+    res = rero_curves(
+        steps=steps, sample_rate=sample_rate, prior_sizes=prior_size, epsilon_range=(epsilon_min, epsilon_max),
+        points=points, fixed_epsilon=fixed_epsilon, sample_rates=sample_rates, delta=delta, out=out,
+        progress=not json_out,
+    )
+    if json_out:
+        print_json(res)
+        return
+    print_table("reconrisk curve", ["quantity", "value"], [[k, str(v)] for k, v in res["files"].items()])
