@@ -22,7 +22,7 @@ seed gives the same numbers, whatever the vmap batch size.
 
 from __future__ import annotations
 
-import math
+import functools
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
@@ -169,17 +169,25 @@ def split_dataset(dataset, prior_size: int, known_size: int | None, seed: int):
 
 def draw_priors(pool_size: int, prior_size: int, trials: int, seed: int):
     """(prior indices (trials, n) into the pool, target positions (trials,))."""
-    rng = np.random.default_rng([seed, 1, prior_size])
-    idx = np.stack([rng.choice(pool_size, prior_size, replace=False) for _ in range(trials)])
-    target = rng.integers(0, prior_size, trials)
+    idx = np.empty((trials, prior_size), dtype=np.int64)
+    target = np.empty(trials, dtype=np.int64)
+    for t in range(trials):  # trial t is the same whatever the number of trials
+        rng = np.random.default_rng([seed, 1, prior_size, t])
+        idx[t] = rng.choice(pool_size, prior_size, replace=False)
+        target[t] = rng.integers(0, prior_size)
     return idx, target
 
 
 # ----------------------------------------------------------------------------------------
 # vectorised trials
 # ----------------------------------------------------------------------------------------
-def _trial_functions(model, cfg, known_x, known_y, steps, setting):
-    """jit(vmap(...)) trial functions for the prior-aware attacks and for gradient inversion."""
+@functools.lru_cache(maxsize=16)
+def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
+    """jit(vmap(...)) trial functions for the prior-aware attacks and for gradient inversion.
+
+    Cached on the static configuration; σ and the data are runtime arguments, so
+    an ε grid compiles once.
+    """
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
@@ -188,44 +196,42 @@ def _trial_functions(model, cfg, known_x, known_y, steps, setting):
     from ..attacks.prior_aware import attack_scores, known_batch, observe_step
     from ..train.dpsgd import dpsgd_step, masked_clipped_sum
 
-    kx, ky = jnp.asarray(known_x), jnp.asarray(known_y)
-    n_known = kx.shape[0]
+    inv_steps, inv_restarts, inv_lr = inversion
     _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
     names = ("alg2", "alg3", "loglik", "no_deduction")
 
-    def train_setup(key, prior_x, prior_y, target):
+    def train_setup(sigma, kx, ky, key, prior_x, prior_y, target):
         x = jnp.concatenate([kx, prior_x[target][None]])
         y = jnp.concatenate([ky, prior_y[target][None]])
         k_init, k_run, k_gi = jax.random.split(key, 3)
-        return x, y, model.init(k_init), k_run, k_gi
+        return replace(cfg, noise_multiplier=sigma), x, y, model.init(k_init), k_run, k_gi
 
     def stats_summary(stats):
         return jnp.stack([stats["norm_sum"].sum(), stats["clipped"].sum(), stats["members"].sum(),
                           stats["overflow"].any().astype(jnp.float32)])
 
-    def prior_aware_trial(key, prior_x, prior_y, target):
-        x, y, params, k_run, _ = train_setup(key, prior_x, prior_y, target)
+    def prior_aware_trial(sigma, kx, ky, key, prior_x, prior_y, target):
+        c, x, y, params, k_run, _ = train_setup(sigma, kx, ky, key, prior_x, prior_y, target)
 
         def body(p, t):
-            p2, theta, g, mask, stats = dpsgd_step(model, cfg, p, k_run, t, x, y)
+            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y)
             # the adversary: released (θ_t, g_t), the known rows of the batch mask, D₋, the prior
-            obs = observe_step(model, cfg, theta, g, mask[:n_known], kx, ky, prior_x, prior_y, unravel)
+            obs = observe_step(model, c, theta, g, mask[:n_known], kx, ky, prior_x, prior_y, unravel)
             return p2, (obs, stats)
 
         _, (obs, stats) = jax.lax.scan(body, params, jnp.arange(steps))
-        scores = attack_scores(obs, sample_rate=cfg.sample_rate, noise_multiplier=cfg.noise_multiplier,
-                               clip_norm=cfg.clip_norm)
+        scores = attack_scores(obs, sample_rate=c.sample_rate, noise_multiplier=sigma, clip_norm=c.clip_norm)
         success = jnp.stack([jnp.argmax(scores[k]) == target for k in names])
         return success, stats_summary(stats)
 
-    def inversion_trial(key, prior_x, prior_y, target):
-        x, y, params, k_run, k_gi = train_setup(key, prior_x, prior_y, target)
+    def inversion_trial(sigma, kx, ky, key, prior_x, prior_y, target):
+        c, x, y, params, k_run, k_gi = train_setup(sigma, kx, ky, key, prior_x, prior_y, target)
 
         def body(p, t):
-            p2, theta, g, mask, stats = dpsgd_step(model, cfg, p, k_run, t, x, y)
-            index, valid = known_batch(mask[:n_known], cfg.cap)
+            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y)
+            index, valid = known_batch(mask[:n_known], c.cap)
             if n_known:
-                known_sum, _ = masked_clipped_sum(model, unravel(theta), kx, ky, mask[:n_known], index, valid, cfg)
+                known_sum, _ = masked_clipped_sum(model, unravel(theta), kx, ky, mask[:n_known], index, valid, c)
                 gbar = g - ravel_pytree(known_sum)[0]
             else:
                 gbar = g
@@ -233,15 +239,16 @@ def _trial_functions(model, cfg, known_x, known_y, steps, setting):
 
         _, (thetas, gbars, stats) = jax.lax.scan(body, params, jnp.arange(steps))
         z, _ = gradient_inversion(
-            model, unravel, thetas, gbars, prior_y[target], k_gi, clip_norm=cfg.clip_norm,
-            steps=setting.inversion_steps, restarts=setting.inversion_restarts,
-            learning_rate=setting.inversion_learning_rate, clip_mode=cfg.clip_mode,
+            model, unravel, thetas, gbars, prior_y[target], k_gi, clip_norm=c.clip_norm,
+            steps=inv_steps, restarts=inv_restarts, learning_rate=inv_lr, clip_mode=c.clip_mode,
         )
         guess = nearest_neighbour(z, prior_x)
         err = jnp.mean((z - prior_x[target]) ** 2)
         return jnp.stack([(guess == target).astype(jnp.float32), err]), stats_summary(stats)
 
-    return jax.jit(jax.vmap(prior_aware_trial)), jax.jit(jax.vmap(inversion_trial)), names
+    axes = (None, None, None, 0, 0, 0, 0)
+    return (jax.jit(jax.vmap(prior_aware_trial, in_axes=axes)),
+            jax.jit(jax.vmap(inversion_trial, in_axes=axes)), names)
 
 
 def _batch_size(setting, n_known: int, requested: int | None) -> int:
@@ -276,7 +283,11 @@ def run_setting(
     known_x, known_y, pool_x, pool_y = split_dataset(dataset, s.prior_size, s.known_size, s.seed)
     n_known = known_x.shape[0]
     cfg = make_step_config(release, n_known + 1, s.learning_rate, s.clip_mode, trials=s.trials)
-    pa_fn, gi_fn, names = _trial_functions(model, cfg, known_x, known_y, s.steps, s)
+    cfg = replace(cfg, noise_multiplier=1.0)  # σ is passed at run time (one compilation per grid)
+    inversion = (s.inversion_steps, s.inversion_restarts, s.inversion_learning_rate)
+    pa_fn, gi_fn, names = _trial_functions(model, cfg, s.steps, n_known, inversion)
+    sigma = jnp.float32(s.noise_multiplier)
+    kx, ky = jnp.asarray(known_x), jnp.asarray(known_y)
     want_pa = any(a != "gradient_inversion" for a in s.attacks)
     want_gi = "gradient_inversion" in s.attacks
 
@@ -306,7 +317,7 @@ def run_setting(
         succ = []
         for lo in range(0, s.trials, bs):
             n_this = min(bs, s.trials - lo)
-            ok, st = pa_fn(*batch_inputs(lo, s.trials, bs))
+            ok, st = pa_fn(sigma, kx, ky, *batch_inputs(lo, s.trials, bs))
             succ.append(np.asarray(ok)[:n_this])
             stats_total += np.asarray(st)[:n_this].sum(axis=0)
             if progress is not None:
@@ -320,7 +331,7 @@ def run_setting(
         res = []
         for lo in range(0, s.trials, gi_bs):
             n_this = min(gi_bs, s.trials - lo)
-            out, st = gi_fn(*batch_inputs(lo, s.trials, gi_bs))
+            out, st = gi_fn(sigma, kx, ky, *batch_inputs(lo, s.trials, gi_bs))
             res.append(np.asarray(out)[:n_this])
             if not want_pa:
                 stats_total += np.asarray(st)[:n_this].sum(axis=0)

@@ -192,8 +192,11 @@ def batch_cap(n: int, sample_rate: float, steps: int, trials: int = 1) -> int | 
         return None
     from scipy import stats
 
-    cap = int(stats.binom.isf(_OVERFLOW_PROB / (steps * trials), n, sample_rate)) + 1
-    return None if cap * 2 > n else cap
+    budget = _OVERFLOW_PROB / (steps * trials)
+    counts = np.arange(n + 1)
+    tail = stats.binom.sf(counts, n, sample_rate)  # P(batch size > c); accurate far into the tail
+    cap = int(counts[np.argmax(tail <= budget)]) if (tail <= budget).any() else n
+    return None if cap * 2 > n else max(cap, 1)
 
 
 @dataclass(frozen=True)
