@@ -36,6 +36,9 @@ from .errors import ReconRiskError
 from .release import Release
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
+#: Losses above this are treated as infinite by the PLD accountant, so ε beyond
+#: roughly this value is reported as ``inf`` (such ε carry no privacy meaning).
+EPSILON_CAP = 250.0
 #: Loss discretisation of the PLD accountant (dp_accounting's default is 1e-4).
 PLD_DISCRETIZATION = 1e-4
 
@@ -79,9 +82,13 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
     if all(s.sample_rate == 1.0 for s in release.segments):
         mu = math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
         return gdp_epsilon(mu, delta)
+    # keep each step's loss grid below ~1e6 atoms for very small σ
+    for seg in release.segments:
+        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
     eps = 0.0
     for direction in ("remove", "add"):
-        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction)
+        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
         eps = max(eps, pmf.epsilon(delta))
     return eps
 

@@ -96,7 +96,7 @@ def _plot(rows, sizes, steps, sample_rate, fixed_epsilon, delta, out: Path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.4))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, n in enumerate(sizes):
         c = colors[i % len(colors)]
@@ -119,7 +119,7 @@ def _plot(rows, sizes, steps, sample_rate, fixed_epsilon, delta, out: Path):
     ax2.set_title(f"γ against q at ε = {fixed_epsilon:g}  (T = {steps})")
     ax2.set_ylim(0, 1.02)
     ax2.grid(alpha=0.3)
-    ax2.legend(fontsize=7, loc="best")
+    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     png, svg = out / "curve.png", out / "curve.svg"
     fig.savefig(png, dpi=130)

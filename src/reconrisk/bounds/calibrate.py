@@ -19,7 +19,7 @@ from .. import _validate as v
 from .._roots import bisect_log
 from ..errors import ReconRiskError
 from ..release import Release
-from .rero import DEFAULT_TOL, pld_bracket
+from .rero import DEFAULT_TOL, pld_bracket, pld_upper
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,20 @@ def noise_multiplier_for_rero(
         up = float(special.ndtr(special.ndtri(kappa) + gap))
         return Calibration(sigma, target, kappa, q, t, up, (sigma, sigma), "closed_form")
 
+    # as σ → 0 the adversary sees exactly whether the target was ever sampled
+    gamma_max = 1.0 - (1.0 - q) ** t * (1.0 - kappa)
+    if target >= gamma_max:
+        raise ReconRiskError(
+            f"target_rero must be < {gamma_max:.6g}, the reconstruction success without any noise at "
+            f"sample_rate={q:g}, steps={t}, kappa={kappa:g}; found {target:g} (every noise multiplier meets it)"
+        )
+
     def ok(sigma: float) -> bool:
-        _, up, _ = pld_bracket(Release(sigma, q, t), np.array([kappa]), tol=tol)
-        return bool(up[0] <= target)
+        return bool(pld_upper(Release(sigma, q, t), np.array([kappa]))[0] <= target)
 
     try:
         lo, hi = bisect_log(ok, 0.2, 2.0, rel_tol=rel_tol, name="noise_multiplier")
     except ReconRiskError as exc:  # pragma: no cover - target > kappa always reachable
         raise ReconRiskError(f"cannot reach target_rero={target} at kappa={kappa}: {exc}") from None
-    _, up, _ = pld_bracket(Release(hi, q, t), np.array([kappa]), tol=tol)
+    up = pld_upper(Release(hi, q, t), np.array([kappa]))
     return Calibration(hi, target, kappa, q, t, float(up[0]), (lo, hi), "pld")

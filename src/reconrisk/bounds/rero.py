@@ -45,6 +45,8 @@ DEFAULT_TOL = 1e-3
 #: Coarsest and finest loss discretisation tried by the PLD bracket.
 H_START = 1e-3
 H_FINEST = 2e-6
+#: Refinement stops before a step's loss grid would exceed this many atoms.
+MAX_REFINED_ATOMS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -107,23 +109,60 @@ def pld_bracket(
 
     With ``discretization`` given, that loss grid is used once; otherwise the
     grid starts at min(1e-3, 0.05/√T) and is halved until the widest bracket
-    over ``kappa`` is ≤ ``tol`` (or the grid reaches its finest size).
+    over ``kappa`` is ≤ ``tol``, or until a finer grid would exceed
+    ``MAX_REFINED_ATOMS`` atoms per step (small σ with a wide loss range); the
+    achieved width is reported in the details either way, and both ends stay
+    certified.
     """
     if all(s.sample_rate == 1.0 for s in release.segments):
         exact = closed_form(release, kappa)
         return exact, exact, {"discretization": None, "note": "q = 1: exact Gaussian-DP closed form"}
-    steps = release.steps
-    h = discretization if discretization is not None else min(H_START, 0.05 / math.sqrt(steps))
+    h = discretization if discretization is not None else start_discretization(release)
+    cap = loss_cap(kappa)
     while True:
-        upper_pmf = _pld.compose_segments(release.segments, h, pessimistic=True)
-        lower_pmf = _pld.compose_segments(release.segments, h, pessimistic=False)
+        upper_pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap)
+        lower_pmf = _pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap)
         upper = np.maximum(upper_pmf.blowup(kappa), kappa)
         lower = np.minimum(np.maximum(lower_pmf.blowup(kappa), kappa), upper)
         width = float(np.max(upper - lower))
         if discretization is not None or width <= tol or h / 2 < H_FINEST:
             break
+        if _atoms_per_step(release, h / 2) > MAX_REFINED_ATOMS:
+            break  # the bracket stays certified; only its width misses the target
         h /= 2
     return lower, upper, {"discretization": h, "max_width": width, "target_width": tol}
+
+
+def loss_cap(kappa: np.ndarray) -> float:
+    """Largest privacy loss represented: log(1/κ_min) + 40.
+
+    Atoms above it hold ν-mass below κ·e^{-40}, so they sit inside the
+    Neyman–Pearson set whether they are moved to +∞ (upper end) or onto the
+    cap (lower end); capping keeps huge compositions (large T, small σ) cheap.
+    """
+    return float(-np.log(np.min(kappa))) + 40.0
+
+
+def start_discretization(release: Release) -> float:
+    """First loss grid of the bracket: min(1e-3, 0.05/√T) (the error grows like T·h²)."""
+    return min(H_START, 0.05 / math.sqrt(release.steps))
+
+
+def _atoms_per_step(release: Release, h: float) -> float:
+    worst = 0.0
+    for s in release.segments:
+        lo, hi, _, _ = _pld._loss_range(s.noise_multiplier, s.sample_rate, "remove")
+        worst = max(worst, (min(hi, _pld.MAX_LOSS) - lo) / h)
+    return worst
+
+
+def pld_upper(release: Release, kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
+    """The certified upper end alone (pessimistic PLD on one grid); used by calibration."""
+    if all(s.sample_rate == 1.0 for s in release.segments):
+        return closed_form(release, kappa)
+    h = discretization if discretization is not None else start_discretization(release)
+    pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=loss_cap(kappa))
+    return np.maximum(pmf.blowup(kappa), kappa)
 
 
 def rero_bounds(

@@ -1,0 +1,45 @@
+import math
+
+import pytest
+
+from reconrisk import ReconRiskError, Release, Segment
+
+
+def test_homogeneous_release_fields():
+    r = Release(1.5, 0.01, 1000, clip_norm=0.1)
+    assert (r.noise_multiplier, r.sample_rate, r.steps, r.clip_norm) == (1.5, 0.01, 1000, 0.1)
+    assert r.noise_std == pytest.approx(0.15)
+    assert r.to_dict()["noise_multiplier"] == 1.5
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(noise_multiplier=0.0), "noise_multiplier"),
+        (dict(noise_multiplier=-1.0), "noise_multiplier"),
+        (dict(noise_multiplier=math.nan), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sample_rate=0.0), "sample_rate"),
+        (dict(noise_multiplier=1.0, sample_rate=1.5), "sample_rate"),
+        (dict(noise_multiplier=1.0, steps=0), "steps"),
+        (dict(noise_multiplier=1.0, steps=2.5), "steps"),
+        (dict(noise_multiplier=1.0, clip_norm=0.0), "clip_norm"),
+        (dict(noise_multiplier=1.0, noise="laplace"), "noise"),
+    ],
+)
+def test_release_rejects_bad_input_naming_the_parameter(kwargs, name):
+    with pytest.raises(ReconRiskError) as err:
+        Release(**kwargs)
+    assert name in str(err.value)
+    assert "found" in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_schedule_from_opacus_history_merges_equal_segments():
+    history = [(1.0, 0.01, 100), (1.0, 0.01, 50), (2.0, 0.02, 10)]
+    r = Release.from_opacus_history(history)
+    assert r.segments == (Segment(1.0, 0.01, 150), Segment(2.0, 0.02, 10))
+    assert r.steps == 160
+    with pytest.raises(ReconRiskError, match="segments"):
+        _ = r.noise_multiplier
+    with pytest.raises(ReconRiskError, match="segments\\[0\\]"):
+        Release.schedule([(1.0, 0.01)])
