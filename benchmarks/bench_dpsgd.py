@@ -154,7 +154,7 @@ def bench_audit(trials: int) -> tuple[float, dict]:
     from reconrisk.experiments.runner import calibrated_settings, run_setting
 
     data = load_digits()
-    (s,) = calibrated_settings([4.0], trials=trials)
+    (s,) = calibrated_settings([4.0], trials=trials, attacks=("alg2",))
     run_setting(s, data)  # compile
     t0 = time.perf_counter()
     r = run_setting(s, data)
