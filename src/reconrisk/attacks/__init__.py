@@ -1,0 +1,1 @@
+"""Attacks (simulation layer; needs the sim extra)."""

@@ -1,0 +1,1 @@
+"""Orchestration: the informed-adversary trial runner behind ``reconrisk audit``."""

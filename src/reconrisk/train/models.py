@@ -1,0 +1,194 @@
+"""Small classifiers whose layers expose activations and back-propagated signals.
+
+Every layer is affine in its parameters: a dense layer maps an input row ``a``
+(K features) to ``a W + b``; a convolution is the same map applied at each of
+P output positions to the image patch ("im2col") found there, with the kernel
+stored directly as a (K = C_in·k·k, C_out) matrix. So for example ``b`` the
+gradient of its loss with respect to a layer's weights is
+
+    ∇_W ℓ_b = Σ_p a_{b,p} δ_{b,p}^T,     ∇_b ℓ_b = Σ_p δ_{b,p},
+
+where ``a_{b,p}`` is the layer input ("tap") at position p and ``δ_{b,p}`` the
+gradient of ℓ_b with respect to the layer output there. :meth:`Model.apply`
+returns the taps and adds a caller-supplied perturbation to each layer's
+output; differentiating the summed loss with respect to a zero perturbation
+yields every δ in one backward pass (see :mod:`reconrisk.train.dpsgd`).
+
+Models (seed 000, Table 1 and App. A; names as accepted by :func:`get_model`):
+
+* ``mlp`` — input→10→10 with eLU: the seed 000 MNIST model (7,960 parameters
+  on 784 inputs, 760 on the 64 inputs of the digits data).
+* ``mlp:W1,W2,...`` — an MLP with the given hidden widths (eLU).
+* ``cnn`` — conv3×3/2 (16) → eLU → conv3×3/2 (32) → eLU → dense (10), SAME padding.
+* ``logistic`` — multinomial logistic regression (one dense layer).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import _validate as v
+from ..errors import ReconRiskError
+
+MODEL_NAMES = ("mlp", "cnn", "logistic", "mlp:W1,W2,...")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One affine layer. ``kind`` is ``"dense"`` or ``"conv"``."""
+
+    kind: str
+    in_features: int  # K: input features per position (C_in·k·k for conv)
+    out_features: int  # O
+    kernel: int = 1
+    stride: int = 1
+    in_hw: tuple[int, int] = (1, 1)
+    out_hw: tuple[int, int] = (1, 1)
+    in_channels: int = 0
+
+    @property
+    def positions(self) -> int:
+        return self.out_hw[0] * self.out_hw[1]
+
+    @property
+    def num_params(self) -> int:
+        return self.in_features * self.out_features + self.out_features
+
+
+@dataclass(frozen=True)
+class Model:
+    """A feed-forward classifier: affine layers with eLU between them."""
+
+    name: str
+    input_shape: tuple[int, int, int]  # (H, W, C); inputs arrive flattened
+    layers: tuple[Layer, ...]
+    num_classes: int
+
+    @property
+    def input_dim(self) -> int:
+        return int(math.prod(self.input_shape))
+
+    @property
+    def num_params(self) -> int:
+        return sum(layer.num_params for layer in self.layers)
+
+    # -- parameters -----------------------------------------------------------
+    def init(self, key):
+        """LeCun-normal weights (std 1/sqrt(fan_in)), zero biases."""
+        import jax
+        import jax.numpy as jnp
+
+        keys = jax.random.split(key, len(self.layers))
+        params = []
+        for k, layer in zip(keys, self.layers):
+            w = jax.random.normal(k, (layer.in_features, layer.out_features), jnp.float32)
+            params.append({"w": w / math.sqrt(layer.in_features), "b": jnp.zeros((layer.out_features,), jnp.float32)})
+        return tuple(params)
+
+    def zero_perturbations(self, batch: int):
+        import jax.numpy as jnp
+
+        return tuple(jnp.zeros((batch, layer.positions, layer.out_features), jnp.float32) for layer in self.layers)
+
+    # -- forward --------------------------------------------------------------
+    def apply(self, params, x, perturbations=None):
+        """Logits (B, classes) and the taps: per layer its input, shaped (B, P, K).
+
+        ``x`` is (B, H·W·C). ``perturbations`` (one (B, P, O) array per layer)
+        are added to the layer outputs before the activation.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        b = x.shape[0]
+        h = x
+        taps = []
+        for i, (layer, p) in enumerate(zip(self.layers, params)):
+            if layer.kind == "conv":
+                img = h.reshape(b, layer.in_hw[0], layer.in_hw[1], layer.in_channels)
+                patches = jax.lax.conv_general_dilated_patches(
+                    img,
+                    (layer.kernel, layer.kernel),
+                    (layer.stride, layer.stride),
+                    "SAME",
+                    dimension_numbers=("NHWC", "OIHW", "NHWC"),
+                )
+                a = patches.reshape(b, layer.positions, layer.in_features)
+            else:
+                a = h.reshape(b, 1, layer.in_features)
+            taps.append(a)
+            s = a @ p["w"] + p["b"]
+            if perturbations is not None:
+                s = s + perturbations[i]
+            if i < len(self.layers) - 1:
+                s = jax.nn.elu(s)
+            h = s.reshape(b, -1)
+        return h, tuple(taps)
+
+    def logits(self, params, x):
+        return self.apply(params, x)[0]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "num_params": self.num_params, "input_shape": list(self.input_shape)}
+
+
+def _conv_out(n: int, stride: int) -> int:
+    return -(-n // stride)  # SAME padding
+
+
+def mlp(input_shape, hidden=(10,), num_classes: int = 10, name: str | None = None) -> Model:
+    """Fully connected eLU network ``input → hidden… → num_classes``."""
+    shape = _shape(input_shape)
+    widths = [int(math.prod(shape)), *[v.integer("hidden width", w, minimum=1) for w in hidden], num_classes]
+    layers = tuple(Layer("dense", widths[i], widths[i + 1]) for i in range(len(widths) - 1))
+    label = name or ("mlp" if tuple(hidden) == (10,) else "mlp:" + ",".join(str(w) for w in hidden))
+    return Model(label, shape, layers, num_classes)
+
+
+def logistic(input_shape, num_classes: int = 10) -> Model:
+    """Multinomial logistic regression."""
+    return mlp(input_shape, hidden=(), num_classes=num_classes, name="logistic")
+
+
+def cnn(input_shape, channels=(16, 32), num_classes: int = 10, kernel: int = 3, stride: int = 2) -> Model:
+    """Small CNN: strided 3×3 convolutions with eLU, then a dense classifier."""
+    h, w, c = _shape(input_shape)
+    layers = []
+    for out in channels:
+        oh, ow = _conv_out(h, stride), _conv_out(w, stride)
+        layers.append(Layer("conv", c * kernel * kernel, out, kernel, stride, (h, w), (oh, ow), c))
+        h, w, c = oh, ow, out
+    layers.append(Layer("dense", h * w * c, num_classes))
+    return Model("cnn", _shape(input_shape), tuple(layers), num_classes)
+
+
+def _shape(input_shape) -> tuple[int, int, int]:
+    if isinstance(input_shape, int):
+        return (1, 1, v.integer("input_dim", input_shape, minimum=1))
+    shape = tuple(int(s) for s in input_shape)
+    if len(shape) == 1:
+        return (1, 1, shape[0])
+    if len(shape) != 3 or min(shape) < 1:
+        raise ReconRiskError(f"input_shape must be (H, W, C) with positive sizes; found {input_shape!r}")
+    return shape  # type: ignore[return-value]
+
+
+def get_model(name: str, input_shape, num_classes: int = 10) -> Model:
+    """A model by name: ``mlp``, ``mlp:W1,W2,...``, ``cnn`` or ``logistic``."""
+    if name == "mlp":
+        return mlp(input_shape, (10,), num_classes)
+    if name == "cnn":
+        h, w, _ = _shape(input_shape)
+        if h < 2 or w < 2:
+            raise ReconRiskError(f"model 'cnn' needs image inputs (H, W ≥ 2); found input_shape {input_shape!r}")
+        return cnn(input_shape, num_classes=num_classes)
+    if name == "logistic":
+        return logistic(input_shape, num_classes)
+    if isinstance(name, str) and name.startswith("mlp:"):
+        try:
+            widths = tuple(int(w) for w in name[4:].split(","))
+        except ValueError:
+            raise ReconRiskError(f"model must be one of {', '.join(MODEL_NAMES)}; found {name!r}") from None
+        return mlp(input_shape, widths, num_classes)
+    raise ReconRiskError(f"model must be one of {', '.join(MODEL_NAMES)}; found {name!r}")

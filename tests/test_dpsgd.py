@@ -1,0 +1,208 @@
+"""DP-SGD simulator: ghost clipping against vmap(grad), noise, sampling, transcripts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+
+from reconrisk import Release  # noqa: E402
+from reconrisk.data import load_digits  # noqa: E402
+from reconrisk.errors import ReconRiskError  # noqa: E402
+from reconrisk.train import dpsgd, models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits()
+
+
+fast_sum = jax.jit(dpsgd.clipped_grad_sum, static_argnums=(0, 4, 6))
+naive_sum = jax.jit(dpsgd.naive_clipped_sum, static_argnums=(0, 4, 6))
+step = jax.jit(dpsgd.dpsgd_step, static_argnums=(0, 1))
+
+
+def _leaves_close(a, b, atol):
+    for u, w in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(w), atol=atol, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "logistic", "mlp:12,7"])
+@pytest.mark.parametrize("mode", ["hard", "gelu"])
+def test_ghost_clipping_matches_vmap_grad(digits, name, mode):
+    model = models.get_model(name, digits.image_shape)
+    params = model.init(jax.random.PRNGKey(1))
+    x, y = jnp.asarray(digits.x[:37]), jnp.asarray(digits.y[:37])
+    w = (jax.random.uniform(jax.random.PRNGKey(2), (37,)) < 0.6).astype(jnp.float32)
+    for clip in (0.05, 3.0):  # all clipped / mostly unclipped
+        fast, norms = fast_sum(model, params, x, y, clip, w, mode)
+        ref, ref_norms = naive_sum(model, params, x, y, clip, w, mode)
+        np.testing.assert_allclose(np.asarray(norms), np.asarray(ref_norms), rtol=1e-4)
+        _leaves_close(fast, ref, atol=1e-5)
+
+
+def test_cnn_on_larger_images_uses_both_norm_forms():
+    # 28×28 input: first conv has P=196 positions (explicit form), the Gram form is used where cheaper
+    model = models.cnn((28, 28, 1))
+    params = model.init(jax.random.PRNGKey(0))
+    x = jax.random.uniform(jax.random.PRNGKey(1), (5, 784))
+    y = jnp.arange(5) % 10
+    fast, norms = fast_sum(model, params, x, y, 0.5, None, "hard")
+    ref, ref_norms = naive_sum(model, params, x, y, 0.5, None, "hard")
+    np.testing.assert_allclose(np.asarray(norms), np.asarray(ref_norms), rtol=1e-4)
+    _leaves_close(fast, ref, atol=1e-5)
+
+
+def test_inner_products_without_per_example_grads(digits):
+    model = models.get_model("mlp", digits.image_shape)
+    params = model.init(jax.random.PRNGKey(3))
+    x, y = jnp.asarray(digits.x[:9]), jnp.asarray(digits.y[:9])
+    taps, deltas, _ = dpsgd.signals(model, params, x, y)
+    vecs = [model.init(jax.random.PRNGKey(k)) for k in (4, 5)]
+    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), *vecs)
+    ips = jax.jit(dpsgd.grad_inner_products)(taps, deltas, stacked)
+
+    def loss(p, xi, yi):
+        return dpsgd.cross_entropy(model.logits(p, xi[None]), yi[None])[0]
+
+    g = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, x, y)
+    flat = jax.vmap(lambda gi: ravel_pytree(gi)[0])(g)
+    ref = flat @ jnp.stack([ravel_pytree(v_)[0] for v_ in vecs]).T
+    np.testing.assert_allclose(np.asarray(ips), np.asarray(ref), rtol=1e-4, atol=1e-5)
+
+
+def test_clip_factor_bounds():
+    sq = jnp.linspace(0, 25, 1001) ** 2
+    hard = jnp.sqrt(sq) * dpsgd.clip_factors(sq, 2.0, "hard")
+    assert float(hard.max()) <= 2.0 + 1e-6
+    soft = jnp.sqrt(sq) * dpsgd.clip_factors(sq, 2.0, "gelu")
+    assert 1.114 * 2.0 < float(soft.max()) < 1.116 * 2.0  # seed 001: ‖g̃‖ ≤ 1.115 C
+    with pytest.raises(ReconRiskError):
+        dpsgd.clip_factors(sq, 2.0, "soft")
+
+
+def test_train_transcript_consistency(digits):
+    model = models.get_model("mlp", digits.image_shape)
+    rel = Release(3.0, 1.0, 12, clip_norm=0.1)
+    x, y = digits.x[:200], digits.y[:200]
+    res = dpsgd.train(model, rel, x, y, seed=5, learning_rate=1.5)
+    tr = res.transcript
+    assert tr.thetas.shape == (13, model.num_params) and tr.grads.shape == (12, model.num_params)
+    assert tr.masks.shape == (12, 200) and tr.masks.all()
+    # θ_{t+1} = θ_t − η g_t / (qN)
+    np.testing.assert_allclose(tr.thetas[1:], tr.thetas[:-1] - 1.5 * tr.grads / 200.0, atol=1e-5)
+    # g_t − Σ clip(∇ℓ(θ_t, z)) is N(0, σ²C²): check its standard deviation
+    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    resid = []
+    for t in range(12):
+        s, _ = fast_sum(model, unravel(jnp.asarray(tr.thetas[t])), jnp.asarray(x), jnp.asarray(y), 0.1, None, "hard")
+        resid.append(tr.grads[t] - np.asarray(ravel_pytree(s)[0]))
+    resid = np.concatenate(resid)
+    assert abs(resid.std() / (3.0 * 0.1) - 1) < 0.03
+    assert abs(resid.mean()) < 0.01
+    assert res.clipped_fraction == 1.0  # C = 0.1 clips every digits gradient
+    np.testing.assert_allclose(ravel_pytree(res.params)[0], tr.thetas[-1], atol=1e-6)
+
+
+def test_same_seed_same_transcript(digits):
+    model = models.get_model("logistic", digits.image_shape)
+    rel = Release(1.0, 0.3, 6, clip_norm=1.0)
+    a = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=3).transcript
+    b = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=3).transcript
+    c = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=4).transcript
+    np.testing.assert_array_equal(a.grads, b.grads)
+    np.testing.assert_array_equal(a.masks, b.masks)
+    assert not np.array_equal(a.grads, c.grads)
+
+
+def test_poisson_gather_equals_mask(digits):
+    """The padded-gather batch (small q) computes the same sum as masking the full dataset."""
+    model = models.get_model("mlp", digits.image_shape)
+    rel = Release(1.0, 0.02, 50, clip_norm=0.1)
+    x, y = jnp.asarray(digits.x[:600]), jnp.asarray(digits.y[:600])
+    cfg = dpsgd.make_step_config(rel, 600, 1.0, "hard")
+    assert cfg.cap is not None and cfg.cap < 60
+    cfg_full = dataclasses.replace(cfg, cap=None)
+    params = model.init(jax.random.PRNGKey(0))
+    sizes = []
+    for t in range(5):
+        p1, th1, g1, m1, s1 = step(model, cfg, params, jax.random.PRNGKey(9), t, x, y)
+        p2, th2, g2, m2, s2 = step(model, cfg_full, params, jax.random.PRNGKey(9), t, x, y)
+        np.testing.assert_array_equal(np.asarray(m1), np.asarray(m2))
+        np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-5)
+        assert float(s1["members"]) == float(np.asarray(m1).sum())
+        sizes.append(float(np.asarray(m1).sum()))
+    assert 0 < np.mean(sizes) < 30
+
+
+def test_batch_cap_tail():
+    from scipy import stats
+
+    cap = dpsgd.batch_cap(500, 0.02, 1000, 128)
+    assert cap is not None and stats.binom.sf(cap, 500, 0.02) <= 1e-12 / (1000 * 128)
+    assert stats.binom.sf(cap - 1, 500, 0.02) > 1e-12 / (1000 * 128)
+    assert dpsgd.batch_cap(100, 1.0, 10) is None
+    assert dpsgd.batch_cap(100, 0.6, 10) is None
+
+
+def test_mean_sample_rate(digits):
+    model = models.get_model("logistic", digits.image_shape)
+    tr = dpsgd.train(model, Release(1.0, 0.25, 40, clip_norm=1.0), digits.x[:400], digits.y[:400], seed=0).transcript
+    rate = tr.masks.mean()
+    assert abs(rate - 0.25) < 4 * np.sqrt(0.25 * 0.75 / tr.masks.size)
+
+
+def test_transcript_disk_roundtrip(tmp_path, digits):
+    model = models.get_model("mlp", digits.image_shape)
+    rel = Release(2.0, 0.5, 7, clip_norm=0.1)
+    mem = dpsgd.train(model, rel, digits.x[:50], digits.y[:50], seed=1, chunk_steps=3).transcript
+    disk = dpsgd.train(model, rel, digits.x[:50], digits.y[:50], seed=1, chunk_steps=3,
+                       transcript_path=tmp_path / "t.npz").transcript
+    assert isinstance(disk.grads, np.memmap)
+    for k in ("thetas", "grads", "masks"):
+        np.testing.assert_array_equal(np.asarray(getattr(mem, k)), np.asarray(getattr(disk, k)))
+    mem.save(tmp_path / "m.npz")
+    again = dpsgd.Transcript.load(tmp_path / "m.npz", mmap=False)
+    np.testing.assert_array_equal(again.grads, mem.grads)
+    assert again.meta["release"]["noise_multiplier"] == 2.0
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as z:  # plain npz, no pickles
+        assert set(z.files) == {"thetas", "grads", "masks", "meta"}
+
+
+def test_transcript_load_refuses_pickles(tmp_path):
+    np.savez(tmp_path / "bad.npz", thetas=np.array([object()], dtype=object), grads=np.zeros(2),
+             masks=np.zeros(2), meta=np.array("{}"))
+    with pytest.raises(ReconRiskError):
+        dpsgd.Transcript.load(tmp_path / "bad.npz")
+    with pytest.raises(ReconRiskError):
+        dpsgd.Transcript.load(tmp_path / "bad.npz", mmap=False)
+    with pytest.raises(ReconRiskError, match="not found"):
+        dpsgd.Transcript.load(tmp_path / "none.npz")
+
+
+def test_memory_limit(digits):
+    model = models.get_model("logistic", digits.image_shape)
+    with pytest.raises(ReconRiskError, match="transcript_path"):
+        dpsgd.train(model, Release(1.0, 1.0, 10), digits.x[:10], digits.y[:10], max_memory_bytes=1000)
+
+
+def test_bad_inputs(digits):
+    model = models.get_model("mlp", digits.image_shape)
+    with pytest.raises(ReconRiskError):
+        dpsgd.train(model, Release(1.0, 1.0, 2), digits.x[:10, :5], digits.y[:10])
+    with pytest.raises(ReconRiskError):
+        dpsgd.train(model, Release(1.0, 1.0, 2), digits.x[:10], digits.y[:10], clip_mode="soft")
+    with pytest.raises(ReconRiskError):
+        models.get_model("resnet", (8, 8, 1))
+    with pytest.raises(ReconRiskError):
+        models.get_model("cnn", 64)
+
+
+def test_seed000_model_size():
+    assert models.get_model("mlp", (28, 28, 1)).num_params == 7960  # seed 000, App. C
+    assert models.get_model("mlp", (8, 8, 1)).num_params == 760
