@@ -93,7 +93,9 @@ class Model:
 
     # -- forward --------------------------------------------------------------
     def apply(self, params, x, perturbations=None):
-        """Logits (B, classes) and the taps: per layer its input, shaped (B, P, K).
+        """Logits (B, classes) and the taps: per layer its input ((B, 1, K) for dense
+        layers, the (B, H, W, C) image for convolutions; :meth:`patches` turns them
+        into (B, P, K) rows).
 
         ``x`` is (B, H·W·C). ``perturbations`` (one (B, P, O) array per layer)
         are added to the layer outputs before the activation.
@@ -107,24 +109,39 @@ class Model:
         for i, (layer, p) in enumerate(zip(self.layers, params)):
             if layer.kind == "conv":
                 img = h.reshape(b, layer.in_hw[0], layer.in_hw[1], layer.in_channels)
-                patches = jax.lax.conv_general_dilated_patches(
-                    img,
-                    (layer.kernel, layer.kernel),
-                    (layer.stride, layer.stride),
-                    "SAME",
-                    dimension_numbers=("NHWC", "OIHW", "NHWC"),
+                taps.append(img)
+                k = layer.kernel
+                # our kernel is stored in im2col layout (C_in·k·k, O), C_in-major; as HWIO for lax.conv:
+                w = p["w"].reshape(layer.in_channels, k, k, layer.out_features).transpose(1, 2, 0, 3)
+                s = jax.lax.conv_general_dilated(
+                    img, w, (layer.stride, layer.stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
                 )
-                a = patches.reshape(b, layer.positions, layer.in_features)
+                s = s.reshape(b, layer.positions, layer.out_features) + p["b"]
             else:
                 a = h.reshape(b, 1, layer.in_features)
-            taps.append(a)
-            s = a @ p["w"] + p["b"]
+                taps.append(a)
+                s = a @ p["w"] + p["b"]
             if perturbations is not None:
                 s = s + perturbations[i]
             if i < len(self.layers) - 1:
                 s = jax.nn.elu(s)
             h = s.reshape(b, -1)
         return h, tuple(taps)
+
+    def patches(self, taps):
+        """Taps as (B, P, K) rows: im2col patches for convolutions (not differentiated)."""
+        import jax
+
+        out = []
+        for layer, a in zip(self.layers, taps):
+            if layer.kind == "conv":
+                pt = jax.lax.conv_general_dilated_patches(
+                    a, (layer.kernel, layer.kernel), (layer.stride, layer.stride), "SAME",
+                    dimension_numbers=("NHWC", "OIHW", "NHWC"),
+                )
+                a = pt.reshape(a.shape[0], layer.positions, layer.in_features)
+            out.append(a)
+        return tuple(out)
 
     def logits(self, params, x):
         return self.apply(params, x)[0]

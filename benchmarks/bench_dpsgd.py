@@ -1,0 +1,207 @@
+"""Per-example-clipped DP-SGD steps per second on CPU at batch 256: reconrisk (JAX) vs Opacus.
+
+Models (MNIST-shaped inputs, 28×28×1, 10 classes, eLU):
+  * seed 000 MLP 784→10→10
+  * MLP 784→256→256→10
+  * small CNN: conv3×3/2 (16) → conv3×3/2 (32) → dense 10
+
+Each step is the whole DP-SGD update: per-example gradient norms, clipping,
+the clipped sum, Gaussian noise N(0, σ²C²) on the sum, and the SGD update.
+Opacus (PyTorch) runs in its default mode (``grad_sample_mode="hooks"``) and
+in its fastest mode (``grad_sample_mode="ghost"``, fast gradient clipping);
+the batch is fixed at 256 for all. A naive JAX ``vmap(grad)`` step (it
+materialises every per-example gradient) is shown for reference. Finally the
+script times the full audit loop (train + adversary, seed 000 default setting
+on the digits data) in trials per second.
+
+Opacus and torch are NOT reconrisk dependencies; install them beside it to run
+this script, e.g. in a virtual environment:
+
+    python -m venv --system-site-packages /tmp/benchvenv
+    /tmp/benchvenv/bin/pip install "torch==2.13.0+cpu" opacus
+    PYTHONPATH=src /tmp/benchvenv/bin/python benchmarks/bench_dpsgd.py
+
+Without torch/opacus the Opacus columns are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+
+warnings.filterwarnings("ignore")
+
+BATCH = 256
+SIGMA = 1.0
+CLIP = 1.0
+LR = 0.1
+
+
+def _timeit(step, min_seconds: float, min_steps: int = 5) -> float:
+    """Steps per second of ``step()`` (which must block until done) after one warm-up call."""
+    step()
+    n, t0 = 0, time.perf_counter()
+    while True:
+        step()
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= min_seconds and n >= min_steps:
+            return n / dt
+
+
+# -- reconrisk / JAX ---------------------------------------------------------------------
+def jax_models():
+    from reconrisk.train import models
+
+    return {
+        "seed000 MLP 784-10-10": models.mlp((28, 28, 1), (10,)),
+        "MLP 784-256-256-10": models.mlp((28, 28, 1), (256, 256)),
+        "small CNN": models.cnn((28, 28, 1)),
+    }
+
+
+def bench_jax(model, x, y, seconds: float, naive: bool = False) -> float:
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from reconrisk.train import dpsgd
+
+    cfg = dpsgd.StepConfig(SIGMA, 1.0, CLIP, LR, "hard", None, float(BATCH))
+    xs, ys = jnp.asarray(x), jnp.asarray(y)
+    key = jax.random.PRNGKey(0)
+
+    if not naive:
+        @jax.jit
+        def step(params, t):
+            return dpsgd.dpsgd_step(model, cfg, params, key, t, xs, ys)[0]
+    else:
+        @jax.jit
+        def step(params, t):
+            summed, _ = dpsgd.naive_clipped_sum(model, params, xs, ys, CLIP)
+            flat, unravel = ravel_pytree(summed)
+            noise = jax.random.normal(jax.random.fold_in(key, t), flat.shape) * SIGMA * CLIP
+            theta, _ = ravel_pytree(params)
+            return unravel(theta - LR * (flat + noise) / BATCH)
+
+    state = {"p": model.init(jax.random.PRNGKey(1)), "t": 0}
+
+    def run():
+        state["p"] = step(state["p"], state["t"])
+        state["t"] += 1
+        jax.block_until_ready(state["p"])
+
+    return _timeit(run, seconds)
+
+
+# -- Opacus --------------------------------------------------------------------------------
+def torch_models():
+    import torch.nn as nn
+
+    return {
+        "seed000 MLP 784-10-10": lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.ELU(), nn.Linear(10, 10)),
+        "MLP 784-256-256-10": lambda: nn.Sequential(
+            nn.Flatten(), nn.Linear(784, 256), nn.ELU(), nn.Linear(256, 256), nn.ELU(), nn.Linear(256, 10)
+        ),
+        "small CNN": lambda: nn.Sequential(
+            nn.Conv2d(1, 16, 3, 2, 1), nn.ELU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ELU(), nn.Flatten(), nn.Linear(32 * 7 * 7, 10)
+        ),
+    }
+
+
+def bench_opacus(make_model, x, y, mode: str, seconds: float) -> float:
+    import torch
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    xt = torch.tensor(x.reshape(-1, 1, 28, 28))
+    yt = torch.tensor(y, dtype=torch.long)
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    loader = DataLoader(TensorDataset(xt, yt), batch_size=BATCH)
+    criterion = torch.nn.CrossEntropyLoss()
+    engine = PrivacyEngine()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if mode == "ghost":
+            model, opt, criterion, loader = engine.make_private(
+                module=model, optimizer=opt, data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=CLIP,
+                grad_sample_mode="ghost", criterion=criterion, poisson_sampling=False,
+            )
+        else:
+            model, opt, loader = engine.make_private(
+                module=model, optimizer=opt, data_loader=loader, noise_multiplier=SIGMA, max_grad_norm=CLIP,
+                grad_sample_mode=mode, poisson_sampling=False,
+            )
+
+    def run():
+        opt.zero_grad()
+        loss = criterion(model(xt), yt)
+        loss.backward()
+        opt.step()
+
+    return _timeit(run, seconds)
+
+
+# -- the audit loop --------------------------------------------------------------------------
+def bench_audit(trials: int) -> tuple[float, dict]:
+    from reconrisk.data import load_digits
+    from reconrisk.experiments.runner import calibrated_settings, run_setting
+
+    data = load_digits()
+    (s,) = calibrated_settings([4.0], trials=trials)
+    run_setting(s, data)  # compile
+    t0 = time.perf_counter()
+    r = run_setting(s, data)
+    return trials / (time.perf_counter() - t0), r.rates["alg2"].to_dict()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="minimum timing window per measurement")
+    ap.add_argument("--no-naive", action="store_true", help="skip the naive vmap(grad) JAX reference")
+    ap.add_argument("--audit-trials", type=int, default=128)
+    args = ap.parse_args()
+
+    rng = np.random.default_rng(0)
+    x = rng.random((BATCH, 784), dtype=np.float32)
+    y = rng.integers(0, 10, BATCH).astype(np.int64)
+    try:
+        import opacus
+        import torch
+
+        have_opacus = True
+        versions = f"torch {torch.__version__} (threads {torch.get_num_threads()}), opacus {opacus.__version__}"
+    except ImportError:
+        have_opacus = False
+        versions = "torch/opacus not installed: Opacus columns skipped"
+    import jax
+
+    print(f"CPU cores visible: {os.cpu_count()}; jax {jax.__version__}; {versions}")
+    print(f"batch {BATCH}, σ = {SIGMA}, C = {CLIP}; steps per second (higher is better)\n")
+    header = f"{'model':24s} {'params':>8s} {'reconrisk':>10s} {'jax naive':>10s} {'opacus':>9s} {'op.ghost':>9s} {'×opacus':>8s} {'×ghost':>7s}"
+    print(header)
+    print("-" * len(header))
+    tms = torch_models() if have_opacus else {}
+    for name, model in jax_models().items():
+        ours = bench_jax(model, x, y.astype(np.int32), args.seconds)
+        naive = float("nan") if args.no_naive else bench_jax(model, x, y.astype(np.int32), min(args.seconds, 2.0), naive=True)
+        hooks = ghost = float("nan")
+        if have_opacus:
+            hooks = bench_opacus(tms[name], x, y, "hooks", args.seconds)
+            ghost = bench_opacus(tms[name], x, y, "ghost", args.seconds)
+        print(f"{name:24s} {model.num_params:8d} {ours:10.1f} {naive:10.1f} {hooks:9.1f} {ghost:9.1f} "
+              f"{ours / hooks:8.2f} {ours / ghost:7.2f}", flush=True)
+    if args.audit_trials > 0:
+        tps, rate = bench_audit(args.audit_trials)
+        print(f"\nfull audit loop (digits, MLP 64-10-10, |D₋| = 999, q = 1, T = 100, prior 10, ε = 4, "
+              f"train + adversary): {tps:.1f} trials/s  (alg2 {rate['rate']:.3f} over {rate['trials']} trials)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""``reconrisk audit``: one-line errors with exit 2, JSON/plot output, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from reconrisk.cli import main
+
+pytest.importorskip("jax")
+
+SMALL = ["--steps", "15", "--trials", "12", "--known-size", "100", "--prior-size", "5"]
+
+
+def run(capsys, args):
+    code = main(["audit", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--dataset", "imagenet"], "dataset must be one of"),
+        (["--dataset", "mnist:/no/such/dir"], "does not exist"),
+        (["--epsilon", "0"], "epsilon must be > 0"),
+        (["--epsilon", "-2"], "epsilon must be > 0"),
+        (["--prior-size", "5000"], "prior_size must be in"),
+        (["--prior-size", "1"], "prior_size"),
+        (["--sample-rate", "1.5"], "sample_rate must be in"),
+        (["--attack", "magic"], "attack must be one of"),
+        (["--epsilon", "4", "--noise-multiplier", "3"], "not both"),
+        (["--known-size", "1790"], "known_size + prior_size"),
+        (["--model", "resnet"], "model must be one of"),
+    ],
+)
+def test_bad_input_one_line_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("reconrisk: error:")
+
+
+def test_malformed_idx_and_missing_file(capsys, tmp_path):
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"\x00\x00\x08\x03\x00\x00\x00\x02")
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x02\x01\x02")
+    code, _, err = run(capsys, ["--dataset", f"mnist:{tmp_path}"])
+    assert code == 2 and "truncated" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "train-labels-idx1-ubyte").unlink()
+    code, _, err = run(capsys, ["--dataset", f"mnist:{tmp_path}"])
+    assert code == 2 and "no file named" in err
+
+
+def test_audit_json_and_files(capsys, tmp_path):
+    out_dir = tmp_path / "o"
+    code, out, err = run(capsys, [*SMALL, "-e", "2", "-e", "30", "--json", "--out", str(out_dir),
+                                  "--attack", "alg2", "--attack", "no-deduction"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert json.loads((out_dir / "results.json").read_text()) == doc
+    assert (out_dir / "audit.png").stat().st_size > 1000 and (out_dir / "audit.svg").stat().st_size > 1000
+    assert [r["epsilon"] for r in doc["results"]] == [2.0, 30.0]
+    for r in doc["results"]:
+        assert set(r["attack"]) == {"successes", "trials", "rate", "ci_low", "ci_high"}
+        assert r["attack"]["trials"] == 12 and 0 <= r["attack"]["ci_low"] <= r["attack"]["rate"] <= r["attack"]["ci_high"]
+        assert 0 < r["rero_upper"] <= 1 and r["noise_multiplier"] > 0
+        assert set(r["attacks"]) == {"alg2", "no_deduction"}
+    assert doc["results"][0]["noise_multiplier"] > doc["results"][1]["noise_multiplier"]
+
+
+def test_same_seed_same_numbers(capsys, tmp_path):
+    args = [*SMALL, "--noise-multiplier", "2", "--json", "--sample-rate", "0.5", "--no-plot", "--out", str(tmp_path)]
+    docs = []
+    for seed in ("3", "3", "4"):
+        code, out, err = run(capsys, [*args, "--seed", seed])
+        assert code == 0, err
+        doc = json.loads(out)
+        for r in doc["results"]:
+            r.pop("seconds")
+        doc["config"].pop("seconds")
+        docs.append(doc)
+    assert docs[0] == docs[1]
+    a, c = docs[0]["results"][0], docs[2]["results"][0]
+    assert (a["attacks"], a["mean_grad_norm"]) != (c["attacks"], c["mean_grad_norm"])
+
+
+def test_table_output(capsys, tmp_path):
+    code, out, err = run(capsys, [*SMALL, "-e", "8", "--out", str(tmp_path), "--no-plot"])
+    assert code == 0, err
+    assert "ReRo bound" in out and "alg2" in out and "results.json" in out
+
+
+def test_uniform_prior_and_gradient_inversion(capsys, tmp_path):
+    code, out, err = run(capsys, [*SMALL, "--trials", "4", "--noise-multiplier", "1", "--prior", "uniform",
+                                  "--attack", "gradient-inversion", "--json", "--no-plot", "--out", str(tmp_path)])
+    assert code == 0, err
+    r = json.loads(out)["results"][0]
+    assert r["attack"]["trials"] == 4 and r["gradient_inversion_mse"]["mean"] > 0
+
+
+def test_cli_does_not_import_jax():
+    code = (
+        "import sys; from reconrisk.cli import app; import reconrisk.cli.audit; "
+        "assert 'jax' not in sys.modules and 'matplotlib' not in sys.modules, 'heavy import'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_mnist_and_cifar_audits(capsys, tmp_path):
+    """The readers feed the audit end to end (tiny synthetic files in the real formats)."""
+    import pickle
+    import struct
+
+    rng = np.random.default_rng(0)
+    n = 40
+    imgs = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+    labs = rng.integers(0, 10, n, dtype=np.uint8)
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + struct.pack(">III", n, 28, 28) + imgs.tobytes())
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", n) + labs.tobytes())
+    cdir = tmp_path / "cifar"
+    cdir.mkdir()
+    batch = {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "labels": [int(c) for c in rng.integers(0, 10, n)]}
+    (cdir / "data_batch_1").write_bytes(pickle.dumps(batch, protocol=2))
+    for spec in (f"mnist:{tmp_path}", f"cifar10:{cdir}"):
+        code, out, err = run(capsys, ["--dataset", spec, "--steps", "3", "--trials", "3", "--prior-size", "4",
+                                      "--noise-multiplier", "5", "--json", "--no-plot", "--out", str(tmp_path / "o")])
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["results"][0]["known_size"] == n - 4
