@@ -122,13 +122,18 @@ def train_logreg(X, y, lam: float, *, bias: bool = True, tol: float = DEFAULT_TO
             return LogRegFit(theta, bias, lam, X.shape[0], it - 1, gn, tol)
         step = linalg.solve(H, g, assume_a="pos")
         t = 1.0
+        floor = 1e-13 * max(1.0, abs(f))  # F cannot be resolved below this: judge by the gradient there
         while True:  # Armijo backtracking; Newton steps are accepted (t = 1) near the optimum
             cand = theta - t * step
             f2, g2, H2 = objective(cand, Xt, y, lam)
-            if f2 <= f - 1e-4 * t * (g @ step) or t < 1e-12:
+            if f2 <= f - 1e-4 * t * (g @ step):
+                break
+            if f2 <= f + floor and float(np.linalg.norm(g2)) < gn:
+                break
+            if t < 1e-12:
                 break
             t *= 0.5
-        if f2 > f and float(np.linalg.norm(g2)) >= gn:  # no progress possible (rounding floor)
+        if f2 > f + floor or float(np.linalg.norm(g2)) >= gn and f2 > f:  # no progress possible
             break
         theta, f, g, H = cand, f2, g2, H2
     gn = float(np.linalg.norm(g))

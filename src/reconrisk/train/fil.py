@@ -66,6 +66,7 @@ Models
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -297,6 +298,44 @@ def _check_data(model, x, y, name="x"):
     return x, y
 
 
+@functools.lru_cache(maxsize=32)
+def _chunk_runner(model, step_cfg, n: int, method: str, m: int, iters: int, clip_mode: str, mu: float, lr: float):
+    """The jitted scan over a chunk of steps (cached: repeated runs and seeds compile once)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from .dpsgd import dpsgd_step
+
+    cap = step_cfg.cap
+    C = step_cfg.clip_norm
+
+    @jax.jit
+    def run_chunk(carry, ts, k_run, k_fil, xs, ys, kappa, noise_std):
+        def fil_of(params, idx, key):
+            return per_example_fil(model, params, xs[idx], ys[idx], clip_norm=C, noise_std=noise_std, method=method,
+                                   key=key, num_coords=m, clip_mode=clip_mode, power_iters=iters)
+
+        def body(c, t):
+            params, vel, acc = c
+            _, theta, g, mask, _ = dpsgd_step(model, step_cfg, params, k_run, t, xs, ys)
+            kt = jax.random.fold_in(k_fil, t)
+            if cap is None:  # evaluate every example, keep the members
+                acc = acc + kappa * fil_of(params, jnp.arange(n), kt) * mask
+            else:
+                count = jnp.sum(mask)
+                (idx,) = jnp.nonzero(mask, size=cap, fill_value=0)
+                valid = (jnp.arange(cap) < count).astype(acc.dtype)
+                acc = acc.at[idx].add(kappa * fil_of(params, idx, kt) * valid)
+            vel = mu * vel + g / step_cfg.normalizer
+            _, unravel = ravel_pytree(params)
+            return (unravel(theta - lr * vel), vel, acc), jnp.sum(mask) > (cap if cap is not None else n)
+
+        return jax.lax.scan(body, carry, ts)
+
+    return run_chunk
+
+
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
                          config: FILConfig | None = None, chunk_steps: int = 64, progress=None) -> FILAccounting:
     """Seed 001 Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
@@ -311,7 +350,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import accuracy, dpsgd_step, make_step_config
+    from .dpsgd import accuracy, make_step_config
 
     cfg = config if config is not None else FILConfig()
     if not isinstance(cfg, FILConfig):
@@ -333,35 +372,10 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
         kappa = sub.kappa
     rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
-    cap = step_cfg.cap
-    method, m, iters = cfg.method, cfg.num_coords, cfg.power_iters
-    mu, lr = cfg.momentum, cfg.learning_rate
+    run_chunk = _chunk_runner(model, step_cfg, n, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode,
+                              cfg.momentum, cfg.learning_rate)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-
-    def fil_of(params, idx, key):
-        return per_example_fil(model, params, xs[idx], ys[idx], clip_norm=C, noise_std=noise_std, method=method,
-                               key=key, num_coords=m, clip_mode=cfg.clip_mode, power_iters=iters)
-
-    @jax.jit
-    def run_chunk(carry, ts, k_run, k_fil):
-        def body(c, t):
-            params, vel, acc = c
-            _, theta, g, mask, _ = dpsgd_step(model, step_cfg, params, k_run, t, xs, ys)
-            kt = jax.random.fold_in(k_fil, t)
-            if cap is None:  # evaluate every example, keep the members
-                vals = fil_of(params, jnp.arange(n), kt) * mask
-                acc = acc + kappa * vals
-            else:
-                count = jnp.sum(mask)
-                (idx,) = jnp.nonzero(mask, size=cap, fill_value=0)
-                valid = (jnp.arange(cap) < count).astype(acc.dtype)
-                acc = acc.at[idx].add(kappa * fil_of(params, idx, kt) * valid)
-            vel = mu * vel + g / step_cfg.normalizer
-            _, unravel = ravel_pytree(params)
-            return (unravel(theta - lr * vel), vel, acc), jnp.sum(mask) > (cap if cap is not None else n)
-
-        return jax.lax.scan(body, carry, ts)
-
+    statics = (xs, ys, jnp.float32(kappa), jnp.float32(noise_std))
     fil_runs = np.zeros((cfg.runs, n))
     accs = []
     t0 = time.perf_counter()
@@ -374,7 +388,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         overflow = False
         for start in range(0, T, chunk_steps):
             ts = jnp.arange(start, min(T, start + chunk_steps))
-            carry, over = run_chunk(carry, ts, k_run, k_fil)
+            carry, over = run_chunk(carry, ts, k_run, k_fil, *statics)
             overflow |= bool(over.any())
             if progress is not None:
                 progress(int(ts.shape[0]))
@@ -388,7 +402,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     return FILAccounting(
         fil=fil,
         fil_runs=fil_runs,
-        measure="spectral" if method == "spectral" else "dfil",
+        measure="spectral" if cfg.method == "spectral" else "dfil",
         release=release,
         config=cfg,
         noise_std=noise_std,
