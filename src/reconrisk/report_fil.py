@@ -159,22 +159,26 @@ def plot_privacy_accuracy(rows: Sequence[dict], out_dir, *, stem: str = "fig5_pr
     acc = np.array([r["test_accuracy"] for r in rows], dtype=float)
     series = [("rdp_mse_bound", "RDP (Thm 1)", "tab:blue"), ("max_dfil_bound", "max-dFIL", "tab:red"),
               ("median_dfil_bound", "median-dFIL", "tab:orange")]
+    vals = np.concatenate([np.array([r[k] for r in rows], dtype=float) for k, _, _ in series])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    floor = max(vals.min() / 3, 1e-8) if vals.size else 1e-8
+    top = max(vals.max() * 3, 3.0) if vals.size else 3.0
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    allv = []
     for key, label, color in series:
         b = np.array([r[key] for r in rows], dtype=float)
-        b = np.where(b > 0, b, np.nan)
-        allv.append(b[np.isfinite(b)])
-        ax.scatter(acc, b, s=16, c=color, label=label, alpha=0.8)
+        low = np.isfinite(b) & (b < floor)
+        shown = np.where(low, floor, b)
+        ax.scatter(acc[~low], shown[~low], s=16, c=color, label=label, alpha=0.8)
+        if low.any():  # off the axis: drawn at the floor as ▼
+            ax.scatter(acc[low], shown[low], s=22, c=color, marker="v", alpha=0.8,
+                       label=f"{label} < {floor:.0e} ({int(low.sum())})")
         f = pareto_frontier(acc, b)
         if f.size > 1:
-            ax.plot(acc[f], b[f], color=color, ls="--", lw=1)
+            ax.plot(acc[f], shown[f], color=color, ls="--", lw=1)
     ax.axhline(1.0, color="k", ls=":", lw=1.2, label="perfect privacy (MSE = 1)")
     ax.set_yscale("log")
-    vals = np.concatenate(allv) if allv else np.array([1.0])
-    if vals.size:
-        ax.set_ylim(max(vals.min() / 3, 1e-12), max(vals.max() * 3, 3.0))
+    ax.set_ylim(floor / 1.5, top)
     ax.set_xlabel("test accuracy")
     ax.set_ylabel("MSE lower bound")
     ax.set_title(title or "Privacy–accuracy trade-off")

@@ -61,7 +61,9 @@ def glm_attack(theta_hat, X_others, y_others, lam: float, n: int, *, return_labe
     """
     X, y = _arrays(X_others, y_others)
     lam = v.positive("lam", lam)
-    n = v.integer("n", n, minimum=X.shape[0] + 1)
+    n = v.integer("n", n, minimum=1)
+    if n != X.shape[0] + 1:
+        raise ReconRiskError(f"n must be the training-set size, len(X_others) + 1 = {X.shape[0] + 1}; found {n}")
     th = np.asarray(theta_hat, dtype=float)
     single = th.ndim == 1
     th = np.atleast_2d(th)
