@@ -154,7 +154,7 @@ def bench_audit(trials: int) -> tuple[float, dict]:
     from reconrisk.experiments.runner import calibrated_settings, run_setting
 
     data = load_digits()
-    (s,) = calibrated_settings([4.0], trials=trials)
+    (s,) = calibrated_settings([4.0], trials=trials, attacks=("alg2",))
     run_setting(s, data)  # compile
     t0 = time.perf_counter()
     r = run_setting(s, data)
@@ -163,9 +163,10 @@ def bench_audit(trials: int) -> tuple[float, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0, help="minimum timing window per measurement")
+    ap.add_argument("--seconds", type=float, default=1.5, help="minimum timing window per measurement")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive vmap(grad) JAX reference")
     ap.add_argument("--audit-trials", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is reported")
     args = ap.parse_args()
 
     rng = np.random.default_rng(0)
@@ -189,12 +190,18 @@ def main() -> None:
     print("-" * len(header))
     tms = torch_models() if have_opacus else {}
     for name, model in jax_models().items():
-        ours = bench_jax(model, x, y.astype(np.int32), args.seconds)
-        naive = float("nan") if args.no_naive else bench_jax(model, x, y.astype(np.int32), min(args.seconds, 2.0), naive=True)
-        hooks = ghost = float("nan")
+        # the machine is shared: interleave the contenders for several rounds and keep each one's best
+        best = {"ours": 0.0, "hooks": float("nan"), "ghost": float("nan")}
+        runners = {"ours": lambda: bench_jax(model, x, y.astype(np.int32), args.seconds)}
         if have_opacus:
-            hooks = bench_opacus(tms[name], x, y, "hooks", args.seconds)
-            ghost = bench_opacus(tms[name], x, y, "ghost", args.seconds)
+            runners["hooks"] = lambda: bench_opacus(tms[name], x, y, "hooks", args.seconds)
+            runners["ghost"] = lambda: bench_opacus(tms[name], x, y, "ghost", args.seconds)
+        for _ in range(args.rounds):
+            for key, fn in runners.items():
+                val = fn()
+                best[key] = val if not best[key] == best[key] else max(best[key], val)  # nan-safe max
+        ours, hooks, ghost = best["ours"], best["hooks"], best["ghost"]
+        naive = float("nan") if args.no_naive else bench_jax(model, x, y.astype(np.int32), min(args.seconds, 2.0), naive=True)
         print(f"{name:24s} {model.num_params:8d} {ours:10.1f} {naive:10.1f} {hooks:9.1f} {ghost:9.1f} "
               f"{ours / hooks:8.2f} {ours / ghost:7.2f}", flush=True)
     if args.audit_trials > 0:

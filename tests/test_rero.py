@@ -86,10 +86,14 @@ def test_monte_carlo_matches_closed_form_and_is_reproducible():
     assert c.lower <= 0.7639 <= c.upper
 
 
-@pytest.mark.parametrize("T,tol", [(1000, 1e-3), (100_000, 5e-3)])
-def test_bracket_width_targets(T, tol):
-    rel = Release(0.8, 0.004, T)
-    lo, up, _ = pld_bracket(rel, np.array([1e-6, 1e-3, 0.1]))
+@pytest.mark.parametrize(
+    "sigma,q,T,tol",
+    [(s, q, 1000, 1e-3) for s in (0.5, 1.0, 3.0) for q in (0.001, 0.01, 0.1)]
+    + [(0.8, 0.004, 100_000, 5e-3), (1.0, 0.001, 100_000, 5e-3), (2.0, 0.01, 100_000, 5e-3)],
+)
+def test_bracket_width_targets(sigma, q, T, tol):
+    # issue 2: width <= 1e-3 for T <= 1000 and <= 5e-3 for T <= 1e5, for kappa >= 1e-6
+    lo, up, _ = pld_bracket(Release(sigma, q, T), np.array([1e-6, 1e-4, 1e-2, 0.1, 0.5]))
     assert np.max(up - lo) <= tol
 
 

@@ -36,6 +36,9 @@ from .errors import ReconRiskError
 from .release import Release
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
+#: Losses above this are treated as infinite by the PLD accountant, so ε beyond
+#: roughly this value is reported as ``inf`` (such ε carry no privacy meaning).
+EPSILON_CAP = 250.0
 #: Loss discretisation of the PLD accountant (dp_accounting's default is 1e-4).
 PLD_DISCRETIZATION = 1e-4
 
@@ -85,7 +88,7 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
         h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
     eps = 0.0
     for direction in ("remove", "add"):
-        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction)
+        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
         eps = max(eps, pmf.epsilon(delta))
     return eps
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from . import _validate as v
-from .accounting import epsilon as _epsilon
-from .accounting import noise_multiplier_for_epsilon
+from .accounting import epsilon, noise_multiplier_for_epsilon
 from .bounds.calibrate import Calibration, noise_multiplier_for_rero
 from .bounds.rero import DEFAULT_TOL, ReroBound, rero_bounds
 from .errors import ReconRiskError
@@ -77,21 +76,8 @@ def calibrate_noise(
     cal: Calibration = noise_multiplier_for_rero(target_rero, k, sample_rate, steps, rel_tol=rel_tol)
     out = cal.to_dict()
     out["delta"] = delta
-    out["epsilon"] = _epsilon(cal.noise_multiplier, cal.sample_rate, cal.steps, delta)
+    out["epsilon"] = epsilon(cal.noise_multiplier, cal.sample_rate, cal.steps, delta)
     return out
-
-
-def epsilon(
-    noise_multiplier: float | None = None,
-    sample_rate: float = 1.0,
-    steps: int = 1,
-    delta: float = 1e-5,
-    accountant: str = "pld",
-    *,
-    release: Release | None = None,
-) -> float:
-    """ε of DP-SGD at ``delta`` (see :mod:`reconrisk.accounting`)."""
-    return _epsilon(noise_multiplier, sample_rate, steps, delta, accountant, release=release)
 
 
 __all__ = ["rero_bound", "calibrate_noise", "epsilon", "noise_multiplier_for_epsilon"]

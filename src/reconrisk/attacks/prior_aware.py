@@ -173,6 +173,7 @@ def prior_aware_attack(
     )
     sample_rate = v.sample_rate("sample_rate", sample_rate if sample_rate is not None else rel.get("sample_rate"))
     v.choice("clip_mode", clip_mode, CLIP_MODES)
+    chunk_steps = v.integer("chunk_steps", chunk_steps, minimum=1)
     known_x = jnp.asarray(np.asarray(known_x, np.float32).reshape(-1, model.input_dim))
     known_y = jnp.asarray(np.asarray(known_y, np.int32).reshape(-1))
     prior_x = jnp.asarray(np.asarray(prior_x, np.float32).reshape(-1, model.input_dim))
@@ -187,8 +188,12 @@ def prior_aware_attack(
         raise ReconRiskError(f"transcript has {transcript.thetas.shape[1]} parameters; model has {model.num_params}")
     from ..train.dpsgd import batch_cap
 
-    cfg = StepConfig(noise_multiplier, sample_rate, clip_norm, 1.0, clip_mode,
-                     batch_cap(max(n_known, 1), sample_rate, transcript.steps))
+    cap = batch_cap(max(n_known, 1), sample_rate, transcript.steps)
+    if cap is not None and n_known:
+        largest = max(int(np.asarray(transcript.masks[sl])[:, cols].sum(axis=1).max())
+                      for sl in (slice(i, i + chunk_steps) for i in range(0, transcript.steps, chunk_steps)))
+        cap = None if largest > cap else cap  # never drop a known point from the subtraction
+    cfg = StepConfig(noise_multiplier, sample_rate, clip_norm, 1.0, clip_mode, cap)
     _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
 
     @jax.jit

@@ -58,6 +58,8 @@ from ..errors import ReconRiskError
 STEP_TAIL = 1e-18
 #: Tail mass dropped by a composition window (bounded by Chernoff).
 COMPOSE_TAIL = 1e-14
+#: Lower-tail mass cut by :meth:`PMF.cap` (also removes FFT round-off junk far below the bulk).
+LOWER_TAIL = 1e-14
 #: Floating-point allowance per retained atom for FFT round-off.
 ROUNDOFF_PER_ATOM = 1e-16
 #: Largest loss represented on the grid; beyond that mass is "infinite".
@@ -112,11 +114,32 @@ class PMF:
         l = self.losses[mask]
         return np.array([special.logsumexp(lm * l + lp) for lm in lam])
 
-    def self_compose(self, n_times: int) -> "PMF":
-        """The ``n_times``-fold composition, by FFT on a Chernoff-bounded window."""
+    def self_compose(self, n_times: int, loss_cap: float = math.inf) -> "PMF":
+        """The ``n_times``-fold composition.
+
+        When the Chernoff window of the result stays below ``loss_cap`` the
+        whole power is taken at once by FFT on that window. Otherwise (huge
+        compositions whose loss runs far beyond any ε or log(1/κ) of interest)
+        the power is built by repeated squaring, capping the loss after every
+        product at ``loss_cap``: pessimistic PMFs move the mass above it to +∞,
+        optimistic ones move it down onto the cap — both keep the ordering of
+        the δ-curves, so the result stays a valid bound.
+        """
         if n_times == 1:
-            return self
+            return self.cap(loss_cap)
         lo, hi = self._window(self._log_mgf, n_times, COMPOSE_TAIL)
+        if hi * self.h > loss_cap:
+            result: PMF | None = None
+            base = self.cap(loss_cap)
+            n = n_times
+            while n:
+                if n & 1:
+                    result = base if result is None else result.compose(base, loss_cap)
+                n >>= 1
+                if n:
+                    base = base.compose(base, loss_cap)
+            assert result is not None
+            return result
         out_len = hi - lo + 1
         n_fft = _fast_len(max(out_len, self.probs.size))
         spec = np.fft.rfft(self.probs, n_fft) ** n_times
@@ -129,8 +152,8 @@ class PMF:
         slack = min(1.0, n_times * self.slack + COMPOSE_TAIL + ROUNDOFF_PER_ATOM * n_fft)
         return self._finish(lo, probs, inf_mass, slack)
 
-    def compose(self, other: "PMF") -> "PMF":
-        """Composition of two PMFs on the same grid."""
+    def compose(self, other: "PMF", loss_cap: float = math.inf) -> "PMF":
+        """Composition of two PMFs on the same grid (full linear convolution), then :meth:`cap`."""
         if other.h != self.h or other.pessimistic != self.pessimistic:
             raise ReconRiskError("PMFs on different grids or of different kinds cannot be composed")
         n = self.probs.size + other.probs.size - 1
@@ -139,7 +162,40 @@ class PMF:
         probs = np.clip(probs, 0.0, None)
         inf_mass = 1.0 - (1.0 - self.infinity_mass) * (1.0 - other.infinity_mass)
         slack = min(1.0, self.slack + other.slack + ROUNDOFF_PER_ATOM * n_fft)
-        return self._finish(self.offset + other.offset, probs, inf_mass, slack)._trim()
+        return self._finish(self.offset + other.offset, probs, inf_mass, slack)._trim().cap(loss_cap)
+
+    def cap(self, loss_cap: float) -> "PMF":
+        """Bound the support: losses above ``loss_cap`` and a lower tail of mass ≤ ``LOWER_TAIL``.
+
+        Pessimistic: mass above the cap goes to +∞ and the lower tail is rounded
+        up onto the first kept atom. Optimistic: mass above the cap is moved down
+        onto it and the lower tail is dropped. Both preserve the ordering.
+        """
+        p = self.probs
+        offset = self.offset
+        inf_mass = self.infinity_mass
+        if math.isfinite(loss_cap):
+            top = int(math.floor(loss_cap / self.h)) - offset  # last kept index
+            if top < p.size - 1:
+                top = max(top, 0)
+                above = float(p[top + 1 :].sum())
+                p = p[: top + 1].copy()
+                if self.pessimistic:
+                    inf_mass = min(1.0, inf_mass + above)
+                else:
+                    p[-1] += above
+        csum = np.cumsum(p)
+        cut = int(np.searchsorted(csum, LOWER_TAIL, side="right"))
+        cut = min(cut, p.size - 1)
+        if cut > 0:
+            low = float(csum[cut - 1])
+            p = p[cut:].copy()
+            if self.pessimistic:
+                p[0] += low
+            offset += cut
+        if p is self.probs and inf_mass == self.infinity_mass:
+            return self
+        return self._finish(offset, p, inf_mass, self.slack)
 
     def _finish(self, offset: int, probs: np.ndarray, inf_mass: float, slack: float) -> "PMF":
         return PMF(self.h, int(offset), probs, float(inf_mass), self.pessimistic, float(slack))
@@ -162,7 +218,7 @@ class PMF:
         p = self.probs
         # suffix sums over atoms with loss > eps
         P_suf = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
-        W = p * np.exp(-l)
+        W = _nu_mass(p, l)
         W_suf = np.concatenate([np.cumsum(W[::-1])[::-1], [0.0]])
         idx = np.searchsorted(l, eps, side="right")
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -187,7 +243,7 @@ class PMF:
         k = int(np.argmax(d_at <= delta)) if (d_at <= delta).any() else l.size
         # on (l[k-1], l[k]) atoms with loss >= l[k] are active
         P = m + p[k:].sum()
-        W = float(np.sum(p[k:] * np.exp(-l[k:])))
+        W = float(np.sum(_nu_mass(p[k:], l[k:])))
         if W <= 0:
             return float(l[k - 1]) if k > 0 else 0.0
         eps = math.log(P - delta) - math.log(W)
@@ -206,7 +262,7 @@ class PMF:
         l = self.losses[::-1]
         p = self.probs[::-1]
         P = np.concatenate([[0.0], np.cumsum(p)])
-        S = np.concatenate([[0.0], np.cumsum(p * np.exp(-l))])
+        S = np.concatenate([[0.0], np.cumsum(_nu_mass(p, l))])
         i = np.searchsorted(S, kappa, side="right")  # S[i-1] <= kappa < S[i]
         n = l.size
         inner = np.minimum(i, n)  # atom index (1-based) where the test switches
@@ -217,6 +273,12 @@ class PMF:
         if not self.pessimistic:
             val = val - self.slack
         return np.clip(val, 0.0, 1.0)
+
+
+def _nu_mass(p: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """ν-mass p·e^{−l} of each atom, without overflow (round-off junk far below the bulk)."""
+    with np.errstate(divide="ignore"):
+        return np.where(p > 0, np.exp(np.minimum(np.log(np.where(p > 0, p, 1.0)) - l, 600.0)), 0.0)
 
 
 def _fast_len(n: int) -> int:
@@ -362,10 +424,10 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     grid y_i = e^{l_i} has a δ-curve that is piecewise linear in y with kinks at
     the y_i, and any convex non-increasing such function is one. We take the
     exact values D(y_i), lower each by the largest chord-to-curve gap of its
-    two neighbouring intervals — for convex D the chord over [a, b] exceeds D by
-    at most (b − a)(D′(b) − D′(a))/4 = Δy·ν(cell)/4 — so that every chord lies
-    below D, and take the lower convex hull of the lowered points. The hull is
-    below the chords, hence below D. The error is second order in h, like the
+    two neighbouring intervals (computed exactly: D′(y) = −ν(L > log y), so the
+    point of largest gap has a closed form) so that every chord lies below D,
+    and take the lower convex hull of the lowered points. The hull is below the
+    chords, hence below D. The error is second order in h, like the
     pessimistic connect-the-dots construction.
     """
     if direction != "remove":
@@ -374,9 +436,7 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     k1 = max(math.ceil(lam_hi / h), k0 + 1)
     l = np.arange(k0, k1 + 1) * h
     D = _hockey_stick_remove(l, sigma, q)
-    _, Q = _cell_masses(l, sigma, q, "remove")  # ν-mass of (l_i, l_{i+1}]
-    with np.errstate(divide="ignore"):
-        gap = np.exp(l[:-1] + math.log(math.expm1(h)) + np.log(Q)) / 4
+    gap = _chord_gaps(l, D, sigma, q)
     # the interval [0, y_0]: ν-mass below l_0 (zero when q < 1 since losses are >= log(1-q))
     x0 = _x_of_remove_loss(l[:1], sigma, q)[0]
     q_below = float(special.ndtr(x0 / sigma)) if np.isfinite(x0) else 0.0
@@ -395,6 +455,32 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     probs[idx] = np.clip(yk[1:] * jumps, 0.0, None)
     slack = ROUNDOFF_PER_ATOM * l.size
     return PMF(h, k0, probs, 0.0, False, slack)._trim()
+
+
+def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    """Largest amount by which the chord of D over [e^{l_i}, e^{l_{i+1}}] exceeds D (remove direction).
+
+    D is convex with D′(y) = −ν(L > log y); the gap peaks where D′ equals the
+    chord's slope s, i.e. where the ν-tail of the loss is −s, which the inverse
+    normal CDF gives in closed form. A margin of 1e-15·(1 + D) covers round-off.
+    """
+    y = np.exp(l)
+    dy = np.diff(y)
+    slope = np.diff(D) / dy
+    tail = np.clip(-slope, 1e-300, 1.0)
+    x_c = -sigma * special.ndtri(tail)  # ν(X > x_c) = tail for X ~ N(0, σ²)
+    l_c = _remove_loss_vec(x_c, sigma, q)
+    l_c = np.clip(l_c, l[:-1], l[1:])
+    D_c = _hockey_stick_remove(l_c, sigma, q)
+    gap = D[:-1] + slope * (np.exp(l_c) - y[:-1]) - D_c
+    return np.maximum(gap, 0.0) + 1e-15 * (1.0 + D[:-1])
+
+
+def _remove_loss_vec(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
+    z = (2.0 * x - 1.0) / (2.0 * sigma**2)
+    if q == 1.0:
+        return z
+    return np.logaddexp(math.log1p(-q), math.log(q) + z)
 
 
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -427,12 +513,17 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.asarray(hull)
 
 
-def compose_segments(segments, h: float, *, pessimistic: bool, direction: str = "remove") -> PMF:
-    """PMF of a whole (possibly heterogeneous) schedule of (σ, q, steps) segments."""
+def compose_segments(
+    segments, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf
+) -> PMF:
+    """PMF of a whole (possibly heterogeneous) schedule of (σ, q, steps) segments.
+
+    ``loss_cap`` bounds the represented losses (see :meth:`PMF.self_compose`).
+    """
     total: PMF | None = None
     for seg in segments:
         pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction)
-        pmf = pmf.self_compose(seg.steps)
-        total = pmf if total is None else total.compose(pmf)
+        pmf = pmf.self_compose(seg.steps, loss_cap)
+        total = pmf if total is None else total.compose(pmf, loss_cap)
     assert total is not None
     return total

@@ -46,7 +46,7 @@ DEFAULT_TOL = 1e-3
 H_START = 1e-3
 H_FINEST = 2e-6
 #: Refinement stops before a step's loss grid would exceed this many atoms.
-MAX_REFINED_ATOMS = 1_000_000
+MAX_REFINED_ATOMS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,10 @@ def pld_bracket(
         exact = closed_form(release, kappa)
         return exact, exact, {"discretization": None, "note": "q = 1: exact Gaussian-DP closed form"}
     h = discretization if discretization is not None else start_discretization(release)
+    cap = loss_cap(kappa)
     while True:
-        upper_pmf = _pld.compose_segments(release.segments, h, pessimistic=True)
-        lower_pmf = _pld.compose_segments(release.segments, h, pessimistic=False)
+        upper_pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap)
+        lower_pmf = _pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap)
         upper = np.maximum(upper_pmf.blowup(kappa), kappa)
         lower = np.minimum(np.maximum(lower_pmf.blowup(kappa), kappa), upper)
         width = float(np.max(upper - lower))
@@ -130,6 +131,16 @@ def pld_bracket(
             break  # the bracket stays certified; only its width misses the target
         h /= 2
     return lower, upper, {"discretization": h, "max_width": width, "target_width": tol}
+
+
+def loss_cap(kappa: np.ndarray) -> float:
+    """Largest privacy loss represented: log(1/κ_min) + 40.
+
+    Atoms above it hold ν-mass below κ·e^{-40}, so they sit inside the
+    Neyman–Pearson set whether they are moved to +∞ (upper end) or onto the
+    cap (lower end); capping keeps huge compositions (large T, small σ) cheap.
+    """
+    return float(-np.log(np.min(kappa))) + 40.0
 
 
 def start_discretization(release: Release) -> float:
@@ -150,7 +161,7 @@ def pld_upper(release: Release, kappa: np.ndarray, discretization: float | None 
     if all(s.sample_rate == 1.0 for s in release.segments):
         return closed_form(release, kappa)
     h = discretization if discretization is not None else start_discretization(release)
-    pmf = _pld.compose_segments(release.segments, h, pessimistic=True)
+    pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=loss_cap(kappa))
     return np.maximum(pmf.blowup(kappa), kappa)
 
 

@@ -81,7 +81,7 @@ def signals(model: Model, params, x, y):
         return losses.sum(), (taps, losses)
 
     deltas, (taps, losses) = jax.grad(total, has_aux=True)(model.zero_perturbations(x.shape[0]))
-    return model.patches(taps), deltas, losses
+    return taps, deltas, losses
 
 
 def _layer_sq_norms(a, d):

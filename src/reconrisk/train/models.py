@@ -93,9 +93,7 @@ class Model:
 
     # -- forward --------------------------------------------------------------
     def apply(self, params, x, perturbations=None):
-        """Logits (B, classes) and the taps: per layer its input ((B, 1, K) for dense
-        layers, the (B, H, W, C) image for convolutions; :meth:`patches` turns them
-        into (B, P, K) rows).
+        """Logits (B, classes) and the taps: per layer its input, shaped (B, P, K).
 
         ``x`` is (B, H·W·C). ``perturbations`` (one (B, P, O) array per layer)
         are added to the layer outputs before the activation.
@@ -109,18 +107,11 @@ class Model:
         for i, (layer, p) in enumerate(zip(self.layers, params)):
             if layer.kind == "conv":
                 img = h.reshape(b, layer.in_hw[0], layer.in_hw[1], layer.in_channels)
-                taps.append(img)
-                k = layer.kernel
-                # our kernel is stored in im2col layout (C_in·k·k, O), C_in-major; as HWIO for lax.conv:
-                w = p["w"].reshape(layer.in_channels, k, k, layer.out_features).transpose(1, 2, 0, 3)
-                s = jax.lax.conv_general_dilated(
-                    img, w, (layer.stride, layer.stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-                )
-                s = s.reshape(b, layer.positions, layer.out_features) + p["b"]
+                a = im2col(img, layer.kernel, layer.stride, layer.out_hw)
             else:
                 a = h.reshape(b, 1, layer.in_features)
-                taps.append(a)
-                s = a @ p["w"] + p["b"]
+            taps.append(a)
+            s = a @ p["w"] + p["b"]
             if perturbations is not None:
                 s = s + perturbations[i]
             if i < len(self.layers) - 1:
@@ -128,26 +119,33 @@ class Model:
             h = s.reshape(b, -1)
         return h, tuple(taps)
 
-    def patches(self, taps):
-        """Taps as (B, P, K) rows: im2col patches for convolutions (not differentiated)."""
-        import jax
-
-        out = []
-        for layer, a in zip(self.layers, taps):
-            if layer.kind == "conv":
-                pt = jax.lax.conv_general_dilated_patches(
-                    a, (layer.kernel, layer.kernel), (layer.stride, layer.stride), "SAME",
-                    dimension_numbers=("NHWC", "OIHW", "NHWC"),
-                )
-                a = pt.reshape(a.shape[0], layer.positions, layer.in_features)
-            out.append(a)
-        return tuple(out)
-
     def logits(self, params, x):
         return self.apply(params, x)[0]
 
     def to_dict(self) -> dict:
         return {"name": self.name, "num_params": self.num_params, "input_shape": list(self.input_shape)}
+
+
+def im2col(img, kernel: int, stride: int, out_hw):
+    """(B, H, W, C) → (B, P, C·k·k) patches for a SAME-padded k×k convolution, C-major features.
+
+    Built from k² strided slices of the padded image, so both the forward pass
+    and its transpose (a pad-and-add) are memory moves, not convolutions; the
+    layer is then one large matrix product (B·P × K) @ (K × O).
+    """
+    import jax.numpy as jnp
+
+    b, h, w, c = img.shape
+    oh, ow = out_hw
+    pads = []
+    for n, o in ((h, oh), (w, ow)):
+        total = max((o - 1) * stride + kernel - n, 0)
+        pads.append((total // 2, total - total // 2))
+    x = jnp.pad(img, ((0, 0), pads[0], pads[1], (0, 0)))
+    cols = [x[:, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride, :]
+            for i in range(kernel) for j in range(kernel)]
+    patches = jnp.stack(cols, axis=-1)  # (B, oh, ow, C, k·k)
+    return patches.reshape(b, oh * ow, c * kernel * kernel)
 
 
 def _conv_out(n: int, stride: int) -> int:
