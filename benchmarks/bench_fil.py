@@ -1,0 +1,138 @@
+"""Cost of Fisher-information-leakage accounting (seed 001 Algorithm 1) on CPU.
+
+Part 1 — per-example FIL cost per step, for a batch of B examples, by
+estimator: the sampled trace (Eq. 5: m = 50 forward-over-reverse JVPs per
+example), the exact trace from the full input Jacobian of the clipped
+gradient (``jax.jacfwd``: d JVPs) and the spectral norm by power iteration
+(20 JVP + VJP pairs). Models (eLU, GELU soft clip):
+  * the seed 000 MLP (input → 10 → 10) and the small CNN
+    (conv3×3/2 (16) → conv3×3/2 (32) → dense 10)
+  * on the digits' 8×8 inputs (d = 64) and on MNIST-shaped 28×28 inputs
+    (d = 784, random pixels: the cost does not depend on the values).
+
+Part 2 — overhead of FIL accounting relative to plain DP-SGD training: the
+same jitted ``lax.scan`` of :func:`reconrisk.train.dpsgd.dpsgd_step` on the
+digits training split (n = 1347, q = 0.05, T = 200 steps), without and with
+the FIL step, timed after compilation.
+
+    PYTHONPATH=src python benchmarks/bench_fil.py [--batch 64] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+
+def _best_time(fn, repeats: int) -> float:
+    fn()  # compile / warm up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
+    import jax
+    import jax.numpy as jnp
+
+    from reconrisk.train import fil as F
+    from reconrisk.train import models
+
+    rows = []
+    for shape in shapes:
+        d = int(np.prod(shape))
+        batch = batches[d]
+        rng = np.random.default_rng(0)
+        x = jnp.asarray(rng.uniform(size=(batch, d)), jnp.float32)
+        y = jnp.asarray(rng.integers(0, 10, batch), jnp.int32)
+        for name in ("mlp", "cnn"):
+            model = models.get_model(name, shape)
+            params = model.init(jax.random.PRNGKey(0))
+            timings = {}
+            for method in ("plain_grad", "trace_sampled", "trace_exact", "spectral"):
+                if method == "plain_grad":
+                    from reconrisk.train.dpsgd import clipped_grad_sum
+
+                    f = jax.jit(lambda p, x, y: clipped_grad_sum(model, p, x, y, 1.0, mode="gelu")[1])
+                else:
+                    f = jax.jit(lambda p, x, y, m=method: F.per_example_fil(
+                        model, p, x, y, clip_norm=1.0, noise_std=1.0, method=m, key=jax.random.PRNGKey(1)))
+                timings[method] = _best_time(lambda: f(params, x, y).block_until_ready(), repeats)
+            rows.append((name, shape, d, model.num_params, batch, timings))
+    return rows
+
+
+def overhead(steps: int, repeats: int) -> list[tuple]:
+    import jax
+    import jax.numpy as jnp
+
+    from reconrisk import Release
+    from reconrisk.experiments.fil import digits_split
+    from reconrisk.train import fil as F
+    from reconrisk.train import models
+    from reconrisk.train.dpsgd import dpsgd_step, make_step_config
+
+    xtr, ytr, _, _, shape = digits_split(0)
+    release = Release(1.0, 0.05, steps, clip_norm=1.0)
+    rows = []
+    for name in ("mlp", "cnn"):
+        model = models.get_model(name, shape)
+        cfg = make_step_config(release, xtr.shape[0], 0.5, "gelu")
+        xs, ys = jnp.asarray(xtr), jnp.asarray(ytr)
+        key = jax.random.PRNGKey(0)
+
+        @jax.jit
+        def plain(params, ts):
+            def body(p, t):
+                return dpsgd_step(model, cfg, p, key, t, xs, ys)[0], None
+
+            return jax.lax.scan(body, params, ts)[0]
+
+        params = model.init(key)
+        ts = jnp.arange(steps)
+        t_plain = _best_time(lambda: jax.block_until_ready(plain(params, ts)), repeats)
+        out = {"plain DP-SGD": t_plain}
+        for method in ("trace_sampled", "trace_exact"):
+            conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
+            t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps), repeats)
+            out[f"DP-SGD + FIL ({method})"] = t
+        rows.append((name, out))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=64, help="batch for the 8×8 inputs")
+    ap.add_argument("--batch-large", type=int, default=8, help="batch for the 28×28 inputs")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="digits shape only, fewer steps")
+    args = ap.parse_args()
+    import jax
+
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} CPU cores visible")
+    shapes = [(8, 8, 1)] if args.quick else [(8, 8, 1), (28, 28, 1)]
+    print(f"\nPart 1: per-example FIL cost per step (median of {args.repeats} after warm-up; ms per example)")
+    print(f"{'model':5} {'input':>8} {'d':>4} {'params':>7} {'batch':>5} | {'clipped grad':>12} {'JVP m=50':>9} {'exact Jac':>9} "
+          f"{'spectral':>9} | {'exact/JVP':>9} {'JVP/grad':>8}")
+    for name, shape, d, p, b, t in per_example_costs({64: args.batch, 784: args.batch_large}, args.repeats, shapes):
+        ms = {k: 1e3 * val / b for k, val in t.items()}
+        print(f"{name:5} {'x'.join(map(str, shape[:2])):>8} {d:>4} {p:>7} {b:>5} | {ms['plain_grad']:>12.4f} "
+              f"{ms['trace_sampled']:>9.4f} {ms['trace_exact']:>9.4f} {ms['spectral']:>9.4f} | "
+              f"{t['trace_exact'] / t['trace_sampled']:>9.2f} {t['trace_sampled'] / t['plain_grad']:>8.1f}")
+    steps = 60 if args.quick else args.steps
+    print(f"\nPart 2: training time on digits (n = 1347, q = 0.05, T = {steps}; seconds after compilation)")
+    for name, out in overhead(steps, args.repeats):
+        base = out["plain DP-SGD"]
+        for k, val in out.items():
+            print(f"  {name:4} {k:32} {val:8.3f} s   ×{val / base:6.1f}   {1e3 * val / steps:7.2f} ms/step")
+
+
+if __name__ == "__main__":
+    main()

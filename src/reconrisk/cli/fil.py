@@ -1,0 +1,166 @@
+"""``reconrisk mse-bound`` (theory only, no JAX) and ``reconrisk fil logreg|dpsgd`` (seed 001)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from ._common import print_json, print_table
+
+fil_app = typer.Typer(
+    help="Fisher-information-leakage accounting and MSE bounds on the digits data (seed 001).",
+    no_args_is_help=True,
+)
+app.add_typer(fil_app, name="fil")
+
+
+def _progress(total: int, label: str, quiet: bool):
+    """A context manager yielding ``advance(k)`` (a no-op when quiet)."""
+    from contextlib import contextmanager, nullcontext
+
+    if quiet:
+        return nullcontext(None)
+
+    @contextmanager
+    def bar():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      transient=True) as p:
+            task = p.add_task(label, total=total)
+            yield lambda k: p.advance(task, k)
+
+    return bar()
+
+
+@app.command("mse-bound")
+def mse_bound_cmd(
+    rdp_epsilon: Optional[float] = typer.Option(None, "--rdp-epsilon", "-e", help="ε of a (2, ε)-RDP guarantee."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
+    diam: float = typer.Option(1.0, "--diam", help="Per-coordinate diameter of the data space (1 for [0, 1]^d)."),
+    gelu_clip: bool = typer.Option(False, "--gelu-clip", help="GELU soft clipping: sensitivity 1.11522·C (σ_eff = σ/1.11522)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Theorem 1 of seed 001: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
+    from ..bounds.mse import GELU_CLIP_OVERSHOOT, mse_bound
+    from ..errors import ReconRiskError
+    from ..release import Release
+
+    dpsgd = [noise_multiplier, sample_rate, steps]
+    if rdp_epsilon is not None and any(a is not None for a in dpsgd):
+        raise ReconRiskError("give either --rdp-epsilon or --noise-multiplier/--sample-rate/--steps, not both")
+    if rdp_epsilon is None:
+        if any(a is None for a in dpsgd):
+            raise ReconRiskError("give --rdp-epsilon E, or all of --noise-multiplier, --sample-rate and --steps")
+        res = mse_bound(release=Release(noise_multiplier, sample_rate, steps), diam=diam,
+                        sensitivity=GELU_CLIP_OVERSHOOT if gelu_clip else 1.0)
+    else:
+        if gelu_clip:
+            raise ReconRiskError("--gelu-clip applies to --noise-multiplier/--sample-rate/--steps, not to --rdp-epsilon")
+        res = mse_bound(rdp_epsilon=rdp_epsilon, diam=diam)
+    if json_out:
+        print_json(res.to_dict())
+        return
+    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse_lower_bound],
+            ["log10 mse_lower_bound", res.log10_mse_lower_bound], ["rms error per coordinate ≥", res.std_lower_bound]]
+    print_table("MSE lower bound for unbiased attacks (seed 001, Thm 1)", ["quantity", "value"], rows)
+
+
+@fil_app.command("logreg")
+def fil_logreg_cmd(
+    lam: float = typer.Option(1e-2, "--lam", help="L2 regularisation λ of (1/n)Σℓ + (λ/2)||θ||²."),
+    noise: float = typer.Option(1e-2, "--noise", help="Output-perturbation noise std σ (θ* + N(0, σ²I))."),
+    paper_formula: bool = typer.Option(False, "--paper-formula", help="ε = 2/(nλσ) as printed in seed 001 (default: standard 4/(nλσ)²)."),
+    trials: int = typer.Option(10_000, "--trials", help="Noise draws for the GLM attack (0: no attack)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the noise draws."),
+    out: Path = typer.Option(Path("reconrisk-out/fil-logreg"), "--out", help="Directory for the figures."),
+    no_figures: bool = typer.Option(False, "--no-figures", help="Do not write figures."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Digits 0-vs-1 logistic regression: dFIL bounds vs the RDP bound (Fig. 2), GLM attack (Figs. 3–4)."""
+    from .. import _validate as v
+    from ..experiments.fil import logreg_experiment
+
+    trials = v.integer("trials", trials, minimum=0)
+    with _progress(trials, "GLM attack", json_out or trials == 0) as adv:
+        res = logreg_experiment(lam=lam, noise_std=noise, formula="paper" if paper_formula else "gaussian",
+                                trials=trials, seed=seed, out_dir=None if no_figures else out, progress=adv)
+    d = res.to_dict()
+    if json_out:
+        print_json(d)
+        return
+    rows = [["n, d", f"{res.n}, {res.d}"], [f"rdp_epsilon ({res.formula})", res.rdp_epsilon],
+            ["rdp_mse_bound (Thm 1)", res.rdp_mse_bound]]
+    rows += [[f"dfil_bound {k}", val] for k, val in d["dfil_bound"].items()]
+    rows += [["fraction with bound ≤ 1", d["fraction_bound_le_1"]], ["train accuracy", res.train_accuracy]]
+    if res.violations is not None:
+        rows += [[f"attack mse {k}", val] for k, val in d["attack_mse"].items()]
+        vd = d["violations"]
+        rows += [["violation_fraction", vd["fraction"]], ["violations (> 3 s.e.)", vd["significant"]],
+                 ["violations with bound ≤ 1", vd["among_bound_le_1"]], ["violations bias-dominated", vd["bias_dominated"]]]
+    for p in d["figures"]:
+        rows.append(["figure", p])
+    print_table(f"FIL of output-perturbed logistic regression (λ={res.lam:g}, σ={res.noise_std:g})", ["quantity", "value"], rows)
+
+
+@fil_app.command("dpsgd")
+def fil_dpsgd_cmd(
+    model: str = typer.Option("mlp", "--model", help="mlp | cnn | logistic | mlp:W1,W2,..."),
+    noise_multiplier: float = typer.Option(1.0, "--noise-multiplier", "-s", help="Noise multiplier σ (noise std σC)."),
+    sample_rate: float = typer.Option(0.05, "--sample-rate", "-q", help="Poisson sampling rate q."),
+    steps: int = typer.Option(300, "--steps", "-T", help="DP-SGD steps T."),
+    clip_norm: float = typer.Option(1.0, "--clip-norm", "-C", help="Clip norm C."),
+    learning_rate: float = typer.Option(0.5, "--learning-rate", help="Learning rate ρ (update ρ·v, v ← μv + g/(qN))."),
+    momentum: float = typer.Option(0.5, "--momentum", help="Momentum μ in [0, 1)."),
+    method: str = typer.Option("trace_sampled", "--method", help="trace_sampled | trace_exact | spectral"),
+    num_coords: int = typer.Option(50, "--num-coords", help="Sampled input coordinates per example and step."),
+    clip_mode: str = typer.Option("gelu", "--clip-mode", help="gelu (seed 001) | hard"),
+    runs: int = typer.Option(1, "--runs", help="Repeated runs averaged (seed 001: 10)."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="Per-step δ of κ (default 1/(n·T))."),
+    no_kappa: bool = typer.Option(False, "--no-kappa", help="κ = 1 (Eq. 2) instead of Eq. 3."),
+    paper_literal: bool = typer.Option(False, "--paper-literal", help="Noise std σ in the FIM (the paper's Eq. 1) instead of σC."),
+    grid: bool = typer.Option(False, "--grid", help="Run the 24-configuration grid (Table 3 scaled to digits) and write Fig. 5."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split, initialisation, batches, noise and coordinates."),
+    out: Path = typer.Option(Path("reconrisk-out/fil-dpsgd"), "--out", help="Directory for Fig. 5 (with --grid)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """DP-SGD with FIL accounting (seed 001 Algorithm 1) on the digits: per-example dFIL bounds, RDP bound, accuracy."""
+    from ..experiments.fil import dpsgd_experiment, dpsgd_grid, grid_total_steps
+    from ..train.fil import FILConfig
+
+    cfg = FILConfig(method=method, num_coords=num_coords, clip_mode=clip_mode, learning_rate=learning_rate,
+                    momentum=momentum, use_kappa=not no_kappa, delta=delta, paper_literal=paper_literal, runs=runs,
+                    seed=seed)
+    if grid:
+        total = grid_total_steps(None, cfg.runs)
+        with _progress(total, f"FIL grid ({model})", json_out) as adv:
+            res = dpsgd_grid(model=model, sample_rate=sample_rate, config=cfg, seed=seed, out_dir=out, progress=adv)
+        if json_out:
+            print_json(res.to_dict())
+            return
+        rows = [[r["noise_multiplier"], r["clip_norm"], r["steps"], r["test_accuracy"], r["rdp_epsilon"],
+                 r["rdp_mse_bound"], r["max_dfil_bound"], r["median_dfil_bound"]] for r in res.rows]
+        print_table(f"FIL grid on digits ({model}, q={sample_rate:g}, runs={cfg.runs})",
+                    ["σ", "C", "T", "test acc", "ε (α=2)", "RDP bound", "max-dFIL bound", "median-dFIL bound"], rows)
+        for p in res.figures:
+            print(f"wrote {p}")
+        return
+    with _progress(steps * cfg.runs, f"DP-SGD + FIL ({model})", json_out) as adv:
+        res = dpsgd_experiment(model=model, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                               clip_norm=clip_norm, config=cfg, seed=seed, progress=adv)
+    d = res.to_dict()
+    d["violation_fraction"] = None  # no attack is run against DP-SGD here
+    if json_out:
+        print_json(d)
+        return
+    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["rdp_mse_bound (Thm 1)", res.rdp_mse_bound],
+            ["κ (Eq. 3)", res.kappa], ["max-dFIL bound", res.max_fil_bound], ["median-dFIL bound", res.median_fil_bound]]
+    rows += [[f"dfil_bound {k}", val] for k, val in d["dfil_bound"].items()]
+    rows += [["test accuracy", res.test_accuracy], ["seconds", res.train_seconds]]
+    print_table(f"DP-SGD with FIL accounting ({model}, σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}, C={clip_norm:g})",
+                ["quantity", "value"], rows)

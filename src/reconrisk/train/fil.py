@@ -1,0 +1,416 @@
+"""Fisher information leakage (FIL) accounting for DP-SGD (seed 001 §6, Algorithm 1, Eqs. 1–5).
+
+Simulation layer: JAX is imported inside the functions.
+
+Per-step FIL (Eq. 1, with the noise scale corrected)
+    One DP-SGD step releases ``Σ_{z∈B} g̃(w; z) + N(0, s²I)`` with
+    ``s = σC`` (spec_001 §4.2; the paper's Eq. 1 writes σ² and drops C²;
+    ``paper_literal=True`` reproduces it). For a target z in the batch this is
+    a Gaussian mechanism of ``ζ ↦ g̃(w; ζ, y)``, so
+
+        I_step(z) = J(z)ᵀJ(z) / s²,    J(z) = ∂g̃(w; ζ, y)/∂ζ |_{ζ=z}   (p × d),
+
+    where ``g̃ = g / (GELU(||g||/C − 1) + 1)`` is the GELU soft clip of the
+    per-example parameter gradient g (a tiny 1e-14 is added under the square
+    root of ||g||², as the authors add 1e-7 to the norm, so the clip stays
+    differentiable at g = 0). We store per example the scalar
+    ``η̄²_step = Tr(I_step)/d`` (dFIL) or the spectral ``η²_step = ||I_step||₂``.
+
+Three estimators of ``||J||²`` (the ``method`` argument)
+    * ``"trace_exact"``: ``||J||_F²`` from the full Jacobian
+      (``jax.jacfwd``: d forward-over-reverse passes). Small models only.
+    * ``"trace_sampled"`` (Eq. 5, default): draw m coordinates i_1..i_m
+      uniformly *with replacement*, fresh for every example and every step
+      (the authors' code reuses one key for all draws of a step — spec_001
+      §10.6 — we do not), and estimate ``(d/m) Σ_k ||J e_{i_k}||²`` with m
+      forward-over-reverse JVPs. Unbiased for ``||J||_F²``.
+    * ``"spectral"``: power iteration ``v ← Jᵀ(Jv)/||·||`` with JVP + VJP
+      (20 iterations from a random normal start); ``||Jv||²`` estimates
+      ``||J||₂²`` from below (power iteration converges from below).
+
+Composition and subsampling (Theorems 3–4, Eqs. 2–4)
+    Per-step values are summed over the steps in which the example was in
+    the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
+    ε is the (ε, δ)-DP of one step with sensitivity ``2 × 1.115C`` (Alg. 1
+    line 4) — it holds except with probability T·δ — or κ = 1 (Eq. 2,
+    ``use_kappa=False``). Summing spectral norms bounds the spectral norm of
+    the sum (sub-additivity). The sum over one run is an unbiased Monte-Carlo
+    estimate of the Theorem 3/4 upper bound on ``I_h(z)``; R repeated runs
+    are averaged. The per-example bound for unbiased attacks is ``1/η̄²``
+    (plug-in; not itself unbiased, spec_001 §10.6).
+
+Sampling
+    Batches are Poisson samples (each point independently with probability
+    q), as the simulator (:mod:`reconrisk.train.dpsgd`) and the RDP
+    accountant assume; seed 001 Theorem 4 is stated for uniformly random
+    fixed-size batches. The convexity argument behind Eqs. 2–3 only needs the
+    target to be in the batch with probability q independently of the other
+    members, which Poisson sampling satisfies.
+
+Trainer
+    Each step calls :func:`reconrisk.train.dpsgd.dpsgd_step` (same batches,
+    clipping and noise as the simulator) and evaluates the FIL of the batch
+    members at the parameters *before* the update (w_{t−1}; Algorithm 1
+    line 8's ``w_t`` is a typo). The update itself is done here so that it can
+    carry momentum (seed 001 uses 0.5): ``v ← μv + g_t/(qN)``,
+    ``w ← w − ρv``; with ``momentum=0`` it is the simulator's update.
+    Momentum is post-processing of the released noisy gradients, so Theorem 3
+    still applies.
+
+Models
+    The simulator's models use eLU (C¹ with a second derivative defined
+    except at 0) rather than the tanh of seed 001 App. C; the input-Jacobian
+    of the gradient exists almost everywhere, which is all the estimators
+    need. ReLU would give a zero/undefined mixed derivative.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _validate as v
+from ..bounds.mse import (
+    GELU_CLIP_OVERSHOOT,
+    SubsamplingFactor,
+    dfil_bound,
+    rdp_mse_lower_bound,
+    release_rdp_alpha2,
+    subsampling_factor,
+)
+from ..errors import ReconRiskError
+from ..release import Release
+
+FIL_METHODS = ("trace_sampled", "trace_exact", "spectral")
+DEFAULT_NUM_COORDS = 50
+DEFAULT_POWER_ITERS = 20
+_NORM_EPS_SQ = 1e-14
+
+
+# ----------------------------------------------------------------------------------------
+# ||J||² of a function ζ ↦ f(ζ) at one point, by three estimators
+# ----------------------------------------------------------------------------------------
+def jacobian_sq_norm(f, z, method: str = "trace_sampled", *, key=None, num_coords: int = DEFAULT_NUM_COORDS,
+                     power_iters: int = DEFAULT_POWER_ITERS):
+    """``||J_f(z)||_F²`` (trace methods) or ``||J_f(z)||₂²`` (spectral) for ``f: R^d → R^p`` (traceable by JAX).
+
+    ``key`` (a JAX PRNG key) is needed by ``trace_sampled`` and ``spectral``.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    d = z.shape[0]
+    if method == "trace_exact":
+        J = jax.jacfwd(f)(z)
+        return jnp.sum(J**2)
+    if method == "trace_sampled":
+        idx = jax.random.randint(key, (num_coords,), 0, d)
+        tangents = jax.nn.one_hot(idx, d, dtype=z.dtype)
+        cols = jax.vmap(lambda t: jax.jvp(f, (z,), (t,))[1])(tangents)  # (m, p) = J e_i
+        return d * jnp.mean(jnp.sum(cols**2, axis=-1))
+    if method == "spectral":
+        v0 = jax.random.normal(key, (d,), z.dtype)
+        _, vjp = jax.vjp(f, z)
+
+        def body(_, vec):
+            u = jax.jvp(f, (z,), (vec,))[1]
+            w = vjp(u)[0]
+            return w / jnp.maximum(jnp.linalg.norm(w), 1e-30)
+
+        vec = jax.lax.fori_loop(0, power_iters, body, v0 / jnp.linalg.norm(v0))
+        u = jax.jvp(f, (z,), (vec,))[1]
+        return jnp.sum(u**2)
+    raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
+
+
+def gaussian_mechanism_fil(f, z, noise_std: float, method: str = "trace_exact", *, key=None,
+                           num_coords: int = DEFAULT_NUM_COORDS, power_iters: int = DEFAULT_POWER_ITERS) -> float:
+    """FIL of ``h = f(z) + N(0, s²I)`` about z: the dFIL ``Tr(JᵀJ)/(d s²)`` or, with ``method="spectral"``, ``||JᵀJ||₂/s²``."""
+    import jax
+    import jax.numpy as jnp
+
+    method = v.choice("method", method, FIL_METHODS)
+    s = v.positive("noise_std", noise_std)
+    z = jnp.asarray(z, jnp.float32)
+    if method != "trace_exact" and key is None:
+        key = jax.random.PRNGKey(0)
+    sq = jacobian_sq_norm(f, z, method, key=key, num_coords=num_coords, power_iters=power_iters)
+    scale = s**2 if method == "spectral" else s**2 * z.shape[0]
+    return float(sq) / scale
+
+
+# ----------------------------------------------------------------------------------------
+# the clipped per-example gradient as a function of the input
+# ----------------------------------------------------------------------------------------
+def clipped_grad_fn(model, params, clip_norm: float, clip_mode: str = "gelu"):
+    """``(x (d,), y ()) ↦ g̃(w; x, y)`` flattened to (p,): the clipped per-example gradient at ``params``.
+
+    Uses the simulator's loss and clip factors (:func:`reconrisk.train.dpsgd.cross_entropy`,
+    :func:`~reconrisk.train.dpsgd.clip_factors`), so the function differentiated is
+    the one the trainer sums.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from .dpsgd import clip_factors, cross_entropy
+
+    flat, unravel = ravel_pytree(params)
+
+    def g(x, y):
+        def loss(theta):
+            return cross_entropy(model.logits(unravel(theta), x[None]), jnp.reshape(y, (1,)))[0]
+
+        grad = jax.grad(loss)(flat)
+        sq = jnp.sum(grad**2) + _NORM_EPS_SQ
+        return grad * clip_factors(sq, clip_norm, clip_mode)
+
+    return g
+
+
+def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, method: str = "trace_sampled",
+                    key=None, num_coords: int = DEFAULT_NUM_COORDS, clip_mode: str = "gelu",
+                    power_iters: int = DEFAULT_POWER_ITERS):
+    """Per-step FIL of each example of (x, y) if it were in the batch (seed 001 Eq. 1 / Eq. 5).
+
+    Returns a (B,) JAX array: ``η̄²_step = ||J||_F²/(d s²)`` for the trace
+    methods or ``η²_step = ||J||₂²/s²`` for ``"spectral"``, with
+    ``s = noise_std`` (σC for DP-SGD). ``key`` is split per example.
+    Traceable (use inside ``jax.jit``); no validation beyond the method.
+    """
+    import jax
+
+    if method not in FIL_METHODS:
+        raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
+    g = clipped_grad_fn(model, params, clip_norm, clip_mode)
+    b, d = x.shape
+    keys = jax.random.split(key if key is not None else jax.random.PRNGKey(0), b)
+
+    def one(xi, yi, ki):
+        return jacobian_sq_norm(lambda z: g(z, yi), xi, method, key=ki, num_coords=num_coords,
+                                power_iters=power_iters)
+
+    sq = jax.vmap(one)(x, y, keys)
+    return sq / (noise_std**2 if method == "spectral" else noise_std**2 * d)
+
+
+# ----------------------------------------------------------------------------------------
+# Algorithm 1: DP-SGD with FIL accounting
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FILConfig:
+    """How the FIL is accounted (everything except the release and the data)."""
+
+    method: str = "trace_sampled"
+    num_coords: int = DEFAULT_NUM_COORDS
+    power_iters: int = DEFAULT_POWER_ITERS
+    clip_mode: str = "gelu"
+    learning_rate: float = 0.1
+    momentum: float = 0.5
+    use_kappa: bool = True
+    delta: float | None = None  # per-step δ of Eq. 3; None: 1/(n·T), so that T·δ ≤ 1/n
+    paper_literal: bool = False  # s = σ (the paper's Eq. 1) instead of σC
+    runs: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "method", v.choice("method", self.method, FIL_METHODS))
+        object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1))
+        object.__setattr__(self, "power_iters", v.integer("power_iters", self.power_iters, minimum=1))
+        object.__setattr__(self, "clip_mode", v.choice("clip_mode", self.clip_mode, ("gelu", "hard")))
+        object.__setattr__(self, "learning_rate", v.positive("learning_rate", self.learning_rate))
+        object.__setattr__(self, "momentum", v.in_range("momentum", self.momentum, 0.0, 1.0, low_open=False))
+        if self.delta is not None:
+            object.__setattr__(self, "delta", v.probability_open("delta", self.delta))
+        object.__setattr__(self, "runs", v.integer("runs", self.runs, minimum=1))
+        object.__setattr__(self, "seed", v.integer("seed", self.seed, minimum=0))
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class FILAccounting:
+    """Per-example FIL after DP-SGD (mean over runs) and the bounds it gives.
+
+    ``fil``: (n,) ``η̄²(z)`` (trace methods) or spectral ``η²(z)`` summed over
+    steps, scaled by κ, averaged over runs; ``fil_runs``: (runs, n).
+    ``bounds``: per-example MSE lower bounds ``1/fil`` for unbiased attacks.
+    """
+
+    fil: np.ndarray
+    fil_runs: np.ndarray
+    measure: str  # "dfil" or "spectral"
+    release: Release
+    config: FILConfig
+    noise_std: float
+    subsampling: SubsamplingFactor | None
+    kappa: float
+    rdp_epsilon: float
+    rdp_mse_bound: float
+    test_accuracy: float | None
+    test_accuracy_runs: tuple
+    train_seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        return dfil_bound(self.fil)
+
+    @property
+    def max_fil_bound(self) -> float:
+        """``1/max_z η̄²(z)``: the worst-case example's bound (Fig. 5 'max-dFIL')."""
+        return float(dfil_bound(float(np.max(self.fil))))
+
+    @property
+    def median_fil_bound(self) -> float:
+        """``1/median_z η̄²(z)`` (Fig. 5 'median-dFIL')."""
+        return float(dfil_bound(float(np.median(self.fil))))
+
+    def summary(self) -> dict:
+        b = self.bounds
+        return {"min": float(np.min(b)), "median": float(np.median(b)), "max": float(np.max(b))}
+
+    def to_dict(self) -> dict:
+        return {
+            "release": self.release.to_dict(),
+            "config": self.config.to_dict(),
+            "measure": self.measure,
+            "noise_std": self.noise_std,
+            "kappa": self.kappa,
+            "subsampling": None if self.subsampling is None else self.subsampling.to_dict(),
+            "rdp_epsilon": self.rdp_epsilon,
+            "rdp_mse_bound": self.rdp_mse_bound,
+            "dfil_bound": self.summary(),
+            "max_dfil_bound": self.max_fil_bound,
+            "median_dfil_bound": self.median_fil_bound,
+            "test_accuracy": self.test_accuracy,
+            "train_seconds": self.train_seconds,
+        }
+
+
+def _check_data(model, x, y, name="x"):
+    x = np.asarray(x, dtype=np.float32)
+    y = np.asarray(y, dtype=np.int32)
+    if x.ndim != 2 or x.shape[1] != model.input_dim or y.shape != (x.shape[0],) or x.shape[0] < 1:
+        raise ReconRiskError(f"{name} must be (N, {model.input_dim}) with N ≥ 1 and its labels (N,); found {x.shape} and {y.shape}")
+    return x, y
+
+
+@functools.lru_cache(maxsize=32)
+def _chunk_runner(model, step_cfg, n: int, method: str, m: int, iters: int, clip_mode: str, mu: float, lr: float):
+    """The jitted scan over a chunk of steps (cached: repeated runs and seeds compile once)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from .dpsgd import dpsgd_step
+
+    cap = step_cfg.cap
+    C = step_cfg.clip_norm
+
+    @jax.jit
+    def run_chunk(carry, ts, k_run, k_fil, xs, ys, kappa, noise_std):
+        def fil_of(params, idx, key):
+            return per_example_fil(model, params, xs[idx], ys[idx], clip_norm=C, noise_std=noise_std, method=method,
+                                   key=key, num_coords=m, clip_mode=clip_mode, power_iters=iters)
+
+        def body(c, t):
+            params, vel, acc = c
+            _, theta, g, mask, _ = dpsgd_step(model, step_cfg, params, k_run, t, xs, ys)
+            kt = jax.random.fold_in(k_fil, t)
+            if cap is None:  # evaluate every example, keep the members
+                acc = acc + kappa * fil_of(params, jnp.arange(n), kt) * mask
+            else:
+                count = jnp.sum(mask)
+                (idx,) = jnp.nonzero(mask, size=cap, fill_value=0)
+                valid = (jnp.arange(cap) < count).astype(acc.dtype)
+                acc = acc.at[idx].add(kappa * fil_of(params, idx, kt) * valid)
+            vel = mu * vel + g / step_cfg.normalizer
+            _, unravel = ravel_pytree(params)
+            return (unravel(theta - lr * vel), vel, acc), jnp.sum(mask) > (cap if cap is not None else n)
+
+        return jax.lax.scan(body, carry, ts)
+
+    return run_chunk
+
+
+def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
+                         config: FILConfig | None = None, chunk_steps: int = 64, progress=None) -> FILAccounting:
+    """Seed 001 Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
+
+    ``config`` (:class:`FILConfig`) selects the estimator, clipping, learning
+    rate, momentum, κ and the number of repeated runs. ``progress(k)`` is
+    called after every k steps (all runs: ``runs × steps`` in total).
+    """
+    import time
+
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from .dpsgd import accuracy, make_step_config
+
+    cfg = config if config is not None else FILConfig()
+    if not isinstance(cfg, FILConfig):
+        raise ReconRiskError(f"config must be a FILConfig; found {type(cfg).__name__}")
+    x, y = _check_data(model, x, y)
+    if (x_test is None) != (y_test is None):
+        raise ReconRiskError("give both x_test and y_test, or neither")
+    if x_test is not None:
+        x_test, y_test = _check_data(model, x_test, y_test, "x_test")
+    chunk_steps = v.integer("chunk_steps", chunk_steps, minimum=1)
+    n, d = x.shape
+    step_cfg = make_step_config(release, n, cfg.learning_rate, cfg.clip_mode, trials=cfg.runs)
+    sigma, q, T, C = release.noise_multiplier, release.sample_rate, release.steps, release.clip_norm
+    noise_std = sigma if cfg.paper_literal else sigma * C
+    overshoot = GELU_CLIP_OVERSHOOT if cfg.clip_mode == "gelu" else 1.0
+    sub = None
+    kappa = 1.0
+    if cfg.use_kappa and q < 1.0:
+        sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
+        kappa = sub.kappa
+    rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
+    run_chunk = _chunk_runner(model, step_cfg, n, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode,
+                              cfg.momentum, cfg.learning_rate)
+    xs, ys = jnp.asarray(x), jnp.asarray(y)
+    statics = (xs, ys, jnp.float32(kappa), jnp.float32(noise_std))
+    fil_runs = np.zeros((cfg.runs, n))
+    accs = []
+    t0 = time.perf_counter()
+    for r in range(cfg.runs):
+        key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), r)
+        k_init, k_run, k_fil = jax.random.split(key, 3)
+        params = model.init(k_init)
+        vel = jnp.zeros_like(ravel_pytree(params)[0])
+        carry = (params, vel, jnp.zeros((n,), jnp.float32))
+        overflow = False
+        for start in range(0, T, chunk_steps):
+            ts = jnp.arange(start, min(T, start + chunk_steps))
+            carry, over = run_chunk(carry, ts, k_run, k_fil, *statics)
+            overflow |= bool(over.any())
+            if progress is not None:
+                progress(int(ts.shape[0]))
+        if overflow:
+            raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
+        fil_runs[r] = np.asarray(carry[2], dtype=float)
+        if x_test is not None:
+            accs.append(accuracy(model, carry[0], x_test, y_test))
+    seconds = time.perf_counter() - t0
+    fil = fil_runs.mean(axis=0)
+    return FILAccounting(
+        fil=fil,
+        fil_runs=fil_runs,
+        measure="spectral" if cfg.method == "spectral" else "dfil",
+        release=release,
+        config=cfg,
+        noise_std=noise_std,
+        subsampling=sub,
+        kappa=kappa,
+        rdp_epsilon=rdp_eps,
+        rdp_mse_bound=rdp_mse_lower_bound(rdp_eps) if rdp_eps > 0 else float("inf"),
+        test_accuracy=float(np.mean(accs)) if accs else None,
+        test_accuracy_runs=tuple(float(a) for a in accs),
+        train_seconds=seconds,
+    )

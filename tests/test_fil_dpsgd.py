@@ -1,0 +1,192 @@
+"""FIL accounting for DP-SGD (seed 001 Alg. 1): estimators, closed forms, the trainer's accounting, seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+
+from reconrisk import Release  # noqa: E402
+from reconrisk.data import load_digits  # noqa: E402
+from reconrisk.errors import ReconRiskError  # noqa: E402
+from reconrisk.train import dpsgd, models  # noqa: E402
+from reconrisk.train import fil as F  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits()
+
+
+@pytest.fixture(scope="module")
+def small(digits):
+    model = models.get_model("mlp:6", digits.image_shape)
+    params = model.init(jax.random.PRNGKey(2))
+    return model, params, jnp.asarray(digits.x[:40]), jnp.asarray(digits.y[:40])
+
+
+# ---------------------------------------------------------------- closed forms
+@pytest.mark.parametrize("method", F.FIL_METHODS)
+def test_identity_mechanism_dfil_is_one_over_s2(method):
+    s = 0.2
+    z = jnp.linspace(0.0, 1.0, 7)
+    got = F.gaussian_mechanism_fil(lambda u: u, z, s, method, key=jax.random.PRNGKey(1), num_coords=5)
+    assert got == pytest.approx(1 / s**2, rel=1e-5)
+
+
+def test_linear_mechanism_fisher_information():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((9, 6)).astype(np.float32)
+    s = 0.5
+    z = jnp.asarray(rng.uniform(size=6), jnp.float32)
+    f = lambda u: jnp.asarray(A) @ u  # noqa: E731
+    # I = AᵀA/s²: dFIL = ||A||_F²/(d s²), spectral = ||A||₂²/s²
+    assert F.gaussian_mechanism_fil(f, z, s, "trace_exact") == pytest.approx(np.sum(A**2) / (6 * s**2), rel=1e-5)
+    assert F.gaussian_mechanism_fil(f, z, s, "spectral", key=jax.random.PRNGKey(0), power_iters=60) == pytest.approx(
+        np.linalg.norm(A, 2) ** 2 / s**2, rel=1e-4)
+    J = np.asarray(jax.jacfwd(f)(z))
+    np.testing.assert_allclose(J.T @ J / s**2, A.T @ A / s**2, rtol=1e-5)
+
+
+def test_sampled_trace_is_unbiased_on_a_small_model(small):
+    model, params, x, y = small
+    xi, yi = x[3], y[3]
+    g = F.clipped_grad_fn(model, params, 1.0, "gelu")
+    f = lambda z: g(z, yi)  # noqa: E731
+    exact = float(jax.jit(lambda z: F.jacobian_sq_norm(f, z, "trace_exact"))(xi))
+    keys = jax.random.split(jax.random.PRNGKey(7), 400)
+    est = np.asarray(jax.jit(jax.vmap(lambda k: F.jacobian_sq_norm(f, xi, "trace_sampled", key=k, num_coords=4)))(keys))
+    se = est.std(ddof=1) / np.sqrt(est.size)
+    assert se > 0 and abs(est.mean() - exact) < 3 * se
+    assert se < 0.2 * exact  # the test has power: a 20%-biased estimator would fail
+
+
+def test_clipped_grad_fn_is_the_trainers_clipped_gradient(small):
+    model, params, x, y = small
+    for mode in ("gelu", "hard"):
+        g = F.clipped_grad_fn(model, params, 0.3, mode)
+        for i in (0, 5):
+            ref, _ = dpsgd.naive_clipped_sum(model, params, x[i:i + 1], y[i:i + 1], 0.3, mode=mode)
+            np.testing.assert_allclose(np.asarray(g(x[i], y[i])), np.asarray(ravel_pytree(ref)[0]), rtol=2e-5, atol=1e-7)
+
+
+def test_per_example_fil_methods_and_noise_scale(small):
+    model, params, x, y = small
+    x, y = x[:3], y[:3]
+
+    @jax.jit
+    def fil(noise_std, key):
+        kw = dict(clip_norm=2.0, clip_mode="gelu", noise_std=noise_std)
+        return (F.per_example_fil(model, params, x, y, method="trace_exact", **kw),
+                F.per_example_fil(model, params, x, y, method="spectral", key=key, **kw))
+
+    exact, spec = (np.asarray(a) for a in fil(1.5, jax.random.PRNGKey(0)))
+    g = F.clipped_grad_fn(model, params, 2.0, "gelu")
+    jac = jax.jit(jax.vmap(jax.jacfwd(g), in_axes=(0, 0)))
+    for i, J in enumerate(np.asarray(jac(x, y))):
+        assert exact[i] == pytest.approx(np.sum(J**2) / (64 * 1.5**2), rel=1e-4)
+        top = np.linalg.norm(J, 2) ** 2 / 1.5**2
+        assert spec[i] <= top * (1 + 1e-3) and spec[i] >= 0.95 * top  # power iteration, from below
+        assert spec[i] >= exact[i]  # ||I||₂ ≥ Tr(I)/d
+    # s = σC: doubling the noise std divides the FIL by 4
+    np.testing.assert_allclose(np.asarray(fil(3.0, jax.random.PRNGKey(0))[0]), exact / 4, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- Algorithm 1 in the trainer
+def _manual_accounting(model, release, x, y, cfg):
+    """Replay Algorithm 1 step by step in Python (κ = 1, no momentum, exact trace) for comparison."""
+    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0)
+    k_init, k_run, _ = jax.random.split(key, 3)
+    params = model.init(k_init)
+    scfg = dpsgd.make_step_config(release, x.shape[0], cfg.learning_rate, cfg.clip_mode)
+    xs, ys = jnp.asarray(x), jnp.asarray(y)
+    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys))
+    every = jax.jit(lambda p: F.per_example_fil(model, p, xs, ys, clip_norm=release.clip_norm,
+                                                noise_std=release.noise_std, method="trace_exact",
+                                                clip_mode=cfg.clip_mode))
+    acc = np.zeros(x.shape[0])
+    for t in range(release.steps):
+        new, _, _, mask, _ = step(params, t)
+        acc += np.asarray(every(params)) * np.asarray(mask)  # FIL at w_{t-1}, members only
+        params = new
+    return acc
+
+
+def test_trainer_accounting_matches_a_step_by_step_replay(digits):
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:60], digits.y[:60]
+    release = Release(1.3, 0.1, 6, clip_norm=0.7)
+    cfg = F.FILConfig(method="trace_exact", use_kappa=False, momentum=0.0, learning_rate=0.3, seed=4)
+    res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=3)
+    manual = _manual_accounting(model, release, x, y, cfg)
+    np.testing.assert_allclose(res.fil, manual, rtol=2e-4, atol=1e-9)
+    assert (res.fil == 0).any() and (res.fil > 0).any()  # unsampled examples have no leakage
+    assert np.isinf(res.bounds[res.fil == 0]).all()
+    assert res.kappa == 1.0 and res.subsampling is None
+    assert res.noise_std == pytest.approx(1.3 * 0.7)
+
+
+def test_trainer_seeds_kappa_runs_and_summary(digits):
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:80], digits.y[:80]
+    xt, yt = digits.x[80:120], digits.y[80:120]
+    release = Release(2.0, 0.1, 8, clip_norm=1.0)
+    cfg = F.FILConfig(num_coords=8, runs=2, seed=1)
+    a = F.train_dpsgd_with_fil(model, release, x, y, x_test=xt, y_test=yt, config=cfg)
+    b = F.train_dpsgd_with_fil(model, release, x, y, x_test=xt, y_test=yt, config=cfg)
+    np.testing.assert_array_equal(a.fil, b.fil)  # same seed, same numbers
+    assert a.test_accuracy == b.test_accuracy and len(a.test_accuracy_runs) == 2
+    np.testing.assert_allclose(a.fil, a.fil_runs.mean(axis=0))
+    assert not np.allclose(a.fil_runs[0], a.fil_runs[1])
+    c = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=2))
+    assert not np.allclose(a.fil, c.fil)
+    # κ of Eq. 3 with δ = 1/(n·T) and sensitivity 2 × 1.11522 (GELU clip); the RDP ε uses σ/1.11522
+    from reconrisk.bounds.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2, subsampling_kappa
+
+    assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (80 * 8), rel=1e-9)
+    assert a.kappa == pytest.approx(subsampling_kappa(0.1, a.subsampling.step_epsilon))
+    assert a.rdp_epsilon == pytest.approx(release_rdp_alpha2(release, sensitivity=GELU_CLIP_OVERSHOOT))
+    d = a.to_dict()
+    assert set(d["dfil_bound"]) == {"min", "median", "max"}
+    assert d["max_dfil_bound"] == pytest.approx(1 / a.fil.max())
+    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_kappa=False))
+    np.testing.assert_allclose(nokappa.fil * a.kappa, a.fil, rtol=1e-5)
+    literal = F.train_dpsgd_with_fil(model, Release(2.0, 0.1, 8, clip_norm=2.0), x, y,
+                                     config=F.FILConfig(num_coords=8, seed=1, paper_literal=True))
+    assert literal.noise_std == 2.0
+
+
+def test_cnn_accounting_runs(digits):
+    model = models.get_model("cnn", digits.image_shape)
+    res = F.train_dpsgd_with_fil(model, Release(1.0, 0.2, 3), digits.x[:30], digits.y[:30],
+                                 config=F.FILConfig(num_coords=4, method="trace_sampled"))
+    assert np.isfinite(res.fil).all() and (res.fil > 0).any()
+
+
+@pytest.mark.parametrize(
+    "make, word",
+    [
+        (lambda: F.FILConfig(method="full"), "method"),
+        (lambda: F.FILConfig(runs=0), "runs"),
+        (lambda: F.FILConfig(learning_rate=-1), "learning_rate"),
+        (lambda: F.FILConfig(momentum=1.0), "momentum"),
+        (lambda: F.FILConfig(num_coords=0), "num_coords"),
+        (lambda: F.FILConfig(delta=0.0), "delta"),
+        (lambda: F.FILConfig(clip_mode="soft"), "clip_mode"),
+        (lambda: F.gaussian_mechanism_fil(lambda u: u, jnp.ones(3), 0.0), "noise_std"),
+    ],
+)
+def test_bad_config(make, word):
+    with pytest.raises(ReconRiskError, match=word):
+        make()
+
+
+def test_bad_data(digits):
+    model = models.get_model("mlp:5", digits.image_shape)
+    with pytest.raises(ReconRiskError, match="x must be"):
+        F.train_dpsgd_with_fil(model, Release(1.0, 0.1, 2), digits.x[:10, :10], digits.y[:10])
+    with pytest.raises(ReconRiskError, match="x_test"):
+        F.train_dpsgd_with_fil(model, Release(1.0, 0.1, 2), digits.x[:10], digits.y[:10], x_test=digits.x[:3])
