@@ -29,6 +29,10 @@ _LAZY = {
     "PSNRLaw": "bounds.analytic_laws",
     "mse_law": "bounds.analytic_laws",
     "psnr_law": "bounds.analytic_laws",
+    "mse_bound": "bounds.mse",
+    "MseBound": "bounds.mse",
+    "rdp_mse_lower_bound": "bounds.mse",
+    "dfil_bound": "bounds.mse",
 }
 
 
@@ -74,4 +78,9 @@ __all__ = [
     "rero_gamma_mse",
     "rero_gamma_psnr",
     "selection_probability",
+    # seed 001: MSE lower bounds
+    "MseBound",
+    "dfil_bound",
+    "mse_bound",
+    "rdp_mse_lower_bound",
 ]
