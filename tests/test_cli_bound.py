@@ -76,3 +76,13 @@ def test_bound_never_imports_jax():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_simulation_commands_without_jax_say_how_to_install_it():
+    code = (
+        "import sys; sys.modules['jax'] = None; from reconrisk.cli import main; "
+        "sys.exit(main(['audit', '--trials', '2', '--epsilon', '4', '--no-plot', '--json']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "reconrisk[sim]" in proc.stderr and "Traceback" not in proc.stderr

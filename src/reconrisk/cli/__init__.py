@@ -32,6 +32,10 @@ for _optional in ("bound", "audit", "analytic", "fil"):
             raise
 
 
+#: Modules that only the ``sim`` extra provides.
+_SIM_MODULES = {"jax", "jaxlib", "optax"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``reconrisk`` script."""
     try:
@@ -39,6 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     except ReconRiskError as exc:
         print(f"reconrisk: error: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:
+        missing = (getattr(exc, "name", None) or "").split(".")[0]
+        if missing in _SIM_MODULES:
+            print(
+                f"reconrisk: error: this command needs the simulation extra ({missing} is not installed); "
+                "install it with: pip install 'reconrisk[sim]'",
+                file=sys.stderr,
+            )
+            return 2
+        raise
     except SystemExit as exc:  # typer/click exit codes (usage errors are 2)
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
