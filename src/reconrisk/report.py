@@ -8,12 +8,12 @@ the Agg backend and is imported only here.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from ._io import jsonable, write_json  # noqa: F401  (re-exported for callers)
 
 
 def bound_curve(
@@ -98,33 +98,6 @@ def _label(name: str) -> str:
 def audit_payload(results: Sequence, *, dataset: dict, config: dict) -> dict:
     """The ``results.json`` document."""
     return {"dataset": dataset, "config": config, "results": [r.to_dict() for r in results]}
-
-
-def jsonable(obj):
-    """Plain JSON types: numpy scalars/arrays converted, non-finite floats as null or "inf"."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(val) for k, val in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(val) for val in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        obj = float(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
-
-
-def write_json(payload: dict, out_dir: str | Path, name: str = "results.json") -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / name
-    path.write_text(json.dumps(jsonable(payload), indent=2) + "\n")
-    return path
 
 
 def fmt_rate(rate) -> str:

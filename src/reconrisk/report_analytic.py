@@ -28,6 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _validate as val
+from ._io import pyplot, save_figure
 from .errors import ReconRiskError
 
 __all__ = [
@@ -50,24 +51,11 @@ _REGIME_TITLES = {
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _save(fig, out_dir, name: str) -> list[Path]:
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("png", "svg"):
-        p = d / f"{name}.{ext}"
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-        paths.append(p)
-    _plt().close(fig)
-    return paths
+    return save_figure(fig, out_dir, name, dpi=120)
 
 
 def synthetic_uniform(samples: int = 100, dim: int = 4, seed: int = 0) -> np.ndarray:

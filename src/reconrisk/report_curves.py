@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _validate as v
+from ._io import pyplot, save_figure
 from .accounting import noise_multiplier_for_epsilon
 from .bounds.rdp import rdp_rero_bound
 from .bounds.rero import pld_bracket
@@ -91,11 +92,7 @@ def rero_curves(
 
 
 def _plot(rows, sizes, steps, sample_rate, fixed_epsilon, delta, out: Path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.4))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, n in enumerate(sizes):
@@ -121,8 +118,5 @@ def _plot(rows, sizes, steps, sample_rate, fixed_epsilon, delta, out: Path):
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
-    png, svg = out / "curve.png", out / "curve.svg"
-    fig.savefig(png, dpi=130)
-    fig.savefig(svg)
-    plt.close(fig)
+    png, svg = save_figure(fig, out, "curve")
     return png, svg

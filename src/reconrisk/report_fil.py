@@ -20,26 +20,16 @@ from typing import Sequence
 
 import numpy as np
 
+from ._io import pyplot, save_figure
 from .errors import ReconRiskError
 
 
 def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot()
 
 
 def _save(fig, out_dir, stem: str) -> list[Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=130, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    _plt().close(fig)
-    return paths
+    return save_figure(fig, out_dir, stem)
 
 
 def _finite_pos(a) -> np.ndarray:

@@ -160,8 +160,22 @@ def _rng(random_state) -> np.random.Generator:
 # ----------------------------------------------------------------------------
 
 
+class _LawSummaries:
+    """std, median and central interval from ``var`` and ``ppf`` (scipy.stats conventions)."""
+
+    def std(self) -> float:
+        return math.sqrt(self.var())
+
+    def median(self) -> float:
+        return float(self.ppf(0.5))
+
+    def interval(self, confidence: float):
+        c = val.in_range("confidence", confidence, 0.0, 1.0, low_open=False, high_open=False)
+        return float(self.ppf((1 - c) / 2)), float(self.ppf((1 + c) / 2))
+
+
 @dataclass(frozen=True)
-class MSELaw:
+class MSELaw(_LawSummaries):
     """Law of ``MSE(X, X̂) = ‖X − X̂‖²/N`` for ``X̂ ~ N(X, variance·I_N)``: ``(variance/N)·χ²_N``.
 
     Seed 003, Thm 2 (Eq. 22) with ``variance = σ²‖X‖²``; equivalently
@@ -236,16 +250,6 @@ class MSELaw:
         """Var[MSE] = 2v²/N (cf. Prop. B.3)."""
         return 2.0 * self.variance**2 / self.dim
 
-    def std(self) -> float:
-        return math.sqrt(self.var())
-
-    def median(self) -> float:
-        return float(self.ppf(0.5))
-
-    def interval(self, confidence: float):
-        c = val.in_range("confidence", confidence, 0.0, 1.0, low_open=False, high_open=False)
-        return float(self.ppf((1 - c) / 2)), float(self.ppf((1 + c) / 2))
-
     def support(self):
         return 0.0, math.inf
 
@@ -280,7 +284,7 @@ def mse_asymptotic_normal(noise_multiplier, norm, dim, *, averaged: int = 1):
 
 
 @dataclass(frozen=True)
-class PSNRLaw:
+class PSNRLaw(_LawSummaries):
     """Law of ``PSNR = 10·log10(r²/MSE)`` (dB) when MSE follows :class:`MSELaw` (seed 003, Prop. 4).
 
     ``data_range`` is ``r``: a fixed range such as 1 or 255 (the authors'
@@ -361,16 +365,6 @@ class PSNRLaw:
     def var(self) -> float:
         """Var[PSNR] = (10/ln 10)²·ψ'(N/2)."""
         return float(special.polygamma(1, self._a)) / _LN10_10**2
-
-    def std(self) -> float:
-        return math.sqrt(self.var())
-
-    def median(self) -> float:
-        return float(self.ppf(0.5))
-
-    def interval(self, confidence: float):
-        c = val.in_range("confidence", confidence, 0.0, 1.0, low_open=False, high_open=False)
-        return float(self.ppf((1 - c) / 2)), float(self.ppf((1 + c) / 2))
 
     def support(self):
         return -math.inf, math.inf

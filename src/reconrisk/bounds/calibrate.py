@@ -19,7 +19,7 @@ from .. import _validate as v
 from .._roots import bisect_log
 from ..errors import ReconRiskError
 from ..release import Release
-from .rero import DEFAULT_TOL, pld_bracket, pld_upper
+from .rero import pld_upper
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ def noise_multiplier_for_rero(
     steps: int,
     *,
     rel_tol: float = 1e-3,
-    tol: float = DEFAULT_TOL,
 ) -> Calibration:
     """Smallest σ (to relative ``rel_tol``) with certified γ ≤ ``target_rero``."""
     kappa = v.probability_open("kappa", kappa)

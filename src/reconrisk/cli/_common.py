@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, (np.floating,)):
-        obj = float(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
+from .._io import dumps
 
 
 def print_json(payload: dict) -> None:
-    print(json.dumps(_clean(payload), indent=2))
+    print(dumps(payload))
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

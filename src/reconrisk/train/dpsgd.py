@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import zipfile
 from dataclasses import dataclass, field

@@ -99,7 +99,6 @@ class Model:
         are added to the layer outputs before the activation.
         """
         import jax
-        import jax.numpy as jnp
 
         b = x.shape[0]
         h = x
