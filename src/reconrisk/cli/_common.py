@@ -13,11 +13,11 @@ def print_json(payload: dict) -> None:
     print(dumps(payload))
 
 
-def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=title, caption=caption)
     for c in columns:
         table.add_column(c, justify="right" if c not in ("method", "quantity") else "left")
     for row in rows:

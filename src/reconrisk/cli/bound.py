@@ -86,11 +86,9 @@ def bound_cmd(
     for m, r in results.items():
         rows.append([m, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     rows.append(["rdp (baseline)", None, rdp.upper, None, None])
-    title = (
-        f"ReRo bound  σ={release.noise_multiplier:g}  q={release.sample_rate:g}  T={release.steps}  "
-        f"κ={k:.4g}  (ε={eps:.3f} at δ={delta:g})"
-    )
-    print_table(title, ["method", "lower", "upper", "estimate", "width"], rows)
+    title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
+    caption = f"ε = {eps:.3f} at δ = {delta:g} (PLD accountant)"
+    print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
 
 
 def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
