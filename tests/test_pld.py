@@ -59,3 +59,16 @@ def test_step_pmf_masses_sum_to_one():
     for direction in ("remove", "add"):
         p = step_pmf(1.0, 0.01, 1e-3, pessimistic=True, direction=direction)
         assert p.probs.sum() + p.infinity_mass == pytest.approx(1.0, abs=1e-12)
+
+
+def test_cap_keeps_the_orderings_when_every_atom_is_above_it():
+    from reconrisk.bounds.pld import PMF
+
+    p = PMF(0.1, 500, np.array([0.25, 0.5, 0.25]), 0.0, True)  # losses 50.0, 50.1, 50.2
+    up = p.cap(10.0)
+    assert up.infinity_mass == pytest.approx(1.0) and up.probs.sum() == 0.0
+    lo = PMF(0.1, 500, np.array([0.25, 0.5, 0.25]), 0.0, False).cap(10.0)
+    assert lo.losses[-1] <= 10.0 and lo.probs.sum() == pytest.approx(1.0)
+    eps = np.linspace(0, 60, 13)
+    assert np.all(lo.delta(eps) <= p.delta(eps) + 1e-15)
+    assert np.all(up.delta(eps) >= p.delta(eps) - 1e-15)

@@ -176,8 +176,15 @@ class PMF:
         inf_mass = self.infinity_mass
         if math.isfinite(loss_cap):
             top = int(math.floor(loss_cap / self.h)) - offset  # last kept index
+            if top < 0:
+                # every atom lies above the cap: one atom at the cap carries the mass
+                # (optimistic) or nothing does and the mass goes to +inf (pessimistic)
+                total = float(p.sum())
+                offset = int(math.floor(loss_cap / self.h))
+                if self.pessimistic:
+                    return self._finish(offset, np.zeros(1), min(1.0, inf_mass + total), self.slack)
+                return self._finish(offset, np.array([total]), inf_mass, self.slack)
             if top < p.size - 1:
-                top = max(top, 0)
                 above = float(p[top + 1 :].sum())
                 p = p[: top + 1].copy()
                 if self.pessimistic:
