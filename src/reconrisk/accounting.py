@@ -32,6 +32,7 @@ from . import _validate as v
 from ._roots import bisect_log
 from .bounds import pld as _pld
 from .bounds.rdp import DEFAULT_ORDERS, release_rdp
+from .bounds.rero import gdp_mu
 from .errors import ReconRiskError
 from .release import Release
 
@@ -55,8 +56,7 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
     if all(s.sample_rate == 1.0 for s in release.segments):
         from .mechanisms.gaussian import gaussian_eps  # exact GDP profile, in log space
 
-        mu = math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
-        return gaussian_eps(1.0 / mu, delta)
+        return gaussian_eps(1.0 / gdp_mu(release), delta)
     # keep each step's loss grid below ~1e6 atoms for very small σ
     for seg in release.segments:
         lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")

@@ -9,27 +9,58 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from . import _validate as v
 from .errors import ReconRiskError
 
 
 def mse(a, b, axis=-1) -> np.ndarray:
-    """Mean squared error along ``axis`` (per-example MSE for (N, d) arrays)."""
+    """Mean squared error along ``axis`` (per-example MSE for (N, d) arrays; shapes broadcast).
+
+    Seed 003 Def. 3 is the same quantity, ‖x − y‖²/N over the last axis.
+    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ReconRiskError(f"mse needs arrays of equal shape; found {a.shape} and {b.shape}")
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ReconRiskError(f"mse needs arrays of broadcastable shapes; found {a.shape} and {b.shape}") from None
     return np.mean((a - b) ** 2, axis=axis)
 
 
-def psnr(a, b, *, data_range: float = 1.0, axis=-1) -> np.ndarray:
-    """Peak signal-to-noise ratio in dB, ``10 log10(range² / MSE)`` (inf when equal)."""
-    data_range = v.positive("data_range", data_range)
+def psnr(a, b, *, data_range: float | None = 1.0, axis=-1) -> np.ndarray:
+    """Peak signal-to-noise ratio in dB, ``10 log10(r² / MSE)`` (inf when equal; seed 003 Def. 4).
+
+    ``r`` is ``data_range``, or with ``None`` the per-sample range max(a) − min(a) along ``axis``.
+    """
+    if data_range is None:
+        a_arr = np.asarray(a, dtype=np.float64)
+        r = np.max(a_arr, axis=axis) - np.min(a_arr, axis=axis)
+    else:
+        r = v.positive("data_range", data_range)
     m = mse(a, b, axis=axis)
     with np.errstate(divide="ignore"):
-        return 10.0 * np.log10(data_range**2 / m)
+        return 10.0 * (2.0 * np.log10(r) - np.log10(m))
+
+
+def ncc(a, b, axis=-1) -> np.ndarray:
+    """Normalised cross-correlation (Pearson, population moments) along ``axis``; nan if constant (seed 003 Def. 5)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    ac = a - a.mean(axis=axis, keepdims=True)
+    bc = b - b.mean(axis=axis, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mean(ac * bc, axis=axis) / (a.std(axis=axis) * b.std(axis=axis))
+
+
+def clopper_pearson_interval(k, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided exact binomial interval at level 1 − alpha, vectorised in the success count ``k``."""
+    k = np.asarray(k, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k > 0, special.betaincinv(k, n - k + 1, alpha / 2), 0.0)
+        hi = np.where(k < n, special.betaincinv(k + 1, n - k, 1 - alpha / 2), 1.0)
+    return lo, hi
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -37,10 +68,8 @@ def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tu
     trials = v.integer("trials", trials, minimum=1)
     successes = v.integer("successes", successes, minimum=0, maximum=trials)
     confidence = v.probability_open("confidence", confidence)
-    alpha = 1.0 - confidence
-    low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
-    high = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
-    return low, high
+    lo, hi = clopper_pearson_interval(successes, trials, 1.0 - confidence)
+    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..bounds.analytic import ncc_bound, reconstruction_variance
+from ..metrics import mse, ncc, psnr  # noqa: F401  (seed 003 Defs. 3-5; re-exported)
 from ..bounds.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
 
@@ -77,31 +78,8 @@ class SuboptimalRowsWarning(UserWarning):
 
 
 # ----------------------------------------------------------------------------
-# metrics (seed 003, App. A.1) — batched over the last axis
+# averaging (metrics of seed 003 App. A.1 live in reconrisk.metrics)
 # ----------------------------------------------------------------------------
-
-
-def mse(x, y) -> np.ndarray:
-    """Def. 3: ``‖x − y‖²/N`` over the last axis."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return np.mean((x - y) ** 2, axis=-1)
-
-
-def psnr(x, y, *, data_range=None) -> np.ndarray:
-    """Def. 4: ``10·log10(r²/MSE)`` in dB; ``r`` = ``data_range`` or, if None, the per-sample ``max(x) − min(x)``."""
-    x = np.asarray(x, dtype=float)
-    r = (np.max(x, axis=-1) - np.min(x, axis=-1)) if data_range is None else val.positive("data_range", data_range)
-    with np.errstate(divide="ignore"):
-        return 10.0 * (2.0 * np.log10(r) - np.log10(mse(x, y)))
-
-
-def ncc(x, y) -> np.ndarray:
-    """Def. 5: Pearson correlation of the entries (population moments) over the last axis; nan if constant."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    xc = x - x.mean(axis=-1, keepdims=True)
-    yc = y - y.mean(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.mean(xc * yc, axis=-1) / (x.std(axis=-1) * y.std(axis=-1))
 
 
 def average_reconstructions(reconstructions) -> np.ndarray:

@@ -31,7 +31,7 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy import special
+from ..metrics import clopper_pearson_interval
 
 #: Floats per chunk of samples (memory bound: 8 bytes each).
 CHUNK_FLOATS = 1 << 22
@@ -76,15 +76,6 @@ def sample_log_ratios(
     return out
 
 
-def clopper_pearson(k, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided exact binomial interval at level 1 − alpha (vectorised in k)."""
-    k = np.asarray(k, dtype=float)
-    with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, special.betaincinv(k, n - k + 1, alpha / 2), 0.0)
-        hi = np.where(k < n, special.betaincinv(k + 1, n - k, 1 - alpha / 2), 1.0)
-    return lo, hi
-
-
 def complement_estimate(sorted_log_nu: np.ndarray, kappa: np.ndarray) -> np.ndarray:
     """γ̂ = 1 − (1/N) Σ of the N − ⌈κN⌉ smallest ratios (corrected Algorithm 1)."""
     n = sorted_log_nu.size
@@ -126,8 +117,8 @@ def mc_rero(
     lo_frac = kappa - tau
     k_up = mu_mass_of_top(np.minimum(up_frac, 1.0))
     k_lo = mu_mass_of_top(np.maximum(lo_frac, 0.0))
-    _, upper = clopper_pearson(k_up, n, alpha / 2)
-    lower, _ = clopper_pearson(k_lo, n, alpha / 2)
+    _, upper = clopper_pearson_interval(k_up, n, alpha / 2)
+    lower, _ = clopper_pearson_interval(k_lo, n, alpha / 2)
     upper = np.where(up_frac >= 1.0, 1.0, upper)
     lower = np.where(lo_frac <= 0.0, kappa, np.maximum(lower, kappa))
     return {
