@@ -129,7 +129,7 @@ def test_simulate_writes_csv_and_figure(tmp_path, capsys):
 def test_simulate_table_and_digits_message(tmp_path, capsys):
     assert main(["analytic", "simulate", "--samples", "5", "--noise-multipliers", "1", "--out", str(tmp_path), "--no-figure"]) == 0
     assert "theory" in capsys.readouterr().out
-    from reconrisk.report_analytic import load_digits_or_none
+    from reconrisk.report.analytic import load_digits_or_none
 
     x = load_digits_or_none(10)
     code = main(["analytic", "simulate", "--data", "digits", "--samples", "10", "--noise-multipliers", "1", "--out", str(tmp_path / "d"), "--no-figure", "--json"])
@@ -145,7 +145,7 @@ def test_figures_command(tmp_path, capsys):
         assert name in d["files"]
         for p in d["files"][name]:
             assert p.endswith((".png", ".svg")) and (tmp_path / p.split("/")[-1]).stat().st_size > 1000
-    from reconrisk.report_analytic import load_digits_or_none
+    from reconrisk.report.analytic import load_digits_or_none
 
     if load_digits_or_none(1) is None:
         assert d["skipped"] and "digits" in d["skipped"][0]
@@ -154,7 +154,7 @@ def test_figures_command(tmp_path, capsys):
 
 
 def test_figure_scale_demo_numbers(tmp_path):
-    from reconrisk.report_analytic import figure_scale_demo
+    from reconrisk.report.analytic import figure_scale_demo
 
     paths, res = figure_scale_demo(factor=10.0, out_dir=tmp_path)
     assert res["mse_ratio"] == pytest.approx(100.0, rel=1e-10)

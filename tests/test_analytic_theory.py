@@ -35,7 +35,7 @@ from reconrisk.bounds.analytic_laws import (
     psnr_law,
 )
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms.gaussian import (
+from reconrisk.accounting.gaussian import (
     gaussian_delta,
     gaussian_eps,
     gaussian_log_delta,

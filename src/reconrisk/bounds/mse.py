@@ -53,7 +53,7 @@ from scipy import special
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..release import Release, Segment
-from .rdp import release_rdp
+from ..accounting.rdp import release_rdp
 
 #: Upper bound on ``||GELU-clip(g)|| / C`` (max of r/(GELU(r−1)+1) = 1.1152189…, rounded up).
 GELU_CLIP_OVERSHOOT = 1.11522
@@ -255,7 +255,7 @@ def release_rdp_alpha2(release: Release, *, sensitivity: float = 1.0) -> float:
     For one step ``log(1 + q²(e^{1/σ_eff²} − 1))`` with ``σ_eff = σ/sensitivity``
     (sensitivity in units of C: 1 for hard clipping,
     :data:`GELU_CLIP_OVERSHOOT` for the GELU soft clip). Evaluated by
-    :func:`reconrisk.bounds.rdp.release_rdp` (exact at integer orders).
+    :func:`reconrisk.accounting.rdp.release_rdp` (exact at integer orders).
     """
     if not isinstance(release, Release):
         raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")

@@ -11,7 +11,7 @@ the data. Methods:
     B = (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ). Exact; ``lower == upper``.
 ``pld`` (default)
     A certified bracket from pessimistic and optimistic privacy-loss
-    distributions (:mod:`reconrisk.bounds.pld`):
+    distributions (:mod:`reconrisk.accounting.pld`):
     B_κ = inf_ε [e^ε κ + δ_{μ‖ν}(ε)], the infimum taken exactly over ε
     (not on a grid). The discretisation is refined until the bracket is
     narrower than ``tol``. For q = 1 the exact closed form is used.
@@ -19,7 +19,7 @@ the data. Methods:
     Seed 000 Algorithm 1, corrected (:mod:`reconrisk.bounds.montecarlo`), with
     a confidence interval at level ``confidence``.
 ``rdp``
-    The Rényi-DP baseline (:mod:`reconrisk.bounds.rdp`): an upper bound only
+    The Rényi-DP baseline (:mod:`reconrisk.bounds.conversions`): an upper bound only
     (``lower`` is ``None``).
 """
 
@@ -35,9 +35,10 @@ from scipy import special
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..release import Release
-from . import pld as _pld
+from ..accounting import pld as _pld
+from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import mc_rero
-from .rdp import rdp_rero_bound
+from .conversions import rdp_rero_bound
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
 #: Default target width of the PLD bracket.
@@ -77,16 +78,11 @@ class ReroBound:
         return d
 
 
-def gdp_mu(release: Release) -> float:
-    """μ of Gaussian DP for a full-batch schedule: √(Σ T_i/σ_i²)."""
-    return math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))
-
-
 def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
     """Exact B_κ where a closed form exists (all q = 1, or a single step)."""
     segs = release.segments
     if all(s.sample_rate == 1.0 for s in segs):
-        return special.ndtr(special.ndtri(kappa) + gdp_mu(release))
+        return special.ndtr(special.ndtri(kappa) + release_gdp_mu(release))
     if len(segs) == 1 and segs[0].steps == 1:
         s = segs[0]
         q = s.sample_rate

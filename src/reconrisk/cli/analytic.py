@@ -121,7 +121,7 @@ def dp_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
 ) -> None:
     """(ε, δ) of the Gaussian mechanism by its exact privacy profile (seed 003, Eq. 3), either direction."""
-    from ..mechanisms.gaussian import gaussian_eps, gaussian_sigma, gdp_mu
+    from ..accounting.gaussian import gaussian_eps, gaussian_sigma, gdp_mu
 
     if (noise_multiplier is None) == (eps is None):
         raise ReconRiskError("give exactly one of --noise-multiplier or --eps")
@@ -139,7 +139,7 @@ def dp_cmd(
 
 
 def _load_data(data: str, samples: int, dim: int, seed: int):
-    from ..report_analytic import load_digits_or_none, synthetic_uniform
+    from ..report.analytic import load_digits_or_none, synthetic_uniform
 
     kind = val.choice("data", data, ("synthetic", "digits"))
     if kind == "synthetic":
@@ -213,7 +213,7 @@ def simulate_cmd(
     out = Path(out)
     paths = {"csv": str(sim.write_csv(out / "simulate.csv"))}
     if figure:
-        from ..report_analytic import figure_simulation
+        from ..report.analytic import figure_simulation
 
         figs = figure_simulation(sim, out_dir=out, name="simulate", title=f"{data} data, N = {sim.dim}")
         paths.update({p.suffix[1:]: str(p) for p in figs})
@@ -252,7 +252,7 @@ def figures_cmd(
 
     import numpy as np
 
-    from .. import report_analytic as ra
+    from ..report import analytic as ra
 
     which = val.choice("fig", fig, ("2", "3", "5", "all"))
     kinds = {"synthetic": ["synthetic"], "digits": ["digits"], "both": ["synthetic", "digits"]}

@@ -127,7 +127,7 @@ def audit(
                 results.append(run_setting(s, data, progress=lambda k: bar.advance(task, k)))
     elapsed = time.perf_counter() - t0
 
-    from ..report import audit_payload, audit_plot, write_json
+    from ..report.audit import audit_payload, audit_plot, write_json
 
     config = {
         "dataset": dataset, "model": model, "sample_rate": sample_rate, "steps": steps, "clip_norm": clip_norm,

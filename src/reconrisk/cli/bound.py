@@ -36,7 +36,7 @@ def bound_cmd(
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
     from ..accounting import epsilon
-    from ..bounds.rdp import rero_from_dp
+    from ..bounds.conversions import rero_from_dp
     from ..bounds.rero import has_closed_form, rero_bounds
     from ..release import Release
 
@@ -153,7 +153,7 @@ def curve_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
-    from ..report_curves import rero_curves
+    from ..report.curves import rero_curves
 
     res = rero_curves(
         steps=steps, sample_rate=sample_rate, prior_sizes=prior_size, epsilon_range=(epsilon_min, epsilon_max),

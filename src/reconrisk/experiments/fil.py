@@ -123,7 +123,7 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
         }
     figures: list[Path] = []
     if out_dir is not None:
-        from ..report_fil import plot_bound_vs_attack, plot_dfil_histogram, plot_leakage_examples
+        from ..report.fil import plot_bound_vs_attack, plot_dfil_histogram, plot_leakage_examples
 
         tag = f"λ={lam:g}, σ={noise_std:g}, n={X.shape[0]}"
         figures += plot_dfil_histogram(bounds, fil.rdp_mse_bound, out_dir,
@@ -226,7 +226,7 @@ def dpsgd_grid(*, model: str = "mlp", grid: dict | None = None, sample_rate: flo
     if out_dir is not None:
         import json
 
-        from ..report_fil import plot_privacy_accuracy
+        from ..report.fil import plot_privacy_accuracy
 
         figures += plot_privacy_accuracy(rows, out_dir, title=f"Digits, {model}: MSE bounds vs test accuracy")
         p = Path(out_dir) / "fig5_grid.json"

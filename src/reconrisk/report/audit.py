@@ -13,14 +13,14 @@ from typing import Sequence
 
 import numpy as np
 
-from ._io import jsonable, write_json  # noqa: F401  (re-exported for callers)
+from .._io import jsonable, write_json  # noqa: F401  (re-exported for callers)
 
 
 def bound_curve(
     epsilons: Sequence[float], sample_rate: float, steps: int, prior_size: int, delta: float = 1e-5, points: int = 16
 ):
     """(ε grid, certified upper bound) spanning the audited ε values."""
-    from . import accounting, rero_bound
+    from .. import accounting, rero_bound
 
     lo, hi = min(epsilons), max(epsilons)
     grid = np.geomspace(lo / 1.5, hi * 1.5, points if sample_rate == 1.0 else max(6, points // 2))

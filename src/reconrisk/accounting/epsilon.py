@@ -3,13 +3,13 @@
 Accountants (``accountant=``):
 
 ``"pld"`` (default)
-    reconrisk's privacy-loss-distribution accountant (:mod:`reconrisk.bounds.pld`):
+    reconrisk's privacy-loss-distribution accountant (:mod:`reconrisk.accounting.pld`):
     pessimistic connect-the-dots discretisation of the Poisson-subsampled
     Gaussian under add/remove adjacency, ε(δ) = max over the add and remove
     directions — the same algorithm as ``dp_accounting``'s ``PLDAccountant``
     (cross-checked in the tests) but without its import cost. For q = 1 the
     exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
-    (:mod:`reconrisk.mechanisms.gaussian`, evaluated in log space).
+    (:mod:`reconrisk.accounting.gaussian`, evaluated in log space).
 ``"rdp"``
     Rényi DP at integer orders 2…1024 with the conversion
     ε = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] used by
@@ -28,13 +28,13 @@ import math
 
 import numpy as np
 
-from . import _validate as v
-from ._roots import bisect_log
-from .bounds import pld as _pld
-from .bounds.rdp import DEFAULT_ORDERS, release_rdp
-from .bounds.rero import gdp_mu
-from .errors import ReconRiskError
-from .release import Release
+from .. import _validate as v
+from .._roots import bisect_log
+from . import pld as _pld
+from .rdp import DEFAULT_ORDERS, release_rdp
+from .gaussian import release_gdp_mu
+from ..errors import ReconRiskError
+from ..release import Release
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
 #: Losses above this are treated as infinite by the PLD accountant, so ε beyond
@@ -54,9 +54,9 @@ def _release(noise_multiplier, sample_rate, steps, release) -> Release:
 
 def _pld_epsilon(release: Release, delta: float, h: float) -> float:
     if all(s.sample_rate == 1.0 for s in release.segments):
-        from .mechanisms.gaussian import gaussian_eps  # exact GDP profile, in log space
+        from .gaussian import gaussian_eps  # exact GDP profile, in log space
 
-        return gaussian_eps(1.0 / gdp_mu(release), delta)
+        return gaussian_eps(1.0 / release_gdp_mu(release), delta)
     # keep each step's loss grid below ~1e6 atoms for very small σ
     for seg in release.segments:
         lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
@@ -137,7 +137,7 @@ def noise_multiplier_for_epsilon(
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
     if q == 1.0 and accountant == "pld":
-        from .mechanisms.gaussian import gaussian_sigma  # exact: ε depends on μ = √T/σ only
+        from .gaussian import gaussian_sigma  # exact: ε depends on μ = √T/σ only
 
         return gaussian_sigma(target, delta, steps=t)
     # coarse grid first (cheap), then the accountant's own grid inside a narrow bracket

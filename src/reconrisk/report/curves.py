@@ -14,13 +14,13 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _validate as v
-from ._io import pyplot, save_figure
-from .accounting import noise_multiplier_for_epsilon
-from .bounds.rdp import rdp_rero_bound
-from .bounds.rero import pld_bracket
-from .errors import ReconRiskError
-from .release import Release
+from .. import _validate as v
+from .._io import pyplot, save_figure
+from ..accounting import noise_multiplier_for_epsilon
+from ..bounds.conversions import rdp_rero_bound
+from ..bounds.rero import pld_bracket
+from ..errors import ReconRiskError
+from ..release import Release
 
 
 def rero_curves(

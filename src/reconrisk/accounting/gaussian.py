@@ -20,7 +20,7 @@ formed with ``log_ndtr`` (no overflow is possible there).
 Composition (spec_003 §2, [inferred] — the paper leaves it out of scope): T
 full-batch steps (no subsampling) of μ-GDP compose to ``√T·μ``-GDP, i.e. the
 profile above with ``σ → σ/√T``. Poisson-subsampled composition needs an
-accountant (``reconrisk.bounds.pld``) and is *not* part of seed 003.
+accountant (``reconrisk.accounting.pld``) and is *not* part of seed 003.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = [
     "gaussian_eps",
     "gaussian_sigma",
     "gdp_mu",
+    "release_gdp_mu",
     "gdp_compose",
 ]
 
@@ -163,3 +164,8 @@ def gdp_compose(noise_multiplier, steps: int) -> float:
     """Single-step noise multiplier equivalent to T full-batch steps: σ/√T ([inferred], spec_003 §2)."""
     sigma = v.positive("noise_multiplier", noise_multiplier)
     return sigma / math.sqrt(_steps(steps))
+
+
+def release_gdp_mu(release) -> float:
+    """μ of Gaussian DP for a full-batch schedule: √(Σ T_i/σ_i²) (Dong, Roth, Su 2022, Cor. 3.3)."""
+    return math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))

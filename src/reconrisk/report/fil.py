@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._io import pyplot, save_figure
-from .errors import ReconRiskError
+from .._io import pyplot, save_figure
+from ..errors import ReconRiskError
 
 
 def _plt():

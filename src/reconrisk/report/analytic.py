@@ -27,9 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _validate as val
-from ._io import pyplot, save_figure
-from .errors import ReconRiskError
+from .. import _validate as val
+from .._io import pyplot, save_figure
+from ..errors import ReconRiskError
 
 __all__ = [
     "figure_success_vs_noise",
@@ -68,7 +68,7 @@ def synthetic_uniform(samples: int = 100, dim: int = 4, seed: int = 0) -> np.nda
 def load_digits_or_none(samples: int | None = None) -> np.ndarray | None:
     """The 8×8 digits in [0, 1], flattened (n, 64), from ``reconrisk.data.load_digits`` — None if that module is absent."""
     try:
-        from .data import load_digits  # type: ignore[attr-defined]
+        from ..data import load_digits  # type: ignore[attr-defined]
     except ImportError:
         return None
     d = load_digits()
@@ -108,8 +108,8 @@ def plot_simulation_row(axes, sim, *, title: str | None = None) -> None:
     Background: the density of the optimal attack's law (σ²‖X‖² per sample),
     mixed over the samples; boxplots: the simulation; NCC: the Prop. 6 bound.
     """
-    from .bounds.analytic import ncc_bound
-    from .bounds.analytic_laws import MSELaw, PSNRLaw
+    from ..bounds.analytic import ncc_bound
+    from ..bounds.analytic_laws import MSELaw, PSNRLaw
 
     sig = np.asarray(sim.noise_multipliers, dtype=float)
     lsig = np.log10(sig)
@@ -191,7 +191,7 @@ def figure_success_vs_noise(
 
     Row r (regime) uses seed ``seed + r``, so the rows are independent experiments.
     """
-    from .attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
+    from ..attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
 
     plt = _plt()
     arr = np.asarray(x, dtype=float)
@@ -239,7 +239,7 @@ def figure_rero_curves(
     (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
     curves are the ReRo bounds γ(η); dashed lines are the expectations.
     """
-    from .bounds.analytic_laws import mse_law, psnr_law
+    from ..bounds.analytic_laws import mse_law, psnr_law
 
     plt = _plt()
     s0, n0, d0 = base
@@ -300,7 +300,7 @@ def figure_scale_demo(
     a² exactly (not only in expectation); PSNR with the range scaled by a and
     NCC are unchanged. Returns ``(paths, dict of the numbers)``.
     """
-    from .attacks.analytic import mse, ncc, psnr, simulate_attack
+    from ..attacks.analytic import mse, ncc, psnr, simulate_attack
 
     plt = _plt()
     img = synthetic_image() if image is None else np.asarray(image, dtype=float)
