@@ -28,9 +28,9 @@ class Segment:
     steps: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", v.positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "noise_multiplier", v.noise_multiplier("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
-        object.__setattr__(self, "steps", v.integer("steps", self.steps, minimum=1))
+        object.__setattr__(self, "steps", v.steps("steps", self.steps))
 
     def to_dict(self) -> dict:
         return {"noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps}
