@@ -45,10 +45,13 @@ def _default_memory_cap() -> int:
 MEMORY_CAP = _default_memory_cap()
 #: Largest number of DP-SGD steps any accountant or simulator accepts.
 MAX_STEPS = 10**9
-#: Noise multipliers accepted by the accountants and bounds. Below 1e-6 every
+#: Largest ε any inverse accountant accepts: e^250 ≈ 1e108, no privacy meaning
+#: is left, and the PLD accountant reports larger ε as inf.
+MAX_EPSILON = 250.0
+#: Noise multipliers accepted by the accountants and bounds. Below 1e-12 every
 #: bound is already its noiseless value, above 1e8 it equals κ (ε = 0), to
 #: double precision; outside, σ² and 1/σ² overflow or underflow.
-MIN_NOISE, MAX_NOISE = 1e-6, 1e8
+MIN_NOISE, MAX_NOISE = 1e-12, 1e8
 
 
 def _fmt(value: Any) -> str:
@@ -169,6 +172,17 @@ def noise_multiplier(name: str, value: Any) -> float:
         raise ReconRiskError(
             f"{name} must be in [{MIN_NOISE:g}, {MAX_NOISE:g}] (beyond, every bound is its noiseless value "
             f"or κ to double precision); found {_fmt(value)}"
+        )
+    return v
+
+
+def epsilon(name: str, value: Any) -> float:
+    """A target ε in (0, MAX_EPSILON]."""
+    v = positive(name, value)
+    if v > MAX_EPSILON:
+        raise ReconRiskError(
+            f"{name} must be in (0, {MAX_EPSILON:g}] (e^{MAX_EPSILON:g} ≈ 1e108: no privacy is left, the bound is 1 "
+            f"at any noise multiplier you could use); found {_fmt(value)}"
         )
     return v
 

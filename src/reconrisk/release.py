@@ -92,6 +92,10 @@ class Release:
         ``Release.schedule(accountant.history)`` works directly. Adjacent
         segments with equal (σ, q) are merged.
         """
+        if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
+            raise ReconRiskError(
+                f"segments must be a list of (noise_multiplier, sample_rate, steps); found {segments!r:.80}"
+            )
         segs: list[Segment] = []
         for i, item in enumerate(segments):
             if isinstance(item, Segment):

@@ -36,6 +36,11 @@ for _optional in ("bound", "audit", "analytic", "fil"):
 _SIM_MODULES = {"jax", "jaxlib", "optax"}
 
 
+#: Path-valued flags where an empty value must not silently mean the working directory.
+_PATH_FLAGS = ("--out", "-o")
+_EMPTY_PATH_FORMS = ("--out=",)
+
+
 def _one_line(text: str) -> str:
     """Collapse a message onto one line (click's messages may hold newlines)."""
     return " ".join(str(text).split())
@@ -91,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
 
     debug = bool(os.environ.get("RECONRISK_DEBUG"))
     args = list(sys.argv[1:] if argv is None else argv)
+    for i, tok in enumerate(args):  # typer turns an empty path into "." (the working directory): refuse it
+        if (tok in _PATH_FLAGS and i + 1 < len(args) and not args[i + 1].strip()) or tok in _EMPTY_PATH_FORMS:
+            return _error(f"{tok.split('=')[0]} must be a folder path; found ''")
     try:
         with warnings.catch_warnings():
             if not debug:
@@ -106,10 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return _usage_error(exc, args)
     except click.exceptions.ClickException as exc:  # e.g. FileError
         return _error(exc.format_message())
-    except click.exceptions.Abort:
-        print("reconrisk: interrupted", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
+    except (typer.Abort, KeyboardInterrupt):
         print("reconrisk: interrupted", file=sys.stderr)
         return 130
     except ImportError as exc:

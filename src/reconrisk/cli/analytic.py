@@ -57,6 +57,9 @@ def bound_cmd(
     """ReRo bound γ(η) for MSE (Prop. 3) or PSNR (Prop. 5), or the NCC bound (Prop. 6)."""
     from ..bounds.analytic import analytic_bound
 
+    if data_range is not None:  # checked even where the metric does not use it (issue 10)
+        val.positive("data_range", data_range)
+
     res = analytic_bound(
         metric,
         noise_multiplier,
@@ -104,6 +107,8 @@ def calibrate_cmd(
     """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
     from ..bounds.analytic import analytic_calibration
 
+    if data_range is not None:  # checked even where the metric does not use it (issue 10)
+        val.positive("data_range", data_range)
     res = analytic_calibration(metric, eta, gamma, dim, min_norm, data_range=data_range, averaged=averaged)
     d = _drop_none(res.to_dict())
     if as_json:
@@ -202,8 +207,18 @@ def simulate_cmd(
 
     from ..attacks.analytic import clip_norm_for_regime, simulate_success
 
+    from .. import _io
+
+    out = _io.check_out_dir(out)
     sig = _floats("noise_multipliers", noise_multipliers)
-    n = val.integer("samples", samples, minimum=1)
+    n = val.max_count("--samples", val.integer("samples", samples, minimum=1), 10**7)
+    dim = val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**7)
+    rows = val.max_count("--rows", val.integer("rows", rows, minimum=1), 10**7)
+    val.positive("data_range", data_range)
+    val.choice("mode", mode, ("fast", "explicit"))
+    # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim; explicit mode adds rows × dim
+    val.memory("--samples × --dim", f"{n} × {dim}", 48.0 * len(sig) * n * dim
+               + (48.0 * rows * dim if mode == "explicit" else 0.0))
     x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
     c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
     with _Progress(len(sig) * x.shape[0], f"simulating ({mode})", not as_json) as prog:
@@ -220,7 +235,7 @@ def simulate_cmd(
     d = sim.to_dict()
     d["data"] = data
     d["files"] = paths
-    (out / "simulate.json").write_text(json.dumps(d, indent=2, default=float))
+    _io.atomic_write(out / "simulate.json", json.dumps(d, indent=2, default=float))
     if as_json:
         print_json(d)
         return
@@ -254,6 +269,10 @@ def figures_cmd(
 
     from ..report import analytic as ra
 
+    from .. import _io
+
+    out = _io.check_out_dir(out)
+    val.choice("mode", mode, ("fast", "explicit"))
     which = val.choice("fig", fig, ("2", "3", "5", "all"))
     kinds = {"synthetic": ["synthetic"], "digits": ["digits"], "both": ["synthetic", "digits"]}
     sources = kinds[val.choice("data", data, tuple(kinds))]

@@ -80,8 +80,13 @@ def audit(
     from ..errors import ReconRiskError
     from ..experiments.runner import calibrated_settings, split_dataset, total_trials
 
+    from .. import _io
+
     if epsilon and noise_multiplier:
         raise ReconRiskError("give --epsilon or --noise-multiplier, not both")
+    # issue 10: every flag, the seed and --out are checked before any data is read or model trained
+    out = _io.check_out_dir(out)
+    seed = v.seed("seed", seed)
     sample_rate = v.sample_rate("sample_rate", sample_rate)
     attacks = _attacks(attack, sample_rate)
     kwargs = dict(
@@ -89,12 +94,16 @@ def audit(
         learning_rate=learning_rate, clip_mode=clip_mode, prior=prior, attacks=attacks, seed=seed,
     )
     # validate everything cheap before any training
-    for name, val in (("epsilon", epsilon or []), ("noise_multiplier", noise_multiplier or [])):
-        for x in val:
-            v.positive(name, x)
-    v.integer("steps", steps, minimum=1)
+    for x in epsilon or []:
+        v.epsilon("epsilon", x)
+    for x in noise_multiplier or []:
+        v.noise_multiplier("noise_multiplier", x)
+    v.steps("steps", steps)
     v.positive("clip_norm", clip_norm)
-    v.integer("trials", trials, minimum=1)
+    v.positive("learning_rate", learning_rate)
+    v.probability_open("delta", delta)
+    v.max_count("--trials", v.integer("trials", trials, minimum=1), 10**7, "informed-adversary trials per setting")
+    v.max_count("--steps", steps * trials, 10**11, "steps × trials of DP-SGD to simulate per setting")
     data = load_dataset(dataset)
     from ..train.models import get_model
 
@@ -109,11 +118,15 @@ def audit(
 
     from ..experiments.runner import run_setting
 
+    _io.ensure_out_dir(out)
+    # each finished setting is saved at once (atomically), so an interrupted run keeps what it finished
+    partial = _io.IncrementalResults(out, "results.partial.json", header={"command": "audit", "dataset": dataset})
     t0 = time.perf_counter()
     results = []
     if json_output:
         for s in settings:
             results.append(run_setting(s, data))
+            partial.add(results[-1])
     else:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -125,6 +138,7 @@ def audit(
                 eps = f"ε={s.epsilon:g}" if s.epsilon is not None else f"σ={s.noise_multiplier:.3g}"
                 bar.update(task, description=f"audit {eps}")
                 results.append(run_setting(s, data, progress=lambda k: bar.advance(task, k)))
+                partial.add(results[-1])
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
@@ -136,9 +150,9 @@ def audit(
         "known_size": results[0].known_size, "seconds": elapsed,
     }
     payload = audit_payload(results, dataset=data.to_dict(), config=config)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = write_json(payload, out)
     plot_paths = audit_plot(results, out) if plot else []
+    json_path = write_json(payload, out)  # atomic, and after the plots: results.json never outlives its figures
+    partial.path.unlink(missing_ok=True)
     if json_output:
         print_json(payload)
         return

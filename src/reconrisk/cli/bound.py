@@ -41,10 +41,21 @@ def bound_cmd(
     from ..release import Release
 
     method = v.choice("method", method, _METHODS)
+    if method in ("mc", "all"):
+        v.memory("--samples", samples, 48.0 * v.integer("samples", samples, minimum=100))
+        v.seed("seed", seed)
     k = _kappa(kappa, prior_size)
     release = Release(noise_multiplier, sample_rate, steps)
     delta = v.probability_open("delta", delta)
-    eps = epsilon(release=release, delta=delta)
+    from ..errors import ReconRiskError
+
+    accountant = "PLD"
+    try:
+        eps = epsilon(release=release, delta=delta)
+    except ReconRiskError as exc:
+        if "too small for the PLD accountant" not in str(exc):
+            raise
+        eps, accountant = epsilon(release=release, delta=delta, accountant="rdp"), "RDP"
     if method == "all":
         methods = ["pld"] + (["closed_form"] if has_closed_form(release) else []) + ["mc"]
     else:
@@ -71,6 +82,7 @@ def bound_cmd(
         "prior_size": prior_size,
         "delta": delta,
         "epsilon": eps,
+        "epsilon_accountant": accountant.lower(),
         "noise_multiplier": release.noise_multiplier,
         "sample_rate": release.sample_rate,
         "steps": release.steps,
@@ -87,7 +99,7 @@ def bound_cmd(
         rows.append([m, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     rows.append(["rdp (baseline)", None, rdp.upper, None, None])
     title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
-    caption = f"ε = {eps:.3f} at δ = {delta:g} (PLD accountant)"
+    caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
 
 

@@ -298,7 +298,7 @@ def run_setting(
         noise_x = np.stack([uniform_noise_prior(s.prior_size, dataset.dim, rng, mean_distance=dist)
                             for _ in range(s.trials)])
         noise_y = rng.integers(0, dataset.num_classes, (s.trials, s.prior_size)).astype(np.int32)
-    base_key = jax.random.PRNGKey(s.seed)
+    base_key = jax.random.PRNGKey(v.jax_seed(s.seed))
 
     def batch_inputs(lo, hi, size):
         ids = np.arange(lo, lo + size)

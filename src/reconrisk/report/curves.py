@@ -39,18 +39,20 @@ def rero_curves(
     """Compute both panels, write ``curve.csv``, ``curve.png`` and ``curve.svg`` into ``out``."""
     steps = v.integer("steps", steps, minimum=1)
     sample_rate = v.sample_rate("sample_rate", sample_rate)
-    sizes = [v.integer("prior_size", n, minimum=2) for n in prior_sizes]
+    sizes = [v.integer("prior_size", n, minimum=2, maximum=10**300) for n in prior_sizes]
     if not sizes:
         raise ReconRiskError("prior_size must be given at least once")
-    e_lo = v.positive("epsilon_min", epsilon_range[0])
-    e_hi = v.positive("epsilon_max", epsilon_range[1])
+    e_lo = v.epsilon("epsilon_min", epsilon_range[0])
+    e_hi = v.epsilon("epsilon_max", epsilon_range[1])
     if e_hi <= e_lo:
         raise ReconRiskError(f"epsilon_max must be > epsilon_min; found {e_hi} <= {e_lo}")
     points = v.integer("points", points, minimum=2, maximum=200)
-    fixed_epsilon = v.positive("fixed_epsilon", fixed_epsilon)
+    fixed_epsilon = v.epsilon("fixed_epsilon", fixed_epsilon)
     qs = [v.sample_rate("sample_rates", q) for q in sample_rates]
     delta = v.probability_open("delta", delta)
-    out = Path(out)
+    from .._io import check_out_dir
+
+    out = check_out_dir(out)
     kappas = np.array([1.0 / n for n in sizes])
     eps_grid = np.geomspace(e_lo, e_hi, points)
 

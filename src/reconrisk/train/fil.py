@@ -217,7 +217,8 @@ class FILConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", v.choice("method", self.method, FIL_METHODS))
-        object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1))
+        # at most 10⁴ sampled coordinates per example and step (issue 10: 1e12 crashed inside JAX)
+        object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1, maximum=10**4))
         object.__setattr__(self, "power_iters", v.integer("power_iters", self.power_iters, minimum=1))
         object.__setattr__(self, "clip_mode", v.choice("clip_mode", self.clip_mode, ("gelu", "hard")))
         object.__setattr__(self, "learning_rate", v.positive("learning_rate", self.learning_rate))
@@ -380,7 +381,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     accs = []
     t0 = time.perf_counter()
     for r in range(cfg.runs):
-        key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), r)
+        key = jax.random.fold_in(jax.random.PRNGKey(v.jax_seed(cfg.seed)), r)
         k_init, k_run, k_fil = jax.random.split(key, 3)
         params = model.init(k_init)
         vel = jnp.zeros_like(ravel_pytree(params)[0])
