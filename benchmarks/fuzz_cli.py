@@ -98,6 +98,11 @@ VALUES = [
 
 def in_domain(domain: str, text: str) -> bool | None:
     """True/False when the value is inside/outside the flag's domain; None if it may be refused for size."""
+    if domain in ("int1", "int0", "int2", "seed") and re.fullmatch(r"[+-]?\d+", text):
+        n = int(text)
+        if n < {"int1": 1, "int0": 0, "int2": 2, "seed": 0}[domain]:
+            return False
+        return True if n <= 10**6 or domain == "seed" else None
     try:
         if text.strip() != text or not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", text):
             return False

@@ -154,10 +154,14 @@ def _int_or_none(value: Any) -> int | None:
     return int(f)
 
 
+def _fmt_int(n: int) -> str:
+    return str(n) if abs(n) < 10**16 else f"{float(n):.6g}"
+
+
 def integer(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
     """An integer in ``[minimum, maximum]`` (integral floats such as 100.0 are accepted; any size is exact)."""
     v = _int_or_none(value)
-    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {_fmt_int(maximum)}]"
     if v is None:
         raise ReconRiskError(f"{name} must be an integer {rng}; found {_fmt(value)} ({type(value).__name__})")
     if v < minimum or (maximum is not None and v > maximum):
@@ -224,13 +228,16 @@ def max_count(flag: str, value: int, cap: int, what: str = "") -> int:
     """Refuse a size or count above ``cap`` before any work, naming the flag."""
     if value > cap:
         extra = f" ({what})" if what else ""
-        raise ReconRiskError(f"{flag} must be <= {cap:,}{extra}; found {_fmt(value)}")
+        raise ReconRiskError(f"{flag} must be <= {_fmt_int(cap) if cap >= 10**16 else format(cap, ',')}{extra}; "
+                             f"found {_fmt(value)}")
     return value
 
 
 def memory(flag: str, value: Any, nbytes: float, *, cap: int | None = None) -> None:
-    """Refuse a request whose arrays need ``nbytes`` (computed by the caller, in float) above the cap."""
+    """Refuse a request whose arrays need ``nbytes`` (an int of any size, or a float) above the cap."""
     cap = MEMORY_CAP if cap is None else cap
+    if isinstance(nbytes, int) and nbytes > cap:
+        nbytes = math.inf if nbytes > 10**300 else float(nbytes)
     if not (nbytes <= cap):  # also catches inf / NaN from an overflowing product
         need = "more than 10^300" if not math.isfinite(nbytes) else f"{nbytes / 2**30:.3g} GiB"
         raise ReconRiskError(

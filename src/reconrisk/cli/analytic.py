@@ -217,8 +217,7 @@ def simulate_cmd(
     val.positive("data_range", data_range)
     val.choice("mode", mode, ("fast", "explicit"))
     # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim; explicit mode adds rows × dim
-    val.memory("--samples × --dim", f"{n} × {dim}", 48.0 * len(sig) * n * dim
-               + (48.0 * rows * dim if mode == "explicit" else 0.0))
+    val.memory("--samples × --dim", f"{n} × {dim}", 48 * len(sig) * n * dim + (48 * rows * dim if mode == "explicit" else 0))
     x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
     c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
     with _Progress(len(sig) * x.shape[0], f"simulating ({mode})", not as_json) as prog:

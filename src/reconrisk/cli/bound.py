@@ -41,9 +41,12 @@ def bound_cmd(
     from ..release import Release
 
     method = v.choice("method", method, _METHODS)
+    # every flag is checked, also those the chosen method does not use (issue 10: none is ignored silently)
+    samples = v.integer("samples", samples, minimum=100)
+    seed = v.seed("seed", seed)
+    confidence = v.probability_open("confidence", confidence)
     if method in ("mc", "all"):
-        v.memory("--samples", samples, 48.0 * v.integer("samples", samples, minimum=100))
-        v.seed("seed", seed)
+        v.memory("--samples", samples, 48 * samples)
     k = _kappa(kappa, prior_size)
     release = Release(noise_multiplier, sample_rate, steps)
     delta = v.probability_open("delta", delta)
