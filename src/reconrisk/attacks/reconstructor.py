@@ -115,7 +115,6 @@ def train_reconstructor(thetas, targets, *, hidden=DEFAULT_HIDDEN, epochs: int =
     """
     import jax
     import jax.numpy as jnp
-    import optax
 
     th = _matrix("thetas", thetas)
     z = _matrix("targets", targets)
@@ -131,32 +130,49 @@ def train_reconstructor(thetas, targets, *, hidden=DEFAULT_HIDDEN, epochs: int =
     zj = jnp.asarray(z, jnp.float32)
     n = x.shape[0]
     bs = min(batch_size, n)
-    nb = n // bs  # full batches only: one compiled shape (the remainder changes every epoch)
     k_init, k_perm = jax.random.split(jax.random.PRNGKey(seed))
     params = _mlp_init(k_init, (x.shape[1], *hidden, z.shape[1]))
+    params, hist = _fit_program(n, bs, lr, epochs)(params, x, zj, k_perm)
+    return Reconstructor(params, scaler, hidden, [float(h) for h in np.asarray(hist)])
+
+
+_PROGRAMS: dict = {}
+
+
+def _fit_program(n: int, bs: int, lr: float, epochs: int):
+    """One jitted training program per (N, batch, lr, epochs), reused across calls (e.g. across ε)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    key = (n, bs, lr, epochs)
+    if key in _PROGRAMS:
+        return _PROGRAMS[key]
+    nb = n // bs  # full batches only: one compiled shape (the remainder changes every epoch)
     opt = optax.adam(lr)
-    state = opt.init(params)
 
     def loss_fn(p, xb, zb):
         out = _mlp_apply(p, xb)
         return jnp.mean(jnp.abs(out - zb)) + jnp.mean((out - zb) ** 2)
 
-    @jax.jit
-    def epoch(carry, e):
-        p, s = carry
-        perm = jax.random.permutation(jax.random.fold_in(k_perm, e), n)[: nb * bs].reshape(nb, bs)
+    def fit(params, x, z, k_perm):
+        def epoch(carry, e):
+            perm = jax.random.permutation(jax.random.fold_in(k_perm, e), n)[: nb * bs].reshape(nb, bs)
 
-        def step(c, idx):
-            p, s = c
-            val, g = jax.value_and_grad(loss_fn)(p, x[idx], zj[idx])
-            upd, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, upd), s), val
+            def step(c, idx):
+                p, s = c
+                val, g = jax.value_and_grad(loss_fn)(p, x[idx], z[idx])
+                upd, s = opt.update(g, s, p)
+                return (optax.apply_updates(p, upd), s), val
 
-        (p, s), vals = jax.lax.scan(step, (p, s), perm)
-        return (p, s), jnp.mean(vals)
+            carry, vals = jax.lax.scan(step, carry, perm)
+            return carry, jnp.mean(vals)
 
-    (params, state), hist = jax.lax.scan(epoch, (params, state), jnp.arange(epochs))
-    return Reconstructor(params, scaler, hidden, [float(h) for h in np.asarray(hist)])
+        (params, _), hist = jax.lax.scan(epoch, (params, opt.init(params)), jnp.arange(epochs))
+        return params, hist
+
+    _PROGRAMS[key] = jax.jit(fit)
+    return _PROGRAMS[key]
 
 
 @dataclass(frozen=True)
