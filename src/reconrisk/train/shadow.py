@@ -13,13 +13,14 @@ Training algorithm A (the same function for shadow and released models)
     from ``model.init(PRNGKey(init_seed))`` — one initialisation shared by
     every shadow and released model (the paper's "known init"; with
     ``random_init=True`` each model draws its own, the paper's failing case).
-    Without DP the step direction is the mean cross-entropy gradient. With a
-    :class:`~reconrisk.release.Release` (sample rate 1: full batch) it is the
-    DP-GD step of :mod:`reconrisk.train.dpsgd`: per-example clipping to C
-    from activations and back-propagated signals (``signals``,
-    ``per_example_sq_norms``, ``clip_factors``, ``weighted_grad_sum``), plus
-    N(0, σ²C²I) on the sum, divided by n; momentum is post-processing.
-    The step keys come from ``dpsgd.step_keys`` (noise key = fold_in(key, t)).
+    Every step is the shared composable DP-SGD step of
+    :mod:`reconrisk.train.dpsgd` (``release_step`` then ``apply_update`` with
+    its momentum optimizer, ``StepConfig`` with sample rate 1). With a
+    :class:`~reconrisk.release.Release` it is DP-GD: per-example clipping to
+    C, N(0, σ²C²I) on the sum (the noise family keyed by ``Release.noise``),
+    divided by n; momentum is post-processing. Without DP, C = inf and the
+    noise std is 0: plain gradient descent on the mean loss. The noise std is
+    a traced argument, so every ε of a grid runs the same compiled program.
 
 Departures from the paper (spec_002 §3.3): the default model is seed 000's
 ``mlp`` (input→10→10, eLU) on the 8×8 digits (760 parameters), not the
@@ -84,56 +85,54 @@ class ShadowConfig:
                 "init_seed": self.init_seed, "random_init": self.random_init,
                 "release": None if self.release is None else self.release.to_dict()}
 
-    def algorithm(self) -> tuple:
-        """The static part of A (one compiled program per value); the DP noise and clip are traced arguments."""
-        return (self.steps, self.learning_rate, self.momentum, self.init_seed, self.random_init)
+    def step_config(self, n: int):
+        """The shared DP-SGD :class:`~reconrisk.train.dpsgd.StepConfig` on n = |D⁻| + 1 points (full batch, momentum).
 
-    def dp_arrays(self) -> tuple[float, float]:
-        """(clip norm, noise std σC) of the step; (inf, 0) without DP: no clipping, no noise."""
+        Without DP: C = inf (every clip factor is 1) and the traced noise std is
+        0, so the step is plain gradient descent on the mean loss.
+        """
+        from .dpsgd import StepConfig, make_step_config
+
         if self.release is None:
-            return float("inf"), 0.0
-        return self.release.clip_norm, self.release.noise_multiplier * self.release.clip_norm
+            return StepConfig(sample_rate=1.0, clip_norm=float("inf"), learning_rate=self.learning_rate,
+                              normalizer=float(n), momentum=self.momentum)
+        return make_step_config(self.release, n, self.learning_rate, "hard", momentum=self.momentum)
+
+    def static(self, n: int) -> tuple:
+        """The compiled part of A; the noise std σC is a traced argument (ε grids share one program)."""
+        return (self.step_config(n), self.steps, self.init_seed, self.random_init)
+
+    @property
+    def noise_std(self) -> float:
+        return 0.0 if self.release is None else self.release.noise_std
 
 
-def _direction(model: Model, params, x, y, clip_norm, noise_std, key, t):
-    """The update direction at step t: (Σ clip_C(∇ℓ_b) + N(0, (σC)²I)) / n, built from the dpsgd pieces.
+def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noise_std, key):
+    """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able).
 
-    With C = inf and σC = 0 (no DP) this is the mean gradient: every clip factor is 1.
+    Each step is the shared DP-SGD step of :mod:`reconrisk.train.dpsgd`:
+    ``release_step`` (full batch, clipping, noise keyed by ``Release.noise``)
+    then ``apply_update`` (the momentum optimizer).
     """
     import jax
-    from jax.flatten_util import ravel_pytree
-
-    from .dpsgd import clip_factors, per_example_sq_norms, signals, step_keys, weighted_grad_sum
-
-    taps, deltas, _ = signals(model, params, x, y)
-    scale = clip_factors(per_example_sq_norms(taps, deltas), clip_norm, "hard")
-    flat = ravel_pytree(weighted_grad_sum(taps, deltas, scale))[0]
-    _, k_noise = step_keys(key, t)
-    noise = jax.random.normal(k_noise, flat.shape, flat.dtype) * noise_std
-    return (flat + noise) / x.shape[0]
-
-
-def _train_one(model: Model, algorithm: tuple, x_fixed, y_fixed, x_target, y_target, clip_norm, noise_std, key):
-    """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able)."""
-    import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
-    steps, lr, momentum, init_seed, random_init = algorithm
+    from .dpsgd import apply_update, release_step, step_optimizer
+
+    cfg, steps, init_seed, random_init = static
     x = jnp.concatenate([x_fixed, x_target[None]], axis=0)
     y = jnp.concatenate([y_fixed, y_target[None]], axis=0)
     init_key = jax.random.fold_in(key, 1) if random_init else jax.random.PRNGKey(init_seed)
-    theta0, unravel = ravel_pytree(model.init(init_key))
+    params = model.init(init_key)
     run_key = jax.random.fold_in(key, 0)
 
     def body(carry, t):
-        theta, vel = carry
-        d = _direction(model, unravel(theta), x, y, clip_norm, noise_std, run_key, t)
-        vel = momentum * vel + d
-        return (theta - lr * vel, vel), None
+        p, state = carry
+        info, _ = release_step(model, cfg, p, run_key, t, x, y, noise_std)
+        return apply_update(cfg, info, state), None
 
-    (theta, _), _ = jax.lax.scan(body, (theta0, jnp.zeros_like(theta0)), jnp.arange(steps))
-    return theta
+    (params, _), _ = jax.lax.scan(body, (params, step_optimizer(cfg).init(params)), jnp.arange(steps))
+    return flatten(params)
 
 
 def flatten(params):
@@ -164,24 +163,24 @@ def _check(model: Model, x_fixed, y_fixed, x_targets, y_targets):
 _COMPILED: dict = {}
 
 
-def _vectorised(model: Model, cfg: ShadowConfig):
+def _vectorised(model: Model, cfg: ShadowConfig, n: int):
     import jax
 
-    key = ("vmap", model, cfg.algorithm())
+    static = cfg.static(n)
+    key = ("vmap", model, static)
     if key not in _COMPILED:
-        alg = cfg.algorithm()
-        one = lambda xf, yf, xt, yt, c, s, k: _train_one(model, alg, xf, yf, xt, yt, c, s, k)  # noqa: E731
-        _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, None, 0)))
+        one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
+        _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
     return _COMPILED[key]
 
 
-def _single(model: Model, cfg: ShadowConfig):
+def _single(model: Model, cfg: ShadowConfig, n: int):
     import jax
 
-    key = ("one", model, cfg.algorithm())
+    static = cfg.static(n)
+    key = ("one", model, static)
     if key not in _COMPILED:
-        alg = cfg.algorithm()
-        _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, c, s, k: _train_one(model, alg, xf, yf, xt, yt, c, s, k))
+        _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k))
     return _COMPILED[key]
 
 
@@ -218,16 +217,16 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     n = xt.shape[0]
     if not pad_chunks:
         chunk = min(chunk, n)
-    fn = _vectorised(model, cfg)
+    fn = _vectorised(model, cfg, xf.shape[0] + 1)
     keys = model_keys(seed, n, offset)
-    clip, noise = (jnp.float32(a) for a in cfg.dp_arrays())
+    noise = jnp.float32(cfg.noise_std)
     out = np.empty((n, model.num_params), np.float32)
     xf_j, yf_j = jnp.asarray(xf), jnp.asarray(yf)
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         pad = chunk - (stop - start)
         idx = np.concatenate([np.arange(start, stop), np.full(pad, start)])
-        res = fn(xf_j, yf_j, jnp.asarray(xt[idx]), jnp.asarray(yt[idx]), clip, noise, keys[idx])
+        res = fn(xf_j, yf_j, jnp.asarray(xt[idx]), jnp.asarray(yt[idx]), noise, keys[idx])
         out[start:stop] = np.asarray(res)[: stop - start]
         if progress is not None:
             progress(stop - start)
@@ -240,13 +239,13 @@ def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_
     import jax.numpy as jnp
 
     xf, yf, xt, yt = _check(model, x_fixed, y_fixed, x_targets, y_targets)
-    fn = _single(model, cfg)
+    fn = _single(model, cfg, xf.shape[0] + 1)
     keys = model_keys(seed, xt.shape[0], v.integer("offset", offset, minimum=0))
     xf_j, yf_j = jnp.asarray(xf), jnp.asarray(yf)
-    clip, noise = (jnp.float32(a) for a in cfg.dp_arrays())
+    noise = jnp.float32(cfg.noise_std)
     out = np.empty((xt.shape[0], model.num_params), np.float32)
     for i in range(xt.shape[0]):
-        out[i] = np.asarray(fn(xf_j, yf_j, jnp.asarray(xt[i]), jnp.asarray(yt[i]), clip, noise, keys[i]))
+        out[i] = np.asarray(fn(xf_j, yf_j, jnp.asarray(xt[i]), jnp.asarray(yt[i]), noise, keys[i]))
     return out
 
 
