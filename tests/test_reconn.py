@@ -131,3 +131,21 @@ def test_reconstructor_is_deterministic_in_its_seed():
 def test_bad_input_names_the_parameter(digits, call, word):
     with pytest.raises(ReconRiskError, match=word):
         call(digits)
+
+
+def test_cli_reconn_writes_grid_and_json(experiment, tmp_path, capsys):
+    """The CLI on the fixture's sizes (its compiled programs are reused): files, JSON keys, chance level."""
+    import json
+
+    from reconrisk.cli import main
+
+    args = ["informed", "reconn", "--shadow-models", "256", "--fixed-size", "50", "--targets", "64", "--steps",
+            str(STEPS), "--epochs", "60", "--hidden", "128,128", "--out", str(tmp_path), "--json"]
+    assert main(args) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "reconn_grid.png").stat().st_size > 0 and (tmp_path / "reconn.json").is_file()
+    s = d["settings"][0]
+    assert s["epsilon"] is None and s["chance"] == pytest.approx(1 / 51)
+    assert {"mse", "oracle_mse", "nn_oracle_success", "below_oracle_mse"} <= set(s)
+    # same seed, same numbers as the library call
+    assert s["nn_oracle_success"] == experiment.settings[0].to_dict()["nn_oracle_success"]
