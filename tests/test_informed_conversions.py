@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from reconrisk.bounds.conversions import (
-    convert,
+    rero_from_guarantee,
     dp_from_two_point_rero,
     rero_from_dp,
     rero_from_rdp,
@@ -30,21 +30,21 @@ TABLE_ZCDP = [((0.01, 0.5), 0.12614592), ((1e-3, 1.0), 0.07056412), ((1e-6, 2.0)
 def test_theorem2_table(args, gamma):
     k, e, a = args
     assert rero_from_rdp_order(k, e, a) == pytest.approx(gamma, abs=5.0000001e-9)
-    assert convert("rdp", k, epsilon=e, order=a)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("rdp", k, epsilon=e, order=a)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_rdp(k, [a], [e])[0] == pytest.approx(gamma, abs=5.0000001e-9)  # the curve form agrees
 
 
 @pytest.mark.parametrize("args, gamma", TABLE_DP)
 def test_corollary3_table(args, gamma):
     k, e = args
-    assert convert("dp", k, epsilon=e)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("dp", k, epsilon=e)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_dp(k, e)[0] == pytest.approx(gamma, abs=5.0000001e-9)
 
 
 @pytest.mark.parametrize("args, gamma", TABLE_ZCDP)
 def test_corollary4_table(args, gamma):
     k, r = args
-    assert convert("zcdp", k, rho=r)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("zcdp", k, rho=r)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_zcdp(k, r)[0] == pytest.approx(gamma, abs=5.0000001e-9)
 
 
@@ -66,7 +66,7 @@ def _brute_zcdp(k, r):
 @given(st.floats(1e-8, 0.5), st.floats(1e-3, 5.0))
 def test_zcdp_equals_brute_force_minimisation_over_orders(k, r):
     brute = _brute_zcdp(k, r)
-    closed = convert("zcdp", k, rho=r)["upper"]
+    closed = rero_from_guarantee("zcdp", k, rho=r)["upper"]
     assert closed == pytest.approx(brute, rel=1e-7, abs=1e-12)
 
 
@@ -81,7 +81,7 @@ def test_rdp_bound_lies_between_kappa_and_dp_bound_when_informative(k, e, a):
 
 def test_log_kappa_keeps_tiny_priors_finite():
     lk = log_kappa_uniform_ball(784, 0.5)
-    out = convert("zcdp", log_kappa=lk, rho=10.0)
+    out = rero_from_guarantee("zcdp", log_kappa=lk, rho=10.0)
     assert out["upper"] == pytest.approx(math.exp(-(math.sqrt(-lk) - math.sqrt(10.0)) ** 2), rel=1e-12)
     assert 0 < out["upper"] < 1e-100
 
@@ -148,17 +148,17 @@ def test_prop7_stays_finite_where_scipy_underflows():
 @pytest.mark.parametrize(
     "call, word",
     [
-        (lambda: convert("rdp", 0.1, epsilon=1.0), "order"),
-        (lambda: convert("rdp", 0.1, epsilon=1.0, order=1.0), "order"),
-        (lambda: convert("rdp", 0.1, epsilon=[1.0, 2.0], order=[2.0]), "order"),
-        (lambda: convert("dp", 1.5, epsilon=1.0), "kappa"),
-        (lambda: convert("dp", 0.1, epsilon=-1.0), "epsilon"),
-        (lambda: convert("dp", 0.1, rho=1.0), "rho"),
-        (lambda: convert("zcdp", 0.1, rho=0.0), "rho"),
-        (lambda: convert("zcdp", 0.1, epsilon=1.0), "rho"),
-        (lambda: convert("gdp", 0.1, epsilon=1.0), "source"),
-        (lambda: convert("dp", epsilon=1.0), "kappa"),
-        (lambda: convert("dp", log_kappa=0.5, epsilon=1.0), "log_kappa"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0), "order"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0, order=1.0), "order"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=[1.0, 2.0], order=[2.0]), "order"),
+        (lambda: rero_from_guarantee("dp", 1.5, epsilon=1.0), "kappa"),
+        (lambda: rero_from_guarantee("dp", 0.1, epsilon=-1.0), "epsilon"),
+        (lambda: rero_from_guarantee("dp", 0.1, rho=1.0), "rho"),
+        (lambda: rero_from_guarantee("zcdp", 0.1, rho=0.0), "rho"),
+        (lambda: rero_from_guarantee("zcdp", 0.1, epsilon=1.0), "rho"),
+        (lambda: rero_from_guarantee("gdp", 0.1, epsilon=1.0), "source"),
+        (lambda: rero_from_guarantee("dp", epsilon=1.0), "kappa"),
+        (lambda: rero_from_guarantee("dp", log_kappa=0.5, epsilon=1.0), "log_kappa"),
         (lambda: dp_from_two_point_rero(0.4, 0.5), "kappa"),
         (lambda: dp_from_two_point_rero(0.7, 0.6), "gamma"),
         (lambda: log_kappa_uniform_ball(0, 0.5), "dim"),

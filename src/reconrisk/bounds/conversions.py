@@ -55,7 +55,7 @@ def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 # validated single conversions (seed 002 §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
 # ----------------------------------------------------------------------------------------
-#: Sources accepted by :func:`convert` (and ``reconrisk convert --from``).
+#: Sources accepted by :func:`rero_from_guarantee` (and ``reconrisk convert --from``).
 SOURCES = ("rdp", "dp", "zcdp")
 
 
@@ -126,7 +126,7 @@ def _raise_range(name: str, value, expected: str):
     raise ReconRiskError(f"{name} must be {expected}; found {value}")
 
 
-def convert(source: str, kappa: float | None = None, *, log_kappa: float | None = None, epsilon=None, order=None,
+def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: float | None = None, epsilon=None, order=None,
             rho=None) -> dict:
     """One DP guarantee → the ReRo upper bound γ, as ``{"upper", "formula", ...}`` (the vocabulary of ``bound``).
 

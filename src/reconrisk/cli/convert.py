@@ -27,7 +27,7 @@ def convert_cmd(
 ) -> None:
     """Convert an RDP, DP or zCDP guarantee into a reconstruction-robustness bound (seed 002 Thm 2, Cor. 3, Cor. 4)."""
     from .. import _validate as v
-    from ..bounds.conversions import SOURCES, convert, dp_from_two_point_rero
+    from ..bounds.conversions import SOURCES, dp_from_two_point_rero, rero_from_guarantee
     from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 
@@ -57,7 +57,7 @@ def convert_cmd(
     if source == "dp" and isinstance(eps_arg, list):
         raise ReconRiskError(f"--from dp takes one --epsilon; found {len(eps_arg)}")
     ord_arg = None if not order else list(order)
-    out = convert(source, k, log_kappa=log_kappa, epsilon=eps_arg, order=ord_arg, rho=rho)
+    out = rero_from_guarantee(source, k, log_kappa=log_kappa, epsilon=eps_arg, order=ord_arg, rho=rho)
     payload = {"source": source, "kappa": out["kappa"], "log_kappa": out["log_kappa"], "prior_size": prior_size,
                "epsilon": out.get("epsilon"), "order": out.get("order"), "rho": out.get("rho"),
                "rero": {"upper": out["upper"], "formula": out["formula"]}}
