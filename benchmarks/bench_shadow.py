@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--sequential", type=int, default=128, help="models in the sequential loop (rate extrapolates)")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--fixed", type=int, default=50)
-    ap.add_argument("--chunk", type=int, default=512)
+    ap.add_argument("--chunk", type=int, default=128, help="models per vmapped program call")
     ap.add_argument("--dp", action="store_true", help="DP-GD (σ = 2, C = 1) instead of plain GD")
     args = ap.parse_args()
 

@@ -194,7 +194,7 @@ def model_keys(seed: int, count: int, offset: int = 0):
 
 
 def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *, seed: int = 0,
-                        offset: int = 0, chunk: int = 512, pad_chunks: bool = False, progress=None) -> np.ndarray:
+                        offset: int = 0, chunk: int = 128, pad_chunks: bool = False, progress=None) -> np.ndarray:
     """θ_i = A(D⁻ ∪ {z_i}) for every row of ``x_targets``: flat parameters (N, P), float32.
 
     One jitted ``vmap`` per chunk of ``chunk`` models (the last chunk is padded
