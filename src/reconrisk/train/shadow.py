@@ -14,8 +14,8 @@ Training algorithm A (the same function for shadow and released models)
     every shadow and released model (the paper's "known init"; with
     ``random_init=True`` each model draws its own, the paper's failing case).
     Every step is the shared composable DP-SGD step of
-    :mod:`reconrisk.train.dpsgd` (``release_step`` then ``apply_update`` with
-    its momentum optimizer, ``StepConfig`` with sample rate 1). With a
+    :mod:`reconrisk.train.dpsgd` (clipped sum, noise of ``Release.noise``,
+    momentum optimizer; ``StepConfig`` with sample rate 1). With a
     :class:`~reconrisk.release.Release` it is DP-GD: per-example clipping to
     C, N(0, σ²C²I) on the sum (the noise family keyed by ``Release.noise``),
     divided by n; momentum is post-processing. Without DP, C = inf and the
@@ -110,28 +110,45 @@ class ShadowConfig:
 def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noise_std, key):
     """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able).
 
-    Each step is the shared DP-SGD step of :mod:`reconrisk.train.dpsgd`:
-    ``release_step`` (full batch, clipping, noise keyed by ``Release.noise``)
-    then ``apply_update`` (the momentum optimizer).
+    Each step is the shared DP-SGD step of :mod:`reconrisk.train.dpsgd`, stage
+    by stage: the clipped sum (``batch_clipped_sum``; full batch), the noise
+    of ``Release.noise`` (``noise_fn``) keyed by ``step_keys``, and the update
+    of ``step_optimizer`` (momentum). The clipped sum over D⁻ ∪ {z} is taken
+    as (sum over D⁻) + (the target's term): under ``vmap`` over models D⁻ is
+    then an *unbatched* operand, and JAX folds the models into the free
+    dimension of one large matrix product per layer instead of many tiny
+    batched ones (sums are additive; only float rounding differs from
+    ``release_step`` on the concatenated data).
     """
     import jax
     import jax.numpy as jnp
+    import optax
+    from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import apply_update, release_step, step_optimizer
+    from .dpsgd import Batch, batch_clipped_sum, step_keys, step_optimizer
+    from .noise import noise_fn
 
     cfg, steps, init_seed, random_init = static
-    x = jnp.concatenate([x_fixed, x_target[None]], axis=0)
-    y = jnp.concatenate([y_fixed, y_target[None]], axis=0)
     init_key = jax.random.fold_in(key, 1) if random_init else jax.random.PRNGKey(init_seed)
     params = model.init(init_key)
+    _, unravel = ravel_pytree(params)
     run_key = jax.random.fold_in(key, 0)
+    opt = step_optimizer(cfg)
+    add_noise = noise_fn(cfg.noise)
+    full = lambda m: Batch(jnp.ones((m,), jnp.float32), None, None, jnp.bool_(False))  # noqa: E731
+    xt, yt = x_target[None], y_target[None]
 
     def body(carry, t):
         p, state = carry
-        info, _ = release_step(model, cfg, p, run_key, t, x, y, noise_std)
-        return apply_update(cfg, info, state), None
+        s_fixed, _ = batch_clipped_sum(model, p, x_fixed, y_fixed, full(x_fixed.shape[0]), cfg.clip_norm, cfg.clip_mode)
+        s_target, _ = batch_clipped_sum(model, p, xt, yt, full(1), cfg.clip_norm, cfg.clip_mode)
+        summed = ravel_pytree(s_fixed)[0] + ravel_pytree(s_target)[0]
+        _, k_noise = step_keys(run_key, t)
+        g = add_noise(k_noise, summed, noise_std)
+        updates, state = opt.update(unravel(g), state, p)
+        return (optax.apply_updates(p, updates), state), None
 
-    (params, _), _ = jax.lax.scan(body, (params, step_optimizer(cfg).init(params)), jnp.arange(steps))
+    (params, _), _ = jax.lax.scan(body, (params, opt.init(params)), jnp.arange(steps))
     return flatten(params)
 
 
