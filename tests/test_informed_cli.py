@@ -44,6 +44,10 @@ def test_closed_form_json(capsys):
     assert d["relative_error"] <= 1e-8 and d["label_recovered"] is True
     d = run_json(capsys, ["informed", "closed-form", "--model", "ridge", "--noise-std", "0.001", "--trials", "20"])
     assert d["noise"]["trials"] == 20 and d["noise"]["mse_mean"] > 0
+    d = run_json(capsys, ["informed", "closed-form", "--model", "logistic", "--noise-std", "1e-5", "--noise-std", "1e-4",
+                          "--trials", "50"])
+    curve = [c["mse_mean"] for c in d["noise_curve"]]
+    assert len(curve) == 2 and curve[0] < curve[1]
 
 
 @pytest.mark.parametrize(
@@ -62,6 +66,8 @@ def test_closed_form_json(capsys):
         (["informed", "closed-form", "--model", "poisson"], "model"),
         (["informed", "closed-form", "--model", "ridge", "--lam", "-1"], "lam"),
         (["informed", "closed-form", "--model", "logistic", "--noise-std", "nan"], "noise_std"),
+        (["informed", "closed-form", "--model", "logistic", "--noise-std", "0.1", "--noise-std", "0"], "noise_std"),
+        (["informed", "reconn", "--hidden", "a,b"], "hidden"),
         (["informed", "reconn", "--shadow-models", "0"], "shadow_models"),
         (["informed", "reconn", "--dataset", "mnist:/no/such/path"], "path"),
         (["informed", "reconn", "--shadow-models", "5000"], "dataset size"),

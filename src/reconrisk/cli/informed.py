@@ -25,15 +25,19 @@ def closed_form_cmd(
     n: int = typer.Option(50, "--n", help="Training-set size n (the target included)."),
     dim: int = typer.Option(5, "--dim", help="Feature dimension d."),
     lam: Optional[float] = typer.Option(None, "--lam", help="λ of Σℓ + (nλ/2)||θ||² (0 for linear; default 0.1 otherwise)."),
-    noise_std: float = typer.Option(0.0, "--noise-std", help="Output-perturbation std s: the release is θ* + N(0, s²I)."),
-    trials: int = typer.Option(1, "--trials", help="Noise draws (MSE over draws when > 1)."),
+    noise_std: Optional[List[float]] = typer.Option(None, "--noise-std", help="Output-perturbation std s: the release is θ* + N(0, s²I); repeat for an MSE-against-s curve."),
+    trials: int = typer.Option(1, "--trials", help="Noise draws (MSE over draws when > 1; 200 by default for a curve)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data and the noise."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Train a convex model exactly, release it, and reconstruct its last training point in closed form."""
-    from ..attacks.closed_form import closed_form_experiment
+    from ..attacks.closed_form import closed_form_experiment, noise_curve
 
-    res = closed_form_experiment(model, n=n, dim=dim, lam=lam, noise_std=noise_std, trials=trials, seed=seed)
+    stds = list(noise_std or [0.0])
+    res = closed_form_experiment(model, n=n, dim=dim, lam=lam, noise_std=stds[0], trials=trials, seed=seed)
+    if len(stds) > 1:
+        res["noise_curve"] = noise_curve(model, stds, n=n, dim=dim, lam=lam, trials=max(trials, 2) if trials > 1 else 200,
+                                         seed=seed)
     if json_out:
         print_json(res)
         return
@@ -44,6 +48,10 @@ def closed_form_cmd(
     for k, val in (res.get("noise") or {}).items():
         rows.append([f"noise: {k}", val if not isinstance(val, dict) else f"{val['rate']:.3f} [{val['ci_low']:.3f}, {val['ci_high']:.3f}]"])
     print_table(f"Closed-form reconstruction, model = {model} (seed 002)", ["quantity", "value"], rows)
+    if "noise_curve" in res:
+        print_table("Reconstruction MSE against the output-perturbation std", ["noise_std", "trials", "mse_mean", "mse_se",
+                    "not_identifiable"], [[c["noise_std"], c["trials"], c.get("mse_mean"), c.get("mse_se"),
+                                           c["not_identifiable"]] for c in res["noise_curve"]])
 
 
 def _grid(result, dataset, out: Path, columns: int = 10) -> list:
