@@ -24,7 +24,8 @@ Training algorithm A (the same function for shadow and released models)
 
 Departures from the paper (spec_002 §3.3): the default model is seed 000's
 ``mlp`` (input→10→10, eLU) on the 8×8 digits (760 parameters), not the
-784-input MNIST MLP (7,960), and the default run is shorter. Parameters are
+784-input MNIST MLP (7,960), and the default run is shorter with a larger
+learning rate (30 steps at 0.5 instead of 100 at 0.1). Parameters are
 flattened with ``jax.flatten_util.ravel_pytree`` — per layer ``[b, w]``, the
 colab's order — identically for shadow and released models (:func:`flatten`).
 """
@@ -40,8 +41,9 @@ from ..errors import ReconRiskError
 from ..release import Release
 from .models import Model
 
-#: Default hyper-parameters (spec_002 §3.3's colab: lr 0.1, momentum 0.9; fewer steps on the small digits).
-DEFAULT_STEPS = 60
+#: Default hyper-parameters (spec_002 §3.3's colab: lr 0.1, momentum 0.9, 100 steps; on the 8×8 digits we take
+#: fewer, larger steps — lr 0.5, 30 steps — which reach ~75 % test accuracy with |D⁻| = 50).
+DEFAULT_STEPS = 30
 DEFAULT_LEARNING_RATE = 0.5
 DEFAULT_MOMENTUM = 0.9
 DEFAULT_INIT_SEED = 42
