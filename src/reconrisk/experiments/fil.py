@@ -163,7 +163,7 @@ def _row(res) -> dict:
         "clip_norm": rel["clip_norm"], "learning_rate": res.config.learning_rate, "momentum": res.config.momentum,
         "runs": res.config.runs, "test_accuracy": res.test_accuracy, "rdp_epsilon": res.rdp_epsilon,
         "rdp_mse_bound": res.rdp_mse_bound, "max_dfil_bound": res.max_fil_bound,
-        "median_dfil_bound": res.median_fil_bound, "kappa": res.kappa, "dfil_bound": res.summary(),
+        "median_dfil_bound": res.median_fil_bound, "subsampling_factor": res.subsampling_factor, "dfil_bound": res.summary(),
         "seconds": res.train_seconds,
     }
 

@@ -41,7 +41,8 @@ import numpy as np
 from scipy import linalg, special
 
 from .. import _validate as v
-from ..bounds.mse import dfil_bound, output_perturbation_rdp, rdp_mse_lower_bound
+from ..accounting.order2 import output_perturbation_rdp
+from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 
 DEFAULT_TOL = 1e-10

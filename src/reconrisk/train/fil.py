@@ -33,7 +33,7 @@ Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
     ε is the (ε, δ)-DP of one step with sensitivity ``2 × 1.115C`` (Alg. 1
     line 4) — it holds except with probability T·δ — or κ = 1 (Eq. 2,
-    ``use_kappa=False``). Summing spectral norms bounds the spectral norm of
+    ``use_subsampling_factor=False``). Summing spectral norms bounds the spectral norm of
     the sum (sub-additivity). The sum over one run is an unbiased Monte-Carlo
     estimate of the Theorem 3/4 upper bound on ``I_h(z)``; R repeated runs
     are averaged. The per-example bound for unbiased attacks is ``1/η̄²``
@@ -72,14 +72,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
-from ..bounds.mse import (
-    GELU_CLIP_OVERSHOOT,
-    SubsamplingFactor,
-    dfil_bound,
-    rdp_mse_lower_bound,
-    release_rdp_alpha2,
-    subsampling_factor,
-)
+from ..accounting.order2 import release_rdp_alpha2
+from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
+from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -209,7 +204,7 @@ class FILConfig:
     clip_mode: str = "gelu"
     learning_rate: float = 0.1
     momentum: float = 0.5
-    use_kappa: bool = True
+    use_subsampling_factor: bool = True  # seed 001 Eq. 3; False: factor 1 (Eq. 2)
     delta: float | None = None  # per-step δ of Eq. 3; None: 1/(n·T), so that T·δ ≤ 1/n
     paper_literal: bool = False  # s = σ (the paper's Eq. 1) instead of σC
     runs: int = 1
@@ -247,7 +242,7 @@ class FILAccounting:
     config: FILConfig
     noise_std: float
     subsampling: SubsamplingFactor | None
-    kappa: float
+    subsampling_factor: float
     rdp_epsilon: float
     rdp_mse_bound: float
     test_accuracy: float | None
@@ -278,7 +273,7 @@ class FILAccounting:
             "config": self.config.to_dict(),
             "measure": self.measure,
             "noise_std": self.noise_std,
-            "kappa": self.kappa,
+            "subsampling_factor": self.subsampling_factor,
             "subsampling": None if self.subsampling is None else self.subsampling.to_dict(),
             "rdp_epsilon": self.rdp_epsilon,
             "rdp_mse_bound": self.rdp_mse_bound,
@@ -367,15 +362,15 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     noise_std = sigma if cfg.paper_literal else sigma * C
     overshoot = GELU_CLIP_OVERSHOOT if cfg.clip_mode == "gelu" else 1.0
     sub = None
-    kappa = 1.0
-    if cfg.use_kappa and q < 1.0:
+    factor = 1.0
+    if cfg.use_subsampling_factor and q < 1.0:
         sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
-        kappa = sub.kappa
+        factor = sub.value
     rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
     run_chunk = _chunk_runner(model, step_cfg, n, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode,
                               cfg.momentum, cfg.learning_rate)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-    statics = (xs, ys, jnp.float32(kappa), jnp.float32(noise_std))
+    statics = (xs, ys, jnp.float32(factor), jnp.float32(noise_std))
     fil_runs = np.zeros((cfg.runs, n))
     accs = []
     t0 = time.perf_counter()
@@ -407,7 +402,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         config=cfg,
         noise_std=noise_std,
         subsampling=sub,
-        kappa=kappa,
+        subsampling_factor=factor,
         rdp_epsilon=rdp_eps,
         rdp_mse_bound=rdp_mse_lower_bound(rdp_eps) if rdp_eps > 0 else float("inf"),
         test_accuracy=float(np.mean(accs)) if accs else None,
