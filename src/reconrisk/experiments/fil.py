@@ -99,7 +99,7 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
                       progress: Callable[[int], None] | None = None, digits: tuple[int, int] = (0, 1)) -> LogRegExperiment:
     """Seed 001 §7.1–7.2 on digits 0 vs 1; ``trials = 0`` skips the attack (Fig. 2 only)."""
     from ..attacks.glm import find_violations, glm_attack_mse
-    from ..train.convex import accuracy, binary_digits, logreg_dfil, train_logreg
+    from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
 
     lam = v.positive("lam", lam)
     noise_std = v.positive("noise_std", noise_std)
@@ -136,7 +136,7 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
         lam=lam, noise_std=noise_std, formula=formula, n=X.shape[0], d=X.shape[1], rdp_epsilon=fil.rdp_epsilon,
         rdp_mse_bound=fil.rdp_mse_bound, bounds=bounds, eta_bar_sq=fil.eta_bar_sq,
         attack_mse=None if attack is None else attack.mse, violations=viol,
-        train_accuracy=accuracy(X, y, fit.theta, bias=True), trials=trials, seed=seed, grad_norm=fit.grad_norm,
+        train_accuracy=logreg_accuracy(X, y, fit.theta, bias=True), trials=trials, seed=seed, grad_norm=fit.grad_norm,
         top=top, figures=tuple(figures),
     )
 

@@ -267,10 +267,12 @@ def logreg_spectral_fil(X, y, fit: LogRegFit, noise_std: float, chunk: int = 256
     return out
 
 
-def accuracy(X, y, theta, bias: bool = True) -> float:
-    """Fraction of (X, y) classified correctly by ``sigmoid(θᵀx̃) > 1/2``."""
+def logreg_accuracy(X, y, theta, bias: bool = True) -> float:
+    """Fraction of (X, y) classified correctly by ``sigmoid(θᵀx̃) > 1/2`` (:func:`reconrisk.metrics.accuracy`)."""
+    from ..metrics import accuracy
+
     X, y = _data(X, y)
-    return float(np.mean((augment(X, bias) @ np.asarray(theta, dtype=float) > 0) == (y > 0.5)))
+    return accuracy(augment(X, bias) @ np.asarray(theta, dtype=float) > 0, y > 0.5)
 
 
 def binary_digits(first: int = 0, second: int = 1):
@@ -289,7 +291,7 @@ def binary_digits(first: int = 0, second: int = 1):
 __all__ = [
     "LogRegFIL",
     "LogRegFit",
-    "accuracy",
+    "logreg_accuracy",
     "augment",
     "binary_digits",
     "jacobian_sq_frobenius",

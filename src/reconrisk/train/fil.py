@@ -345,7 +345,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import accuracy, make_step_config
+    from .dpsgd import make_step_config, model_accuracy
 
     cfg = config if config is not None else FILConfig()
     if not isinstance(cfg, FILConfig):
@@ -391,7 +391,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
             raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
         fil_runs[r] = np.asarray(carry[2], dtype=float)
         if x_test is not None:
-            accs.append(accuracy(model, carry[0], x_test, y_test))
+            accs.append(model_accuracy(model, carry[0], x_test, y_test))
     seconds = time.perf_counter() - t0
     fil = fil_runs.mean(axis=0)
     return FILAccounting(
