@@ -540,7 +540,7 @@ def test_profile_decreasing_in_eps(e1, e2, s):
 def test_analytic_calibration_result():
     r = analytic_calibration("psnr", 20.0, 0.05, 4, 0.5)
     assert r.noise_multiplier == pytest.approx(0.47447114, rel=1e-6)  # PSNR 20 dB ⟺ MSE 0.01 at range 1
-    assert r.achieved_gamma == pytest.approx(0.05, rel=1e-9)
+    assert r.achieved_rero == pytest.approx(0.05, rel=1e-9)
     assert r.to_dict()["noise_multiplier"] == r.noise_multiplier
 
 
@@ -562,7 +562,7 @@ def test_analytic_calibration_result():
         (lambda: rero_gamma_mse(0.1, 1.0, 4, min_norm=1.0, clip_norm=1.0), "exactly one of min_norm"),
         (lambda: rero_gamma_psnr(float("inf"), 1.0, 4, min_norm=1.0), "eta must be a finite number of dB"),
         (lambda: rero_gamma_psnr(10.0, 1.0, 4, min_norm=1.0, data_range=0.0), "data_range must be > 0"),
-        (lambda: analytic_noise_multiplier_for_rero("mse", 0.1, 1.0, 4, 1.0), "gamma must be in (0, 1)"),
+        (lambda: analytic_noise_multiplier_for_rero("mse", 0.1, 1.0, 4, 1.0), "target_rero must be in (0, 1)"),
         (lambda: analytic_noise_multiplier_for_rero("mse", 0.0, 0.5, 4, 1.0), "eta must be > 0"),
         (lambda: analytic_noise_multiplier_for_rero("ncc", 0.1, 0.5, 4, 1.0), "metric must be one of"),
         (lambda: ncc_bound(0.0, 4), "noise_multiplier must be > 0"),

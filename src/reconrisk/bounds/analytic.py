@@ -194,16 +194,17 @@ def _mse_threshold(metric: str, eta: float, data_range: float) -> float:
     return data_range**2 * math.exp(-_LN10_10 * float(_eta_psnr(eta)))
 
 
-def analytic_noise_multiplier_for_rero(metric, eta, gamma, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
-    """Smallest noise multiplier σ with γ(η) ≤ ``gamma`` (closed form; [inferred], spec_003 §7-8).
+def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
+    """Smallest noise multiplier σ with γ(η) ≤ ``target_rero`` (closed form; [inferred], spec_003 §7-8).
 
     ``σ² = N·η_MSE/(m²·χ²_N⁻¹(γ))·k`` where ``η_MSE = η`` (MSE) or
     ``R²·10^{−η/10}`` (PSNR, η in dB), and k = ``averaged``. Since
     Γ_R is increasing in its second argument, every σ at or above this value
-    satisfies the bound. Works for ``gamma`` down to ~1e-300.
+    satisfies the bound. (Named apart from :func:`reconrisk.bounds.calibrate.noise_multiplier_for_rero`,
+    the DP-SGD calibration of seed 000.) Works for ``target_rero`` down to ~1e-300.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
-    g = val.probability_open("gamma", gamma)
+    g = val.probability_open("target_rero", target_rero)
     n = val.integer("dim", dim, minimum=1)
     m = val.positive("min_norm", min_norm)
     r = val.positive("data_range", data_range)
@@ -407,25 +408,25 @@ class AnalyticCalibration:
 
     metric: str
     eta: float
-    gamma: float
+    target_rero: float
     dim: int
     min_norm: float
     data_range: float | None
     averaged: int
     noise_multiplier: float
-    achieved_gamma: float
+    achieved_rero: float
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def analytic_calibration(metric, eta, gamma, dim, min_norm, *, data_range=None, averaged: int = 1) -> AnalyticCalibration:
+def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=None, averaged: int = 1) -> AnalyticCalibration:
     """:func:`analytic_noise_multiplier_for_rero` with the bound re-evaluated at the answer."""
     mt = val.choice("metric", metric, ("mse", "psnr"))
     r = None if mt == "mse" else (1.0 if data_range is None else val.positive("data_range", data_range))
-    s = analytic_noise_multiplier_for_rero(mt, eta, gamma, dim, min_norm, data_range=r or 1.0, averaged=averaged)
+    s = analytic_noise_multiplier_for_rero(mt, eta, target_rero, dim, min_norm, data_range=r or 1.0, averaged=averaged)
     if mt == "mse":
         got = float(rero_gamma_mse(eta, s, dim, min_norm=min_norm, averaged=averaged))
     else:
         got = float(rero_gamma_psnr(eta, s, dim, data_range=r, min_norm=min_norm, averaged=averaged))
-    return AnalyticCalibration(mt, float(eta), float(gamma), int(dim), float(min_norm), r, int(averaged), s, got)
+    return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)
