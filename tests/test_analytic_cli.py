@@ -130,7 +130,7 @@ def test_simulate_writes_csv_and_figure(tmp_path, capsys):
 def test_simulate_table_and_digits_message(tmp_path, capsys):
     assert main(["analytic", "simulate", "--samples", "5", "--noise-multipliers", "1", "--out", str(tmp_path), "--no-figure"]) == 0
     assert "theory" in capsys.readouterr().out
-    from reconrisk.report.analytic import load_digits_or_none
+    from reconrisk.experiments.analytic import load_digits_or_none
 
     x = load_digits_or_none(10)
     code = main(["analytic", "simulate", "--data", "digits", "--samples", "10", "--noise-multipliers", "1", "--out", str(tmp_path / "d"), "--no-figure", "--json"])
@@ -146,7 +146,7 @@ def test_figures_command(tmp_path, capsys):
         assert name in d["files"]
         for p in d["files"][name]:
             assert p.endswith((".png", ".svg")) and (tmp_path / p.split("/")[-1]).stat().st_size > 1000
-    from reconrisk.report.analytic import load_digits_or_none
+    from reconrisk.experiments.analytic import load_digits_or_none
 
     if load_digits_or_none(1) is None:
         assert d["skipped"] and "digits" in d["skipped"][0]
@@ -155,9 +155,11 @@ def test_figures_command(tmp_path, capsys):
 
 
 def test_figure_scale_demo_numbers(tmp_path):
+    from reconrisk.experiments.analytic import scale_demo
     from reconrisk.report.analytic import figure_scale_demo
 
-    paths, res = figure_scale_demo(factor=10.0, out_dir=tmp_path)
+    res = scale_demo(factor=10.0)
+    paths = figure_scale_demo(res, out_dir=tmp_path)
     assert res["mse_ratio"] == pytest.approx(100.0, rel=1e-10)
     assert res["original"]["psnr"] == pytest.approx(res["scaled"]["psnr"])
     assert all(p.exists() for p in paths)

@@ -145,7 +145,7 @@ def dp_cmd(
 
 
 def _load_data(data: str, samples: int, dim: int, seed: int):
-    from ..report.analytic import load_digits_or_none, synthetic_uniform
+    from ..experiments.analytic import load_digits_or_none, synthetic_uniform
 
     kind = val.choice("data", data, ("synthetic", "digits"))
     if kind == "synthetic":
@@ -232,6 +232,7 @@ def figures_cmd(
 
     import numpy as np
 
+    from ..experiments import analytic as ea
     from ..report import analytic as ra
 
     which = val.choice("fig", fig, ("2", "3", "5", "all"))
@@ -242,9 +243,9 @@ def figures_cmd(
     skipped: list[str] = []
     for src in sources:
         if src == "synthetic":
-            x2, img = ra.synthetic_uniform(100, 4, sd), None
+            x2, img = ea.synthetic_uniform(100, 4, sd), None
         else:
-            xd = ra.load_digits_or_none()
+            xd = ea.load_digits_or_none()
             if xd is None:
                 msg = "digits skipped: reconrisk.data.load_digits is not available in this install"
                 skipped.append(msg)
@@ -254,11 +255,12 @@ def figures_cmd(
             x2 = xd[np.random.default_rng(sd).choice(len(xd), size=min(100, len(xd)), replace=False)]
             img = xd[0].reshape(8, 8)
         if which in ("2", "all"):
-            with progress(3 * 4 * len(x2), f"Fig. 2 ({src})", enabled=not as_json) as prog:
-                paths, _ = ra.figure_success_vs_noise(
-                    x2, mode=mode, seed=sd, out_dir=out, name=f"fig2_{src}", progress=prog,
-                    title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
-                )
+            with progress(len(ea.FIG2_REGIMES) * len(ea.FIG2_SIGMAS) * len(x2), f"Fig. 2 ({src})", enabled=not as_json) as prog:
+                sims = ea.fig2_simulations(x2, mode=mode, seed=sd, progress=prog)
+            paths = ra.figure_success_vs_noise(
+                sims, out_dir=out, name=f"fig2_{src}",
+                title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
+            )
             written[f"fig2_{src}"] = [str(p) for p in paths]
         if which in ("3", "all"):
             if src == "synthetic":
@@ -276,7 +278,7 @@ def figures_cmd(
                 )
             written[f"fig3_{src}"] = [str(p) for p in paths]
         if which in ("5", "all"):
-            paths, _ = ra.figure_scale_demo(img, seed=sd, out_dir=out, name=f"fig5_{src}")
+            paths = ra.figure_scale_demo(ea.scale_demo(img, seed=sd), out_dir=out, name=f"fig5_{src}")
             written[f"fig5_{src}"] = [str(p) for p in paths]
     payload = {"files": written, "skipped": skipped}
     if as_json:
