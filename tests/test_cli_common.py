@@ -1,10 +1,10 @@
-"""The CLI's shared plumbing: one progress helper, deprecated aliases, the batch-overflow error path."""
+"""The CLI's shared plumbing: one progress helper and deprecated flag aliases."""
 
 from __future__ import annotations
 
 import pytest
 
-from reconrisk.cli._common import batch_overflow_as_error, deprecated_alias, pick, progress
+from reconrisk.cli._common import deprecated_alias, pick, progress
 from reconrisk.errors import ReconRiskError
 
 
@@ -52,26 +52,3 @@ def test_pick_refuses_both_spellings():
     assert pick("--epsilon", 2.0, None) == 2.0 and pick("--epsilon", None, 3.0) == 3.0
     with pytest.raises(ReconRiskError, match="give --epsilon once"):
         pick("--epsilon", 2.0, 3.0)
-
-
-def test_batch_overflow_becomes_a_reconrisk_error_and_other_errors_pass():
-    with pytest.raises(ReconRiskError, match="Poisson batch exceeded"):
-        with batch_overflow_as_error():
-            raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
-    with pytest.raises(RuntimeError, match="something else"):
-        with batch_overflow_as_error():
-            raise RuntimeError("something else")
-
-
-def test_main_turns_a_batch_overflow_into_one_line_and_exit_2(capsys, monkeypatch):
-    """Any command (audit, fil dpsgd, ...) whose trainer overflows its padded Poisson batch exits 2 with one line."""
-    from reconrisk.cli import main
-    from reconrisk.cli import bound as bound_cli
-
-    def overflow(*args, **kwargs):
-        raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
-
-    monkeypatch.setattr(bound_cli, "_kappa", overflow)
-    assert main(["bound", "-s", "1", "-q", "0.1", "-T", "10", "-n", "10"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("reconrisk: error: a Poisson batch exceeded") and err.count("\n") == 1

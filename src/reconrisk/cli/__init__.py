@@ -38,11 +38,8 @@ _SIM_MODULES = {"jax", "jaxlib", "optax"}
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``reconrisk`` script."""
-    from ._common import batch_overflow_as_error
-
     try:
-        with batch_overflow_as_error():  # the trainer's Poisson-batch overflow, until train/ raises ReconRiskError
-            app(args=argv, standalone_mode=True)
+        app(args=argv, standalone_mode=True)
     except ReconRiskError as exc:
         print(f"reconrisk: error: {exc}", file=sys.stderr)
         return 2

@@ -5,8 +5,6 @@
   that ``--json`` output on stdout stays clean; a no-op when disabled.
 * :func:`deprecated_alias` — an old flag spelling kept working for one release as a hidden option that prints a
   one-line deprecation note on stderr.
-* :func:`batch_overflow_as_error` — turns the trainer's Poisson-batch overflow ``RuntimeError`` into a
-  :class:`~reconrisk.errors.ReconRiskError` (one line, exit 2) until the trainer raises one itself.
 """
 
 from __future__ import annotations
@@ -61,6 +59,18 @@ class ProgressBar:
             self._bar.update(self._task, description=text)
 
 
+def progress_columns() -> tuple:
+    """The columns of the CLI's one progress bar: description, bar, done/total, elapsed, ETA.
+
+    For commands that embed the bar in a ``rich.live.Live`` group (``audit``
+    shows its table filling in above the bar) instead of using :func:`progress`.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn())
+
+
 @contextmanager
 def progress(total: int, description: str, *, enabled: bool = True, transient: bool = True) -> Iterator[ProgressBar]:
     """A progress bar with ETA on stderr for ``total`` units of work; yields a :class:`ProgressBar`.
@@ -75,18 +85,9 @@ def progress(total: int, description: str, *, enabled: bool = True, transient: b
     if not enabled or total <= 0 or not console.is_terminal:
         yield ProgressBar()
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=transient) as bar:
+    with Progress(*progress_columns(), console=console, transient=transient) as bar:
         yield ProgressBar(bar, bar.add_task(description, total=total))
 
 
@@ -109,17 +110,3 @@ def pick(name: str, new, old, default=None):
     if new is not None:
         return new
     return old if old is not None else default
-
-
-_OVERFLOW = "a Poisson batch exceeded the padded batch size"
-
-
-@contextmanager
-def batch_overflow_as_error() -> Iterator[None]:
-    """Re-raise the trainer's Poisson-batch overflow ``RuntimeError`` as a :class:`ReconRiskError`."""
-    try:
-        yield
-    except RuntimeError as exc:
-        if _OVERFLOW in str(exc):
-            raise ReconRiskError(str(exc)) from None
-        raise

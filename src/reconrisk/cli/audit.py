@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import fmt, print_json, progress
+from ._common import fmt, print_json
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -111,10 +111,20 @@ def audit(
 
     t0 = time.perf_counter()
     results = []
-    with progress(total_trials(settings), "audit trials", enabled=not json_output, transient=False) as bar:
+    if json_output:
         for s in settings:
-            bar.describe(f"audit ε={s.epsilon:g}" if s.epsilon is not None else f"audit σ={s.noise_multiplier:.3g}")
-            results.append(run_setting(s, data, progress=bar))
+            results.append(run_setting(s, data))
+    else:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=False) as bar:
+            task = bar.add_task("audit trials", total=total_trials(settings))
+            for s in settings:
+                eps = f"ε={s.epsilon:g}" if s.epsilon is not None else f"σ={s.noise_multiplier:.3g}"
+                bar.update(task, description=f"audit {eps}")
+                results.append(run_setting(s, data, progress=lambda k: bar.advance(task, k)))
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
