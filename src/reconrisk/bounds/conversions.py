@@ -18,7 +18,6 @@ import math
 import numpy as np
 
 from ..accounting.rdp import DEFAULT_ORDERS, release_rdp
-from ..release import is_full_batch
 
 
 def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
@@ -45,6 +44,8 @@ def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
 
 def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
     """The RDP baseline for a DP-SGD schedule: exact Eq. (2) when every q = 1."""
+    from ..release import is_full_batch
+
     if is_full_batch(segments):
         rho = sum(s.steps / (2 * s.noise_multiplier**2) for s in segments)
         return rero_from_zcdp(kappa, rho)
