@@ -25,12 +25,13 @@ def run_json(capsys, args):
 )
 def test_convert_json_matches_the_spec_table(capsys, args, upper):
     d = run_json(capsys, ["convert"] + args)
-    assert set(d["rero"]) == {"upper", "formula"}
+    assert set(d["rero"]) == {"method", "lower", "upper", "formula"}  # the vocabulary of `bound`, plus the formula
+    assert d["rero"]["method"] == args[1] and d["rero"]["lower"] is None
     assert d["rero"]["upper"] == pytest.approx(upper, abs=5.0000001e-9)
 
 
 def test_convert_rero_to_dp(capsys):
-    d = run_json(capsys, ["convert", "--from", "rero", "--gamma", "0.6", "--kappa", "0.5"])
+    d = run_json(capsys, ["convert", "--from", "rero", "--rero", "0.6", "--kappa", "0.5"])
     assert d["dp"]["epsilon"] == pytest.approx(0.0, abs=1e-12) and d["dp"]["delta"] == pytest.approx(0.2)
 
 
@@ -62,7 +63,7 @@ def test_closed_form_json(capsys):
         (["convert", "--from", "zcdp", "--rho", "0", "--kappa", "0.1"], "rho"),
         (["convert", "--from", "zcdp", "--kappa", "0.1"], "rho"),
         (["convert", "--from", "dp", "--epsilon", "1", "--prior-size", "1"], "prior_size"),
-        (["convert", "--from", "rero", "--gamma", "0.3", "--kappa", "0.5"], "gamma"),
+        (["convert", "--from", "rero", "--rero", "0.3", "--kappa", "0.5"], "rero"),
         (["informed", "closed-form", "--model", "poisson"], "model"),
         (["informed", "closed-form", "--model", "ridge", "--lam", "-1"], "lam"),
         (["informed", "closed-form", "--model", "logistic", "--noise-std", "nan"], "noise_std"),

@@ -160,7 +160,7 @@ def test_prop7_stays_finite_where_scipy_underflows():
         (lambda: rero_from_guarantee("dp", epsilon=1.0), "kappa"),
         (lambda: rero_from_guarantee("dp", log_kappa=0.5, epsilon=1.0), "log_kappa"),
         (lambda: dp_from_two_point_rero(0.4, 0.5), "kappa"),
-        (lambda: dp_from_two_point_rero(0.7, 0.6), "gamma"),
+        (lambda: dp_from_two_point_rero(0.7, 0.6), "rero"),
         (lambda: log_kappa_uniform_ball(0, 0.5), "dim"),
         (lambda: log_kappa_gaussian(10, -1.0, 1.0), "sigma"),
         (lambda: log_kappa_gaussian(10, 1.0, float("nan")), "eta"),

@@ -118,9 +118,9 @@ def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
     the printed statement lost its formulas.
     """
     k = v.in_range("kappa", kappa, 0.5, 1.0, low_open=False)
-    g = v.in_range("gamma", gamma, 0.0, 1.0, high_open=False)
+    g = v.in_range("rero", gamma, 0.0, 1.0, high_open=False)
     if g < k:
-        _raise_range("gamma", gamma, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
+        _raise_range("rero", gamma, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
     return math.log(k) - math.log1p(-k), (g - k) / (1 - k)
 
 

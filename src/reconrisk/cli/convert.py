@@ -19,7 +19,7 @@ def convert_cmd(
     epsilon: Optional[List[float]] = typer.Option(None, "--epsilon", "-e", help="ε of ε-DP, or of (α, ε)-RDP (repeat with --order for a curve)."),
     order: Optional[List[float]] = typer.Option(None, "--order", "-a", help="Rényi order α > 1 of each --epsilon (rdp)."),
     rho: Optional[float] = typer.Option(None, "--rho", help="ρ of ρ-zCDP."),
-    gamma: Optional[float] = typer.Option(None, "--gamma", help="γ of (η, γ)-ReRo against two-point priors (--from rero)."),
+    rero: Optional[float] = typer.Option(None, "--rero", help="γ of an (η, γ)-ReRo guarantee against two-point priors (--from rero)."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ in (0, 1)."),
     prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates (κ = 1/n)."),
     log_kappa: Optional[float] = typer.Option(None, "--log-kappa", help="log κ (< 0) for priors whose κ underflows."),
@@ -37,22 +37,22 @@ def convert_cmd(
         raise ReconRiskError("give exactly one of --kappa K, --prior-size N or --log-kappa L")
     k = resolve_kappa(kappa, prior_size) if log_kappa is None else None
     if source == "rero":
-        if gamma is None or epsilon or order or rho is not None:
-            raise ReconRiskError("--from rero takes --gamma G and --kappa K only")
+        if rero is None or epsilon or order or rho is not None:
+            raise ReconRiskError("--from rero takes --rero G and --kappa K only")
         if k is None:
             raise ReconRiskError("--from rero takes --kappa K in [1/2, 1) (the weight of the likelier point)")
-        eps, delta = dp_from_two_point_rero(k, gamma)
-        payload = {"source": "rero", "kappa": k, "gamma": gamma,
+        eps, delta = dp_from_two_point_rero(k, rero)
+        payload = {"source": "rero", "kappa": k, "rero": {"upper": rero},
                    "dp": {"epsilon": eps, "delta": delta,
-                          "formula": "epsilon = log(kappa/(1-kappa)), delta = (gamma-kappa)/(1-kappa) (seed 002 Thm 5)"}}
+                          "formula": "epsilon = log(kappa/(1-kappa)), delta = (rero-kappa)/(1-kappa) (seed 002 Thm 5)"}}
         if json_out:
             print_json(payload)
             return
-        print_table(f"(η, {gamma:g})-ReRo against two-point priors with κ = {k:g} ⇒ DP (seed 002 Thm 5)",
+        print_table(f"(η, {rero:g})-ReRo against two-point priors with κ = {k:g} ⇒ DP (seed 002 Thm 5)",
                     ["quantity", "value"], [["epsilon", eps], ["delta", delta]])
         return
-    if gamma is not None:
-        raise ReconRiskError("--gamma belongs to --from rero")
+    if rero is not None:
+        raise ReconRiskError("--rero belongs to --from rero")
     eps_arg = None if not epsilon else (epsilon[0] if source == "dp" and len(epsilon) == 1 else list(epsilon))
     if source == "dp" and isinstance(eps_arg, list):
         raise ReconRiskError(f"--from dp takes one --epsilon; found {len(eps_arg)}")
@@ -60,7 +60,7 @@ def convert_cmd(
     out = rero_from_guarantee(source, k, log_kappa=log_kappa, epsilon=eps_arg, order=ord_arg, rho=rho)
     payload = {"source": source, "kappa": out["kappa"], "log_kappa": out["log_kappa"], "prior_size": prior_size,
                "epsilon": out.get("epsilon"), "order": out.get("order"), "rho": out.get("rho"),
-               "rero": {"upper": out["upper"], "formula": out["formula"]}}
+               "rero": {"method": source, "lower": None, "upper": out["upper"], "formula": out["formula"]}}
     if json_out:
         print_json(payload)
         return
