@@ -181,6 +181,16 @@ def _label_recovered(model: str, rec: Reconstruction, y: float) -> bool | None:
     return bool(abs(rec.y_hat - y) <= 1e-6 * max(1.0, abs(y)))
 
 
+def _target_residual(model: str, theta, X, y, lam: float) -> float:
+    """|h(θ*ᵀx̃) − y| of the target at the exact optimum: the attack divides by it, so its precision is
+    ≈ (gradient norm + rounding of the sum) / this (spec_002 §8: "guard B₁ ≈ 0")."""
+    if model == "linear":
+        return float(abs(X[-1] @ theta - y[-1]))
+    if model == "logistic":
+        return float(abs(special.expit(theta[0] + X[-1] @ theta[1:]) - y[-1]))
+    return float(abs(theta[0] + X[-1] @ theta[1:] - y[-1]))
+
+
 def _lam(model: str, lam) -> float:
     if lam is None:
         return 0.0 if model == "linear" else 0.1
@@ -203,6 +213,8 @@ def closed_form_experiment(model: str, *, n: int = 50, dim: int = 5, lam: float 
     ``"logistic"`` (Thm 1, λ > 0; default 0.1). Features X ~ N(0, I), labels
     from a random linear model; everything from ``np.random.default_rng(seed)``.
     Returns ``relative_error`` and ``label_recovered`` for the first release
+    and ``target_residual`` (the divisor of the attack: a confidently fitted
+    target, residual ≈ 1e-8, costs digits of precision)
     (noise-free when ``noise_std`` = 0), and with ``trials`` > 1 a ``noise``
     block: reconstruction MSE mean ± standard error over ``trials`` draws,
     label-recovery rate with a Clopper–Pearson interval and the number of
@@ -225,7 +237,7 @@ def closed_form_experiment(model: str, *, n: int = 50, dim: int = 5, lam: float 
     releases = theta[None, :] + s * rng.standard_normal((trials, theta.size))
     recs = [_attack(model, th, X, y, lam) for th in releases]
     rel, _ = _errors(recs[0], X[-1])
-    out = {"model": model, "n": n, "dim": dim, "lam": lam, "noise_std": s, "seed": seed,
+    out = {"target_residual": _target_residual(model, theta, X, y, lam), "model": model, "n": n, "dim": dim, "lam": lam, "noise_std": s, "seed": seed,
            "grad_norm": grad_norm, "identifiable": recs[0].identifiable, "reason": recs[0].reason,
            "relative_error": rel, "label_recovered": _label_recovered(model, recs[0], y[-1]),
            "candidates": int(recs[0].candidates.shape[0])}
