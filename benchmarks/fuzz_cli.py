@@ -57,7 +57,7 @@ BASES = {
         "-s": "pos", "-q": "q", "-T": "int1",
     }),
     "fil-logreg": (["fil", "logreg", "--trials", "50", "--no-figures", "--json", "--out", "{tmp}"], {
-        "--lam": "pos", "--noise": "pos", "--trials": "int0", "--seed": "seed",
+        "--lam": "pos", "--noise-std": "pos", "--trials": "int0", "--seed": "seed",
     }),
     "fil-dpsgd": (["fil", "dpsgd", "--model", "logistic", "-T", "2", "--num-coords", "2", "--json"], {
         "-s": "pos", "-q": "q", "-T": "int1", "-C": "pos", "--learning-rate": "pos", "--momentum": "mom",
@@ -73,16 +73,16 @@ BASES = {
         "--noise-multiplier": "pos", "--dim": "int1", "--eta": "real", "--min-norm": "pos", "--data-range": "pos",
         "--averaged": "int1", "--clip-norm": "pos",
     }),
-    "analytic-calibrate": (["analytic", "calibrate", "--metric", "mse", "--eta", "0.01", "--gamma", "0.05",
+    "analytic-calibrate": (["analytic", "calibrate", "--metric", "mse", "--eta", "0.01", "--target-rero", "0.05",
                             "--dim", "784", "--min-norm", "5", "--json"], {
-        "--eta": "pos", "--gamma": "prob", "--dim": "int1", "--min-norm": "pos", "--averaged": "int1",
+        "--eta": "pos", "--target-rero": "prob", "--dim": "int1", "--min-norm": "pos", "--averaged": "int1",
     }),
-    "analytic-calibrate-psnr": (["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--gamma", "0.05",
+    "analytic-calibrate-psnr": (["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--target-rero", "0.05",
                                  "--dim", "784", "--min-norm", "5", "--json"], {"--data-range": "pos"}),
     "analytic-dp": (["analytic", "dp", "--delta", "1e-5", "--noise-multiplier", "1", "--json"], {
         "--delta": "prob", "--noise-multiplier": "pos", "--steps": "int1",
     }),
-    "analytic-dp-eps": (["analytic", "dp", "--delta", "1e-5", "--eps", "1", "--json"], {"--eps": "pos"}),
+    "analytic-dp-eps": (["analytic", "dp", "--delta", "1e-5", "--epsilon", "1", "--json"], {"--epsilon": "pos"}),
     "analytic-simulate": (["analytic", "simulate", "--noise-multipliers", "0.1", "--samples", "3", "--dim", "2",
                            "--rows", "4", "--no-figure", "--json", "--out", "{tmp}"], {
         "--samples": "int1", "--dim": "int1", "--rows": "int1", "--clip-norm": "pos", "--data-range": "pos",
@@ -172,7 +172,7 @@ def build_cases() -> list[Case]:
             cases.append(Case(f"{cmd} --out {o!r}", argv, True))
     for argv in (["bound"], ["bound", "-s"], ["calibrate", "-g", "0.05"], ["nonsense-command"], ["fil", "bogus"],
                  ["analytic", "figures", "--mode", "bogus", "--json", "--out", "{tmp}"],
-                 ["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--gamma", "0.05", "--dim", "784",
+                 ["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--target-rero", "0.05", "--dim", "784",
                   "--min-norm", "5", "--data-range", "nan"],
                  ["audit", "--model", "mlp:100000000", "--json", "--out", "{tmp}"],
                  ["audit", "--dataset", "mnist:/nonexistent", "--json", "--out", "{tmp}"],

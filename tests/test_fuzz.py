@@ -66,16 +66,16 @@ BOUND = ["bound", "-q", "0.01", "-T", "100", "-n", "100", "--json"]
         (["mse-bound", "-e", "inf"], "rdp_epsilon"),
         (["analytic", "dp", "--delta", "1e-5", "--noise-multiplier", "5e-324"], "noise_multiplier"),
         (["analytic", "dp", "--delta", "1e-5", "--noise-multiplier", "1e308"], "noise_multiplier"),
-        (["analytic", "dp", "--delta", "1e-5", "--eps", "1e308"], "eps"),
+        (["analytic", "dp", "--delta", "1e-5", "--epsilon", "1e308"], "eps"),
         (["fil", "logreg", "--lam", "1e308", "--trials", "0", "--no-figures"], "lam"),
         (["fil", "logreg", "--lam", "5e-324", "--trials", "0", "--no-figures"], "lam"),
-        (["fil", "logreg", "--noise", "1e308", "--trials", "0", "--no-figures"], "noise"),
+        (["fil", "logreg", "--noise-std", "1e308", "--trials", "0", "--no-figures"], "noise"),
         (["fil", "logreg", "--trials", "1000000000000", "--no-figures"], "--trials"),
         (["fil", "dpsgd", "-s", "1e308"], "noise_multiplier"),
         (["fil", "dpsgd", "--num-coords", "1000000000000"], "num_coords"),
         (["fil", "dpsgd", "--steps", "1000000000000"], "steps"),
         (["fil", "dpsgd", "--model", "mlp:100000000"], "--model"),
-        (["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--gamma", "0.05", "--dim", "784",
+        (["analytic", "calibrate", "--metric", "psnr", "--eta", "20", "--target-rero", "0.05", "--dim", "784",
           "--min-norm", "5", "--data-range", "nan"], "data_range"),
     ],
 )
@@ -395,9 +395,10 @@ def test_cifar_bool_labels_refused(tmp_path):
 
 def test_transcript_non_json_metadata(tmp_path):
     pytest.importorskip("jax")
-    from reconrisk.train import dpsgd
-
-    Transcript = dpsgd.Transcript
+    try:
+        from reconrisk.train.transcript import Transcript
+    except ImportError:  # before the train/ split
+        from reconrisk.train.dpsgd import Transcript
     p = tmp_path / "t.npz"
     arrays = dict(thetas=np.zeros((3, 2), np.float32), grads=np.zeros((2, 2), np.float32), masks=np.zeros((2, 4), bool))
     for meta in ("{not json", "[1, 2]", "1e999999"):
@@ -481,8 +482,8 @@ CHEAP_COMMANDS = [
     (["analytic", "bound", "--metric", "psnr", "--eta", "20", "--noise-multiplier", "0.02", "--dim", "784",
       "--min-norm", "5", "--json"], ["--eta", "--noise-multiplier", "--dim", "--min-norm", "--data-range",
                                      "--averaged"]),
-    (["analytic", "calibrate", "--metric", "mse", "--eta", "0.01", "--gamma", "0.05", "--dim", "784",
-      "--min-norm", "5", "--json"], ["--eta", "--gamma", "--dim", "--min-norm", "--averaged"]),
+    (["analytic", "calibrate", "--metric", "mse", "--eta", "0.01", "--target-rero", "0.05", "--dim", "784",
+      "--min-norm", "5", "--json"], ["--eta", "--target-rero", "--dim", "--min-norm", "--averaged"]),
     (["analytic", "dp", "--delta", "1e-5", "--noise-multiplier", "1", "--json"],
      ["--delta", "--noise-multiplier", "--steps"]),
 ]

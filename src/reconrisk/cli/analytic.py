@@ -28,6 +28,18 @@ app.add_typer(analytic_app, name="analytic")
 _DEFAULT_OUT = Path("reconrisk-out") / "analytic"
 
 
+def _check_sizes(*, dim, averaged, metric=None, eta=None, **norms) -> None:
+    """Issue 10: sizes and norms in a range where N, k and R², m², C² stay finite doubles (checked even where
+    the metric does not use them, so no flag is ignored silently)."""
+    val.integer("dim", dim, minimum=1, maximum=10**12)
+    val.integer("averaged", averaged, minimum=1, maximum=10**12)
+    if metric == "psnr" and eta is not None:  # 10^(±η/10) must stay a finite double
+        val.in_range("eta", eta, -3000.0, 3000.0, low_open=False, high_open=False)
+    for name, x in norms.items():
+        if x is not None:
+            val.in_range(name, x, 1e-100, 1e100, low_open=False, high_open=False)
+
+
 def _drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -57,8 +69,8 @@ def bound_cmd(
     """ReRo bound γ(η) for MSE (Prop. 3) or PSNR (Prop. 5), or the NCC bound (Prop. 6)."""
     from ..bounds.analytic import analytic_bound
 
-    if data_range is not None:  # checked even where the metric does not use it (issue 10)
-        val.positive("data_range", data_range)
+    _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
+                 clip_norm=locals().get("clip_norm"))
 
     res = analytic_bound(
         metric,
@@ -108,8 +120,8 @@ def calibrate_cmd(
     """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
     from ..bounds.analytic import analytic_calibration
 
-    if data_range is not None:  # checked even where the metric does not use it (issue 10)
-        val.positive("data_range", data_range)
+    _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
+                 clip_norm=locals().get("clip_norm"))
     target = pick("--target-rero", target_rero, gamma)
     if target is None:
         raise ReconRiskError("target_rero must be given with --target-rero (a number in (0, 1)); found none")

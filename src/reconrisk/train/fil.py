@@ -221,7 +221,7 @@ class FILConfig:
         object.__setattr__(self, "momentum", v.in_range("momentum", self.momentum, 0.0, 1.0, low_open=False))
         if self.delta is not None:
             object.__setattr__(self, "delta", v.probability_open("delta", self.delta))
-        object.__setattr__(self, "runs", v.integer("runs", self.runs, minimum=1))
+        object.__setattr__(self, "runs", v.integer("runs", self.runs, minimum=1, maximum=10**4))
         object.__setattr__(self, "seed", v.integer("seed", self.seed, minimum=0))
 
     def to_dict(self) -> dict:
