@@ -31,13 +31,13 @@ _DEFAULT_OUT = Path("reconrisk-out") / "analytic"
 def _check_sizes(*, dim, averaged, metric=None, eta=None, **norms) -> None:
     """Issue 10: sizes and norms in a range where N, k and R², m², C² stay finite doubles (checked even where
     the metric does not use them, so no flag is ignored silently)."""
-    val.integer("dim", dim, minimum=1, maximum=10**12)
-    val.integer("averaged", averaged, minimum=1, maximum=10**12)
-    if metric == "psnr" and eta is not None:  # 10^(±η/10) must stay a finite double
+    val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**12)
+    val.max_count("--averaged", val.integer("averaged", averaged, minimum=1), 10**12)
+    if metric == "psnr" and isinstance(eta, float) and abs(eta) < float("inf"):  # 10^(±η/10) must stay finite
         val.in_range("eta", eta, -3000.0, 3000.0, low_open=False, high_open=False)
     for name, x in norms.items():
         if x is not None:
-            val.in_range(name, x, 1e-100, 1e100, low_open=False, high_open=False)
+            val.in_range(name, val.positive(name, x), 1e-100, 1e100, low_open=False, high_open=False)
 
 
 def _drop_none(d: dict) -> dict:
