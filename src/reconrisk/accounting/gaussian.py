@@ -55,7 +55,7 @@ def _log1mexp(x: np.ndarray) -> np.ndarray:
 
 
 def _steps(steps) -> int:
-    return v.integer("steps", steps, minimum=1)
+    return v.steps("steps", steps)
 
 
 def _eps_array(eps) -> np.ndarray:

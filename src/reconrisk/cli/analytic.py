@@ -206,7 +206,9 @@ def simulate_cmd(
     n = val.max_count("--samples", val.integer("samples", samples, minimum=1), 10**7)
     dim = val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**7)
     rows = val.max_count("--rows", val.integer("rows", rows, minimum=1), 10**7)
-    val.positive("data_range", data_range)
+    for name, x in (("data_range", data_range), ("clip_norm", clip_norm)):  # x² must stay a finite double
+        if x is not None:
+            val.in_range(name, val.positive(name, x), 1e-100, 1e100, low_open=False, high_open=False)
     val.choice("mode", mode, ("fast", "explicit"))
     # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim; explicit mode adds rows × dim
     val.memory("--samples × --dim", f"{n} × {dim}", 48 * len(sig) * n * dim + (48 * rows * dim if mode == "explicit" else 0))

@@ -99,6 +99,8 @@ def audit(
     for x in noise_multiplier or []:
         v.noise_multiplier("noise_multiplier", x)
     v.steps("steps", steps)
+    if known_size is not None:
+        v.integer("known_size", known_size, minimum=1)
     v.positive("clip_norm", clip_norm)
     v.positive("learning_rate", learning_rate)
     v.probability_open("delta", delta)
