@@ -323,12 +323,13 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--limit", type=int, default=0, help="run only the first N cases (0: all)")
     ap.add_argument("--only", default="", help="substring filter on case names")
+    ap.add_argument("--skip", default="", help="leave out cases whose name contains this substring")
     ap.add_argument("--verbose", action="store_true", help="print every case's outcome")
     ap.add_argument("--exec", action="store_true",
                     help="start a fresh `python -m reconrisk` per case instead of forking a pre-imported parent")
     args = ap.parse_args()
     jobs = max(1, min(2, args.jobs))
-    cases = [c for c in build_cases() if args.only in c.name]
+    cases = [c for c in build_cases() if args.only in c.name and not (args.skip and args.skip in c.name)]
     if args.limit:
         cases = cases[: args.limit]
     counts: collections.Counter = collections.Counter()
