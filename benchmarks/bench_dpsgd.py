@@ -71,14 +71,15 @@ def bench_jax(model, x, y, seconds: float, naive: bool = False) -> float:
 
     from reconrisk.train import dpsgd
 
-    cfg = dpsgd.StepConfig(SIGMA, 1.0, CLIP, LR, "hard", None, float(BATCH))
+    cfg = dpsgd.StepConfig(1.0, CLIP, LR, "hard", None, float(BATCH))
+    noise_std = jnp.float32(SIGMA * CLIP)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
     key = jax.random.PRNGKey(0)
 
     if not naive:
         @jax.jit
         def step(params, t):
-            return dpsgd.dpsgd_step(model, cfg, params, key, t, xs, ys)[0]
+            return dpsgd.dpsgd_step(model, cfg, params, key, t, xs, ys, noise_std)[0]
     else:
         @jax.jit
         def step(params, t):
@@ -151,7 +152,7 @@ def bench_opacus(make_model, x, y, mode: str, seconds: float) -> float:
 # -- the audit loop --------------------------------------------------------------------------
 def bench_audit(trials: int) -> tuple[float, dict]:
     from reconrisk.data import load_digits
-    from reconrisk.experiments.runner import calibrated_settings, run_setting
+    from reconrisk.experiments.audit import calibrated_settings, run_setting
 
     data = load_digits()
     (s,) = calibrated_settings([4.0], trials=trials, attacks=("alg2",))
