@@ -25,7 +25,7 @@ def fmt(rate) -> str:
 def main() -> None:
     from reconrisk import accounting
     from reconrisk.data import load_digits
-    from reconrisk.experiments.runner import AuditSetting, calibrated_settings, run_setting
+    from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=300)

@@ -244,3 +244,16 @@ def test_pairwise_norm_is_float32_safe_where_a_plain_sum_drifts():
     _, norms = atk._explicit(x, 0.1, 1.0, 300, False, "oracle", 7, None, return_norms=True)
     want = np.sqrt(300 * np.sum(x**2, axis=1))
     np.testing.assert_allclose(norms, want, rtol=1e-6)
+
+
+def test_explicit_metrics_on_device_equal_host_metrics():
+    """simulate_success(mode='explicit') reduces on the device; same keys, same numbers as the host metrics."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, (4, 300))
+    sim = simulate_success(x, [0.05, 0.2], 2.0, 3, mode="explicit", seed=9, data_range=None)
+    for i, s in enumerate((0.05, 0.2)):
+        xh = simulate_attack(x, s, 2.0, 3, mode="explicit", seed=np.random.default_rng([9, i]))
+        np.testing.assert_allclose(sim.mse[i], atk.mse(x, xh), rtol=1e-4)
+        np.testing.assert_allclose(sim.ncc[i], atk.ncc(x, xh), rtol=1e-4)
+        np.testing.assert_allclose(sim.psnr[i], atk.psnr(x, xh, data_range=None), rtol=1e-5)
+    assert not np.allclose(sim.mse[0], sim.mse[1])
