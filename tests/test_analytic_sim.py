@@ -229,6 +229,7 @@ def test_pairwise_norm_is_float32_safe_where_a_plain_sum_drifts():
     """The 'wrong norm under load' was float32 rounding: a sequential float32 sum of 4·10⁶ squares drifts by
     > 1e-5 relative, the pairwise device sum stays within 1e-6 of the float64 value (and the explicit step's
     clipping norm is the pairwise one)."""
+    jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
     from reconrisk.train.clipping import pairwise_sum
