@@ -145,12 +145,13 @@ def _run(settings, certificates, data, attacks, *, quiet: bool):
         return [run_setting(s, data, certificate=c) for s, c in zip(settings, certificates)]
     from rich.console import Console, Group
     from rich.live import Live
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import Progress
+
+    from ._common import progress_columns
 
     err = Console(stderr=True)
     results: list = []
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("ETA"), TimeRemainingColumn(), console=err)
+    bar = Progress(*progress_columns(), console=err)
     task = bar.add_task("audit trials", total=total_trials(settings))
     if not err.is_terminal:  # logs: one line per bound now, one per result as it finishes
         for s, c in zip(settings, certificates):
