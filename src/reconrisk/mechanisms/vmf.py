@@ -40,6 +40,7 @@ __all__ = [
     "vmf_logpdf",
     "vmf_mean_resultant",
     "sample_vmf",
+    "sample_vmf_cosine",
     "sample_vmf_jax",
     "vmf_noise_jax",
 ]
