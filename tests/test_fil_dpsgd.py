@@ -98,12 +98,12 @@ def test_per_example_fil_methods_and_noise_scale(small):
 # ---------------------------------------------------------------- Algorithm 1 in the trainer
 def _manual_accounting(model, release, x, y, cfg):
     """Replay Algorithm 1 step by step in Python (κ = 1, no momentum, exact trace) for comparison."""
-    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0)
-    k_init, k_run, _ = jax.random.split(key, 3)
+    k_train, _ = F.fil_run_keys(cfg.seed, 0)
+    k_init, k_run = jax.random.split(k_train)
     params = model.init(k_init)
     scfg = dpsgd.make_step_config(release, x.shape[0], cfg.learning_rate, cfg.clip_mode)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys))
+    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys, release.noise_std))
     every = jax.jit(lambda p: F.per_example_fil(model, p, xs, ys, clip_norm=release.clip_norm,
                                                 noise_std=release.noise_std, method="trace_exact",
                                                 clip_mode=cfg.clip_mode))
@@ -127,6 +127,40 @@ def test_trainer_accounting_matches_a_step_by_step_replay(digits):
     assert np.isinf(res.bounds[res.fil == 0]).all()
     assert res.kappa == 1.0 and res.subsampling is None
     assert res.noise_std == pytest.approx(1.3 * 0.7)
+
+
+@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.1, 0.5)])
+def test_fil_path_and_plain_trainer_give_the_same_parameters(digits, q, momentum):
+    """The FIL hook only watches: the accounted run and the plain trainer end at the same parameters."""
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:60], digits.y[:60]
+    release = Release(1.3, q, 5, clip_norm=0.7)
+    cfg = F.FILConfig(num_coords=3, momentum=momentum, learning_rate=0.3, seed=3, runs=2)
+    res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=2)
+    for r in range(2):
+        k_train, _ = F.fil_run_keys(3, r)
+        plain = dpsgd.train(model, release, x, y, key=k_train, learning_rate=0.3, momentum=momentum,
+                            clip_mode="gelu", record=False, runs=2)
+        for a, b in zip(jax.tree_util.tree_leaves(res.params_runs[r]), jax.tree_util.tree_leaves(plain.params)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # and the runs differ (the keys matter)
+    assert not np.array_equal(ravel_pytree(res.params_runs[0])[0], ravel_pytree(res.params_runs[1])[0])
+
+
+def test_momentum_update_is_the_seed001_recursion(digits):
+    """optax form of v ← μv + g/(qN), w ← w − ρv, replayed from a transcript."""
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:40], digits.y[:40]
+    rel = Release(1.0, 0.5, 4, clip_norm=0.5)
+    res = dpsgd.train(model, rel, x, y, seed=2, learning_rate=0.2, momentum=0.5)
+    tr = res.transcript
+    vel = np.zeros(tr.thetas.shape[1])
+    theta = np.asarray(tr.thetas[0], np.float64)
+    for t in range(4):
+        vel = 0.5 * vel + tr.grads[t] / tr.meta["normalizer"]
+        theta = theta - 0.2 * vel
+        np.testing.assert_allclose(tr.thetas[t + 1], theta, rtol=1e-5, atol=1e-6)
+    assert tr.meta["momentum"] == 0.5
 
 
 def test_trainer_seeds_kappa_runs_and_summary(digits):
