@@ -73,3 +73,25 @@ def test_qualitative_claims_ci_size():
     assert vm.mse >= g.mse
     assert vm.log_capacity < g.log_capacity
     assert res.baseline["mse"] < g.mse  # noise protects compared with clipping alone
+
+
+def test_release_vmf_trains_in_the_shared_simulator():
+    """Release.vmf(κ) runs through train/dpsgd.py's noise seam: the released gradient is a unit vector."""
+    from reconrisk.data import load_digits
+    from reconrisk.release import Release
+    from reconrisk.train.dpsgd import train
+    from reconrisk.train.models import get_model
+
+    ds = load_digits().subset(np.arange(200))
+    model = get_model("logistic", ds.image_shape)
+    rel = Release.vmf(500.0, sample_rate=0.25, steps=5)
+    assert rel.noise_std == 500.0 and rel.concentration == 500.0
+    res = train(model, rel, ds.x, ds.y, seed=0)
+    g = np.asarray(res.transcript.grads)
+    assert np.allclose(np.linalg.norm(g.reshape(g.shape[0], -1), axis=1), 1.0, atol=1e-4)
+    with pytest.raises(ReconRiskError, match="VMF"):
+        from reconrisk.accounting import epsilon
+
+        epsilon(release=rel, delta=1e-5)
+    with pytest.raises(ReconRiskError, match="concentration"):
+        Release(1.0, 0.1, 10).concentration
