@@ -295,3 +295,10 @@ def test_gaussian_capacity_monotone(sigma, radius, p):
     assert base >= 0
     assert cap.log_capacity_gaussian(sigma, radius * 1.1, p) > base
     assert cap.log_capacity_gaussian(sigma * 1.1, radius, p) < base
+
+
+@pytest.mark.parametrize("kappa,eps", [(25, 0.164), (75, 1.64), (100, 4.56), (150, 14.1), (200, 174)])
+def test_steps_as_compositions_spec_values(kappa, eps):
+    # spec_004 §3: with N = 1406 steps (approach 2, paper interpolation) VMF's ε is far larger than Table I's
+    res = acc.vmf_epsilon(kappa, P, GAMMA, 1406, DELTA, "2", interpolation="paper")
+    assert res.epsilon == pytest.approx(eps, rel=0.01)

@@ -33,6 +33,15 @@ _LAZY = {
     "MseBound": "bounds.mse",
     "rdp_mse_lower_bound": "bounds.mse",
     "dfil_bound": "bounds.mse",
+    "log_iv": "mechanisms.vmf",
+    "sample_vmf": "mechanisms.vmf",
+    "vmf_rdp": "accounting.vmf",
+    "vmf_delta": "accounting.vmf",
+    "vmf_epsilon": "accounting.vmf",
+    "kappa_for_epsilon": "accounting.vmf",
+    "log_bayes_capacity": "bounds.capacity",
+    "log_capacity_vmf": "bounds.capacity",
+    "log_capacity_gaussian": "bounds.capacity",
 }
 
 
@@ -83,4 +92,14 @@ __all__ = [
     "dfil_bound",
     "mse_bound",
     "rdp_mse_lower_bound",
+    # seed 004: VMF mechanism and Bayes' capacity
+    "kappa_for_epsilon",
+    "log_bayes_capacity",
+    "log_capacity_gaussian",
+    "log_capacity_vmf",
+    "log_iv",
+    "sample_vmf",
+    "vmf_delta",
+    "vmf_epsilon",
+    "vmf_rdp",
 ]
