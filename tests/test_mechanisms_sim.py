@@ -53,6 +53,14 @@ def test_inverting_gradients_recovers_a_noiseless_batch():
     assert float(mse(noise, np.asarray(x_true)).mean()) > 0.05  # a random guess is far worse
 
 
+def test_capacity_matched_sigma_inverts_theorem5():
+    from reconrisk.bounds.capacity import log_capacity_gaussian
+    from reconrisk.experiments.mechanisms import gaussian_sigma_for_log_capacity
+
+    s = gaussian_sigma_for_log_capacity(42.57, 1.0, 4100)
+    assert log_capacity_gaussian(s, 1.0, 4100) == pytest.approx(42.57, rel=1e-5)
+
+
 def test_compare_config_validates():
     from reconrisk.experiments.mechanisms import CompareConfig
 

@@ -23,6 +23,8 @@ def compare_cmd(
     attack_iterations: int = typer.Option(300, "--attack-iterations", help="Inverting-gradients iterations."),
     tv_weight: float = typer.Option(1e-2, "--tv-weight", help="Total-variation weight of the attack."),
     seed: int = typer.Option(0, "--seed", help="Seed of data split, initialisation, noise and attack."),
+    capacity_matched: bool = typer.Option(False, "--capacity-matched",
+                                          help="Also run a Gaussian whose Bayes' capacity equals each VMF's (Fig 4)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Directory for results.json and the figures."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -36,7 +38,7 @@ def compare_cmd(
         raise ReconRiskError(f"epsilons must be comma-separated numbers; found {epsilons!r}") from None
     cfg = CompareConfig(epsilons=grid, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, delta=delta,
                         vmf_compositions=vmf_compositions, attack_iterations=attack_iterations, tv_weight=tv_weight,
-                        seed=seed)
+                        seed=seed, capacity_matched=capacity_matched)
     import logging
 
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp_accounting's fractional-order convergence notes

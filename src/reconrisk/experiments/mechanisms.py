@@ -70,6 +70,7 @@ class CompareConfig:
     tv_weight: float = 1e-2
     test_fraction: float = 0.2
     seed: int = 0
+    capacity_matched: bool = False
 
     def __post_init__(self) -> None:
         eps = tuple(v.positive("epsilons", e) for e in self.epsilons)
@@ -281,4 +282,21 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
                                          float(np.mean(s)), _se(s)))
             if progress:
                 progress(1)
+            if cfg.capacity_matched and mech == "vmf":
+                # Gaussian whose Bayes' capacity equals this VMF's (seed 004, Fig 4: equal capacity ~ equal MSE)
+                s_eff = gaussian_sigma_for_log_capacity(lc, cfg.clip_norm, dim)
+                sig = s_eff * cfg.batch_size
+                acc, m, s = _train_and_attack(data, cfg, "gaussian", sig)
+                points.append(MechanismPoint("gaussian@capacity", eps, float(sig), float(lc), acc, float(np.mean(m)),
+                                             _se(m), float(np.mean(s)), _se(s)))
     return Comparison(cfg, dim, q, steps, tuple(points), baseline)
+
+
+def gaussian_sigma_for_log_capacity(log_capacity: float, radius: float, dim: int) -> float:
+    """σ with log C_Bayes(N(·, σ²I) on the ball of radius R) = ``log_capacity`` (decreasing in σ; bisection)."""
+    from .._roots import bisect_log
+
+    target = v.positive("log_capacity", log_capacity)
+    _, hi = bisect_log(lambda s: log_capacity_gaussian(s, radius, dim) <= target, 1e-3, 1.0, rel_tol=1e-6,
+                       name="sigma")
+    return hi

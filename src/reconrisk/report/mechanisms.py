@@ -9,7 +9,8 @@ from pathlib import Path
 
 from .._io import pyplot, save_figure, write_json
 
-_STYLE = {"gaussian": ("tab:blue", "o", "Gaussian"), "vmf": ("tab:red", "s", "VMF")}
+_STYLE = {"gaussian": ("tab:blue", "o", "Gaussian"), "vmf": ("tab:red", "s", "VMF"),
+          "gaussian@capacity": ("tab:green", "^", "Gaussian, capacity of the VMF")}
 
 
 def _series(points, mech, key):
