@@ -119,13 +119,13 @@ def test_trainer_accounting_matches_a_step_by_step_replay(digits):
     model = models.get_model("mlp:5", digits.image_shape)
     x, y = digits.x[:60], digits.y[:60]
     release = Release(1.3, 0.1, 6, clip_norm=0.7)
-    cfg = F.FILConfig(method="trace_exact", use_kappa=False, momentum=0.0, learning_rate=0.3, seed=4)
+    cfg = F.FILConfig(method="trace_exact", use_subsampling_factor=False, momentum=0.0, learning_rate=0.3, seed=4)
     res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=3)
     manual = _manual_accounting(model, release, x, y, cfg)
     np.testing.assert_allclose(res.fil, manual, rtol=2e-4, atol=1e-9)
     assert (res.fil == 0).any() and (res.fil > 0).any()  # unsampled examples have no leakage
     assert np.isinf(res.bounds[res.fil == 0]).all()
-    assert res.kappa == 1.0 and res.subsampling is None
+    assert res.subsampling_factor == 1.0 and res.subsampling is None
     assert res.noise_std == pytest.approx(1.3 * 0.7)
 
 
@@ -178,16 +178,17 @@ def test_trainer_seeds_kappa_runs_and_summary(digits):
     c = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=2))
     assert not np.allclose(a.fil, c.fil)
     # κ of Eq. 3 with δ = 1/(n·T) and sensitivity 2 × 1.11522 (GELU clip); the RDP ε uses σ/1.11522
-    from reconrisk.bounds.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2, subsampling_kappa
+    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
 
     assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (80 * 8), rel=1e-9)
-    assert a.kappa == pytest.approx(subsampling_kappa(0.1, a.subsampling.step_epsilon))
+    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.1, a.subsampling.step_epsilon))
     assert a.rdp_epsilon == pytest.approx(release_rdp_alpha2(release, sensitivity=GELU_CLIP_OVERSHOOT))
     d = a.to_dict()
     assert set(d["dfil_bound"]) == {"min", "median", "max"}
     assert d["max_dfil_bound"] == pytest.approx(1 / a.fil.max())
-    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_kappa=False))
-    np.testing.assert_allclose(nokappa.fil * a.kappa, a.fil, rtol=1e-5)
+    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_subsampling_factor=False))
+    np.testing.assert_allclose(nokappa.fil * a.subsampling_factor, a.fil, rtol=1e-5)
     literal = F.train_dpsgd_with_fil(model, Release(2.0, 0.1, 8, clip_norm=2.0), x, y,
                                      config=F.FILConfig(num_coords=8, seed=1, paper_literal=True))
     assert literal.noise_std == 2.0

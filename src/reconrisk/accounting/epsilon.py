@@ -56,7 +56,7 @@ def _release(noise_multiplier, sample_rate, steps, release) -> Release:
 
 
 def _pld_epsilon(release: Release, delta: float, h: float) -> float:
-    if all(s.sample_rate == 1.0 for s in release.segments):
+    if release.full_batch:
         from .gaussian import gaussian_eps  # exact GDP profile, in log space
 
         return gaussian_eps(1.0 / release_gdp_mu(release), delta)

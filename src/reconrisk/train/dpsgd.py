@@ -512,9 +512,11 @@ def train(
                        tuple(states[1:] if record else states), hook_outputs, opt_state)
 
 
-def accuracy(model: Model, params, x, y) -> float:
-    """Fraction of (x, y) classified correctly."""
+def model_accuracy(model: Model, params, x, y) -> float:
+    """Fraction of (x, y) the model classifies correctly (:func:`reconrisk.metrics.accuracy` of its argmax)."""
     import jax.numpy as jnp
 
+    from ..metrics import accuracy
+
     pred = jnp.argmax(model.logits(params, jnp.asarray(x, jnp.float32)), axis=1)
-    return float(jnp.mean(pred == jnp.asarray(y)))
+    return accuracy(np.asarray(pred), np.asarray(y))

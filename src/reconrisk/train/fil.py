@@ -33,7 +33,7 @@ Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
     ε is the (ε, δ)-DP of one step with sensitivity ``2 × 1.115C`` (Alg. 1
     line 4) — it holds except with probability T·δ — or κ = 1 (Eq. 2,
-    ``use_kappa=False``). Summing spectral norms bounds the spectral norm of
+    ``use_subsampling_factor=False``). Summing spectral norms bounds the spectral norm of
     the sum (sub-additivity). The sum over one run is an unbiased Monte-Carlo
     estimate of the Theorem 3/4 upper bound on ``I_h(z)``; R repeated runs
     are averaged. The per-example bound for unbiased attacks is ``1/η̄²``
@@ -72,14 +72,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
-from ..bounds.mse import (
-    GELU_CLIP_OVERSHOOT,
-    SubsamplingFactor,
-    dfil_bound,
-    rdp_mse_lower_bound,
-    release_rdp_alpha2,
-    subsampling_factor,
-)
+from ..accounting.order2 import release_rdp_alpha2
+from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
+from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 from ..release import Release
 from .dpsgd import StepHook, check_data
@@ -210,7 +205,7 @@ class FILConfig:
     clip_mode: str = "gelu"
     learning_rate: float = 0.1
     momentum: float = 0.5
-    use_kappa: bool = True
+    use_subsampling_factor: bool = True  # seed 001 Eq. 3; False: factor 1 (Eq. 2)
     delta: float | None = None  # per-step δ of Eq. 3; None: 1/(n·T), so that T·δ ≤ 1/n
     paper_literal: bool = False  # s = σ (the paper's Eq. 1) instead of σC
     runs: int = 1
@@ -248,7 +243,7 @@ class FILAccounting:
     config: FILConfig
     noise_std: float
     subsampling: SubsamplingFactor | None
-    kappa: float
+    subsampling_factor: float
     rdp_epsilon: float
     rdp_mse_bound: float
     test_accuracy: float | None
@@ -280,7 +275,7 @@ class FILAccounting:
             "config": self.config.to_dict(),
             "measure": self.measure,
             "noise_std": self.noise_std,
-            "kappa": self.kappa,
+            "subsampling_factor": self.subsampling_factor,
             "subsampling": None if self.subsampling is None else self.subsampling.to_dict(),
             "rdp_epsilon": self.rdp_epsilon,
             "rdp_mse_bound": self.rdp_mse_bound,
@@ -296,7 +291,7 @@ class FILAccounting:
 class FILHook(StepHook):
     """Algorithm 1 lines 6–9 as a step hook: add κ·FIL(w_{t−1}; z) of every batch member z.
 
-    State ``(acc (n,), κ, noise_std, k_fil)``: the running per-example sums,
+    State ``(acc (n,), factor, noise_std, k_fil)``: the running per-example sums,
     the subsampling factor, the FIL noise scale s and the FIL key (step t
     uses ``fold_in(k_fil, t)``). The batch's padded gather (``info.batch``)
     is the trainer's own, so only members are evaluated.
@@ -313,7 +308,7 @@ class FILHook(StepHook):
         import jax
         import jax.numpy as jnp
 
-        acc, kappa, noise_std, k_fil = state
+        acc, factor, noise_std, k_fil = state
         kt = jax.random.fold_in(k_fil, info.t)
         batch = info.batch
 
@@ -323,10 +318,10 @@ class FILHook(StepHook):
                                    power_iters=self.power_iters)
 
         if batch.index is None:  # evaluate every example, keep the members
-            acc = acc + kappa * fil_of(info.x, info.y) * batch.mask
+            acc = acc + factor * fil_of(info.x, info.y) * batch.mask
         else:
-            acc = acc.at[batch.index].add(kappa * fil_of(info.x[batch.index], info.y[batch.index]) * batch.valid)
-        return (acc, kappa, noise_std, jnp.asarray(k_fil)), ()
+            acc = acc.at[batch.index].add(factor * fil_of(info.x[batch.index], info.y[batch.index]) * batch.valid)
+        return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
 
 
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
@@ -334,14 +329,14 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     """Seed 001 Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
 
     ``config`` (:class:`FILConfig`) selects the estimator, clipping, learning
-    rate, momentum, κ and the number of repeated runs. ``progress(k)`` is
+    rate, momentum, the subsampling factor and the number of repeated runs. ``progress(k)`` is
     called after every k steps (all runs: ``runs × steps`` in total).
     """
     import time
 
     import jax.numpy as jnp
 
-    from .dpsgd import accuracy, train
+    from .dpsgd import model_accuracy, train
 
     cfg = config if config is not None else FILConfig()
     if not isinstance(cfg, FILConfig):
@@ -357,10 +352,10 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     noise_std = sigma if cfg.paper_literal else release.noise_std
     overshoot = GELU_CLIP_OVERSHOOT if cfg.clip_mode == "gelu" else 1.0
     sub = None
-    kappa = 1.0
-    if cfg.use_kappa and q < 1.0:
+    factor = 1.0
+    if cfg.use_subsampling_factor and q < 1.0:
         sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
-        kappa = sub.kappa
+        factor = sub.value
     rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
     hook = FILHook(model, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode, release.clip_norm)
     fil_runs = np.zeros((cfg.runs, n))
@@ -369,14 +364,14 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     t0 = time.perf_counter()
     for r in range(cfg.runs):
         k_train, k_fil = fil_run_keys(cfg.seed, r)
-        state = (jnp.zeros((n,), jnp.float32), jnp.float32(kappa), jnp.float32(noise_std), k_fil)
+        state = (jnp.zeros((n,), jnp.float32), jnp.float32(factor), jnp.float32(noise_std), k_fil)
         res = train(model, release, x, y, key=k_train, learning_rate=cfg.learning_rate, momentum=cfg.momentum,
                     clip_mode=cfg.clip_mode, record=False, hooks=(hook,), hook_states=(state,), runs=cfg.runs,
                     chunk_steps=chunk_steps, progress=progress)
         fil_runs[r] = np.asarray(res.hook_states[0][0], dtype=float)
         params_runs.append(res.params)
         if x_test is not None:
-            accs.append(accuracy(model, res.params, x_test, y_test))
+            accs.append(model_accuracy(model, res.params, x_test, y_test))
     seconds = time.perf_counter() - t0
     fil = fil_runs.mean(axis=0)
     return FILAccounting(
@@ -387,7 +382,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         config=cfg,
         noise_std=noise_std,
         subsampling=sub,
-        kappa=kappa,
+        subsampling_factor=factor,
         rdp_epsilon=rdp_eps,
         rdp_mse_bound=rdp_mse_lower_bound(rdp_eps) if rdp_eps > 0 else float("inf"),
         test_accuracy=float(np.mean(accs)) if accs else None,
