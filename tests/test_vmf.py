@@ -212,7 +212,7 @@ def test_more_compositions_more_epsilon_and_kappa_inverse():
     e3 = acc.vmf_epsilon(100, P, GAMMA, 3, DELTA, "2").epsilon
     e30 = acc.vmf_epsilon(100, P, GAMMA, 30, DELTA, "2").epsilon
     assert e30 > e3
-    k = acc.kappa_for_epsilon(2.0, P, GAMMA, 3, DELTA, "2", rel_tol=1e-3)
+    k = acc.concentration_for_epsilon(2.0, P, GAMMA, 3, DELTA, "2", rel_tol=1e-3)
     assert acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2").epsilon <= 2.0
     assert acc.vmf_epsilon(k * 1.002, P, GAMMA, 3, DELTA, "2").epsilon > 2.0
 

@@ -25,14 +25,14 @@ def test_vmf_epsilon_json(capsys):
     assert out["approach"] == "2" and out["compositions"] == 3
 
 
-def test_vmf_kappa_json(capsys):
-    out = _json(capsys, ["vmf", "kappa", "--epsilon", "10.9", *TABLE_I, "--approach", "2", "--interpolation", "paper"])
-    assert out["kappa"] == pytest.approx(200, rel=0.01)
+def test_vmf_concentration_json(capsys):
+    out = _json(capsys, ["vmf", "concentration", "--epsilon", "10.9", *TABLE_I, "--approach", "2", "--interpolation", "paper"])
+    assert out["concentration"] == pytest.approx(200, rel=0.01)
     assert out["epsilon"] <= 10.9
 
 
 def test_capacity_json(capsys):
-    assert _json(capsys, ["capacity", "vmf", "--kappa", "500", "--dim", "13700"])["log_capacity"] == pytest.approx(
+    assert _json(capsys, ["capacity", "vmf", "--concentration", "500", "--dim", "13700"])["log_capacity"] == pytest.approx(
         490.882, rel=1e-5)
     out = _json(capsys, ["capacity", "gaussian", "--sigma", "0.5", "--radius", "1", "--dim", "2"])
     assert out["log_capacity"] == pytest.approx(math.log(5.506628274631), rel=1e-10)

@@ -38,7 +38,7 @@ _LAZY = {
     "vmf_rdp": "accounting.vmf",
     "vmf_delta": "accounting.vmf",
     "vmf_epsilon": "accounting.vmf",
-    "kappa_for_epsilon": "accounting.vmf",
+    "concentration_for_epsilon": "accounting.vmf",
     "log_bayes_capacity": "bounds.capacity",
     "log_capacity_vmf": "bounds.capacity",
     "log_capacity_gaussian": "bounds.capacity",
@@ -93,7 +93,7 @@ __all__ = [
     "mse_bound",
     "rdp_mse_lower_bound",
     # seed 004: VMF mechanism and Bayes' capacity
-    "kappa_for_epsilon",
+    "concentration_for_epsilon",
     "log_bayes_capacity",
     "log_capacity_gaussian",
     "log_capacity_vmf",

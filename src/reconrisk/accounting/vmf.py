@@ -59,7 +59,7 @@ __all__ = [
     "kov_compose",
     "VmfEpsilon",
     "vmf_epsilon",
-    "kappa_for_epsilon",
+    "concentration_for_epsilon",
     "APPROACHES",
     "OPACUS_ORDERS",
     "gaussian_epsilon_opacus",
@@ -228,7 +228,7 @@ class VmfEpsilon:
     epsilon_approach2: float
     alpha: float  # optimal order of approach 2
     eps0: float  # optimal un-subsampled ε of approach 1
-    kappa: float
+    concentration: float  # κ (the VMF concentration; `kappa` is the prior's baseline in reconrisk's vocabulary)
     dim: int
     sample_rate: float
     compositions: int
@@ -332,7 +332,7 @@ def vmf_epsilon(
     return VmfEpsilon(float(eps), which, float(e1), float(e2), float(a2), float(e0), k, p, gamma, n, d, mode)
 
 
-def kappa_for_epsilon(
+def concentration_for_epsilon(
     epsilon,
     dim,
     sample_rate,

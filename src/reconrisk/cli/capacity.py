@@ -25,7 +25,8 @@ def _show(payload: dict, title: str, json_out: bool) -> None:
 
 @capacity_app.command("vmf")
 def vmf_cmd(
-    kappa: float = typer.Option(..., "--kappa", "-k", help="Concentration κ ≥ 0."),
+    kappa: float = typer.Option(..., "--concentration", "--kappa", "-k",
+                                help="VMF concentration κ ≥ 0; --kappa is the seed's spelling."),
     dim: int = typer.Option(..., "--dim", "-p", help="Dimension p ≥ 2."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `log_capacity`)."),
 ) -> None:
@@ -33,7 +34,7 @@ def vmf_cmd(
     from ..bounds.capacity import log_capacity_vmf
 
     lc = log_capacity_vmf(kappa, dim)
-    _show({"mechanism": "vmf", "kappa": kappa, "dim": dim, "log_capacity": lc},
+    _show({"mechanism": "vmf", "concentration": kappa, "dim": dim, "log_capacity": lc},
           f"Bayes' capacity, VMF κ = {kappa:g}, p = {dim}", json_out)
 
 

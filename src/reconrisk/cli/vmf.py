@@ -1,4 +1,4 @@
-"""``reconrisk vmf epsilon|kappa`` — privacy accounting of the VMF mechanism (seed 004; theory only, no JAX)."""
+"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (seed 004; theory only, no JAX)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ _COMMON = {
 
 @vmf_app.command("epsilon")
 def epsilon_cmd(
-    kappa: float = typer.Option(..., "--kappa", "-k", help="Concentration κ > 0 (larger = less noise)."),
+    kappa: float = typer.Option(..., "--concentration", "--kappa", "-k",
+                                help="VMF concentration κ > 0 (larger = less noise); --kappa is the seed's spelling."),
     dim: int = _COMMON["dim"],
     sample_rate: str = _COMMON["sample_rate"],
     compositions: int = _COMMON["compositions"],
@@ -60,13 +61,13 @@ def epsilon_cmd(
     rows = [["epsilon", res.epsilon], ["approach used", res.approach], ["epsilon, approach 1", res.epsilon_approach1],
             ["epsilon, approach 2", res.epsilon_approach2], ["optimal order α (approach 2)", res.alpha],
             ["optimal un-subsampled ε (approach 1)", res.eps0]]
-    print_table(f"VMF mechanism, κ = {res.kappa:g}, p = {res.dim}", ["quantity", "value"], rows,
+    print_table(f"VMF mechanism, κ = {res.concentration:g}, p = {res.dim}", ["quantity", "value"], rows,
                 caption=f"γ = {res.sample_rate:.6g}, N = {res.compositions}, δ = {res.delta:.3g}, "
                         f"interpolation = {res.interpolation}")
 
 
-@vmf_app.command("kappa")
-def kappa_cmd(
+@vmf_app.command("concentration")
+def concentration_cmd(
     epsilon: float = typer.Option(..., "--epsilon", "-e", help="Target ε > 0."),
     dim: int = _COMMON["dim"],
     sample_rate: str = _COMMON["sample_rate"],
@@ -74,18 +75,18 @@ def kappa_cmd(
     delta: str = _COMMON["delta"],
     approach: str = _COMMON["approach"],
     interpolation: str = _COMMON["interpolation"],
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (key `kappa`) instead of a table."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (key `concentration`) instead of a table."),
 ) -> None:
     """Largest κ whose release meets the target ε (bisection on log κ)."""
-    from ..accounting.vmf import kappa_for_epsilon, vmf_epsilon
+    from ..accounting.vmf import concentration_for_epsilon, vmf_epsilon
 
     q, d = parse_number("sample_rate", sample_rate), parse_number("delta", delta)
-    k = kappa_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
+    k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
     achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
-    payload = {"kappa": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
+    payload = {"concentration": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
                "compositions": compositions, "delta": d, "approach": approach, "interpolation": interpolation}
     if json_out:
         print_json(payload)
         return
     print_table("VMF concentration for a target ε", ["quantity", "value"],
-                [["kappa", k], ["epsilon achieved", achieved], ["epsilon target", epsilon]])
+                [["concentration κ", k], ["epsilon achieved", achieved], ["epsilon target", epsilon]])

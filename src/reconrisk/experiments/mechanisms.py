@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.vmf import gaussian_sigma_opacus, kappa_for_epsilon
+from ..accounting.vmf import gaussian_sigma_opacus, concentration_for_epsilon
 from ..bounds.capacity import log_capacity_gaussian, log_capacity_vmf
 from ..errors import ReconRiskError
 
@@ -274,7 +274,7 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
         progress(1)
     for eps in cfg.epsilons:
         sigma = gaussian_sigma_opacus(eps, q, steps, cfg.delta, rel_tol=1e-3)
-        kappa = kappa_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
+        kappa = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
         for mech, param, lc in (("gaussian", sigma, log_capacity_gaussian(sigma / cfg.batch_size, cfg.clip_norm, dim)),
                                 ("vmf", kappa, log_capacity_vmf(kappa, dim))):
             acc, m, s = _train_and_attack(data, cfg, mech, param)
