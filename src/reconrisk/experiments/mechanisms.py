@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.vmf import gaussian_sigma_opacus, concentration_for_epsilon
+from ..accounting.vmf import concentration_for_epsilon, gaussian_epsilon_opacus, gaussian_sigma_opacus
 from ..bounds.capacity import log_capacity_gaussian, log_capacity_vmf
 from ..errors import ReconRiskError
 
@@ -287,8 +287,9 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
                 s_eff = gaussian_sigma_for_log_capacity(lc, cfg.clip_norm, dim)
                 sig = s_eff * cfg.batch_size
                 acc, m, s = _train_and_attack(data, cfg, "gaussian", sig)
-                points.append(MechanismPoint("gaussian@capacity", eps, float(sig), float(lc), acc, float(np.mean(m)),
-                                             _se(m), float(np.mean(s)), _se(s)))
+                eps_g = gaussian_epsilon_opacus(sig, q, steps, cfg.delta)  # its own ε, not the VMF's
+                points.append(MechanismPoint("gaussian@capacity", eps_g, float(sig), float(lc), acc,
+                                             float(np.mean(m)), _se(m), float(np.mean(s)), _se(s)))
     return Comparison(cfg, dim, q, steps, tuple(points), baseline)
 
 
