@@ -302,3 +302,10 @@ def test_steps_as_compositions_spec_values(kappa, eps):
     # spec_004 §3: with N = 1406 steps (approach 2, paper interpolation) VMF's ε is far larger than Table I's
     res = acc.vmf_epsilon(kappa, P, GAMMA, 1406, DELTA, "2", interpolation="paper")
     assert res.epsilon == pytest.approx(eps, rel=0.01)
+
+
+def test_subsampling_amplification_is_stable():
+    e, d = acc.subsample_eps_delta(1.0, 1e-5, 0.01)
+    assert e == pytest.approx(math.log1p(0.01 * math.expm1(1.0)), rel=1e-14) and d == pytest.approx(1e-7)
+    assert acc.subsample_eps_delta(1000.0, 1e-5, 0.01)[0] == pytest.approx(1000.0 + math.log(0.01), rel=1e-12)
+    assert acc.subsample_eps_delta(2.0, 1e-5, 1.0) == (2.0, 1e-5)

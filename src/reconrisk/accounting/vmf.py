@@ -199,7 +199,8 @@ def _interp(alphas: np.ndarray, tau1: float, tau_int: np.ndarray, mode: str) -> 
 
 def subsample_eps_delta(eps: float, delta: float, gamma: float) -> tuple[float, float]:
     """Amplification by Poisson subsampling of an (ε, δ)-DP mechanism (Balle et al. 2018, Thm 8)."""
-    return float(np.log1p(gamma * np.expm1(eps))), gamma * delta
+    with np.errstate(divide="ignore"):
+        return float(np.logaddexp(np.log1p(-gamma), math.log(gamma) + eps)), gamma * delta
 
 
 def kov_compose(eps_s, delta_s, n: int, delta_tilde):
@@ -245,7 +246,8 @@ def _approach1(kappa, nu, gamma, n, delta) -> tuple[float, float]:
     def eps_tilde(eps0):
         eps0 = np.atleast_1d(np.asarray(eps0, dtype=float))
         log_d0, _ = _delta_opt(eps0, kappa, nu)
-        eps_s = np.log1p(gamma * np.expm1(eps0))
+        with np.errstate(divide="ignore"):  # log(1 − γ + γe^ε) without overflow; γ = 1 gives ε
+            eps_s = np.logaddexp(np.log1p(-gamma), math.log(gamma) + eps0)
         delta_s = gamma * np.exp(log_d0)
         d_tilde = -np.expm1(log_target - n * np.log1p(-delta_s))
         et, _ = kov_compose(eps_s, delta_s, n, np.where(d_tilde > 0, d_tilde, np.nan))
