@@ -42,6 +42,12 @@ _LAZY = {
     "log_bayes_capacity": "bounds.capacity",
     "log_capacity_vmf": "bounds.capacity",
     "log_capacity_gaussian": "bounds.capacity",
+    "rero_from_guarantee": "bounds.conversions",
+    "dp_from_two_point_rero": "bounds.conversions",
+    "log_kappa_uniform_ball": "priors",
+    "log_kappa_gaussian": "priors",
+    "closed_form_experiment": "attacks.closed_form",
+    "run_reconn": "attacks.reconstructor",
 }
 
 
@@ -102,4 +108,11 @@ __all__ = [
     "vmf_delta",
     "vmf_epsilon",
     "vmf_rdp",
+    # seed 002: informed adversaries
+    "closed_form_experiment",
+    "dp_from_two_point_rero",
+    "log_kappa_gaussian",
+    "log_kappa_uniform_ball",
+    "rero_from_guarantee",
+    "run_reconn",
 ]
