@@ -57,11 +57,21 @@ def test_bessel_ratio_in_unit_interval_and_log_iv_decreasing_in_nu(nu, x):
     assert mech.log_iv(nu + 1, x) < mech.log_iv(nu, x)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0, 1e5), st.floats(1e-300, 1e6))
+def test_log_iv_scalar_fast_path_equals_array_path(nu, x):
+    assert mech.log_iv(nu, x) == float(mech.log_iv(np.array([nu]), np.array([x]))[0])
+
+
 def test_log_iv_rejects_bad_input():
     with pytest.raises(ReconRiskError, match="nu"):
         mech.log_iv(-1, 2.0)
     with pytest.raises(ReconRiskError, match="x"):
         mech.log_iv(1, float("nan"))
+    with pytest.raises(ReconRiskError, match="x"):
+        mech.log_iv(100.0, -1.0)
+    with pytest.raises(ReconRiskError, match="nu"):
+        mech.log_iv(float("inf"), 1.0)
 
 
 def test_mean_resultant_spec_values():
