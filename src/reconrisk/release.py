@@ -112,6 +112,13 @@ class Release:
 
     from_opacus_history = schedule
 
+    @classmethod
+    def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> "Release":
+        """The release an Opacus ``PrivacyEngine`` or accountant has accounted so far (reads its ``history``)."""
+        from .opacus import release_from_opacus  # imports neither opacus nor torch
+
+        return release_from_opacus(privacy_engine_or_accountant, clip_norm=clip_norm)
+
     # -- views ---------------------------------------------------------------------
     @property
     def homogeneous(self) -> bool:
