@@ -33,6 +33,14 @@ _LAZY = {
     "MseBound": "bounds.mse",
     "rdp_mse_lower_bound": "bounds.mse",
     "dfil_bound": "bounds.mse",
+    # issue 11: the certified trade-off curve and the risks read off it
+    "tradeoff": "bounds.tradeoff",
+    "TradeOff": "bounds.tradeoff",
+    "risk": "bounds.risk",
+    "RiskBound": "bounds.risk",
+    "calibrate_risk": "bounds.calibrate_risk",
+    "ReconRiskAccountant": "opacus",
+    "make_private_with_risk": "opacus",
 }
 
 
@@ -83,4 +91,12 @@ __all__ = [
     "dfil_bound",
     "mse_bound",
     "rdp_mse_lower_bound",
+    # issue 11
+    "tradeoff",
+    "TradeOff",
+    "risk",
+    "RiskBound",
+    "calibrate_risk",
+    "ReconRiskAccountant",
+    "make_private_with_risk",
 ]
