@@ -89,3 +89,15 @@ def test_bad_input_is_one_line_exit_2(capsys, args, word):
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("reconrisk: error:") and word in err[0]
+
+
+def test_risk_all_side_by_side(capsys):
+    d = run_json(capsys, ["risk", *REL, "--measure", "all", "--prior-size", "100", "--fpr", "0.001"])
+    got = {r["measure"]: r for r in d["risks"]}
+    assert set(got) == {"reconstruction", "reidentification", "membership-tpr", "membership-advantage", "rad", "bayes-security"}
+    assert d["epsilon"] > 0 and d["noise_multiplier"] == 1.0
+    # one curve: RAD with a uniform prior is ReRo minus the blind guess; Bayes security is 1 − advantage
+    assert got["rad"]["upper"] == pytest.approx(got["reconstruction"]["upper"] - 0.01, abs=2e-4)
+    assert got["bayes-security"]["lower"] == pytest.approx(1 - got["membership-advantage"]["upper"])
+    assert main(["risk", *REL, "--measure", "all"]) == 0  # table, no baseline: advantage and Bayes security only
+    assert "Bayes security" in capsys.readouterr().out

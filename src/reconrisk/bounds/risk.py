@@ -411,3 +411,33 @@ def risk(release: Release, measure: str, *, kappa: float | None = None, prior_si
         return bayes_security(release, tol=tol)
     only("prior", "prior_size")
     return reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol)
+
+
+def all_risks(release: Release, *, kappa: float | None = None, prior_size: int | None = None,
+              baseline: float | None = None, prior=None, fpr: float | None = None,
+              tol: float = DEFAULT_TOL) -> list[RiskBound]:
+    """Every measure side by side for one release (``reconrisk risk --measure all``).
+
+    The curve measures use the one baseline given (``prior_size``, ``kappa``,
+    ``baseline`` or ``prior``); ``membership-tpr`` needs ``fpr``; ``rad`` needs
+    ``prior`` or ``prior_size``. Measures whose argument is missing are left out.
+    """
+    _check_release(release)
+    out: list[RiskBound] = []
+    base = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior).items()
+            if x is not None}
+    if len(base) > 1:
+        raise ReconRiskError(f"give at most one of kappa, prior_size, baseline, prior; found {sorted(base)}")
+    if base:
+        out.append(risk(release, "reconstruction", **base))
+        if prior_size is not None:
+            out.append(risk(release, "reidentification", prior_size=prior_size))
+        if prior is not None or baseline is not None:
+            out.append(risk(release, "attribute", **base))
+    if fpr is not None:
+        out.append(membership_tpr(release, fpr=fpr))
+    out.append(membership_advantage(release, tol=tol))
+    if prior is not None or prior_size is not None:
+        out.append(reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol))
+    out.append(bayes_security(release, tol=tol))
+    return out

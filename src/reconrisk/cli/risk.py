@@ -11,7 +11,7 @@ from . import app
 from ._common import print_json, print_table
 
 _MEASURE_HELP = (
-    "reconstruction | reidentification | attribute | membership-tpr | membership-advantage | rad | bayes-security"
+    "all | reconstruction | reidentification | attribute | membership-tpr | membership-advantage | rad | bayes-security"
 )
 
 
@@ -45,11 +45,14 @@ def risk_cmd(
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate α (membership-tpr)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Certified two-sided bound on one operational risk, read off the release's trade-off curve."""
+    """Certified two-sided bound on one operational risk (or --measure all), read off the release's trade-off curve."""
     from ..bounds.risk import risk
     from ..release import Release
 
     release = Release(noise_multiplier, sample_rate, steps)
+    if measure == "all":
+        _all(release, measure_kwargs(prior_size, kappa, baseline, prior, fpr), json_out)
+        return
     r = risk(release, measure, **measure_kwargs(prior_size, kappa, baseline, prior, fpr))
     payload = r.to_dict()
     if json_out:
@@ -62,6 +65,40 @@ def risk_cmd(
         f"{r.measure}: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
         ["method", "blind guess", "lower", "upper"], rows, caption=r.formula,
     )
+
+
+def _all(release, kw, json_out: bool) -> None:
+    from ..accounting import epsilon
+    from ..bounds.risk import all_risks
+
+    risks = all_risks(release, **kw)
+    eps = epsilon(release=release, delta=1e-5)
+    if json_out:
+        payload = {"measure": "all", **release.to_dict(), "epsilon": eps, "delta": 1e-5,
+                   "risks": [{k: x for k, x in r.to_dict().items() if k not in release.to_dict()} for r in risks]}
+        print_json(payload)
+        return
+    rows = []
+    for r in risks:
+        rows.append([_MEANING.get(r.measure, r.measure), r.baseline, r.lower, r.upper])
+        for name, val in r.details.get("baselines", {}).items():
+            rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
+    print_table(
+        f"What ε = {eps:.3g} (δ = 1e-5) means: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}",
+        ["risk", "blind guess", "lower", "upper"], rows,
+        caption="each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)",
+    )
+
+
+_MEANING = {
+    "reconstruction": "reconstruction success",
+    "reidentification": "re-identification among N",
+    "attribute": "attribute inference",
+    "membership-tpr": "membership TPR at the FPR",
+    "membership-advantage": "membership advantage TPR − FPR",
+    "rad": "reconstruction advantage",
+    "bayes-security": "Bayes security (1 = perfect)",
+}
 
 
 @app.command("tradeoff")
