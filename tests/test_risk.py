@@ -141,3 +141,22 @@ def test_json_shape():
 def test_bad_input(measure, kw, word):
     with pytest.raises(ReconRiskError, match=word):
         R.risk(Release(1.0, 0.1, 10), measure, **kw)
+
+
+@pytest.mark.parametrize("sigma, q, t", [(1.0, 0.05, 100), (0.7, 0.01, 300)])
+def test_advantage_bracket_overlaps_dp_accounting_two_sided(sigma, q, t):
+    """Independent engine: dp_accounting's pessimistic and optimistic PLDs bracket δ_remove(0) = TV too."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_module
+
+    adv = R.membership_advantage(Release(sigma, q, t))
+    tv = []
+    for pess in (True, False):
+        pld = pld_module.from_gaussian_mechanism(
+            standard_deviation=sigma, sampling_prob=q, pessimistic_estimate=pess, value_discretization_interval=1e-3,
+            use_connect_dots=pess,
+        ).self_compose(t)
+        tv.append(pld._pmf_remove.get_delta_for_epsilon(0.0))
+    dpa_up, dpa_lo = tv
+    assert dpa_lo <= dpa_up
+    assert adv.lower <= dpa_up + 1e-12 and dpa_lo <= adv.upper + 1e-12
+    assert adv.upper - adv.lower <= dpa_up - dpa_lo + 1e-4  # and ours is at least about as tight
