@@ -42,23 +42,9 @@ from .release import Release
 MECHANISM = "reconrisk"
 
 
-def _history_of(obj) -> list:
-    acct = getattr(obj, "accountant", obj)  # a PrivacyEngine holds its accountant
-    hist = getattr(acct, "history", None)
-    if hist is None:
-        raise ReconRiskError(
-            f"privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
-            f"found {type(obj).__name__}"
-        )
-    return list(hist)
-
-
 def release_from_opacus(privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> Release:
-    """The :class:`Release` an Opacus ``PrivacyEngine`` (or accountant) has accounted so far."""
-    hist = _history_of(privacy_engine_or_accountant)
-    if not hist:
-        raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-    return Release.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
+    """The :class:`Release` an Opacus ``PrivacyEngine`` (or accountant) has accounted so far (= ``Release.from_opacus``)."""
+    return Release.from_opacus(privacy_engine_or_accountant, clip_norm=clip_norm)
 
 
 class ReconRiskAccountant:
