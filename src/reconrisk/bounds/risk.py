@@ -77,6 +77,8 @@ MEASURES = (
 )
 #: Default target width of the δ-based brackets (advantage, Bayes security, RAD).
 DEFAULT_TOL = 1e-4
+#: The δ-based brackets halve the engine's first loss grid at most this many times.
+MAX_HALVINGS = 8
 
 
 @dataclass(frozen=True)
@@ -224,15 +226,16 @@ class _Pmf:
 
 def _pmf_pair(release: Release, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
     """Pessimistic and optimistic curves, the grid refined until ``width_fn(up, lo) ≤ tol`` (as the ReRo bracket)."""
-    h = _rero.start_discretization(release)
+    h = h0 = _rero.start_discretization(release)
     while True:
         up = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap))
         lo = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap))
         width = float(width_fn(up, lo))
-        if width <= tol or h / 2 < _rero.H_FINEST or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
-            break
+        if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
+            break  # both ends stay certified; only the width may miss the target
         h /= 2
-    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol}
+    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol,
+                    "converged": bool(width <= tol)}
 
 
 def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
