@@ -136,11 +136,19 @@ def normalize_prior(prior) -> np.ndarray:
 
 # -- the curve at one baseline --------------------------------------------------------------
 def _curve_point(release: Release, b: float, measure: str, formula: str, extra: dict) -> RiskBound:
-    t = tradeoff(release, np.array([b]))
-    det = {"method": t.method, **extra}
-    if t.method == "pld":
-        det["discretization"] = t.details.get("discretization")
-    return RiskBound(measure, b, float(t.power_lower[0]), float(t.power_upper[0]), formula, release.to_dict(), det)
+    """1 − f(b): the exact closed form where one exists, else the ReRo engine's bracket with its default
+    target — the very numbers ``reconrisk bound`` prints for κ = b."""
+    if _rero.has_closed_form(release):
+        t = tradeoff(release, np.array([b]), method="closed_form")
+        lo = up = float(t.power_upper[0])
+        det = {"method": "closed_form", **extra}
+    else:
+        r = _rero.rero_bounds(release, b)[0]
+        lo, up = float(r.lower), float(r.upper)
+        det = {"method": "pld", **extra, "discretization": r.details.get("discretization")}
+        if getattr(r, "converged", None) is not None:
+            det["converged"] = r.converged
+    return RiskBound(measure, b, lo, up, formula, release.to_dict(), det)
 
 
 def reconstruction_risk(release: Release, *, kappa: float | None = None, prior_size: int | None = None) -> RiskBound:

@@ -53,6 +53,9 @@ from .conversions import rdp_rero_bound
 from .rero import has_closed_form, pld_bracket
 
 METHODS = ("auto", "pld", "closed_form")
+#: Absolute width target of a whole curve's PLD bracket (a single point — ``reconrisk risk`` —
+#: uses the ReRo engine's own default target instead).
+CURVE_TOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -129,8 +132,10 @@ def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | Non
     ``alphas``: one or many type-I errors in (0, 1) (e.g. ``np.logspace(-12,
     -0.3, 200)``). ``method``: ``"auto"`` (closed form where one exists, the
     PLD bracket otherwise), ``"pld"`` (always the PLD engine — what the tests
-    check against the closed forms) or ``"closed_form"``. ``tol`` is passed to
-    the PLD bracket's refinement (default: the engine's).
+    check against the closed forms) or ``"closed_form"``. ``tol``: absolute
+    width at which the PLD bracket's refinement stops (default ``CURVE_TOL``
+    = 1e-3: a curve of many α is drawn fast; both ends are certified at any
+    width).
     """
     if not isinstance(release, Release):
         raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
@@ -141,8 +146,8 @@ def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | Non
         p = exact_power(release, a)
         b = exact_beta(release, a)
         return TradeOff(a, b, b.copy(), p, p.copy(), "closed_form", rel, {"formula": _formula(release)})
-    kw = {} if tol is None else {"tol": v.positive("tol", tol)}
-    lo, up, det = pld_bracket(release, a, **kw)
+    tol = CURVE_TOL if tol is None else v.positive("tol", tol)
+    lo, up, det = pld_bracket(release, a, tol=tol)
     lo = np.asarray(lo, dtype=float)
     up = np.asarray(up, dtype=float)
     # 1 − B is rounded outward by one ulp (round-to-nearest errs by at most half of one)
