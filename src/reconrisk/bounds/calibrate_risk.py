@@ -142,9 +142,11 @@ def calibrate_risk(
         if _meets(at(sigma, 1.0, t), target):
             q = 1.0
         else:
-            if not _meets(at(sigma, MIN_SAMPLE_RATE, t), target):
-                raise ReconRiskError(f"even sample_rate={MIN_SAMPLE_RATE:g} exceeds target {target:g} for {measure}")
-            lo, hi = MIN_SAMPLE_RATE, 1.0
+            lo, hi = 0.25, 1.0  # geometric search down from q = 1: tiny q are visited only when needed
+            while not _meets(at(sigma, lo, t), target):
+                hi, lo = lo, lo / 4
+                if lo < MIN_SAMPLE_RATE:
+                    raise ReconRiskError(f"even sample_rate={MIN_SAMPLE_RATE:g} exceeds target {target:g} for {measure}")
             while hi / lo - 1 > rel_tol:
                 mid = math.sqrt(lo * hi)
                 if _meets(at(sigma, mid, t), target):
