@@ -100,11 +100,15 @@ def calibrate_risk(
     if measure == "bayes-security":
         if target >= 1.0:
             raise ReconRiskError(f"target must be < 1 for bayes-security; found {target}")
-    elif target <= probe.baseline:
-        raise ReconRiskError(
-            f"target must exceed the measure's blind-guess value {probe.baseline:.6g} (reached only without any release); "
-            f"found {target:g}"
-        )
+    else:
+        floor = 0.0 if measure == "rad" else probe.baseline  # an advantage is 0 for a blind guess
+        if target <= floor:
+            raise ReconRiskError(
+                f"target must exceed the measure's blind-guess value {floor:.6g} (reached only without any release); "
+                f"found {target:g}"
+            )
+        if measure == "rad" and target >= 1.0 - probe.baseline:
+            raise ReconRiskError(f"target must be < {1.0 - probe.baseline:.6g} for rad (1 − the largest prior mass); found {target:g}")
     cache: dict[tuple, RiskBound] = {}
 
     def at(sigma: float, q: float, t: int) -> RiskBound:
