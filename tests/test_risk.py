@@ -160,3 +160,22 @@ def test_advantage_bracket_overlaps_dp_accounting_two_sided(sigma, q, t):
     assert dpa_lo <= dpa_up
     assert adv.lower <= dpa_up + 1e-12 and dpa_lo <= adv.upper + 1e-12
     assert adv.upper - adv.lower <= dpa_up - dpa_lo + 1e-4  # and ours is at least about as tight
+
+
+@pytest.mark.skipif(not hasattr(__import__("reconrisk.bounds.rero", fromlist=["x"]), "analytic_bracket"),
+                    reason="needs the issue-9 engine's analytic bracket (tag cert-engine)")
+@pytest.mark.parametrize("sigma", [1e-200, 5e-324, 1e155, 1e300])
+def test_extreme_noise_gives_a_clean_answer(sigma):
+    """No traceback at any σ; the limits are exact: σ → 0 reveals whether the target was sampled, σ → ∞ nothing."""
+    r = Release(sigma, 0.5, 10)
+    never = 0.5**10
+    adv = R.membership_advantage(r)
+    rad = R.reconstruction_advantage(r, prior=[0.5, 0.3, 0.2])
+    bs = R.bayes_security(r)
+    if sigma < 1:
+        assert adv.lower <= 1 - never <= adv.upper + 1e-15
+        exact_rad = (1 - never) + never * 0.5 - 0.5
+        assert rad.lower <= exact_rad + 1e-15 and exact_rad <= rad.upper + 1e-15
+    else:
+        assert adv.upper < 1e-100 and rad.upper < 1e-12
+    assert bs.lower == pytest.approx(1 - adv.upper) and math.isfinite(bs.details["baselines"]["cherubin_closed_form"])

@@ -257,10 +257,36 @@ def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[floa
         s = release.segments[0]
         x = float(s.sample_rate * special.erf(1.0 / (2 * math.sqrt(2) * s.noise_multiplier)))
         return x, x, {"method": "closed_form"}
+    if _extreme(release):
+        return _tv_analytic(release)
     zero = np.zeros(1)
     up, lo, det = _pmf_pair(release, 50.0, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
     hi = float(up.delta(zero)[0])
     return min(float(lo.delta(zero)[0]), hi), hi, det
+
+
+#: Noise multipliers outside this range skip the PLD engine (σ² would under- or overflow) and get the
+#: engine's analytic bracket (:func:`reconrisk.bounds.rero.analytic_bracket`).
+_SIGMA_RANGE = (1e-100, 1e100)
+_KAPPA_GRID = np.logspace(-15, -1e-3, 400)
+
+
+def _extreme(release: Release) -> bool:
+    return hasattr(_rero, "analytic_bracket") and any(
+        not (_SIGMA_RANGE[0] <= s.noise_multiplier <= _SIGMA_RANGE[1]) for s in release.segments
+    )
+
+
+def _tv_analytic(release: Release) -> tuple[float, float, dict]:
+    """TV = max_κ (B_κ − κ), bracketed by the analytic ReRo bracket over a κ grid (lower: any κ is a
+    witness) and by the Gaussian-DP and no-noise limits (upper: TV is monotone under garbling)."""
+    lo_b, up_b = _rero.analytic_bracket(release, _KAPPA_GRID)
+    lower = float(np.max(lo_b - _KAPPA_GRID))
+    segs = release.segments
+    mu = math.sqrt(sum(s.steps * min(1.0 / s.noise_multiplier, 1e154) ** 2 for s in segs))
+    log_never = sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in segs)
+    upper = min(float(special.erf(mu / (2 * math.sqrt(2)))), -math.expm1(log_never), 1.0)
+    return max(0.0, min(lower, upper)), upper, {"method": "analytic (extreme noise)"}
 
 
 def membership_advantage(release: Release, *, tol: float = DEFAULT_TOL) -> RiskBound:
@@ -275,7 +301,7 @@ def cherubin_bayes_security(release: Release) -> float:
     For one segment this is 1 − erf(q√T/(2√2σ)); exact when q = 1, an
     approximation (their O(√(qT)/σ) remainder dropped) otherwise.
     """
-    mu = math.sqrt(sum(s.sample_rate**2 * s.steps / s.noise_multiplier**2 for s in release.segments))
+    mu = math.sqrt(sum(s.sample_rate**2 * s.steps * min(1.0 / s.noise_multiplier, 1e154) ** 2 for s in release.segments))
     return float(1.0 - special.erf(mu / (2 * math.sqrt(2))))
 
 
@@ -359,7 +385,12 @@ def reconstruction_advantage(release: Release, *, prior=None, prior_size: int | 
     else:
         vals, counts = _prior_groups(prior)
     b = float(vals.max())
-    if _full_batch(release):
+    if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
+        n = float(counts.sum())
+        lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
+        up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
+        det = {"method": "analytic (extreme noise)"}
+    elif _full_batch(release):
         exact = _Gdp(release_gdp_mu(release))
         up, u = _dual_upper(exact, vals, counts)
         lo = _primal_lower(exact, vals, counts)

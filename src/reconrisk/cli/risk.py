@@ -71,8 +71,13 @@ def _all(release, kw, json_out: bool) -> None:
     from ..accounting import epsilon
     from ..bounds.risk import all_risks
 
+    from ..errors import ReconRiskError
+
     risks = all_risks(release, **kw)
-    eps = epsilon(release=release, delta=1e-5)
+    try:
+        eps = epsilon(release=release, delta=1e-5)
+    except ReconRiskError:  # an accountant corner (e.g. extreme noise): the risks stand on their own
+        eps = None
     if json_out:
         payload = {"measure": "all", **release.to_dict(), "epsilon": eps, "delta": 1e-5,
                    "risks": [{k: x for k, x in r.to_dict().items() if k not in release.to_dict()} for r in risks]}
@@ -84,7 +89,8 @@ def _all(release, kw, json_out: bool) -> None:
         for name, val in r.details.get("baselines", {}).items():
             rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
     print_table(
-        f"What ε = {eps:.3g} (δ = 1e-5) means: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}",
+        (f"What ε = {eps:.3g} (δ = 1e-5) means: " if eps is not None else "Risks of ")
+        + f"σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}",
         ["risk", "blind guess", "lower", "upper"], rows,
         caption="each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)",
     )
