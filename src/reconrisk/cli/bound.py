@@ -62,8 +62,13 @@ def bound_cmd(
         d = {"method": r.method, "lower": r.lower, "upper": r.upper}
         if r.estimate is not None:
             d.update(estimate=r.estimate, confidence=r.confidence, samples=r.details.get("samples"), seed=r.details.get("seed"))
+        if r.lower is not None:
+            d["width"] = r.upper - r.lower
+        if r.converged is not None:
+            d["converged"] = r.converged
         if r.method == "pld":
             d["discretization"] = r.details.get("discretization")
+            d["target_rel_width"] = r.details.get("target_rel_width")
         return d
 
     payload = {
@@ -75,8 +80,13 @@ def bound_cmd(
         "sample_rate": release.sample_rate,
         "steps": release.steps,
         "rero": summary(primary),
-        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps)[0])},
+        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
+        "baseline_formulas": {
+            "rdp": "min over orders a of (kappa*exp(eps_a))^((a-1)/a)",
+            "dp": "kappa*exp(epsilon) + delta",
+        },
     }
+    _warn_unconverged(results.values())
     if len(methods) > 1:
         payload["methods"] = {m: summary(r) for m, r in results.items()}
     if json_out:
@@ -84,11 +94,27 @@ def bound_cmd(
         return
     rows = []
     for m, r in results.items():
-        rows.append([m, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
+        label = m if r.converged is not False else f"{m} (stopped short)"
+        rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     rows.append(["rdp (baseline)", None, rdp.upper, None, None])
+    rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
     title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} (PLD accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
+
+
+def _warn_unconverged(results) -> None:
+    """One line on stderr for each PLD bracket that stopped short of its width target (still certified)."""
+    import sys
+
+    for r in results:
+        if r.method == "pld" and r.converged is False:
+            d = r.details
+            print(
+                f"warning: the PLD bracket stopped short of its target (relative width {d.get('max_rel_width', 0):.3g} > "
+                f"{d.get('target_rel_width')}); lower and upper are still certified",
+                file=sys.stderr,
+            )
 
 
 def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
@@ -176,6 +202,12 @@ def curve_cmd(
         points=points, fixed_epsilon=fixed_epsilon, sample_rates=sample_rates, delta=delta, out=out,
         progress=not json_out,
     )
+    short = [r for r in res["rows"] if not r.get("rero_converged", True)]
+    if short:
+        import sys
+
+        print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
+              "(still certified; see rero_width in curve.csv)", file=sys.stderr)
     if json_out:
         print_json(res)
         return

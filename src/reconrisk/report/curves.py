@@ -61,12 +61,13 @@ def rero_curves(
         panel, eps, q = job
         sigma = noise_multiplier_for_epsilon(eps, q, steps, delta)
         rel = Release(sigma, q, steps)
-        lo, up, _ = pld_bracket(rel, kappas)
+        lo, up, det = pld_bracket(rel, kappas)
         rdp = rdp_rero_bound(rel.segments, kappas)
         for n, k, a, b, r in zip(sizes, kappas, lo, up, rdp):
             rows.append(
                 dict(panel=panel, epsilon=eps, sample_rate=q, steps=steps, noise_multiplier=sigma, prior_size=n,
-                     kappa=k, rero_lower=a, rero_upper=b, rdp_bound=r)
+                     kappa=k, rero_lower=a, rero_upper=b, rero_width=b - a,
+                     rero_converged=bool(b - a <= det["target_rel_width"] * b), rdp_bound=r)
             )
 
     if progress:
