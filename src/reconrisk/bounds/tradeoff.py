@@ -16,11 +16,13 @@ the smallest type-II error (missed membership) of any test whose type-I error
 Precision. The curve is returned in both forms: ``power = 1 − f(α)`` (the
 attack's true-positive rate) is computed *directly* (never as ``1 − β``), so
 it keeps relative precision when it is tiny (α down to 1e-12: the PLD
-blow-up is a sum of atom masses plus ``exp(l + log rest)``); ``β`` is
-``1 − power`` and is tiny only when α is close to 1, where its absolute error
-is that of the engine (≥ 1e-14, its tail and round-off slack). Where a closed
-form exists both are evaluated with ``ndtr`` of the right sign so neither
-loses precision:
+blow-up is a sum of atom masses plus ``exp(l + log rest)``) until the engine's
+*absolute* tail/round-off allowance takes over: measured at σ 1/q 0.02/T 500,
+the relative width of the TPR bracket is ≤ 0.1 % for α ≥ 1e-8 and ≈ 3 % at
+α = 1e-10, but a factor ≈ 5 at α = 1e-12 (both ends stay certified). ``β`` is
+``1 − power``, rounded outward by one ulp; it is tiny only when α is close
+to 1. Where a closed form exists both are evaluated with ``ndtr`` of the right
+sign so neither loses precision:
 
 * q = 1 (Gaussian DP, μ_GDP = √(Σ T_i/σ_i²)): f(α) = Φ(Φ⁻¹(1 − α) − μ_GDP);
 * T = 1: f(α) = (1 − q)(1 − α) + q·Φ(−Φ⁻¹(α) − 1/σ) (exact mixture).
