@@ -33,6 +33,12 @@ _LAZY = {
     "MseBound": "bounds.mse",
     "rdp_mse_lower_bound": "bounds.mse",
     "dfil_bound": "bounds.mse",
+    "rero_from_guarantee": "bounds.conversions",
+    "dp_from_two_point_rero": "bounds.conversions",
+    "log_kappa_uniform_ball": "priors",
+    "log_kappa_gaussian": "priors",
+    "closed_form_experiment": "attacks.closed_form",
+    "run_reconn": "attacks.reconstructor",
     # issue 11: the certified trade-off curve and the risks read off it
     "tradeoff": "bounds.tradeoff",
     "TradeOff": "bounds.tradeoff",
@@ -91,6 +97,13 @@ __all__ = [
     "dfil_bound",
     "mse_bound",
     "rdp_mse_lower_bound",
+    # seed 002: informed adversaries
+    "closed_form_experiment",
+    "dp_from_two_point_rero",
+    "log_kappa_gaussian",
+    "log_kappa_uniform_ball",
+    "rero_from_guarantee",
+    "run_reconn",
     # issue 11
     "tradeoff",
     "TradeOff",
