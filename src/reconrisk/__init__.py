@@ -48,6 +48,14 @@ _LAZY = {
     "log_kappa_gaussian": "priors",
     "closed_form_experiment": "attacks.closed_form",
     "run_reconn": "attacks.reconstructor",
+    # issue 11: the certified trade-off curve and the risks read off it
+    "tradeoff": "bounds.tradeoff",
+    "TradeOff": "bounds.tradeoff",
+    "risk": "bounds.risk",
+    "RiskBound": "bounds.risk",
+    "calibrate_risk": "bounds.calibrate_risk",
+    "ReconRiskAccountant": "opacus",
+    "make_private_with_risk": "opacus",
 }
 
 
@@ -115,4 +123,12 @@ __all__ = [
     "log_kappa_uniform_ball",
     "rero_from_guarantee",
     "run_reconn",
+    # issue 11
+    "tradeoff",
+    "TradeOff",
+    "risk",
+    "RiskBound",
+    "calibrate_risk",
+    "ReconRiskAccountant",
+    "make_private_with_risk",
 ]

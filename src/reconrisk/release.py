@@ -144,6 +144,24 @@ class Release:
 
     from_opacus_history = schedule
 
+    @classmethod
+    def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> "Release":
+        """The release an Opacus ``PrivacyEngine`` or accountant has accounted so far.
+
+        Reads the accountant's ``history`` — ``[(noise_multiplier, sample_rate,
+        num_steps), …]`` in every Opacus accountant — without importing Opacus.
+        """
+        obj = privacy_engine_or_accountant
+        hist = getattr(getattr(obj, "accountant", obj), "history", None)  # a PrivacyEngine holds its accountant
+        if hist is None:
+            raise ReconRiskError(
+                "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
+                f"found {type(obj).__name__}"
+            )
+        if not hist:
+            raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
+        return cls.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
+
     # -- views ---------------------------------------------------------------------
     @property
     def homogeneous(self) -> bool:
