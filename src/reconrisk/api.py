@@ -7,7 +7,7 @@ from typing import Callable
 from . import _validate as v
 from .accounting import epsilon, noise_multiplier_for_epsilon
 from .bounds.calibrate import Calibration, noise_multiplier_for_rero
-from .bounds.rero import DEFAULT_TOL, ReroBound, rero_bounds
+from .bounds.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
 from .errors import ReconRiskError
 from .priors import resolve_kappa
 from .release import Release
@@ -24,7 +24,8 @@ def rero_bound(
     samples: int | None = None,
     seed=None,
     confidence: float = 0.95,
-    tol: float = DEFAULT_TOL,
+    tol: float | None = DEFAULT_TOL,
+    rel_tol: float = DEFAULT_REL_TOL,
     release: Release | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ReroBound:
@@ -52,7 +53,8 @@ def rero_bound(
         raise ReconRiskError("give either noise_multiplier/sample_rate/steps or release, not both")
     k = resolve_kappa(kappa, prior_size)
     return rero_bounds(
-        release, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol, progress=progress
+        release, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol, rel_tol=rel_tol,
+        progress=progress,
     )[0]
 
 

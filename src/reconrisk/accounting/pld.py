@@ -312,7 +312,8 @@ def _x_of_remove_loss(lam: np.ndarray, sigma: float, q: float) -> np.ndarray:
     lam = np.asarray(lam, dtype=float)
     if q == 1.0:
         return sigma**2 * lam + 0.5
-    v = np.expm1(lam) + q  # e^λ − (1 − q)
+    with np.errstate(over="ignore"):
+        v = np.expm1(lam) + q  # e^λ − (1 − q)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = sigma**2 * (np.log(np.where(v > 0, v, 1.0)) - math.log(q)) + 0.5
     return np.where(v > 0, x, -np.inf)
@@ -352,18 +353,19 @@ def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, f
     # P-mass beyond each truncation point
     below = (1 - q) * special.ndtr(x_lo / sigma) + q * special.ndtr((x_lo - 1) / sigma)
     above = (1 - q) * special.ndtr(-x_hi / sigma) + q * special.ndtr(-(x_hi - 1) / sigma)
-    if q < 1.0:
-        lam_lo, below_rm = math.log1p(-q), 0.0  # the remove loss is bounded below
-    else:
-        below_rm = below
+    # The remove loss is bounded below by log(1 − q) but its bulk can sit far above that (large σ):
+    # truncate at λ(x_lo) like the top, the P-mass below going to the first atom (pessimistic) or
+    # being dropped (optimistic). Very negative losses (q = 1, tiny σ) are clamped at −MAX_LOSS.
+    if lam_lo < -MAX_LOSS:
+        lam_lo = -MAX_LOSS
+        x_l = float(_x_of_remove_loss(np.array([lam_lo]), sigma, q)[0])
+        below = (1 - q) * special.ndtr(x_l / sigma) + q * special.ndtr((x_l - 1) / sigma)
     if direction == "remove":
-        return lam_lo, lam_hi, below_rm, above
+        return lam_lo, lam_hi, below, above
     # add: loss −λ(x) under P = N(0, σ²); x large -> very negative loss
     p_above_xhi = float(special.ndtr(-x_hi / sigma))  # P-mass with loss < −λ(x_hi)
-    if q < 1.0:
-        return -lam_hi, -math.log1p(-q), p_above_xhi, 0.0
-    p_below_xlo = float(special.ndtr(x_lo / sigma))
-    return -lam_hi, -lam_lo, p_above_xhi, p_below_xlo
+    p_below_xlo = float(special.ndtr(x_lo / sigma))  # P-mass with loss > −λ(x_lo): to +inf (pessimistic)
+    return max(-lam_hi, -MAX_LOSS), -lam_lo, p_above_xhi, p_below_xlo
 
 
 def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove") -> PMF:
@@ -373,6 +375,9 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
     noise multiplier σ (seed 000 Cor. 4: the bound does not depend on C).
     """
     lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction)
+    if direction == "add" and lam_lo == -MAX_LOSS:
+        # P-mass with loss below −MAX_LOSS is rounded up onto the first atom (pessimistic)
+        p_below = float(special.ndtr(-_x_of_remove_loss(np.array([MAX_LOSS]), sigma, q)[0] / sigma))
     extra_inf = 0.0
     if lam_hi > MAX_LOSS:
         # losses above MAX_LOSS are treated as infinite (pessimistic) / dropped (optimistic)
@@ -409,10 +414,15 @@ def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarra
         return special.log_ndtr(-x / sigma), special.log_ndtr(-(x - 1.0) / sigma)
 
 
-def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float) -> np.ndarray:
+def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float, with_error: bool = False):
     """Exact δ(ε) of one step, remove direction, at ε = l (vectorised, relative precision).
 
     δ(ε) = μ(L > ε) − e^ε ν(L > ε) = q·Φ̄((x−1)/σ) − (e^ε − 1 + q)·Φ̄(x/σ), x = x(ε).
+    With ``with_error`` also returns a bound on the absolute round-off of each
+    value: the result is a·(1 − b/a) with a = q·Φ̄((x−1)/σ) ≥ δ; each factor
+    carries a relative error of a few hundred ulps at most (``log_ndtr`` of
+    arguments down to 1e-300, one ``exp``, one ``expm1``), so 1e-13·a + 1e-300
+    bounds it with a wide margin.
     """
     x = _x_of_remove_loss(l, sigma, q)
     log_n0, log_n1 = _log_tail_masses(x, sigma)
@@ -420,21 +430,53 @@ def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a = math.log(q) + log_n1
         log_b = np.log(np.where(coef > 0, coef, 1.0)) + log_n0
-        d = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
-    return np.where(np.isfinite(x), d, -np.expm1(l))  # below log(1−q): δ = 1 − e^ε exactly
+        a = np.exp(log_a)
+        d = a * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    out = np.where(np.isfinite(x), d, -np.expm1(l))  # below log(1−q): δ = 1 − e^ε exactly
+    if not with_error:
+        return out
+    err = np.where(np.isfinite(x), 1e-13 * a, 1e-16 * np.abs(out)) + 1e-300
+    return out, err
 
 
 def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str) -> PMF:
     """Optimistic connect-the-dots: a grid PMF whose δ-curve lies below the true one.
 
-    Write D(y) = δ(log y), convex and non-increasing in y = e^ε. A PMF on the
-    grid y_i = e^{l_i} has a δ-curve that is piecewise linear in y with kinks at
-    the y_i, and any convex non-increasing such function is one. We take the
-    exact values D(y_i), lower each by the largest chord-to-curve gap of its
-    two neighbouring intervals (computed exactly: D′(y) = −ν(L > log y), so the
-    point of largest gap has a closed form) so that every chord lies below D,
-    and take the lower convex hull of the lowered points. The hull is below the
-    chords, hence below D. The error is second order in h, like the
+    Write D(y) = δ(log y) = E_μ[(1 − y e^{−L})₊], convex and non-increasing in
+    y = e^ε ≥ 0 with D′(y) = −ν(L > log y). Atoms p_i ≥ 0 at losses l_i give
+    D̃(y) = Σ p_i (1 − y/y_i)₊ (y_i = e^{l_i}): every convex, non-increasing,
+    piecewise-linear g ≥ 0 with kinks on the grid, linear on [0, y_0] and 0
+    beyond the last y_i is such a curve, with p_i = y_i·(slope jump of g at y_i).
+    If D̃ ≤ D on all of [0, ∞) then (i) B̃_κ = inf_y [κy + D̃(y)] ≤ B_κ, and
+    (ii) composition keeps the order, because
+    D_{A⊗B}(y) = E_{L∼μ_A}[D_B(y e^{−L})] is monotone in each factor
+    (sub-probability atom measures included). So the lower end needs exactly:
+    p_i ≥ 0 and D̃ ≤ D everywhere.
+
+    Construction (the argument, step by step):
+
+    1. Exact values D_i = D(y_i) and, per interval [y_i, y_{i+1}], the exact
+       largest gap g_i = max (chord − D) (closed form: D′ equals the chord
+       slope at one point). Lowering *both* ends of an interval by ≥ g_i puts
+       its chord below D there (chord − D ≤ g_i − min(lowering) ≤ 0). So
+       v_i = D_i − max(g_{i−1}, g_i) − (round-off margin) gives a polygon
+       ≤ D. On [0, y_0] the slopes lie in [−1, −ν(L > l_0)], which bounds the
+       gap by y_0·ν(L ≤ l_0)/4.
+    2. The lower convex hull of these points is ≤ the polygon (a convex function
+       below points lies below each chord between them), hence ≤ D.
+    3. The hull may cross zero between grid points y_{m−1} and y_m (its first
+       non-positive vertex). A curve must end at 0 *on the grid*; raising
+       negative points to 0 (the former ``max(0, D − lowering)``) lifts the
+       chord of [y_{m−1}, y_m] above the lowered one and was the cause of the
+       lower end overshooting the exact value whenever a step's loss range
+       spans only a few cells (large σ, small q, small T). Instead the curve
+       is set to 0 from y_{m−1} on: on [y_{m−2}, y_{m−1}] the chord from the
+       hull value to 0 lies below the hull's own chord, and beyond y_{m−1}
+       0 ≤ D. A second hull keeps it convex. The cost is one cell's value,
+       O(h²)-small when D is smooth on the grid scale, and refinement of h
+       removes it otherwise.
+
+    The error of the whole construction is second order in h, like the
     pessimistic connect-the-dots construction.
     """
     if direction != "remove":
@@ -449,11 +491,25 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     q_below = float(special.ndtr(x0 / sigma)) if np.isfinite(x0) else 0.0
     gap_left = math.exp(l[0]) * q_below / 4
     lower_by = np.maximum(np.concatenate([[gap_left], gap]), np.concatenate([gap, [0.0]]))
-    v = np.maximum(0.0, D - lower_by)
-    v[-1] = 0.0  # beyond the grid the curve must reach 0 (no mass at +inf)
     y = np.concatenate([[0.0], np.exp(l)])
-    val = np.concatenate([[1.0 - gap_left], v])
+    val = np.concatenate([[1.0 - gap_left], D - lower_by])  # may be negative: never raised
     keep = _lower_hull(y, val)
+    # first hull vertex at or below zero: the curve is 0 from the vertex before it on
+    nonpos = np.flatnonzero(val[keep] <= 0.0)
+    if nonpos.size == 0:
+        zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
+    elif nonpos[0] <= 1:  # pragma: no cover - every grid point lowered below 0: the empty curve
+        return PMF(h, k0, np.zeros(1), 0.0, False, 0.0)
+    else:
+        zero_from = int(keep[nonpos[0] - 1])
+    val = val.copy()
+    pts = np.concatenate([keep[keep < zero_from], [zero_from]])
+    val[zero_from] = 0.0
+    if zero_from < y.size - 1:
+        pts = np.concatenate([pts, [y.size - 1]])
+        val[y.size - 1] = 0.0
+    sub = _lower_hull(y[pts], val[pts])
+    keep = pts[sub]
     yk, vk = y[keep], val[keep]
     slopes = np.diff(vk) / np.diff(yk)
     jumps = np.diff(np.concatenate([slopes, [0.0]]))  # slope increase at each kept grid vertex
@@ -464,12 +520,17 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     return PMF(h, k0, probs, 0.0, False, slack)._trim()
 
 
-def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float) -> np.ndarray:
-    """Largest amount by which the chord of D over [e^{l_i}, e^{l_{i+1}}] exceeds D (remove direction).
+def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float, err: np.ndarray | None = None) -> np.ndarray:
+    """Certified bound on how far the chord Ĉ of the computed values D over [y_i, y_{i+1}] exceeds the true D.
 
-    D is convex with D′(y) = −ν(L > log y); the gap peaks where D′ equals the
-    chord's slope s, i.e. where the ν-tail of the loss is −s, which the inverse
-    normal CDF gives in closed form. A margin of 1e-15·(1 + D) covers round-off.
+    D is convex with D′(y) = −ν(L > log y), so Ĉ − D is concave on the
+    interval. Its maximiser is near ŷ, where D′ equals the chord slope ŝ
+    (closed form through the inverse normal CDF). Concavity gives, for every y
+    in the interval, (Ĉ − D)(y) ≤ (Ĉ − D)(ŷ) + |ŝ − D′(ŷ)|·(y_{i+1} − y_i):
+    a bound that stays valid when ŷ misses the maximiser by round-off. The
+    values at ŷ are computed with their round-off bound ``err_c``; 4 ulps of
+    the endpoint values cover the rounding of the chord and of the final
+    subtraction.
     """
     y = np.exp(l)
     dy = np.diff(y)
@@ -478,9 +539,14 @@ def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float) -> np.ndar
     x_c = -sigma * special.ndtri(tail)  # ν(X > x_c) = tail for X ~ N(0, σ²)
     l_c = _remove_loss_vec(x_c, sigma, q)
     l_c = np.clip(l_c, l[:-1], l[1:])
-    D_c = _hockey_stick_remove(l_c, sigma, q)
-    gap = D[:-1] + slope * (np.exp(l_c) - y[:-1]) - D_c
-    return np.maximum(gap, 0.0) + 1e-15 * (1.0 + D[:-1])
+    D_c, err_c = _hockey_stick_remove(l_c, sigma, q, with_error=True)
+    y_c = np.exp(l_c)
+    chord_c = D[:-1] + slope * (y_c - y[:-1])
+    x_of_c = _x_of_remove_loss(l_c, sigma, q)
+    d_prime = -np.where(np.isfinite(x_of_c), special.ndtr(-x_of_c / sigma), 1.0)  # D′(ŷ)
+    gap = chord_c - D_c + err_c + np.abs(slope - d_prime) * dy * (1 + 1e-12)
+    scale = np.maximum(np.abs(D[:-1]), np.abs(D[1:]))
+    return np.maximum(gap, 0.0) + 4.4e-16 * (scale + np.abs(slope) * dy)
 
 
 def _remove_loss_vec(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
