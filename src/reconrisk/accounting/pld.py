@@ -112,7 +112,14 @@ class PMF:
         lp = np.log(p[mask])
         lp -= special.logsumexp(lp)
         l = self.losses[mask]
-        return np.array([special.logsumexp(lm * l + lp) for lm in lam])
+        lam = np.asarray(lam, dtype=float)
+        out = np.empty(lam.size)
+        step = max(1, 4_000_000 // max(l.size, 1))  # bound the temporary matrix to ~32 MB
+        for i in range(0, lam.size, step):
+            m = lam[i : i + step, None] * l[None, :] + lp[None, :]
+            top = m.max(axis=1)
+            out[i : i + step] = top + np.log(np.exp(m - top[:, None]).sum(axis=1))
+        return out
 
     def self_compose(self, n_times: int, loss_cap: float = math.inf) -> "PMF":
         """The ``n_times``-fold composition.
@@ -464,17 +471,17 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
        gap by y_0·ν(L ≤ l_0)/4.
     2. The lower convex hull of these points is ≤ the polygon (a convex function
        below points lies below each chord between them), hence ≤ D.
-    3. The hull may cross zero between grid points y_{m−1} and y_m (its first
-       non-positive vertex). A curve must end at 0 *on the grid*; raising
-       negative points to 0 (the former ``max(0, D − lowering)``) lifts the
-       chord of [y_{m−1}, y_m] above the lowered one and was the cause of the
-       lower end overshooting the exact value whenever a step's loss range
-       spans only a few cells (large σ, small q, small T). Instead the curve
-       is set to 0 from y_{m−1} on: on [y_{m−2}, y_{m−1}] the chord from the
-       hull value to 0 lies below the hull's own chord, and beyond y_{m−1}
-       0 ≤ D. A second hull keeps it convex. The cost is one cell's value,
-       O(h²)-small when D is smooth on the grid scale, and refinement of h
-       removes it otherwise.
+    3. The lowered points may cross zero between grid points y_{m−1} and y_m
+       (the first non-positive one). A curve must end at 0 *on the grid*;
+       raising negative points to 0 (the former ``max(0, D − lowering)``)
+       lifts the chord of [y_{m−1}, y_m] above the lowered one and was the
+       cause of the lower end overshooting the exact value whenever a step's
+       loss range spans only a few cells (large σ, small q, small T). Instead
+       the curve is set to 0 from y_{m−1} on: on [y_{m−2}, y_{m−1}] the chord
+       from v_{m−2} to 0 lies below the lowered chord, and beyond y_{m−1}
+       0 ≤ D. The hull (step 2) is then taken of these points. The cost is one
+       cell's value, O(h²)-small when D is smooth on the grid scale, and
+       refinement of h removes it otherwise.
 
     The error of the whole construction is second order in h, like the
     pessimistic connect-the-dots construction.
@@ -493,23 +500,21 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     lower_by = np.maximum(np.concatenate([[gap_left], gap]), np.concatenate([gap, [0.0]]))
     y = np.concatenate([[0.0], np.exp(l)])
     val = np.concatenate([[1.0 - gap_left], D - lower_by])  # may be negative: never raised
-    keep = _lower_hull(y, val)
-    # first hull vertex at or below zero: the curve is 0 from the vertex before it on
-    nonpos = np.flatnonzero(val[keep] <= 0.0)
+    # first point lowered to or below zero: the curve is 0 from the point before it on
+    nonpos = np.flatnonzero(val[1:] <= 0.0) + 1
     if nonpos.size == 0:
         zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
     elif nonpos[0] <= 1:  # pragma: no cover - every grid point lowered below 0: the empty curve
         return PMF(h, k0, np.zeros(1), 0.0, False, 0.0)
     else:
-        zero_from = int(keep[nonpos[0] - 1])
+        zero_from = int(nonpos[0]) - 1
     val = val.copy()
-    pts = np.concatenate([keep[keep < zero_from], [zero_from]])
     val[zero_from] = 0.0
+    pts = np.arange(zero_from + 1)
     if zero_from < y.size - 1:
         pts = np.concatenate([pts, [y.size - 1]])
         val[y.size - 1] = 0.0
-    sub = _lower_hull(y[pts], val[pts])
-    keep = pts[sub]
+    keep = pts[_lower_hull(y[pts], val[pts])]
     yk, vk = y[keep], val[keep]
     slopes = np.diff(vk) / np.diff(yk)
     jumps = np.diff(np.concatenate([slopes, [0.0]]))  # slope increase at each kept grid vertex
@@ -564,7 +569,7 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     neighbours survive); Andrew's monotone chain finishes on what is left.
     """
     keep = np.arange(x.size)
-    for _ in range(8):
+    for _ in range(16):
         if keep.size <= 2:
             return keep
         xs, ys = x[keep], y[keep]
