@@ -66,20 +66,20 @@ def test_bound_table(capsys):
 
 
 def test_calibrate_json_round_trip(capsys):
-    d = run_json(capsys, "calibrate", "--metric", "mse", "--eta", "0.01", "--gamma", "0.05", "--dim", "4", "--min-norm", "0.5")
+    d = run_json(capsys, "calibrate", "--metric", "mse", "--eta", "0.01", "--target-rero", "0.05", "--dim", "4", "--min-norm", "0.5")
     assert d["noise_multiplier"] == pytest.approx(0.47447114, rel=1e-6)
     b = run_json(
         capsys, "bound", "--metric", "mse", "--eta", "0.01", "--noise-multiplier", repr(d["noise_multiplier"]), "--dim", "4", "--min-norm", "0.5"
     )
     assert b["gamma"] == pytest.approx(0.05, rel=1e-9)
-    p = run_json(capsys, "calibrate", "--metric", "psnr", "--eta", "20", "--gamma", "0.05", "--dim", "4", "--min-norm", "0.5")
+    p = run_json(capsys, "calibrate", "--metric", "psnr", "--eta", "20", "--target-rero", "0.05", "--dim", "4", "--min-norm", "0.5")
     assert p["noise_multiplier"] == pytest.approx(d["noise_multiplier"], rel=1e-12)
 
 
 def test_dp_both_directions(capsys):
     d = run_json(capsys, "dp", "--noise-multiplier", "1", "--delta", "1e-5")
-    assert d["eps"] == pytest.approx(4.37718, rel=1e-5)
-    d = run_json(capsys, "dp", "--eps", "1", "--delta", "1e-5")
+    assert d["epsilon"] == pytest.approx(4.37718, rel=1e-5)
+    d = run_json(capsys, "dp", "--epsilon", "1", "--delta", "1e-5")
     assert d["noise_multiplier"] == pytest.approx(3.7306316, rel=1e-7)
 
 
@@ -95,8 +95,9 @@ def test_dp_both_directions(capsys):
         (["bound", "--metric", "mse", "--eta", "0.1", "--noise-multiplier", "1", "--dim", "4", "--min-norm", "0"], "min_norm must be > 0"),
         (["bound", "--metric", "mse", "--eta", "0.1", "--noise-multiplier", "1", "--dim", "4"], "min_norm must be given"),
         (["bound", "--metric", "ssim", "--eta", "0.1", "--noise-multiplier", "1", "--dim", "4"], "metric must be one of"),
-        (["calibrate", "--metric", "mse", "--eta", "0.1", "--gamma", "1.2", "--dim", "4", "--min-norm", "1"], "gamma must be in (0, 1)"),
-        (["calibrate", "--metric", "ncc", "--eta", "0.1", "--gamma", "0.2", "--dim", "4", "--min-norm", "1"], "metric must be one of"),
+        (["calibrate", "--metric", "mse", "--eta", "0.1", "--target-rero", "1.2", "--dim", "4", "--min-norm", "1"], "target_rero must be in (0, 1)"),
+        (["calibrate", "--metric", "mse", "--eta", "0.1", "--dim", "4", "--min-norm", "1"], "target_rero must be given"),
+        (["calibrate", "--metric", "ncc", "--eta", "0.1", "--target-rero", "0.2", "--dim", "4", "--min-norm", "1"], "metric must be one of"),
         (["dp", "--delta", "1e-5"], "exactly one of"),
         (["simulate", "--noise-multipliers", "0.1,-1", "--samples", "3"], "noise_multipliers must be > 0"),
         (["simulate", "--noise-multipliers", "a,b", "--samples", "3"], "comma-separated"),
@@ -129,7 +130,7 @@ def test_simulate_writes_csv_and_figure(tmp_path, capsys):
 def test_simulate_table_and_digits_message(tmp_path, capsys):
     assert main(["analytic", "simulate", "--samples", "5", "--noise-multipliers", "1", "--out", str(tmp_path), "--no-figure"]) == 0
     assert "theory" in capsys.readouterr().out
-    from reconrisk.report.analytic import load_digits_or_none
+    from reconrisk.experiments.analytic import load_digits_or_none
 
     x = load_digits_or_none(10)
     code = main(["analytic", "simulate", "--data", "digits", "--samples", "10", "--noise-multipliers", "1", "--out", str(tmp_path / "d"), "--no-figure", "--json"])
@@ -145,7 +146,7 @@ def test_figures_command(tmp_path, capsys):
         assert name in d["files"]
         for p in d["files"][name]:
             assert p.endswith((".png", ".svg")) and (tmp_path / p.split("/")[-1]).stat().st_size > 1000
-    from reconrisk.report.analytic import load_digits_or_none
+    from reconrisk.experiments.analytic import load_digits_or_none
 
     if load_digits_or_none(1) is None:
         assert d["skipped"] and "digits" in d["skipped"][0]
@@ -154,9 +155,11 @@ def test_figures_command(tmp_path, capsys):
 
 
 def test_figure_scale_demo_numbers(tmp_path):
+    from reconrisk.experiments.analytic import scale_demo
     from reconrisk.report.analytic import figure_scale_demo
 
-    paths, res = figure_scale_demo(factor=10.0, out_dir=tmp_path)
+    res = scale_demo(factor=10.0)
+    paths = figure_scale_demo(res, out_dir=tmp_path)
     assert res["mse_ratio"] == pytest.approx(100.0, rel=1e-10)
     assert res["original"]["psnr"] == pytest.approx(res["scaled"]["psnr"])
     assert all(p.exists() for p in paths)
@@ -181,3 +184,21 @@ def _env():
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def test_deprecated_spellings_still_work_with_a_one_line_note(capsys):
+    """--gamma and --eps are hidden aliases of --target-rero and --epsilon for one release."""
+    new = run_json(capsys, "calibrate", "--metric", "mse", "--eta", "0.01", "--target-rero", "0.05", "--dim", "4", "--min-norm", "0.5")
+    assert main(["analytic", "calibrate", "--metric", "mse", "--eta", "0.01", "--gamma", "0.05", "--dim", "4", "--min-norm", "0.5", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == new and new["target_rero"] == 0.05 and "achieved_rero" in new
+    assert cap.err.count("\n") == 1 and "--gamma is deprecated" in cap.err and "--target-rero" in cap.err
+    assert main(["analytic", "dp", "--eps", "1", "--delta", "1e-5", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["epsilon"] == 1.0 and "--eps is deprecated" in cap.err and cap.err.count("\n") == 1
+    both = ["calibrate", "--metric", "mse", "--eta", "0.1", "--target-rero", "0.1", "--gamma", "0.1", "--dim", "4", "--min-norm", "1"]
+    assert main(["analytic", *both]) == 2
+    note, error = capsys.readouterr().err.splitlines()
+    assert "deprecated" in note and error.startswith("reconrisk: error: give --target-rero once")
+    assert main(["analytic", "calibrate", "--help"]) == 0
+    assert "--gamma" not in capsys.readouterr().out  # hidden

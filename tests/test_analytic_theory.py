@@ -17,7 +17,7 @@ from reconrisk.bounds.analytic import (
     eta_for_rero,
     ncc_bound,
     ncc_exact,
-    noise_multiplier_for_rero,
+    analytic_noise_multiplier_for_rero,
     optimal_num_rows,
     reconstruction_variance,
     rero_gamma_mse,
@@ -232,12 +232,12 @@ def test_imagenet_like_tails():
 
 
 def test_calibration_value():
-    assert close(noise_multiplier_for_rero("mse", 0.01, 0.05, 4, 0.5), "0.47447114")
+    assert close(analytic_noise_multiplier_for_rero("mse", 0.01, 0.05, 4, 0.5), "0.47447114")
     # closed form = brentq on the bound (spec_003 §12 B)
     from scipy.optimize import brentq
 
     s = brentq(lambda s: rero_gamma_mse(0.01, s, 4, min_norm=0.5) - 0.05, 1e-3, 10, xtol=1e-15)
-    assert s == pytest.approx(noise_multiplier_for_rero("mse", 0.01, 0.05, 4, 0.5), rel=1e-9)
+    assert s == pytest.approx(analytic_noise_multiplier_for_rero("mse", 0.01, 0.05, 4, 0.5), rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -512,7 +512,7 @@ def test_ppf_cdf_round_trip(s, norm, n, q):
 @given(metric=st.sampled_from(["mse", "psnr"]), g=gammas, n=dims, m=norms, s=sigmas)
 def test_calibrate_bound_round_trip(metric, g, n, m, s):
     eta = eta_for_rero(metric, g, s, n, m, data_range=2.0)
-    s_back = noise_multiplier_for_rero(metric, eta, g, n, m, data_range=2.0)
+    s_back = analytic_noise_multiplier_for_rero(metric, eta, g, n, m, data_range=2.0)
     assert s_back == pytest.approx(s, rel=1e-9)
     fn = rero_gamma_mse if metric == "mse" else rero_gamma_psnr
     kw = {} if metric == "mse" else {"data_range": 2.0}
@@ -540,7 +540,7 @@ def test_profile_decreasing_in_eps(e1, e2, s):
 def test_analytic_calibration_result():
     r = analytic_calibration("psnr", 20.0, 0.05, 4, 0.5)
     assert r.noise_multiplier == pytest.approx(0.47447114, rel=1e-6)  # PSNR 20 dB ⟺ MSE 0.01 at range 1
-    assert r.achieved_gamma == pytest.approx(0.05, rel=1e-9)
+    assert r.achieved_rero == pytest.approx(0.05, rel=1e-9)
     assert r.to_dict()["noise_multiplier"] == r.noise_multiplier
 
 
@@ -562,9 +562,9 @@ def test_analytic_calibration_result():
         (lambda: rero_gamma_mse(0.1, 1.0, 4, min_norm=1.0, clip_norm=1.0), "exactly one of min_norm"),
         (lambda: rero_gamma_psnr(float("inf"), 1.0, 4, min_norm=1.0), "eta must be a finite number of dB"),
         (lambda: rero_gamma_psnr(10.0, 1.0, 4, min_norm=1.0, data_range=0.0), "data_range must be > 0"),
-        (lambda: noise_multiplier_for_rero("mse", 0.1, 1.0, 4, 1.0), "gamma must be in (0, 1)"),
-        (lambda: noise_multiplier_for_rero("mse", 0.0, 0.5, 4, 1.0), "eta must be > 0"),
-        (lambda: noise_multiplier_for_rero("ncc", 0.1, 0.5, 4, 1.0), "metric must be one of"),
+        (lambda: analytic_noise_multiplier_for_rero("mse", 0.1, 1.0, 4, 1.0), "target_rero must be in (0, 1)"),
+        (lambda: analytic_noise_multiplier_for_rero("mse", 0.0, 0.5, 4, 1.0), "eta must be > 0"),
+        (lambda: analytic_noise_multiplier_for_rero("ncc", 0.1, 0.5, 4, 1.0), "metric must be one of"),
         (lambda: ncc_bound(0.0, 4), "noise_multiplier must be > 0"),
         (lambda: ncc_exact(1.0, np.zeros(4)), "nonzero norm"),
         (lambda: ncc_exact(1.0, np.ones(4)), "not be constant"),

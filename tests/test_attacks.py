@@ -119,7 +119,7 @@ def test_transcript_attack_equals_fused_observation(digits, q):
     @jax.jit
     def fused():
         def body(p, t):
-            p2, theta, g, mask, _ = dpsgd.dpsgd_step(model, cfg, p, k_run, t, jnp.asarray(x), jnp.asarray(y))
+            p2, theta, g, mask, _ = dpsgd.dpsgd_step(model, cfg, p, k_run, t, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
             return p2, observe_step(model, cfg, theta, g, mask[:-1], jnp.asarray(kx), jnp.asarray(ky),
                                     jnp.asarray(px), jnp.asarray(py), unravel)
 

@@ -31,8 +31,13 @@ def test_bound_all_methods(capsys):
 
 def test_calibrate_json(capsys):
     d = run_json(capsys, ["calibrate", "--target-rero", "0.2", "--prior-size", "10", "--sample-rate", "0.01", "--steps", "100"])
-    assert d["rero_upper"] <= 0.2
+    assert set(d["rero"]) >= {"method", "lower", "upper"} and "rero_upper" not in d
+    assert d["rero"]["lower"] <= d["rero"]["upper"] <= 0.2
     assert d["noise_multiplier"] > 0 and d["epsilon"] > 0
+    # the same numbers as `reconrisk bound` at the calibrated σ: one shape, one meaning
+    b = run_json(capsys, ["bound", "-s", repr(d["noise_multiplier"]), "-q", "0.01", "-T", "100", "-n", "10"])
+    assert b["rero"]["lower"] == pytest.approx(d["rero"]["lower"], rel=1e-12)
+    assert b["rero"]["upper"] >= d["rero"]["upper"] - 1e-12  # calibrate reports the tighter of two certified uppers
 
 
 @pytest.mark.parametrize(
@@ -64,7 +69,10 @@ def test_curve_writes_png_svg_csv(tmp_path, capsys):
     for key in ("png", "svg", "csv"):
         assert (tmp_path / f"curve.{key}").stat().st_size > 0
     assert len(d["rows"]) == 3 + 2
-    assert all(r["rero_upper"] <= r["rdp_bound"] + 1e-9 for r in d["rows"])
+    assert all(r["rero"]["lower"] <= r["rero"]["upper"] <= r["baselines"]["rdp"] + 1e-9 for r in d["rows"])
+    assert all(r["rero"]["method"] == "pld" and r["kappa"] == 0.1 for r in d["rows"])
+    header = (tmp_path / "curve.csv").read_text().splitlines()[0].split(",")
+    assert header[-4:] == ["rero_method", "rero_lower", "rero_upper", "baseline_rdp"]
 
 
 def test_bound_never_imports_jax():

@@ -131,8 +131,8 @@ def test_poisson_gather_equals_mask(digits):
     params = model.init(jax.random.PRNGKey(0))
     sizes = []
     for t in range(5):
-        p1, th1, g1, m1, s1 = step(model, cfg, params, jax.random.PRNGKey(9), t, x, y)
-        p2, th2, g2, m2, s2 = step(model, cfg_full, params, jax.random.PRNGKey(9), t, x, y)
+        p1, th1, g1, m1, s1 = step(model, cfg, params, jax.random.PRNGKey(9), t, x, y, rel.noise_std)
+        p2, th2, g2, m2, s2 = step(model, cfg_full, params, jax.random.PRNGKey(9), t, x, y, rel.noise_std)
         np.testing.assert_array_equal(np.asarray(m1), np.asarray(m2))
         np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-5)
         assert float(s1["members"]) == float(np.asarray(m1).sum())
@@ -206,3 +206,76 @@ def test_bad_inputs(digits):
 def test_seed000_model_size():
     assert models.get_model("mlp", (28, 28, 1)).num_params == 7960  # seed 000, App. C
     assert models.get_model("mlp", (8, 8, 1)).num_params == 760
+
+
+# ---------------------------------------------------------------- the composable step
+def test_noise_registry_dispatches_on_release_noise(digits):
+    from reconrisk.train import noise
+
+    assert "gaussian" in noise.noise_families()
+    with pytest.raises(ReconRiskError, match="noise"):
+        noise.noise_fn("laplace")
+    model = models.get_model("logistic", digits.image_shape)
+    x, y = digits.x[:30], digits.y[:30]
+    rel = Release(1.0, 1.0, 3, clip_norm=0.5)
+    base = dpsgd.train(model, rel, x, y, seed=4).transcript
+    calls = []
+
+    def shifted(key, summed, noise_std):  # a stand-in family: Gaussian noise plus 1
+        calls.append(1)
+        return noise.gaussian(key, summed, noise_std) + 1.0
+
+    noise.register_noise("shifted", shifted)
+    try:
+        cfg = dataclasses.replace(dpsgd.make_step_config(rel, 30, 2.0, "hard"), noise="shifted")
+        params = model.init(jax.random.split(jax.random.PRNGKey(4))[0])
+        k_run = jax.random.split(jax.random.PRNGKey(4))[1]
+        _, theta, g, _, _ = dpsgd.dpsgd_step(model, cfg, params, k_run, 0, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
+    finally:
+        noise._REGISTRY.pop("shifted")
+    assert calls
+    np.testing.assert_allclose(np.asarray(g), base.grads[0] + 1.0, rtol=1e-6, atol=1e-6)
+
+
+def test_noise_std_is_traced_one_compilation_for_many_sigmas(digits):
+    model = models.get_model("logistic", digits.image_shape)
+    x, y = digits.x[:30], digits.y[:30]
+    a = dpsgd.train(model, Release(1.0, 1.0, 2, clip_norm=0.5), x, y, seed=1, record=False)
+    before = dpsgd._chunk_runner.cache_info().currsize
+    b = dpsgd.train(model, Release(3.0, 1.0, 2, clip_norm=0.5), x, y, seed=1, record=False)
+    assert dpsgd._chunk_runner.cache_info().currsize == before  # same static config, same compiled chunk
+    assert not np.allclose(np.asarray(ravel_pytree(a.params)[0]), np.asarray(ravel_pytree(b.params)[0]))
+
+
+def test_pad_members_is_the_one_gather():
+    mask = jnp.asarray([0.0, 1.0, 0.0, 1.0, 1.0])
+    index, valid, count = dpsgd.pad_members(mask, 4)
+    assert int(count) == 3
+    np.testing.assert_array_equal(np.asarray(index), [1, 3, 4, 0])
+    np.testing.assert_array_equal(np.asarray(valid), [1, 1, 1, 0])
+    assert dpsgd.pad_members(mask, None)[:2] == (None, None)
+
+
+def test_hook_sees_parameters_before_the_update_and_the_batch(digits):
+    """A hook recording (θ_t, batch size) agrees with the transcript, and does not change training."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Watch(dpsgd.StepHook):
+        def init(self, params):
+            return jnp.float32(0.0)
+
+        def step(self, state, info):
+            return state + jnp.sum(info.batch.member), (info.theta, jnp.sum(info.batch.member))
+
+    model = models.get_model("mlp:4", digits.image_shape)
+    x, y = digits.x[:80], digits.y[:80]
+    rel = Release(1.0, 0.1, 6, clip_norm=0.5)
+    res = dpsgd.train(model, rel, x, y, seed=3, hooks=(Watch(),), chunk_steps=4)
+    thetas, sizes = res.hook_outputs[0]
+    np.testing.assert_array_equal(thetas, res.transcript.thetas[:-1])
+    np.testing.assert_array_equal(sizes, res.transcript.masks.sum(axis=1))
+    assert float(res.hook_states[0]) == res.transcript.masks.sum()
+    plain = dpsgd.train(model, rel, x, y, seed=3, record=False)
+    np.testing.assert_array_equal(ravel_pytree(plain.params)[0], ravel_pytree(res.params)[0])
+    with pytest.raises(ReconRiskError, match="hooks"):
+        dpsgd.train(model, rel, x, y, hooks=(lambda s, i: (s, ()),))

@@ -62,7 +62,7 @@ def test_mse_bound_never_imports_jax():
         (["mse-bound", "-s", "0", "-q", "0.5", "-T", "10"], "noise_multiplier"),
         (["mse-bound", "-e", "1", "--gelu-clip"], "gelu-clip"),
         (["fil", "logreg", "--lam", "0"], "lam"),
-        (["fil", "logreg", "--noise", "-1", "--no-figures"], "noise_std"),
+        (["fil", "logreg", "--noise-std", "-1", "--no-figures"], "noise_std"),
         (["fil", "logreg", "--trials", "-3"], "trials"),
         (["fil", "dpsgd", "--method", "full"], "method"),
         (["fil", "dpsgd", "--model", "resnet"], "model"),
@@ -78,7 +78,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, word):
 
 
 def test_fil_logreg_json_and_figures(capsys, tmp_path):
-    d = run_json(capsys, ["fil", "logreg", "--lam", "1e-4", "--noise", "1e-5", "--trials", "200", "--out", str(tmp_path)])
+    d = run_json(capsys, ["fil", "logreg", "--lam", "1e-4", "--noise-std", "1e-5", "--trials", "200", "--out", str(tmp_path)])
     assert {"rdp_epsilon", "rdp_mse_bound", "dfil_bound", "violation_fraction"} <= set(d)
     assert set(d["dfil_bound"]) == {"min", "median", "max"}
     assert d["n"] == 360 and d["d"] == 64 and d["epsilon_formula"] == "gaussian"
@@ -99,7 +99,8 @@ def test_fil_logreg_paper_formula_without_attack(capsys):
 
 def test_fil_dpsgd_single_configuration(capsys):
     d = run_json(capsys, ["fil", "dpsgd", "--model", "mlp:4", "--steps", "4", "-q", "0.1", "--num-coords", "4"])
-    assert {"rdp_epsilon", "rdp_mse_bound", "dfil_bound", "violation_fraction", "test_accuracy", "kappa"} <= set(d)
+    assert {"rdp_epsilon", "rdp_mse_bound", "dfil_bound", "violation_fraction", "test_accuracy", "subsampling_factor"} <= set(d)
+    assert "kappa" not in d  # kappa is the prior's baseline only; seed 001's factor has its own name
     assert d["violation_fraction"] is None
     assert d["rdp_epsilon"] == pytest.approx(release_rdp_alpha2(Release(1.0, 0.1, 4), sensitivity=GELU_CLIP_OVERSHOOT))
     assert 0.0 <= d["test_accuracy"] <= 1.0
@@ -107,11 +108,13 @@ def test_fil_dpsgd_single_configuration(capsys):
 
 def test_small_grid_writes_fig5(tmp_path):
     from reconrisk.experiments.fil import dpsgd_grid, grid_configurations
+    from reconrisk.report.fil import grid_figures
     from reconrisk.train.fil import FILConfig
 
     grid = {"steps": (5,), "noise_multiplier": (0.8, 4.0), "clip_norm": (1.0,)}
-    res = dpsgd_grid(model="mlp:4", grid=grid, sample_rate=0.4, config=FILConfig(num_coords=4, learning_rate=0.5),
-                     out_dir=tmp_path)
+    res = dpsgd_grid(model="mlp:4", grid=grid, sample_rate=0.4, config=FILConfig(num_coords=4, learning_rate=0.5))
+    assert res.figures == () and not any(tmp_path.iterdir())  # experiments compute, report draws
+    grid_figures(res, tmp_path)
     assert len(res.rows) == 2
     lo, hi = res.rows
     assert hi["rdp_mse_bound"] > lo["rdp_mse_bound"]  # more noise, larger bound
@@ -123,3 +126,24 @@ def test_small_grid_writes_fig5(tmp_path):
     assert len(grid_configurations(None)) == 24
     with pytest.raises(ReconRiskError, match="1 to 24"):
         grid_configurations({"steps": tuple(range(1, 26))})
+
+
+def test_grid_uses_the_given_sigma_steps_and_clip_norm(capsys, tmp_path):
+    """--grid no longer ignores -s/-T/-C: each one given fixes that axis of the grid."""
+    d = run_json(capsys, ["fil", "dpsgd", "--grid", "--model", "mlp:4", "-s", "3", "-T", "3", "-C", "0.5", "-q", "0.2",
+                          "--num-coords", "4", "--out", str(tmp_path)])
+    assert d["configurations"] == 1
+    (row,) = d["rows"]
+    assert (row["noise_multiplier"], row["steps"], row["clip_norm"]) == (3.0, 3, 0.5)
+    assert (tmp_path / "fig5_grid.json").is_file()
+
+
+def test_old_flag_spellings_are_hidden_aliases_with_a_note(capsys, tmp_path):
+    new = run_json(capsys, ["fil", "logreg", "--noise-std", "0.01", "--trials", "0", "--no-figures"])
+    assert main(["fil", "logreg", "--noise", "0.01", "--trials", "0", "--no-figures", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == new and new["noise_std"] == 0.01
+    assert cap.err.strip() == "reconrisk: note: --noise is deprecated and will be removed in the next release; use --noise-std"
+    assert main(["fil", "dpsgd", "--help"]) == 0
+    helptext = capsys.readouterr().out
+    assert "--no-subsampling-factor" in helptext and "--no-kappa" not in helptext

@@ -98,12 +98,12 @@ def test_per_example_fil_methods_and_noise_scale(small):
 # ---------------------------------------------------------------- Algorithm 1 in the trainer
 def _manual_accounting(model, release, x, y, cfg):
     """Replay Algorithm 1 step by step in Python (κ = 1, no momentum, exact trace) for comparison."""
-    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 0)
-    k_init, k_run, _ = jax.random.split(key, 3)
+    k_train, _ = F.fil_run_keys(cfg.seed, 0)
+    k_init, k_run = jax.random.split(k_train)
     params = model.init(k_init)
     scfg = dpsgd.make_step_config(release, x.shape[0], cfg.learning_rate, cfg.clip_mode)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys))
+    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys, release.noise_std))
     every = jax.jit(lambda p: F.per_example_fil(model, p, xs, ys, clip_norm=release.clip_norm,
                                                 noise_std=release.noise_std, method="trace_exact",
                                                 clip_mode=cfg.clip_mode))
@@ -119,14 +119,48 @@ def test_trainer_accounting_matches_a_step_by_step_replay(digits):
     model = models.get_model("mlp:5", digits.image_shape)
     x, y = digits.x[:60], digits.y[:60]
     release = Release(1.3, 0.1, 6, clip_norm=0.7)
-    cfg = F.FILConfig(method="trace_exact", use_kappa=False, momentum=0.0, learning_rate=0.3, seed=4)
+    cfg = F.FILConfig(method="trace_exact", use_subsampling_factor=False, momentum=0.0, learning_rate=0.3, seed=4)
     res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=3)
     manual = _manual_accounting(model, release, x, y, cfg)
     np.testing.assert_allclose(res.fil, manual, rtol=2e-4, atol=1e-9)
     assert (res.fil == 0).any() and (res.fil > 0).any()  # unsampled examples have no leakage
     assert np.isinf(res.bounds[res.fil == 0]).all()
-    assert res.kappa == 1.0 and res.subsampling is None
+    assert res.subsampling_factor == 1.0 and res.subsampling is None
     assert res.noise_std == pytest.approx(1.3 * 0.7)
+
+
+@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.1, 0.5)])
+def test_fil_path_and_plain_trainer_give_the_same_parameters(digits, q, momentum):
+    """The FIL hook only watches: the accounted run and the plain trainer end at the same parameters."""
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:60], digits.y[:60]
+    release = Release(1.3, q, 5, clip_norm=0.7)
+    cfg = F.FILConfig(num_coords=3, momentum=momentum, learning_rate=0.3, seed=3, runs=2)
+    res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=2)
+    for r in range(2):
+        k_train, _ = F.fil_run_keys(3, r)
+        plain = dpsgd.train(model, release, x, y, key=k_train, learning_rate=0.3, momentum=momentum,
+                            clip_mode="gelu", record=False, runs=2)
+        for a, b in zip(jax.tree_util.tree_leaves(res.params_runs[r]), jax.tree_util.tree_leaves(plain.params)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # and the runs differ (the keys matter)
+    assert not np.array_equal(ravel_pytree(res.params_runs[0])[0], ravel_pytree(res.params_runs[1])[0])
+
+
+def test_momentum_update_is_the_seed001_recursion(digits):
+    """optax form of v ← μv + g/(qN), w ← w − ρv, replayed from a transcript."""
+    model = models.get_model("mlp:5", digits.image_shape)
+    x, y = digits.x[:40], digits.y[:40]
+    rel = Release(1.0, 0.5, 4, clip_norm=0.5)
+    res = dpsgd.train(model, rel, x, y, seed=2, learning_rate=0.2, momentum=0.5)
+    tr = res.transcript
+    vel = np.zeros(tr.thetas.shape[1])
+    theta = np.asarray(tr.thetas[0], np.float64)
+    for t in range(4):
+        vel = 0.5 * vel + tr.grads[t] / tr.meta["normalizer"]
+        theta = theta - 0.2 * vel
+        np.testing.assert_allclose(tr.thetas[t + 1], theta, rtol=1e-5, atol=1e-6)
+    assert tr.meta["momentum"] == 0.5
 
 
 def test_trainer_seeds_kappa_runs_and_summary(digits):
@@ -144,16 +178,17 @@ def test_trainer_seeds_kappa_runs_and_summary(digits):
     c = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=2))
     assert not np.allclose(a.fil, c.fil)
     # κ of Eq. 3 with δ = 1/(n·T) and sensitivity 2 × 1.11522 (GELU clip); the RDP ε uses σ/1.11522
-    from reconrisk.bounds.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2, subsampling_kappa
+    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
 
     assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (80 * 8), rel=1e-9)
-    assert a.kappa == pytest.approx(subsampling_kappa(0.1, a.subsampling.step_epsilon))
+    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.1, a.subsampling.step_epsilon))
     assert a.rdp_epsilon == pytest.approx(release_rdp_alpha2(release, sensitivity=GELU_CLIP_OVERSHOOT))
     d = a.to_dict()
     assert set(d["dfil_bound"]) == {"min", "median", "max"}
     assert d["max_dfil_bound"] == pytest.approx(1 / a.fil.max())
-    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_kappa=False))
-    np.testing.assert_allclose(nokappa.fil * a.kappa, a.fil, rtol=1e-5)
+    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_subsampling_factor=False))
+    np.testing.assert_allclose(nokappa.fil * a.subsampling_factor, a.fil, rtol=1e-5)
     literal = F.train_dpsgd_with_fil(model, Release(2.0, 0.1, 8, clip_norm=2.0), x, y,
                                      config=F.FILConfig(num_coords=8, seed=1, paper_literal=True))
     assert literal.noise_std == 2.0

@@ -73,7 +73,7 @@ def test_rdp_of_a_schedule_adds_up():
 @pytest.mark.parametrize("sigma, kappa", [(1, 0.99995), (2, 0.9322), (5, 0.1534), (10, 0.04102)])
 def test_kappa_mnist(sigma, kappa):
     f = M.subsampling_factor(sigma, 0.01, 1000, 1e-9, sensitivity_factor=2 * M.GELU_CLIP_OVERSHOOT_PAPER)
-    assert f.kappa == pytest.approx(kappa, abs=1e-4)
+    assert f.value == pytest.approx(kappa, abs=1e-4)
     assert f.step_epsilon == pytest.approx(14.43 / sigma, rel=1e-3)
     assert f.failure_probability == pytest.approx(1e-6)
 
@@ -81,14 +81,14 @@ def test_kappa_mnist(sigma, kappa):
 @pytest.mark.parametrize("sigma, kappa", [(2, 0.8895), (1, 0.99994)])
 def test_kappa_cifar(sigma, kappa):
     f = M.subsampling_factor(sigma, 0.004, 100, 1e-10, sensitivity_factor=2 * M.GELU_CLIP_OVERSHOOT_PAPER)
-    assert f.kappa == pytest.approx(kappa, abs=1e-4)
+    assert f.value == pytest.approx(kappa, abs=1e-4)
 
 
 def test_kappa_limits_and_failure_target():
-    assert M.subsampling_kappa(0.03, 0.0) == pytest.approx(0.03, rel=1e-12)
-    assert M.subsampling_kappa(0.03, 800.0) == 1.0
-    assert M.subsampling_kappa(1.0, 0.5) == 1.0
-    assert M.subsampling_kappa(0.2, 1.3) == pytest.approx(0.2 / (0.2 + 0.8 * math.exp(-1.3)), rel=1e-13)
+    assert M.subsampling_factor_value(0.03, 0.0) == pytest.approx(0.03, rel=1e-12)
+    assert M.subsampling_factor_value(0.03, 800.0) == 1.0
+    assert M.subsampling_factor_value(1.0, 0.5) == 1.0
+    assert M.subsampling_factor_value(0.2, 1.3) == pytest.approx(0.2 / (0.2 + 0.8 * math.exp(-1.3)), rel=1e-13)
     f = M.subsampling_factor(2.0, 0.05, 400, n=1000)
     assert f.meets_target and f.failure_probability <= 1 / 1000
     assert M.subsampling_factor(2.0, 0.05, 400, 1e-3, n=1000).meets_target is False
@@ -201,7 +201,7 @@ def test_release_bound_increases_with_sigma(s1, s2, q, steps):
 @given(st.floats(1e-4, 1.0), st.floats(0, 50), st.floats(0, 50))
 def test_kappa_monotone_and_in_q_1(q, e1, e2):
     lo, hi = sorted((e1, e2))
-    k_lo, k_hi = M.subsampling_kappa(q, lo), M.subsampling_kappa(q, hi)
+    k_lo, k_hi = M.subsampling_factor_value(q, lo), M.subsampling_factor_value(q, hi)
     assert q * (1 - 1e-12) <= k_lo <= k_hi * (1 + 1e-12) <= 1 + 1e-12
 
 
@@ -228,7 +228,7 @@ def test_dfil_bound_monotone_in_noise(s, scale):
         (lambda: M.dfil(np.ones((2, 3))), "fim"),
         (lambda: M.dfil_bound(-1.0), "eta_bar_sq"),
         (lambda: M.mia_advantage_bound(-0.1), "epsilon"),
-        (lambda: M.subsampling_kappa(1.5, 1.0), "sample_rate"),
+        (lambda: M.subsampling_factor_value(1.5, 1.0), "sample_rate"),
         (lambda: M.subsampling_factor(1.0, 0.1, 10), "delta"),
         (lambda: M.subsampling_factor(1.0, 0.1, 10, delta=1.0), "delta"),
         (lambda: M.output_perturbation_rdp(10, 0.1, 0.1, "other"), "formula"),

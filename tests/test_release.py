@@ -43,3 +43,27 @@ def test_schedule_from_opacus_history_merges_equal_segments():
         _ = r.noise_multiplier
     with pytest.raises(ReconRiskError, match="segments\\[0\\]"):
         Release.schedule([(1.0, 0.01)])
+
+
+def test_full_batch_property():
+    assert Release(1.0, 1.0, 10).full_batch
+    assert not Release(1.0, 0.5, 10).full_batch
+    assert Release.schedule([(1.0, 1.0, 3), (2.0, 1.0, 4)]).full_batch
+    assert not Release.schedule([(1.0, 1.0, 3), (2.0, 0.1, 4)]).full_batch
+
+
+def test_release_refuses_a_noise_family_nothing_implements(monkeypatch):
+    from reconrisk import release as R
+
+    # "vmf" is a known family (seed 004) but no mechanism implements it here yet: refused, not silently Gaussian.
+    monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
+    with pytest.raises(ReconRiskError, match="noise must be an implemented noise family.*found 'vmf'"):
+        Release(1.0, noise="vmf")
+    with pytest.raises(ReconRiskError, match="noise"):
+        Release.schedule([(1.0, 0.1, 3)], noise="vmf")
+    # the mechanism's module registers the family; then the release is accepted
+    monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
+    R.register_noise_family("vmf")
+    assert Release(1.0, noise="vmf").noise == "vmf"
+    with pytest.raises(ReconRiskError, match="noise must be one of"):
+        R.register_noise_family("laplace")

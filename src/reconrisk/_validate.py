@@ -109,3 +109,29 @@ def kappa_array(name: str, value: Any) -> tuple[np.ndarray, bool]:
     if bad.any():
         raise ReconRiskError(f"{name} must be in (0, 1); found {_fmt(flat[bad][0])}")
     return flat, scalar
+
+
+def positive_array(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> tuple[np.ndarray, bool]:
+    """A number or array of numbers > 0 (``>= 0`` with ``allow_zero``; ``inf`` only with ``allow_inf``).
+
+    Returns ``(array, was_scalar)`` so element-wise functions can hand back a
+    float for a scalar input.
+    """
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise ReconRiskError(f"{name} must be a number or an array of numbers; found {value!r}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ReconRiskError(f"{name} must be a number or an array of numbers; found {value!r}") from None
+    if arr.size == 0:
+        raise ReconRiskError(f"{name} must not be empty")
+    if np.isnan(arr).any():
+        raise ReconRiskError(f"{name} must not contain NaN; found nan")
+    bad = (arr < 0) if allow_zero else (arr <= 0)
+    if not allow_inf:
+        bad = bad | np.isinf(arr)
+    if bad.any():
+        rel = ">= 0" if allow_zero else "> 0"
+        fin = "" if allow_inf else " and finite"
+        raise ReconRiskError(f"{name} must be {rel}{fin}; found {float(arr[bad].ravel()[0])}")
+    return arr, arr.ndim == 0

@@ -54,6 +54,17 @@ def ncc(a, b, axis=-1) -> np.ndarray:
         return np.mean(ac * bc, axis=axis) / (a.std(axis=axis) * b.std(axis=axis))
 
 
+def accuracy(predictions, labels) -> float:
+    """Fraction of ``predictions`` equal to ``labels`` (classification accuracy; the one home of it)."""
+    p = np.asarray(predictions).ravel()
+    y = np.asarray(labels).ravel()
+    if p.shape != y.shape or p.size == 0:
+        raise ReconRiskError(
+            f"predictions and labels must be non-empty and of equal length; found {p.size} and {y.size}"
+        )
+    return float(np.mean(p == y))
+
+
 def clopper_pearson_interval(k, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided exact binomial interval at level 1 − alpha, vectorised in the success count ``k``."""
     k = np.asarray(k, dtype=float)

@@ -16,7 +16,33 @@ from typing import Iterable, Sequence
 from . import _validate as v
 from .errors import ReconRiskError
 
+#: Noise families a release may name (seed 000's Gaussian; seed 004's von Mises–Fisher).
 NOISE_FAMILIES = ("gaussian", "vmf")
+#: Families some mechanism actually implements. A family is added here by the
+#: module that implements it (:func:`register_noise_family`), so that a
+#: ``Release(noise="vmf")`` is refused until VMF noise exists instead of
+#: silently giving Gaussian results.
+IMPLEMENTED_NOISE: set[str] = {"gaussian"}
+
+
+def register_noise_family(name: str) -> None:
+    """Mark a noise family of :data:`NOISE_FAMILIES` as implemented (called by the mechanism's module)."""
+    IMPLEMENTED_NOISE.add(v.choice("noise", name, NOISE_FAMILIES))
+
+
+def _implemented_noise(noise) -> str:
+    noise = v.choice("noise", noise, NOISE_FAMILIES)
+    if noise not in IMPLEMENTED_NOISE:
+        raise ReconRiskError(
+            f"noise must be an implemented noise family, one of {sorted(IMPLEMENTED_NOISE)}; found {noise!r} "
+            "(known but not implemented yet)"
+        )
+    return noise
+
+
+def is_full_batch(segments: Iterable["Segment"]) -> bool:
+    """True when every segment samples the whole data set (q = 1): closed forms apply."""
+    return all(s.sample_rate == 1.0 for s in segments)
 
 
 @dataclass(frozen=True)
@@ -75,7 +101,7 @@ class Release:
                     raise ReconRiskError(f"segments must be Segment objects; found {s!r}")
         object.__setattr__(self, "segments", segs)
         object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
-        object.__setattr__(self, "noise", v.choice("noise", noise, NOISE_FAMILIES))
+        object.__setattr__(self, "noise", _implemented_noise(noise))
 
     # -- constructors -------------------------------------------------------------
     @classmethod
@@ -121,6 +147,11 @@ class Release:
         if not self.homogeneous:
             raise ReconRiskError(f"{name} is not defined for a release of {len(self.segments)} segments; read .segments")
         return getattr(self.segments[0], name)
+
+    @property
+    def full_batch(self) -> bool:
+        """Every segment uses the whole data set (sample rate 1): the exact GDP closed forms apply."""
+        return is_full_batch(self.segments)
 
     @property
     def noise_multiplier(self) -> float:

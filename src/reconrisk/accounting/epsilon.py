@@ -69,7 +69,7 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
             f"noise_multiplier={min(sigmas):g} is below {SIGMA_GRID_RANGE[0]:g} and delta={delta:g} is at least the "
             f"probability {p_ever:.3g} that the target is ever sampled; epsilon is not computed in this corner"
         )
-    if max(sigmas) > SIGMA_GRID_RANGE[1] or all(s.sample_rate == 1.0 for s in release.segments):
+    if max(sigmas) > SIGMA_GRID_RANGE[1] or release.full_batch:
         from .gaussian import gaussian_eps  # exact GDP profile, in log space
 
         mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))

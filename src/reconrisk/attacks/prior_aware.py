@@ -39,15 +39,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..train.dpsgd import (
-    CLIP_MODES,
-    StepConfig,
-    clip_factors,
-    grad_inner_products,
-    masked_clipped_sum,
-    per_example_sq_norms,
-    signals,
-)
+from ..train.clipping import CLIP_MODES, clip_factors, grad_inner_products, per_example_sq_norms, signals
+from ..train.dpsgd import Batch, StepConfig, batch_cap, batch_clipped_sum, pad_members
 from ..train.models import Model
 
 PRIOR_AWARE_ATTACKS = ("alg2", "alg3", "loglik", "no_deduction")
@@ -60,13 +53,25 @@ def top_k_count(sample_rate: float, steps: int) -> int:
 
 def known_batch(known_mask, cap):
     """Index/validity of the known points the adversary must subtract (padded gather when q is small)."""
-    import jax.numpy as jnp
+    index, valid, _ = pad_members(known_mask, cap)
+    return index, valid
 
-    if cap is None:
-        return None, None
-    count = jnp.sum(known_mask > 0)
-    (index,) = jnp.nonzero(known_mask > 0, size=cap, fill_value=0)
-    return index, (jnp.arange(cap) < count).astype(jnp.float32)
+
+def deduct_known(model: Model, cfg: StepConfig, params, g, known_mask, known_x, known_y):
+    """ḡ_t = g_t − Σ_{z ∈ D₋ ∩ B_t} clip_C(∇ℓ(θ_t, z)) (flat), recomputed from what the adversary knows.
+
+    The one known-gradient deduction: the prior-aware attacks and the
+    gradient-inversion trials both call it. ``known_mask`` is the batch
+    membership of the known points at this step (the released rows only).
+    """
+    from jax.flatten_util import ravel_pytree
+
+    if known_x.shape[0] == 0:
+        return g
+    index, valid = known_batch(known_mask, cfg.cap)
+    batch = Batch(known_mask, index, valid, None)
+    known_sum, _ = batch_clipped_sum(model, params, known_x, known_y, batch, cfg.clip_norm, cfg.clip_mode)
+    return g - ravel_pytree(known_sum)[0]
 
 
 def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, known_y, cand_x, cand_y, unravel):
@@ -80,15 +85,9 @@ def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, k
     """
     import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
     params = unravel(theta)
-    index, valid = known_batch(known_mask, cfg.cap)
-    if known_x.shape[0] > 0:
-        known_sum, _ = masked_clipped_sum(model, params, known_x, known_y, known_mask, index, valid, cfg)
-        gbar = g - ravel_pytree(known_sum)[0]
-    else:
-        gbar = g
+    gbar = deduct_known(model, cfg, params, g, known_mask, known_x, known_y)
     taps, deltas, _ = signals(model, params, cand_x, cand_y)
     sq = per_example_sq_norms(taps, deltas)
     scale = clip_factors(sq, cfg.clip_norm, cfg.clip_mode)
@@ -186,14 +185,12 @@ def prior_aware_attack(
         raise ReconRiskError("known_index must give one transcript column per known point")
     if transcript.thetas.shape[1] != model.num_params:
         raise ReconRiskError(f"transcript has {transcript.thetas.shape[1]} parameters; model has {model.num_params}")
-    from ..train.dpsgd import batch_cap
-
     cap = batch_cap(max(n_known, 1), sample_rate, transcript.steps)
     if cap is not None and n_known:
         largest = max(int(np.asarray(transcript.masks[sl])[:, cols].sum(axis=1).max())
                       for sl in (slice(i, i + chunk_steps) for i in range(0, transcript.steps, chunk_steps)))
         cap = None if largest > cap else cap  # never drop a known point from the subtraction
-    cfg = StepConfig(noise_multiplier, sample_rate, clip_norm, 1.0, clip_mode, cap)
+    cfg = StepConfig(sample_rate, clip_norm, 1.0, clip_mode, cap)
     _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
 
     @jax.jit

@@ -9,7 +9,7 @@ Cor. 1, Eq. 20). Everything here follows from that Gaussian:
 
 * :func:`rero_gamma_mse` — Prop. 3 (Eq. 24) and its looser C-variant;
 * :func:`rero_gamma_psnr` — Props. 4–5 (Eqs. 25–27) and the C-variants;
-* :func:`noise_multiplier_for_rero`, :func:`eta_for_rero` — closed-form
+* :func:`analytic_noise_multiplier_for_rero`, :func:`eta_for_rero` — closed-form
   calibration ([inferred], spec_003 §7: ``σ² ≥ Nη/(m²·χ²_N⁻¹(γ))``);
 * :func:`ncc_bound`, :func:`ncc_exact`, :func:`sample_ncc_decomposition` —
   Prop. 6 (Eq. 28) and Prop. B.4 (Eq. 66);
@@ -46,7 +46,7 @@ __all__ = [
     "averaged_variance",
     "rero_gamma_mse",
     "rero_gamma_psnr",
-    "noise_multiplier_for_rero",
+    "analytic_noise_multiplier_for_rero",
     "eta_for_rero",
     "ncc_bound",
     "ncc_exact",
@@ -85,16 +85,6 @@ def optimal_num_rows(clip_norm, min_norm, *, rule: str = "squared") -> int:
     return max(1, math.ceil(ratio * (1 - 1e-12)))
 
 
-def _positive_array(name: str, value) -> np.ndarray:
-    if isinstance(value, (str, bool)) or value is None:
-        raise ReconRiskError(f"{name} must be a number or array of numbers > 0; found {value!r}")
-    arr = np.asarray(value, dtype=float)
-    bad = ~(np.isfinite(arr) & (arr > 0))
-    if bad.any():
-        raise ReconRiskError(f"{name} must be > 0 and finite; found {arr[bad].ravel()[0]}")
-    return arr
-
-
 def reconstruction_variance(noise_multiplier, clip_norm, rows, norm, *, bias: bool = False):
     """Per-coordinate variance of the oracle-scaled sample-mean reconstruction (Eq. 17).
 
@@ -107,7 +97,7 @@ def reconstruction_variance(noise_multiplier, clip_norm, rows, norm, *, bias: bo
     s = val.positive("noise_multiplier", noise_multiplier)
     c = val.positive("clip_norm", clip_norm)
     m = val.integer("rows", rows, minimum=1)
-    n2 = _positive_array("norm", norm) ** 2 + (1.0 if bias else 0.0)
+    n2 = val.positive_array("norm", norm)[0] ** 2 + (1.0 if bias else 0.0)
     return _ret(s * s * np.maximum(c * c / m, n2))
 
 
@@ -204,16 +194,17 @@ def _mse_threshold(metric: str, eta: float, data_range: float) -> float:
     return data_range**2 * math.exp(-_LN10_10 * float(_eta_psnr(eta)))
 
 
-def noise_multiplier_for_rero(metric, eta, gamma, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
-    """Smallest noise multiplier σ with γ(η) ≤ ``gamma`` (closed form; [inferred], spec_003 §7-8).
+def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
+    """Smallest noise multiplier σ with γ(η) ≤ ``target_rero`` (closed form; [inferred], spec_003 §7-8).
 
     ``σ² = N·η_MSE/(m²·χ²_N⁻¹(γ))·k`` where ``η_MSE = η`` (MSE) or
     ``R²·10^{−η/10}`` (PSNR, η in dB), and k = ``averaged``. Since
     Γ_R is increasing in its second argument, every σ at or above this value
-    satisfies the bound. Works for ``gamma`` down to ~1e-300.
+    satisfies the bound. (Named apart from :func:`reconrisk.bounds.calibrate.noise_multiplier_for_rero`,
+    the DP-SGD calibration of seed 000.) Works for ``target_rero`` down to ~1e-300.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
-    g = val.probability_open("gamma", gamma)
+    g = val.probability_open("target_rero", target_rero)
     n = val.integer("dim", dim, minimum=1)
     m = val.positive("min_norm", min_norm)
     r = val.positive("data_range", data_range)
@@ -254,7 +245,7 @@ def ncc_bound(noise_multiplier, dim, *, averaged: int = 1):
     Independent of C, ‖X‖ and the data range. Finite-N *sample* NCC can exceed
     it (Remark B.1); it is not a ReRo bound. Vectorised over ``noise_multiplier``.
     """
-    s = _positive_array("noise_multiplier", noise_multiplier)
+    s = val.positive_array("noise_multiplier", noise_multiplier)[0]
     n = val.integer("dim", dim, minimum=1)
     k = val.integer("averaged", averaged, minimum=1)
     return _ret(1.0 / np.sqrt(1.0 + s * s * n / k))
@@ -417,23 +408,23 @@ class AnalyticCalibration:
 
     metric: str
     eta: float
-    gamma: float
+    target_rero: float
     dim: int
     min_norm: float
     data_range: float | None
     averaged: int
     noise_multiplier: float
-    achieved_gamma: float
+    achieved_rero: float
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def analytic_calibration(metric, eta, gamma, dim, min_norm, *, data_range=None, averaged: int = 1) -> AnalyticCalibration:
-    """:func:`noise_multiplier_for_rero` with the bound re-evaluated at the answer."""
+def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=None, averaged: int = 1) -> AnalyticCalibration:
+    """:func:`analytic_noise_multiplier_for_rero` with the bound re-evaluated at the answer."""
     mt = val.choice("metric", metric, ("mse", "psnr"))
     r = None if mt == "mse" else (1.0 if data_range is None else val.positive("data_range", data_range))
-    s = noise_multiplier_for_rero(mt, eta, gamma, dim, min_norm, data_range=r or 1.0, averaged=averaged)
+    s = analytic_noise_multiplier_for_rero(mt, eta, target_rero, dim, min_norm, data_range=r or 1.0, averaged=averaged)
 
     def bound_at(sig: float) -> float:
         if mt == "mse":
@@ -444,8 +435,8 @@ def analytic_calibration(metric, eta, gamma, dim, min_norm, *, data_range=None, 
     # exceed the target by a few ulps, so step σ up (the bound decreases in σ) until it holds exactly
     got = bound_at(s)
     step = 0
-    while got > float(gamma) and step < 200:
+    while got > float(target_rero) and step < 200:
         s = math.nextafter(s, math.inf) if step < 100 else s * (1 + 1e-12 * 2 ** (step - 100))
         got = bound_at(s)
         step += 1
-    return AnalyticCalibration(mt, float(eta), float(gamma), int(dim), float(min_norm), r, int(averaged), s, got)
+    return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)

@@ -49,7 +49,9 @@ def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
 
 def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
     """The RDP baseline for a DP-SGD schedule: exact Eq. (2) when every q = 1."""
-    if all(s.sample_rate == 1.0 for s in segments):
+    from ..release import is_full_batch
+
+    if is_full_batch(segments):
         rho = sum(s.steps / (2 * s.noise_multiplier**2) for s in segments)
         return rero_from_zcdp(kappa, rho)
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))

@@ -90,7 +90,7 @@ class ReroBound:
 def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
     """Exact B_κ where a closed form exists (all q = 1, or a single step)."""
     segs = release.segments
-    if all(s.sample_rate == 1.0 for s in segs):
+    if release.full_batch:
         return special.ndtr(special.ndtri(kappa) + release_gdp_mu(release))
     if len(segs) == 1 and segs[0].steps == 1:
         s = segs[0]
@@ -104,7 +104,7 @@ def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
 
 def has_closed_form(release: Release) -> bool:
     segs = release.segments
-    return all(s.sample_rate == 1.0 for s in segs) or (len(segs) == 1 and segs[0].steps == 1)
+    return release.full_batch or (len(segs) == 1 and segs[0].steps == 1)
 
 
 def pld_bracket(
@@ -127,7 +127,7 @@ def pld_bracket(
     details report the achieved ``max_width``, ``max_rel_width`` and whether
     the target was met (``converged``).
     """
-    if all(s.sample_rate == 1.0 for s in release.segments):
+    if release.full_batch:
         exact = closed_form(release, kappa)
         return exact, exact, {
             "discretization": None, "note": "q = 1: exact Gaussian-DP closed form", "max_width": 0.0,
@@ -263,7 +263,7 @@ def _atoms_per_step(release: Release, h: float) -> float:
 
 def pld_upper(release: Release, kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
     """The certified upper end alone (pessimistic PLD on one grid); used by calibration."""
-    if all(s.sample_rate == 1.0 for s in release.segments):
+    if release.full_batch:
         return closed_form(release, kappa)
     _, a_up = analytic_bracket(release, kappa)
     if not _pld_feasible(release):
@@ -309,7 +309,7 @@ def rero_bounds(
         return out
     if method == "rdp":
         up = rdp_rero_bound(release.segments, kappas)
-        note = "exact Eq. (2) (q = 1)" if all(s.sample_rate == 1.0 for s in release.segments) else "integer orders 2..1024"
+        note = "exact Eq. (2) (q = 1)" if release.full_batch else "integer orders 2..1024"
         return [ReroBound("rdp", float(k), None, float(b), release=rel, details={"orders": note}) for k, b in zip(kappas, up)]
     # Monte Carlo
     samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)

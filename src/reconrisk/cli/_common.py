@@ -1,12 +1,22 @@
-"""Helpers shared by the command modules: JSON or rich-table output."""
+"""Helpers shared by the command modules: JSON or rich-table output, one progress bar, deprecated flag spellings.
+
+* :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`).
+* :func:`progress` — the one progress bar of the CLI (description, bar, done/total, elapsed, ETA) on stderr, so
+  that ``--json`` output on stdout stays clean; a no-op when disabled.
+* :func:`deprecated_alias` — an old flag spelling kept working for one release as a hidden option that prints a
+  one-line deprecation note on stderr.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .._io import dumps
+from ..errors import ReconRiskError
 
 
 def print_json(payload: dict) -> None:
@@ -32,3 +42,71 @@ def fmt(x: Any) -> str:
             return f"{x:.4f}"
         return f"{x:.4g}"
     return "" if x is None else str(x)
+
+
+class ProgressBar:
+    """What :func:`progress` yields: call it with a count to advance; :meth:`describe` relabels the bar."""
+
+    def __init__(self, bar=None, task=None) -> None:
+        self._bar, self._task = bar, task
+
+    def __call__(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def describe(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=text)
+
+
+def progress_columns() -> tuple:
+    """The columns of the CLI's one progress bar: description, bar, done/total, elapsed, ETA.
+
+    For commands that embed the bar in a ``rich.live.Live`` group (``audit``
+    shows its table filling in above the bar) instead of using :func:`progress`.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn())
+
+
+@contextmanager
+def progress(total: int, description: str, *, enabled: bool = True, transient: bool = True) -> Iterator[ProgressBar]:
+    """A progress bar with ETA on stderr for ``total`` units of work; yields a :class:`ProgressBar`.
+
+    Disabled (``enabled=False``, e.g. under ``--json``), with nothing to do
+    (``total <= 0``) or when stderr is not a terminal (a log file, a test's
+    captured stream) it yields a bar whose calls do nothing.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not enabled or total <= 0 or not console.is_terminal:
+        yield ProgressBar()
+        return
+    from rich.progress import Progress
+
+    with Progress(*progress_columns(), console=console, transient=transient) as bar:
+        yield ProgressBar(bar, bar.add_task(description, total=total))
+
+
+def deprecated_alias(old: str, new: str) -> Callable[[Any], Any]:
+    """A typer callback for a hidden old spelling: prints ``reconrisk: note: OLD is deprecated; use NEW`` once."""
+
+    def note(value):
+        if value is not None and value is not False:
+            print(f"reconrisk: note: {old} is deprecated and will be removed in the next release; use {new}",
+                  file=sys.stderr)
+        return value
+
+    return note
+
+
+def pick(name: str, new, old, default=None):
+    """The value of a flag given under its new name or its deprecated alias (not both); ``default`` if neither."""
+    if new is not None and old is not None:
+        raise ReconRiskError(f"give {name} once (it and its deprecated alias were both given); found {new} and {old}")
+    if new is not None:
+        return new
+    return old if old is not None else default

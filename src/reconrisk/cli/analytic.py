@@ -7,16 +7,16 @@ command.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .. import _validate as val
+from .._io import write_json
 from ..errors import ReconRiskError
 from . import app
-from ._common import print_json, print_table
+from ._common import deprecated_alias, pick, print_json, print_table, progress
 
 analytic_app = typer.Typer(
     name="analytic",
@@ -94,7 +94,8 @@ def bound_cmd(
 def calibrate_cmd(
     metric: str = typer.Option(..., "--metric", help="mse | psnr"),
     eta: float = typer.Option(..., "--eta", help="Threshold: MSE (> 0) or PSNR (dB)."),
-    gamma: float = typer.Option(..., "--gamma", help="Target bound γ in (0, 1)."),
+    target_rero: Optional[float] = typer.Option(None, "--target-rero", help="Target bound γ* in (0, 1) (required)."),
+    gamma: Optional[float] = typer.Option(None, "--gamma", hidden=True, callback=deprecated_alias("--gamma", "--target-rero")),
     dim: int = typer.Option(..., "--dim", help="N: input dimension (>= 1)."),
     min_norm: float = typer.Option(..., "--min-norm", help="m: smallest nonzero data norm (> 0)."),
     data_range: Optional[float] = typer.Option(None, "--data-range", help="Global data range R for PSNR (default 1)."),
@@ -104,7 +105,10 @@ def calibrate_cmd(
     """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
     from ..bounds.analytic import analytic_calibration
 
-    res = analytic_calibration(metric, eta, gamma, dim, min_norm, data_range=data_range, averaged=averaged)
+    target = pick("--target-rero", target_rero, gamma)
+    if target is None:
+        raise ReconRiskError("target_rero must be given with --target-rero (a number in (0, 1)); found none")
+    res = analytic_calibration(metric, eta, target, dim, min_norm, data_range=data_range, averaged=averaged)
     d = _drop_none(res.to_dict())
     if as_json:
         print_json(d)
@@ -116,21 +120,23 @@ def calibrate_cmd(
 def dp_cmd(
     delta: float = typer.Option(..., "--delta", help="δ in (0, 1)."),
     noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", help="σ → ε."),
-    eps: Optional[float] = typer.Option(None, "--eps", help="ε → σ."),
+    epsilon: Optional[float] = typer.Option(None, "--epsilon", help="ε → σ."),
+    eps: Optional[float] = typer.Option(None, "--eps", hidden=True, callback=deprecated_alias("--eps", "--epsilon")),
     steps: int = typer.Option(1, "--steps", help="T full-batch steps composed by GDP (σ → σ/√T)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
 ) -> None:
     """(ε, δ) of the Gaussian mechanism by its exact privacy profile (seed 003, Eq. 3), either direction."""
     from ..accounting.gaussian import gaussian_eps, gaussian_sigma, gdp_mu
 
-    if (noise_multiplier is None) == (eps is None):
-        raise ReconRiskError("give exactly one of --noise-multiplier or --eps")
-    if eps is None:
+    epsilon = pick("--epsilon", epsilon, eps)
+    if (noise_multiplier is None) == (epsilon is None):
+        raise ReconRiskError("give exactly one of --noise-multiplier or --epsilon")
+    if epsilon is None:
         e = gaussian_eps(noise_multiplier, delta, steps=steps)
-        d = {"noise_multiplier": float(noise_multiplier), "delta": delta, "steps": steps, "eps": e}
+        d = {"noise_multiplier": float(noise_multiplier), "delta": delta, "steps": steps, "epsilon": e}
     else:
-        s = gaussian_sigma(eps, delta, steps=steps)
-        d = {"eps": float(eps), "delta": delta, "steps": steps, "noise_multiplier": s}
+        s = gaussian_sigma(epsilon, delta, steps=steps)
+        d = {"epsilon": float(epsilon), "delta": delta, "steps": steps, "noise_multiplier": s}
     d["mu"] = gdp_mu(d["noise_multiplier"], steps=steps)
     if as_json:
         print_json(d)
@@ -139,7 +145,7 @@ def dp_cmd(
 
 
 def _load_data(data: str, samples: int, dim: int, seed: int):
-    from ..report.analytic import load_digits_or_none, synthetic_uniform
+    from ..experiments.analytic import load_digits_or_none, synthetic_uniform
 
     kind = val.choice("data", data, ("synthetic", "digits"))
     if kind == "synthetic":
@@ -151,32 +157,6 @@ def _load_data(data: str, samples: int, dim: int, seed: int):
             "use --data synthetic"
         )
     return x
-
-
-class _Progress:
-    """A rich progress bar, or nothing when JSON is asked for."""
-
-    def __init__(self, total: int, description: str, enabled: bool):
-        self.enabled = enabled
-        self.total, self.description = total, description
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import Progress
-
-            self._p = Progress(transient=True)
-            self._p.__enter__()
-            self._task = self._p.add_task(self.description, total=self.total)
-        return self
-
-    def __call__(self, n: int) -> None:
-        if self.enabled:
-            self._p.advance(self._task, n)
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._p.__exit__(*exc)
-        return False
 
 
 @analytic_app.command("simulate")
@@ -206,7 +186,7 @@ def simulate_cmd(
     n = val.integer("samples", samples, minimum=1)
     x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
     c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
-    with _Progress(len(sig) * x.shape[0], f"simulating ({mode})", not as_json) as prog:
+    with progress(len(sig) * x.shape[0], f"simulating ({mode})", enabled=not as_json) as prog:
         sim = simulate_success(
             x, sig, c, rows, bias=bias, scale=scale, mode=mode, data_range=data_range, seed=seed, progress=prog
         )
@@ -220,7 +200,7 @@ def simulate_cmd(
     d = sim.to_dict()
     d["data"] = data
     d["files"] = paths
-    (out / "simulate.json").write_text(json.dumps(d, indent=2, default=float))
+    write_json(d, out, "simulate.json")
     if as_json:
         print_json(d)
         return
@@ -252,6 +232,7 @@ def figures_cmd(
 
     import numpy as np
 
+    from ..experiments import analytic as ea
     from ..report import analytic as ra
 
     which = val.choice("fig", fig, ("2", "3", "5", "all"))
@@ -262,9 +243,9 @@ def figures_cmd(
     skipped: list[str] = []
     for src in sources:
         if src == "synthetic":
-            x2, img = ra.synthetic_uniform(100, 4, sd), None
+            x2, img = ea.synthetic_uniform(100, 4, sd), None
         else:
-            xd = ra.load_digits_or_none()
+            xd = ea.load_digits_or_none()
             if xd is None:
                 msg = "digits skipped: reconrisk.data.load_digits is not available in this install"
                 skipped.append(msg)
@@ -274,11 +255,12 @@ def figures_cmd(
             x2 = xd[np.random.default_rng(sd).choice(len(xd), size=min(100, len(xd)), replace=False)]
             img = xd[0].reshape(8, 8)
         if which in ("2", "all"):
-            with _Progress(3 * 4 * len(x2), f"Fig. 2 ({src})", not as_json) as prog:
-                paths, _ = ra.figure_success_vs_noise(
-                    x2, mode=mode, seed=sd, out_dir=out, name=f"fig2_{src}", progress=prog,
-                    title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
-                )
+            with progress(len(ea.FIG2_REGIMES) * len(ea.FIG2_SIGMAS) * len(x2), f"Fig. 2 ({src})", enabled=not as_json) as prog:
+                sims = ea.fig2_simulations(x2, mode=mode, seed=sd, progress=prog)
+            paths = ra.figure_success_vs_noise(
+                sims, out_dir=out, name=f"fig2_{src}",
+                title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
+            )
             written[f"fig2_{src}"] = [str(p) for p in paths]
         if which in ("3", "all"):
             if src == "synthetic":
@@ -296,7 +278,7 @@ def figures_cmd(
                 )
             written[f"fig3_{src}"] = [str(p) for p in paths]
         if which in ("5", "all"):
-            paths, _ = ra.figure_scale_demo(img, seed=sd, out_dir=out, name=f"fig5_{src}")
+            paths = ra.figure_scale_demo(ea.scale_demo(img, seed=sd), out_dir=out, name=f"fig5_{src}")
             written[f"fig5_{src}"] = [str(p) for p in paths]
     payload = {"files": written, "skipped": skipped}
     if as_json:

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table
+from ._common import print_json, print_table, progress
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
 
@@ -120,15 +120,9 @@ def _warn_unconverged(results) -> None:
 def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
     from ..bounds.rero import rero_bounds
 
-    if quiet:
-        return rero_bounds(release, k, method="mc", samples=samples, seed=seed, confidence=confidence)[0]
-    from rich.progress import Progress
-
-    with Progress(transient=True) as bar:
-        task = bar.add_task("Monte Carlo", total=2 * samples * release.steps)
+    with progress(2 * samples * release.steps, "Monte Carlo", enabled=not quiet) as bar:
         return rero_bounds(
-            release, k, method="mc", samples=samples, seed=seed, confidence=confidence,
-            progress=lambda n: bar.advance(task, n),
+            release, k, method="mc", samples=samples, seed=seed, confidence=confidence, progress=bar
         )[0]
 
 
@@ -147,19 +141,39 @@ def calibrate_cmd(
 
     k = _kappa(kappa, prior_size)
     out = calibrate_noise(target_rero, sample_rate, steps, kappa=k, delta=delta)
-    out["prior_size"] = prior_size
+    payload = _calibration_payload(out, prior_size)
     if json_out:
-        print_json(out)
+        print_json(payload)
         return
     print_table(
         f"Calibration for γ* = {target_rero:g} at κ = {k:.4g}, q = {sample_rate:g}, T = {steps}",
         ["quantity", "value"],
         [
-            ["noise_multiplier", out["noise_multiplier"]],
-            ["certified rero at that σ", out["rero_upper"]],
-            [f"epsilon (δ={delta:g})", out["epsilon"]],
+            ["noise_multiplier", payload["noise_multiplier"]],
+            ["certified rero at that σ (upper)", payload["rero"]["upper"]],
+            ["certified rero at that σ (lower)", payload["rero"].get("lower")],
+            [f"epsilon (δ={delta:g})", payload["epsilon"]],
         ],
     )
+
+
+def _calibration_payload(out: dict, prior_size: Optional[int]) -> dict:
+    """The calibration as JSON, with the certified bound at the chosen σ in the one ``rero`` shape of ``bound``."""
+    from ..bounds.rero import rero_bounds
+    from ..release import Release
+
+    d = dict(out)
+    d["prior_size"] = prior_size
+    if "bracket" in d:  # the bisection bracket is on σ, not on the bound
+        d["noise_multiplier_bracket"] = d.pop("bracket")
+    if "rero" not in d:
+        upper = d.pop("rero_upper")
+        method = d.pop("method", "pld")
+        rel = Release(d["noise_multiplier"], d["sample_rate"], d["steps"])
+        b = rero_bounds(rel, d["kappa"], method="closed_form" if method == "closed_form" else "pld")[0]
+        # the calibration's own certified upper end is the one checked against the target; both are certified
+        d["rero"] = {"method": method, "lower": b.lower, "upper": min(upper, b.upper)}
+    return d
 
 
 @app.command("curve")
@@ -179,20 +193,21 @@ def curve_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
-    from ..report.curves import rero_curves
+    from ..experiments.curves import curve_jobs, rero_curves
+    from ..report.curves import write_curves
 
-    res = rero_curves(
-        steps=steps, sample_rate=sample_rate, prior_sizes=prior_size, epsilon_range=(epsilon_min, epsilon_max),
-        points=points, fixed_epsilon=fixed_epsilon, sample_rates=sample_rates, delta=delta, out=out,
-        progress=not json_out,
-    )
-    short = [r for r in res["rows"] if not r.get("rero_converged", True)]
+    grid = dict(steps=steps, sample_rate=sample_rate, epsilon_range=(epsilon_min, epsilon_max), points=points,
+                fixed_epsilon=fixed_epsilon, sample_rates=sample_rates)
+    with progress(len(curve_jobs(**grid)), "calibrating and bounding", enabled=not json_out) as bar:
+        rows = rero_curves(prior_sizes=prior_size, delta=delta, progress=bar, **grid)
+    files = write_curves(rows, out, delta=delta, fixed_epsilon=fixed_epsilon)
+    short = [r for r in rows if r["rero"].get("converged") is False]
     if short:
         import sys
 
         print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
               "(still certified; see rero_width in curve.csv)", file=sys.stderr)
     if json_out:
-        print_json(res)
+        print_json({"rows": rows, "files": files})
         return
-    print_table("reconrisk curve", ["quantity", "value"], [[k, str(v)] for k, v in res["files"].items()])
+    print_table("reconrisk curve", ["quantity", "value"], [[k, str(v)] for k, v in files.items()])

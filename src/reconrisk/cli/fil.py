@@ -8,32 +8,13 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table
+from ._common import deprecated_alias, pick, print_json, print_table, progress
 
 fil_app = typer.Typer(
     help="Fisher-information-leakage accounting and MSE bounds on the digits data (seed 001).",
     no_args_is_help=True,
 )
 app.add_typer(fil_app, name="fil")
-
-
-def _progress(total: int, label: str, quiet: bool):
-    """A context manager yielding ``advance(k)`` (a no-op when quiet)."""
-    from contextlib import contextmanager, nullcontext
-
-    if quiet:
-        return nullcontext(None)
-
-    @contextmanager
-    def bar():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      transient=True) as p:
-            task = p.add_task(label, total=total)
-            yield lambda k: p.advance(task, k)
-
-    return bar()
 
 
 @app.command("mse-bound")
@@ -74,7 +55,8 @@ def mse_bound_cmd(
 @fil_app.command("logreg")
 def fil_logreg_cmd(
     lam: float = typer.Option(1e-2, "--lam", help="L2 regularisation λ of (1/n)Σℓ + (λ/2)||θ||²."),
-    noise: float = typer.Option(1e-2, "--noise", help="Output-perturbation noise std σ (θ* + N(0, σ²I))."),
+    noise_std: Optional[float] = typer.Option(None, "--noise-std", help="Output-perturbation noise std σ (θ* + N(0, σ²I)); default 0.01."),
+    noise: Optional[float] = typer.Option(None, "--noise", hidden=True, callback=deprecated_alias("--noise", "--noise-std")),
     paper_formula: bool = typer.Option(False, "--paper-formula", help="ε = 2/(nλσ) as printed in seed 001 (default: standard 4/(nλσ)²)."),
     trials: int = typer.Option(10_000, "--trials", help="Noise draws for the GLM attack (0: no attack)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noise draws."),
@@ -83,13 +65,20 @@ def fil_logreg_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Digits 0-vs-1 logistic regression: dFIL bounds vs the RDP bound (Fig. 2), GLM attack (Figs. 3–4)."""
+    import dataclasses
+
     from .. import _validate as v
     from ..experiments.fil import logreg_experiment
 
+    noise_std = pick("--noise-std", noise_std, noise, default=1e-2)
     trials = v.integer("trials", trials, minimum=0)
-    with _progress(trials, "GLM attack", json_out or trials == 0) as adv:
-        res = logreg_experiment(lam=lam, noise_std=noise, formula="paper" if paper_formula else "gaussian",
-                                trials=trials, seed=seed, out_dir=None if no_figures else out, progress=adv)
+    with progress(trials, "GLM attack", enabled=not json_out) as adv:
+        res = logreg_experiment(lam=lam, noise_std=noise_std, formula="paper" if paper_formula else "gaussian",
+                                trials=trials, seed=seed, progress=adv)
+    if not no_figures:
+        from ..report.fil import logreg_figures
+
+        res = dataclasses.replace(res, figures=tuple(logreg_figures(res, out)))
     d = res.to_dict()
     if json_out:
         print_json(d)
@@ -111,35 +100,44 @@ def fil_logreg_cmd(
 @fil_app.command("dpsgd")
 def fil_dpsgd_cmd(
     model: str = typer.Option("mlp", "--model", help="mlp | cnn | logistic | mlp:W1,W2,..."),
-    noise_multiplier: float = typer.Option(1.0, "--noise-multiplier", "-s", help="Noise multiplier σ (noise std σC)."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="Noise multiplier σ (noise std σC); default 1. With --grid: fixes σ instead of the grid's 4 values."),
     sample_rate: float = typer.Option(0.05, "--sample-rate", "-q", help="Poisson sampling rate q."),
-    steps: int = typer.Option(300, "--steps", "-T", help="DP-SGD steps T."),
-    clip_norm: float = typer.Option(1.0, "--clip-norm", "-C", help="Clip norm C."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="DP-SGD steps T; default 300. With --grid: fixes T instead of the grid's 2 values."),
+    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", "-C", help="Clip norm C; default 1. With --grid: fixes C instead of the grid's 3 values."),
     learning_rate: float = typer.Option(0.5, "--learning-rate", help="Learning rate ρ (update ρ·v, v ← μv + g/(qN))."),
     momentum: float = typer.Option(0.5, "--momentum", help="Momentum μ in [0, 1)."),
     method: str = typer.Option("trace_sampled", "--method", help="trace_sampled | trace_exact | spectral"),
     num_coords: int = typer.Option(50, "--num-coords", help="Sampled input coordinates per example and step."),
     clip_mode: str = typer.Option("gelu", "--clip-mode", help="gelu (seed 001) | hard"),
     runs: int = typer.Option(1, "--runs", help="Repeated runs averaged (seed 001: 10)."),
-    delta: Optional[float] = typer.Option(None, "--delta", help="Per-step δ of κ (default 1/(n·T))."),
-    no_kappa: bool = typer.Option(False, "--no-kappa", help="κ = 1 (Eq. 2) instead of Eq. 3."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="Per-step δ of the subsampling factor (default 1/(n·T))."),
+    no_subsampling_factor: bool = typer.Option(False, "--no-subsampling-factor", help="Subsampling factor 1 (Eq. 2) instead of Eq. 3."),
+    no_kappa: bool = typer.Option(False, "--no-kappa", hidden=True, callback=deprecated_alias("--no-kappa", "--no-subsampling-factor")),
     paper_literal: bool = typer.Option(False, "--paper-literal", help="Noise std σ in the FIM (the paper's Eq. 1) instead of σC."),
-    grid: bool = typer.Option(False, "--grid", help="Run the 24-configuration grid (Table 3 scaled to digits) and write Fig. 5."),
+    grid: bool = typer.Option(False, "--grid", help="Run the 24-configuration grid (Table 3 scaled to digits; -s, -T, -C given fix that axis) and write Fig. 5."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split, initialisation, batches, noise and coordinates."),
     out: Path = typer.Option(Path("reconrisk-out/fil-dpsgd"), "--out", help="Directory for Fig. 5 (with --grid)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """DP-SGD with FIL accounting (seed 001 Algorithm 1) on the digits: per-example dFIL bounds, RDP bound, accuracy."""
-    from ..experiments.fil import dpsgd_experiment, dpsgd_grid, grid_total_steps
+    import dataclasses
+
+    from ..experiments.fil import DEFAULT_GRID, dpsgd_experiment, dpsgd_grid, grid_total_steps
     from ..train.fil import FILConfig
 
     cfg = FILConfig(method=method, num_coords=num_coords, clip_mode=clip_mode, learning_rate=learning_rate,
-                    momentum=momentum, use_kappa=not no_kappa, delta=delta, paper_literal=paper_literal, runs=runs,
-                    seed=seed)
+                    momentum=momentum, use_subsampling_factor=not (no_subsampling_factor or no_kappa), delta=delta,
+                    paper_literal=paper_literal, runs=runs, seed=seed)
     if grid:
-        total = grid_total_steps(None, cfg.runs)
-        with _progress(total, f"FIL grid ({model})", json_out) as adv:
-            res = dpsgd_grid(model=model, sample_rate=sample_rate, config=cfg, seed=seed, out_dir=out, progress=adv)
+        # σ, T or C given with --grid fix that axis of the grid (never silently ignored)
+        fixed = {"noise_multiplier": noise_multiplier, "steps": steps, "clip_norm": clip_norm}
+        grid_spec = {k: ((val,) if val is not None else DEFAULT_GRID[k]) for k, val in fixed.items()}
+        total = grid_total_steps(grid_spec, cfg.runs)
+        with progress(total, f"FIL grid ({model})", enabled=not json_out) as adv:
+            res = dpsgd_grid(model=model, grid=grid_spec, sample_rate=sample_rate, config=cfg, seed=seed, progress=adv)
+        from ..report.fil import grid_figures
+
+        res = dataclasses.replace(res, figures=tuple(grid_figures(res, out)))
         if json_out:
             print_json(res.to_dict())
             return
@@ -150,7 +148,12 @@ def fil_dpsgd_cmd(
         for p in res.figures:
             print(f"wrote {p}")
         return
-    with _progress(steps * cfg.runs, f"DP-SGD + FIL ({model})", json_out) as adv:
+    from .. import _validate as v
+
+    noise_multiplier = 1.0 if noise_multiplier is None else noise_multiplier
+    clip_norm = 1.0 if clip_norm is None else clip_norm
+    steps = v.integer("steps", 300 if steps is None else steps, minimum=1)
+    with progress(steps * cfg.runs, f"DP-SGD + FIL ({model})", enabled=not json_out) as adv:
         res = dpsgd_experiment(model=model, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                                clip_norm=clip_norm, config=cfg, seed=seed, progress=adv)
     d = res.to_dict()
@@ -159,7 +162,7 @@ def fil_dpsgd_cmd(
         print_json(d)
         return
     rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["rdp_mse_bound (Thm 1)", res.rdp_mse_bound],
-            ["κ (Eq. 3)", res.kappa], ["max-dFIL bound", res.max_fil_bound], ["median-dFIL bound", res.median_fil_bound]]
+            ["subsampling factor (Eq. 3)", res.subsampling_factor], ["max-dFIL bound", res.max_fil_bound], ["median-dFIL bound", res.median_fil_bound]]
     rows += [[f"dfil_bound {k}", val] for k, val in d["dfil_bound"].items()]
     rows += [["test accuracy", res.test_accuracy], ["seconds", res.train_seconds]]
     print_table(f"DP-SGD with FIL accounting ({model}, σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}, C={clip_norm:g})",

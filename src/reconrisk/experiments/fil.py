@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -61,6 +60,11 @@ class LogRegExperiment:
     grad_norm: float
     top: dict = field(default_factory=dict)
     figures: tuple = ()
+    # what the figures draw (report.fil.logreg_figures); not part of to_dict
+    x: np.ndarray | None = field(default=None, repr=False, compare=False)
+    image_shape: tuple = field(default=(), repr=False, compare=False)
+    mean_reconstruction: np.ndarray | None = field(default=None, repr=False, compare=False)
+    top_k: int = field(default=8, repr=False, compare=False)
 
     @property
     def violation_fraction(self) -> float | None:
@@ -73,7 +77,7 @@ class LogRegExperiment:
             "n": self.n,
             "d": self.d,
             "lam": self.lam,
-            "noise": self.noise_std,
+            "noise_std": self.noise_std,
             "epsilon_formula": self.formula,
             "rdp_epsilon": self.rdp_epsilon,
             "rdp_mse_bound": self.rdp_mse_bound,
@@ -95,11 +99,14 @@ class LogRegExperiment:
 
 
 def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: str = "gaussian", trials: int = 10_000,
-                      seed: int = 0, out_dir: str | Path | None = None, top_k: int = 8,
+                      seed: int = 0, top_k: int = 8,
                       progress: Callable[[int], None] | None = None, digits: tuple[int, int] = (0, 1)) -> LogRegExperiment:
-    """Seed 001 §7.1–7.2 on digits 0 vs 1; ``trials = 0`` skips the attack (Fig. 2 only)."""
+    """Seed 001 §7.1–7.2 on digits 0 vs 1; ``trials = 0`` skips the attack (Fig. 2 only).
+
+    Computes only; :func:`reconrisk.report.fil.logreg_figures` draws Figs. 2–4 from the result.
+    """
     from ..attacks.glm import find_violations, glm_attack_mse
-    from ..train.convex import accuracy, binary_digits, logreg_dfil, train_logreg
+    from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
 
     lam = v.positive("lam", lam)
     noise_std = v.positive("noise_std", noise_std)
@@ -121,23 +128,13 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
             "highest_dfil": {"bound": bounds[order[:k]].tolist(), "attack_mse": attack.mse[order[:k]].tolist()},
             "lowest_dfil": {"bound": bounds[order[-k:]].tolist(), "attack_mse": attack.mse[order[-k:]].tolist()},
         }
-    figures: list[Path] = []
-    if out_dir is not None:
-        from ..report.fil import plot_bound_vs_attack, plot_dfil_histogram, plot_leakage_examples
-
-        tag = f"λ={lam:g}, σ={noise_std:g}, n={X.shape[0]}"
-        figures += plot_dfil_histogram(bounds, fil.rdp_mse_bound, out_dir,
-                                       title=f"Digits 0/1 logistic regression ({tag}; ε={fil.rdp_epsilon:.4g}, {formula})")
-        if attack is not None:
-            figures += plot_bound_vs_attack(bounds, attack.mse, viol.index, out_dir, title=f"GLM attack vs dFIL bound ({tag})")
-        figures += plot_leakage_examples(X, None if attack is None else attack.mean_reconstruction, fil.eta_bar_sq, shape,
-                                         out_dir, k=top_k, title=f"Highest/lowest dFIL ({tag})")
     return LogRegExperiment(
         lam=lam, noise_std=noise_std, formula=formula, n=X.shape[0], d=X.shape[1], rdp_epsilon=fil.rdp_epsilon,
         rdp_mse_bound=fil.rdp_mse_bound, bounds=bounds, eta_bar_sq=fil.eta_bar_sq,
         attack_mse=None if attack is None else attack.mse, violations=viol,
-        train_accuracy=accuracy(X, y, fit.theta, bias=True), trials=trials, seed=seed, grad_norm=fit.grad_norm,
-        top=top, figures=tuple(figures),
+        train_accuracy=logreg_accuracy(X, y, fit.theta, bias=True), trials=trials, seed=seed, grad_norm=fit.grad_norm,
+        top=top, x=X, image_shape=tuple(shape), top_k=top_k,
+        mean_reconstruction=None if attack is None else attack.mean_reconstruction,
     )
 
 
@@ -163,7 +160,7 @@ def _row(res) -> dict:
         "clip_norm": rel["clip_norm"], "learning_rate": res.config.learning_rate, "momentum": res.config.momentum,
         "runs": res.config.runs, "test_accuracy": res.test_accuracy, "rdp_epsilon": res.rdp_epsilon,
         "rdp_mse_bound": res.rdp_mse_bound, "max_dfil_bound": res.max_fil_bound,
-        "median_dfil_bound": res.median_fil_bound, "kappa": res.kappa, "dfil_bound": res.summary(),
+        "median_dfil_bound": res.median_fil_bound, "subsampling_factor": res.subsampling_factor, "dfil_bound": res.summary(),
         "seconds": res.train_seconds,
     }
 
@@ -211,9 +208,12 @@ def grid_configurations(grid: dict | None = None) -> list[dict]:
 
 
 def dpsgd_grid(*, model: str = "mlp", grid: dict | None = None, sample_rate: float = DEFAULT_SAMPLE_RATE,
-               config=None, seed: int = 0, out_dir: str | Path | None = None,
+               config=None, seed: int = 0,
                progress: Callable[[int], None] | None = None, on_row: Callable[[dict], None] | None = None) -> GridResult:
-    """Seed 001 Fig. 5 on digits: Algorithm 1 for every configuration of the (≤ 24-point) grid."""
+    """Seed 001 Fig. 5 on digits: Algorithm 1 for every configuration of the (≤ 24-point) grid.
+
+    Computes only; :func:`reconrisk.report.fil.grid_figures` draws Fig. 5 and writes the rows as JSON.
+    """
     combos = grid_configurations(grid)
     rows = []
     for c in combos:
@@ -222,17 +222,7 @@ def dpsgd_grid(*, model: str = "mlp", grid: dict | None = None, sample_rate: flo
         rows.append(row)
         if on_row is not None:
             on_row(row)
-    figures: list[Path] = []
-    if out_dir is not None:
-        import json
-
-        from ..report.fil import plot_privacy_accuracy
-
-        figures += plot_privacy_accuracy(rows, out_dir, title=f"Digits, {model}: MSE bounds vs test accuracy")
-        p = Path(out_dir) / "fig5_grid.json"
-        p.write_text(json.dumps({"model": model, "rows": rows}, indent=1, default=float))
-        figures.append(p)
-    return GridResult(tuple(rows), model, tuple(figures))
+    return GridResult(tuple(rows), model)
 
 
 def grid_total_steps(grid: dict | None, runs: int) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -193,28 +193,28 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
     from jax.flatten_util import ravel_pytree
 
     from ..attacks.gradient_inversion import gradient_inversion, nearest_neighbour
-    from ..attacks.prior_aware import attack_scores, known_batch, observe_step
-    from ..train.dpsgd import dpsgd_step, masked_clipped_sum
+    from ..attacks.prior_aware import attack_scores, deduct_known, observe_step
+    from ..train.dpsgd import dpsgd_step
 
     inv_steps, inv_restarts, inv_lr = inversion
     _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
     names = ("alg2", "alg3", "loglik", "no_deduction")
 
-    def train_setup(sigma, kx, ky, key, prior_x, prior_y, target):
+    def train_setup(kx, ky, key, prior_x, prior_y, target):
         x = jnp.concatenate([kx, prior_x[target][None]])
         y = jnp.concatenate([ky, prior_y[target][None]])
         k_init, k_run, k_gi = jax.random.split(key, 3)
-        return replace(cfg, noise_multiplier=sigma), x, y, model.init(k_init), k_run, k_gi
+        return cfg, x, y, model.init(k_init), k_run, k_gi
 
     def stats_summary(stats):
         return jnp.stack([stats["norm_sum"].sum(), stats["clipped"].sum(), stats["members"].sum(),
                           stats["overflow"].any().astype(jnp.float32)])
 
-    def prior_aware_trial(sigma, kx, ky, key, prior_x, prior_y, target):
-        c, x, y, params, k_run, _ = train_setup(sigma, kx, ky, key, prior_x, prior_y, target)
+    def prior_aware_trial(sigma, noise_std, kx, ky, key, prior_x, prior_y, target):
+        c, x, y, params, k_run, _ = train_setup(kx, ky, key, prior_x, prior_y, target)
 
         def body(p, t):
-            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y)
+            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y, noise_std)
             # the adversary: released (θ_t, g_t), the known rows of the batch mask, D₋, the prior
             obs = observe_step(model, c, theta, g, mask[:n_known], kx, ky, prior_x, prior_y, unravel)
             return p2, (obs, stats)
@@ -224,17 +224,12 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
         success = jnp.stack([jnp.argmax(scores[k]) == target for k in names])
         return success, stats_summary(stats)
 
-    def inversion_trial(sigma, kx, ky, key, prior_x, prior_y, target):
-        c, x, y, params, k_run, k_gi = train_setup(sigma, kx, ky, key, prior_x, prior_y, target)
+    def inversion_trial(sigma, noise_std, kx, ky, key, prior_x, prior_y, target):
+        c, x, y, params, k_run, k_gi = train_setup(kx, ky, key, prior_x, prior_y, target)
 
         def body(p, t):
-            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y)
-            index, valid = known_batch(mask[:n_known], c.cap)
-            if n_known:
-                known_sum, _ = masked_clipped_sum(model, unravel(theta), kx, ky, mask[:n_known], index, valid, c)
-                gbar = g - ravel_pytree(known_sum)[0]
-            else:
-                gbar = g
+            p2, theta, g, mask, stats = dpsgd_step(model, c, p, k_run, t, x, y, noise_std)
+            gbar = deduct_known(model, c, unravel(theta), g, mask[:n_known], kx, ky)
             return p2, (theta, gbar, stats)
 
         _, (thetas, gbars, stats) = jax.lax.scan(body, params, jnp.arange(steps))
@@ -246,7 +241,7 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
         err = jnp.mean((z - prior_x[target]) ** 2)
         return jnp.stack([(guess == target).astype(jnp.float32), err]), stats_summary(stats)
 
-    axes = (None, None, None, 0, 0, 0, 0)
+    axes = (None, None, None, None, 0, 0, 0, 0)
     return (jax.jit(jax.vmap(prior_aware_trial, in_axes=axes)),
             jax.jit(jax.vmap(inversion_trial, in_axes=axes)), names)
 
@@ -283,10 +278,10 @@ def run_setting(
     known_x, known_y, pool_x, pool_y = split_dataset(dataset, s.prior_size, s.known_size, s.seed)
     n_known = known_x.shape[0]
     cfg = make_step_config(release, n_known + 1, s.learning_rate, s.clip_mode, trials=s.trials)
-    cfg = replace(cfg, noise_multiplier=1.0)  # σ is passed at run time (one compilation per grid)
     inversion = (s.inversion_steps, s.inversion_restarts, s.inversion_learning_rate)
     pa_fn, gi_fn, names = _trial_functions(model, cfg, s.steps, n_known, inversion)
-    sigma = jnp.float32(s.noise_multiplier)
+    sigma = jnp.float32(release.noise_multiplier)  # traced: an ε grid compiles once
+    noise_std = jnp.float32(release.noise_std)
     kx, ky = jnp.asarray(known_x), jnp.asarray(known_y)
     want_pa = any(a != "gradient_inversion" for a in s.attacks)
     want_gi = "gradient_inversion" in s.attacks
@@ -317,7 +312,7 @@ def run_setting(
         succ = []
         for lo in range(0, s.trials, bs):
             n_this = min(bs, s.trials - lo)
-            ok, st = pa_fn(sigma, kx, ky, *batch_inputs(lo, s.trials, bs))
+            ok, st = pa_fn(sigma, noise_std, kx, ky, *batch_inputs(lo, s.trials, bs))
             succ.append(np.asarray(ok)[:n_this])
             stats_total += np.asarray(st)[:n_this].sum(axis=0)
             if progress is not None:
@@ -331,7 +326,7 @@ def run_setting(
         res = []
         for lo in range(0, s.trials, gi_bs):
             n_this = min(gi_bs, s.trials - lo)
-            out, st = gi_fn(sigma, kx, ky, *batch_inputs(lo, s.trials, gi_bs))
+            out, st = gi_fn(sigma, noise_std, kx, ky, *batch_inputs(lo, s.trials, gi_bs))
             res.append(np.asarray(out)[:n_this])
             if not want_pa:
                 stats_total += np.asarray(st)[:n_this].sum(axis=0)

@@ -1,4 +1,5 @@
-"""Figures for seed 003 (matplotlib, Agg backend; PNG and SVG).
+"""Figures for seed 003 (matplotlib, Agg backend; PNG and SVG). Drawing only: the simulations and data
+come from :mod:`reconrisk.experiments.analytic`, the laws from :mod:`reconrisk.bounds.analytic_laws`.
 
 * :func:`figure_success_vs_noise` — Fig. 2: empirical MSE, PSNR and NCC of
   the attack (boxplots over the samples) against the noise multiplier, over
@@ -7,7 +8,8 @@
 * :func:`figure_rero_curves` — Fig. 3: γ(η) for MSE (CDF) and PSNR (survival)
   varying σ, N and ‖X‖, with the expectations as dashed lines.
 * :func:`figure_scale_demo` — Fig. 5: MSE is not scale-invariant (×a² when
-  the data are scaled by a), PSNR with the scaled range and NCC are.
+  the data are scaled by a), PSNR with the scaled range and NCC are; draws
+  :func:`reconrisk.experiments.analytic.scale_demo`.
 
 Departures from the authors' figures (spec_003 §11): the density heat map of
 Fig. 2 is the exact law of the *pooled* boxplot — the equal-weight mixture of
@@ -21,13 +23,11 @@ calls it the mean). The σ axis is log10 σ.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .. import _validate as val
 from .._io import pyplot, save_figure
 from ..errors import ReconRiskError
 
@@ -37,12 +37,8 @@ __all__ = [
     "plot_simulation_row",
     "figure_rero_curves",
     "figure_scale_demo",
-    "synthetic_uniform",
-    "load_digits_or_none",
-    "synthetic_image",
 ]
 
-FIG2_SIGMAS = (1e-2, 1e-1, 1.0, 10.0)  # logspace(-3, 2, 6)[1:-1] in the authors' code
 _REGIME_TITLES = {
     "min": "C = m (always clipped)",
     "sqrt_rows": "C = √M·m",
@@ -56,34 +52,6 @@ def _plt():
 
 def _save(fig, out_dir, name: str) -> list[Path]:
     return save_figure(fig, out_dir, name, dpi=120)
-
-
-def synthetic_uniform(samples: int = 100, dim: int = 4, seed: int = 0) -> np.ndarray:
-    """Fig. 2's data: ``samples`` points from U(0, 1)^dim (numpy seed ``seed``)."""
-    n = val.integer("samples", samples, minimum=1)
-    d = val.integer("dim", dim, minimum=1)
-    return np.random.default_rng(val.integer("seed", seed, minimum=0)).uniform(0.0, 1.0, size=(n, d))
-
-
-def load_digits_or_none(samples: int | None = None) -> np.ndarray | None:
-    """The 8×8 digits in [0, 1], flattened (n, 64), from ``reconrisk.data.load_digits`` — None if that module is absent."""
-    try:
-        from ..data import load_digits  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    d = load_digits()
-    x = getattr(d, "x", getattr(d, "images", d))
-    x = np.asarray(x, dtype=float).reshape(len(x), -1)
-    x = x[np.linalg.norm(x, axis=1) > 0]
-    return x if samples is None else x[: val.integer("samples", samples, minimum=1)]
-
-
-def synthetic_image(height: int = 32, width: int = 32, channels: int = 3) -> np.ndarray:
-    """A deterministic smooth test image in [0, 1] (H, W, C): colour gradients and a ring."""
-    yy, xx = np.meshgrid(np.linspace(0, 1, height), np.linspace(0, 1, width), indexing="ij")
-    ring = np.exp(-(((np.hypot(xx - 0.5, yy - 0.5) - 0.3) / 0.08) ** 2))
-    chans = [xx, yy, ring, 1 - xx, (xx + yy) / 2]
-    return np.clip(np.stack(chans[:channels], axis=-1), 0.0, 1.0)
 
 
 # ----------------------------------------------------------------------------
@@ -174,47 +142,24 @@ def figure_simulation(sim, *, out_dir=".", name: str = "analytic_simulation", ti
 
 
 def figure_success_vs_noise(
-    x,
+    sims: dict,
     *,
-    rows: int = 100,
-    noise_multipliers: Sequence[float] = FIG2_SIGMAS,
-    regimes: Sequence[str] = ("min", "sqrt_rows", "large"),
-    data_range: float = 1.0,
-    mode: str = "fast",
-    seed: int = 0,
     out_dir=".",
     name: str = "analytic_fig2",
     title: str | None = None,
-    progress=None,
 ):
-    """Seed 003 Fig. 2 on the samples ``x`` (n, N). Returns ``(paths, {regime: AnalyticSimulation})``.
-
-    Row r (regime) uses seed ``seed + r``, so the rows are independent experiments.
-    """
-    from ..attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
-
+    """Seed 003 Fig. 2: one row per clip regime of ``sims`` (``{regime: AnalyticSimulation}``,
+    from :func:`reconrisk.experiments.analytic.fig2_simulations`). Returns the written paths."""
+    if not sims:
+        raise ReconRiskError("sims must hold at least one simulation; found none")
     plt = _plt()
-    arr = np.asarray(x, dtype=float)
-    if arr.ndim != 2:
-        raise ReconRiskError(f"x must have shape (n, N); found {arr.shape}")
-    norms = np.linalg.norm(arr, axis=1)
-    if (norms == 0).any():
-        raise ReconRiskError("x must have nonzero norms (seed 003 excludes X = 0); found norm 0")
-    sig = [val.positive("noise_multipliers", s) for s in noise_multipliers]
-    fig, axes = plt.subplots(len(regimes), 3, figsize=(13, 3.2 * len(regimes)), squeeze=False)
-    sims = {}
-    for r, regime in enumerate(regimes):
-        c = clip_norm_for_regime(regime, norms, rows)
-        with warnings.catch_warnings():
-            if regime == "large":  # sub-optimal by design: that is the point of this row
-                warnings.simplefilter("ignore", SuboptimalRowsWarning)
-            sims[regime] = simulate_success(
-                arr, sig, c, rows, mode=mode, data_range=data_range, seed=seed + r, progress=progress
-            )
-        plot_simulation_row(axes[r], sims[regime], title=_REGIME_TITLES.get(regime, regime))
-    fig.suptitle(title or f"Analytic attack vs theory (N = {arr.shape[1]}, {arr.shape[0]} samples, M = {rows})")
+    fig, axes = plt.subplots(len(sims), 3, figsize=(13, 3.2 * len(sims)), squeeze=False)
+    for r, (regime, sim) in enumerate(sims.items()):
+        plot_simulation_row(axes[r], sim, title=_REGIME_TITLES.get(regime, regime))
+    first = next(iter(sims.values()))
+    fig.suptitle(title or f"Analytic attack vs theory (N = {first.dim}, {first.norms.size} samples, M = {first.rows})")
     fig.tight_layout()
-    return _save(fig, out_dir, name), sims
+    return _save(fig, out_dir, name)
 
 
 # ----------------------------------------------------------------------------
@@ -285,45 +230,10 @@ def figure_rero_curves(
 # ----------------------------------------------------------------------------
 
 
-def figure_scale_demo(
-    image=None,
-    *,
-    factor: float = 10.0,
-    noise_multiplier: float = 1e-3,
-    seed: int = 0,
-    out_dir=".",
-    name: str = "analytic_fig5",
-):
-    """Seed 003 Fig. 5: the same image and its a-times rescaled copy, attacked with C = ‖X‖, M = 1.
-
-    The same seed draws the same standard normal for both, so the MSE ratio is
-    a² exactly (not only in expectation); PSNR with the range scaled by a and
-    NCC are unchanged. Returns ``(paths, dict of the numbers)``.
-    """
-    from ..attacks.analytic import mse, ncc, psnr, simulate_attack
-
+def figure_scale_demo(demo: dict, *, out_dir=".", name: str = "analytic_fig5"):
+    """Seed 003 Fig. 5 from :func:`reconrisk.experiments.analytic.scale_demo`'s result; returns the paths."""
     plt = _plt()
-    img = synthetic_image() if image is None else np.asarray(image, dtype=float)
-    a = val.positive("factor", factor)
-    s = val.positive("noise_multiplier", noise_multiplier)
-    x = img.reshape(-1)
-    rng_range = float(x.max() - x.min()) or 1.0
-    results = {}
-    recs = {}
-    for label, scale in (("original", 1.0), ("scaled", a)):
-        xs = scale * x
-        c = float(np.linalg.norm(xs))
-        xh = simulate_attack(xs, s, c, 1, seed=seed)
-        recs[label] = (xs, xh)
-        results[label] = {
-            "clip_norm": c,
-            "mse": float(mse(xs, xh)),
-            "psnr": float(psnr(xs, xh, data_range=scale * rng_range)),
-            "ncc": float(ncc(xs, xh)),
-        }
-    results["mse_ratio"] = results["scaled"]["mse"] / results["original"]["mse"]
-    results["factor"] = a
-    results["noise_multiplier"] = s
+    img, recs, a, s = demo["image"], demo["reconstructions"], demo["factor"], demo["noise_multiplier"]
     fig, axes = plt.subplots(2, 2, figsize=(7, 7))
     for r, label in enumerate(("original", "scaled")):
         xs, xh = recs[label]
@@ -334,9 +244,9 @@ def figure_scale_demo(
             axes[r, c_].set_axis_off()
             title = f"{label} ×{scale:g}: {t}"
             if c_ == 1:
-                rr = results[label]
+                rr = demo[label]
                 title += f"\nMSE {rr['mse']:.3g}, PSNR {rr['psnr']:.2f} dB, NCC {rr['ncc']:.4f}"
             axes[r, c_].set_title(title, fontsize=8)
-    fig.suptitle(f"MSE is not scale-invariant: ratio {results['mse_ratio']:.4g} = a² = {a * a:g} (σ = {s:g}, C = ‖X‖, M = 1)")
+    fig.suptitle(f"MSE is not scale-invariant: ratio {demo['mse_ratio']:.4g} = a² = {a * a:g} (σ = {s:g}, C = ‖X‖, M = 1)")
     fig.tight_layout()
-    return _save(fig, out_dir, name), results
+    return _save(fig, out_dir, name)

@@ -1,9 +1,10 @@
 """Audit report: ``results.json`` and the bound-against-attack plot (seed 000, Fig. 2 style).
 
 The plot draws the certified ReRo bound as a curve over ε (σ calibrated at
-each ε with the same accountant as the audit), the prior baseline κ, and each
-attack's success rate with its Clopper–Pearson interval. Matplotlib runs on
-the Agg backend and is imported only here.
+each ε with the same accountant as the audit; computed by
+:func:`reconrisk.experiments.curves.bound_curve`), the prior baseline κ, and
+each attack's success rate with its Clopper–Pearson interval. Matplotlib runs
+on the Agg backend (through :mod:`reconrisk._io`).
 """
 
 from __future__ import annotations
@@ -13,39 +14,27 @@ from typing import Sequence
 
 import numpy as np
 
-from .._io import jsonable, write_json  # noqa: F401  (re-exported for callers)
+from .._io import jsonable, pyplot, save_figure, write_json  # noqa: F401  (jsonable, write_json re-exported)
 
 
-def bound_curve(
-    epsilons: Sequence[float], sample_rate: float, steps: int, prior_size: int, delta: float = 1e-5, points: int = 16
-):
-    """(ε grid, certified upper bound) spanning the audited ε values."""
-    from .. import accounting, rero_bound
+def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Path]:
+    """Write ``audit.png`` and ``audit.svg``; returns their paths.
 
-    lo, hi = min(epsilons), max(epsilons)
-    grid = np.geomspace(lo / 1.5, hi * 1.5, points if sample_rate == 1.0 else max(6, points // 2))
-    grid = np.unique(np.concatenate([grid, np.asarray(epsilons, float)]))
-    ups = []
-    for eps in grid:
-        sigma = accounting.noise_multiplier_for_epsilon(float(eps), sample_rate, steps, delta)
-        ups.append(rero_bound(sigma, sample_rate, steps, prior_size=prior_size).upper)
-    return grid, np.asarray(ups)
-
-
-def audit_plot(results: Sequence, out_dir: str | Path, *, curve: bool = True) -> list[Path]:
-    """Write ``audit.png`` and ``audit.svg``; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ``curve``: the certified bound curve ``(ε grid, upper bounds)`` as
+    computed by :func:`reconrisk.experiments.curves.bound_curve`; ``True``
+    asks for it to be computed here from the results' setting, ``False`` or
+    ``None`` draws no curve.
+    """
+    plt = pyplot()
     s0 = results[0].setting
     eps = np.array([r.epsilon for r in results])
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    if curve and len(results) > 0:
-        grid, ups = bound_curve(eps, s0.sample_rate, s0.steps, s0.prior_size, s0.delta)
+    if curve is True:
+        from ..experiments.curves import bound_curve
+
+        curve = bound_curve(eps, s0.sample_rate, s0.steps, s0.prior_size, s0.delta)
+    if curve is not None and curve is not False:
+        grid, ups = curve
         ax.plot(grid, ups, color="black", lw=1.8, label="certified ReRo bound (Cor. 4)")
     ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3)
     ax.axhline(1.0 / s0.prior_size, color="grey", ls=":", lw=1, label=f"prior baseline κ = 1/{s0.prior_size}")
@@ -75,11 +64,7 @@ def audit_plot(results: Sequence, out_dir: str | Path, *, curve: bool = True) ->
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    paths = [out / "audit.png", out / "audit.svg"]
-    fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+    return save_figure(fig, out_dir, "audit", dpi=150)
 
 
 _LABELS = {

@@ -10,7 +10,11 @@
 * :func:`plot_privacy_accuracy` — Fig. 5: RDP, max-dFIL and median-dFIL bounds
   against test accuracy with their Pareto frontiers and the MSE = 1 line.
 
-Each function returns the list of files written.
+* :func:`logreg_figures` — Figs. 2–4 of a :class:`~reconrisk.experiments.fil.LogRegExperiment`.
+* :func:`grid_figures` — Fig. 5 and ``fig5_grid.json`` of a :class:`~reconrisk.experiments.fil.GridResult`.
+
+Each function returns the list of files written. Nothing here computes: the
+experiments in :mod:`reconrisk.experiments.fil` do.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .._io import pyplot, save_figure
+from .._io import pyplot, save_figure, write_json
 from ..errors import ReconRiskError
 
 
@@ -174,3 +178,24 @@ def plot_privacy_accuracy(rows: Sequence[dict], out_dir, *, stem: str = "fig5_pr
     ax.set_title(title or "Privacy–accuracy trade-off")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(fig, out_dir, stem)
+
+
+def logreg_figures(res, out_dir) -> list[Path]:
+    """Figs. 2–4 of a logistic-regression experiment (Fig. 3 only when the attack ran)."""
+    tag = f"λ={res.lam:g}, σ={res.noise_std:g}, n={res.n}"
+    paths = plot_dfil_histogram(res.bounds, res.rdp_mse_bound, out_dir,
+                                title=f"Digits 0/1 logistic regression ({tag}; ε={res.rdp_epsilon:.4g}, {res.formula})")
+    if res.violations is not None:
+        paths += plot_bound_vs_attack(res.bounds, res.attack_mse, res.violations.index, out_dir,
+                                      title=f"GLM attack vs dFIL bound ({tag})")
+    paths += plot_leakage_examples(res.x, res.mean_reconstruction, res.eta_bar_sq, res.image_shape, out_dir,
+                                   k=res.top_k, title=f"Highest/lowest dFIL ({tag})")
+    return paths
+
+
+def grid_figures(res, out_dir) -> list[Path]:
+    """Fig. 5 of a DP-SGD grid and its rows as ``fig5_grid.json``."""
+    rows = list(res.rows)
+    paths = plot_privacy_accuracy(rows, out_dir, title=f"Digits, {res.model}: MSE bounds vs test accuracy")
+    paths.append(write_json({"model": res.model, "rows": rows}, out_dir, "fig5_grid.json"))
+    return paths

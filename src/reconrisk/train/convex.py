@@ -41,7 +41,8 @@ import numpy as np
 from scipy import linalg, special
 
 from .. import _validate as v
-from ..bounds.mse import dfil_bound, output_perturbation_rdp, rdp_mse_lower_bound
+from ..accounting.order2 import output_perturbation_rdp
+from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 
 DEFAULT_TOL = 1e-10
@@ -266,10 +267,12 @@ def logreg_spectral_fil(X, y, fit: LogRegFit, noise_std: float, chunk: int = 256
     return out
 
 
-def accuracy(X, y, theta, bias: bool = True) -> float:
-    """Fraction of (X, y) classified correctly by ``sigmoid(θᵀx̃) > 1/2``."""
+def logreg_accuracy(X, y, theta, bias: bool = True) -> float:
+    """Fraction of (X, y) classified correctly by ``sigmoid(θᵀx̃) > 1/2`` (:func:`reconrisk.metrics.accuracy`)."""
+    from ..metrics import accuracy
+
     X, y = _data(X, y)
-    return float(np.mean((augment(X, bias) @ np.asarray(theta, dtype=float) > 0) == (y > 0.5)))
+    return accuracy(augment(X, bias) @ np.asarray(theta, dtype=float) > 0, y > 0.5)
 
 
 def binary_digits(first: int = 0, second: int = 1):
@@ -288,7 +291,7 @@ def binary_digits(first: int = 0, second: int = 1):
 __all__ = [
     "LogRegFIL",
     "LogRegFit",
-    "accuracy",
+    "logreg_accuracy",
     "augment",
     "binary_digits",
     "jacobian_sq_frobenius",

@@ -1,4 +1,4 @@
-"""DP-SGD with fast per-example clipping, and the transcript of what it releases.
+"""DP-SGD as a composable step, and the training loop with a per-step hook.
 
 One step (seed 000, §2; spec_000 §1.1) is
 
@@ -9,175 +9,70 @@ q = 1 is full batch). The noise is added to the **sum**; the update divides
 by the expected batch size q·N (post-processing, as Opacus does), and the
 transcript records the sum g_t itself.
 
-Per-example clipping without per-example gradients ("ghost clipping")
-    :meth:`Model.apply <reconrisk.train.models.Model.apply>` exposes each
-    layer's input ``a`` and takes an additive perturbation of its output. One
-    backward pass of the summed loss with respect to a zero perturbation gives
-    every back-propagated signal ``δ``. For a dense layer the per-example
-    gradient is the outer product ``a_b δ_b^T`` (plus ``δ_b`` for the bias), so
+The step is four stages, each a function a variant can reuse or replace::
 
-        ‖∇ℓ_b‖² = Σ_layers (‖a_b‖² + 1)·‖δ_b‖²,
-        Σ_b w_b ∇ℓ_b = Σ_layers aᵀ(w ⊙ δ)          (one matrix product per layer).
+    key_t ──► poisson_batch ──► batch_clipped_sum ──► noise_fn(release.noise) ──► dpsgd_update (optax)
+              (mask, padded     (ghost clipping,      (Gaussian: + N(0, s²I),      (θ ← θ − η·v,
+               index, valid)     train/clipping.py)     s = Release.noise_std,      v ← μv + g/(qN))
+                                                        traced; train/noise.py)
+                        └──────────── StepInfo(t, params θ_t, batch, g_t, keys) ──► hooks
+                                      (transcript, FIL accounting, attacks observe here)
 
-    Convolutions are dense maps on im2col patches at P positions; their
-    per-example norm uses either the Gram form Σ_{p,p'} (a_p·a_p')(δ_p·δ_p')
-    or the explicit (K×O) per-example kernel gradient, whichever is cheaper
-    at trace time. Inner products of the per-example gradients with any fixed
-    vector (what the attacks need) are ``Σ_p a_pᵀ G δ_p`` — again no
-    per-example gradient. :func:`naive_clipped_sum` is the ``vmap(grad)``
-    reference the tests compare against.
+* :func:`poisson_batch` and :func:`pad_members` are the one place a Poisson
+  batch is drawn and padded to a static size (``cap``) for small q; the
+  adversary's known-point batch and FIL accounting use the same helper.
+* :func:`release_step` runs the first three stages and returns what the
+  mechanism releases; :func:`dpsgd_step` adds the plain (momentum-free) update.
+* :func:`dpsgd_update` is an ``optax.GradientTransformation`` (momentum
+  included); with momentum 0 it is exactly θ − η·g/(qN).
+* :func:`train` scans the step in jitted chunks and calls each
+  :class:`StepHook` inside the scan with the parameters *before* the update,
+  the batch and the keys; a hook's state rides in the scan carry and its
+  per-step outputs are returned (the transcript is recorded by one).
 
-Clipping modes
-    ``"hard"``: clip_C(v) = v / max(1, ‖v‖/C) (seed 000, footnote 3).
-    ``"gelu"``: the soft clip of seed 001, v / (GELU(‖v‖/C − 1) + 1), whose
-    norm can reach 1.115·C and which scales small gradients *up* by up to
-    1.189; the noise std stays σC as the release says (account for the
-    1.115 sensitivity yourself, as seed 001 does).
+:class:`StepConfig` holds only static choices (q, C, η, clip mode, noise
+family, cap, normaliser, momentum); the noise scale ``noise_std`` is a traced
+argument, so an ε grid compiles once. Clipping algebra lives in
+:mod:`reconrisk.train.clipping`, transcript I/O in
+:mod:`reconrisk.train.transcript` (both re-exported here).
 """
 
 from __future__ import annotations
 
-import io
-import json
+import functools
 import os
-import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..release import Release
+from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
+    CLIP_MODES,
+    clip_factors,
+    clipped_grad_sum,
+    cross_entropy,
+    grad_inner_products,
+    naive_clipped_sum,
+    per_example_sq_norms,
+    signals,
+    weighted_grad_sum,
+)
 from .models import Model
+from .noise import noise_fn
+from .transcript import Transcript, TranscriptWriter  # noqa: F401  (re-exported)
 
-CLIP_MODES = ("hard", "gelu")
 #: Default learning rate: θ moves by η · (mean clipped gradient + noise/(qN)).
 DEFAULT_LEARNING_RATE = 2.0
 #: Probability budget for a Poisson batch overflowing the padded batch size.
 _OVERFLOW_PROB = 1e-12
+OVERFLOW_MESSAGE = "a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed"
 
 
 # ----------------------------------------------------------------------------------------
-# per-example gradients from activations and back-propagated signals
-# ----------------------------------------------------------------------------------------
-def cross_entropy(logits, labels):
-    """Per-example softmax cross-entropy with integer labels."""
-    import jax
-    import jax.numpy as jnp
-
-    logp = jax.nn.log_softmax(logits)
-    return -jnp.take_along_axis(logp, labels[:, None].astype(jnp.int32), axis=1)[:, 0]
-
-
-def signals(model: Model, params, x, y):
-    """(taps, deltas, losses): layer inputs (B,P,K), output signals (B,P,O), per-example losses."""
-    import jax
-
-    def total(perturbations):
-        logits, taps = model.apply(params, x, perturbations)
-        losses = cross_entropy(logits, y)
-        return losses.sum(), (taps, losses)
-
-    deltas, (taps, losses) = jax.grad(total, has_aux=True)(model.zero_perturbations(x.shape[0]))
-    return taps, deltas, losses
-
-
-def _layer_sq_norms(a, d):
-    import jax.numpy as jnp
-
-    _, p, k = a.shape
-    o = d.shape[-1]
-    if p == 1:
-        d2 = jnp.sum(d[:, 0] ** 2, axis=-1)
-        return (jnp.sum(a[:, 0] ** 2, axis=-1) + 1.0) * d2
-    bias = jnp.sum(jnp.sum(d, axis=1) ** 2, axis=-1)
-    if p * p * (k + o) < p * k * o:
-        ga = jnp.einsum("bpk,bqk->bpq", a, a)
-        gd = jnp.einsum("bpo,bqo->bpq", d, d)
-        return jnp.sum(ga * gd, axis=(1, 2)) + bias
-    g = jnp.einsum("bpk,bpo->bko", a, d)
-    return jnp.sum(g * g, axis=(1, 2)) + bias
-
-
-def per_example_sq_norms(taps, deltas):
-    """‖∇_θ ℓ_b‖² for every example b, from taps and signals only."""
-    return sum(_layer_sq_norms(a, d) for a, d in zip(taps, deltas))
-
-
-def weighted_grad_sum(taps, deltas, weights):
-    """Σ_b w_b ∇_θ ℓ_b as a parameter pytree (one einsum per layer)."""
-    import jax.numpy as jnp
-
-    out = []
-    for a, d in zip(taps, deltas):
-        dw = d * weights[:, None, None]
-        out.append({"w": jnp.einsum("bpk,bpo->ko", a, dw), "b": jnp.sum(dw, axis=(0, 1))})
-    return tuple(out)
-
-
-def grad_inner_products(taps, deltas, vectors):
-    """⟨∇_θ ℓ_b, G⟩ for every example b and every parameter pytree G in ``vectors``.
-
-    ``vectors`` is a parameter pytree whose leaves carry a leading axis of M
-    vectors; returns (B, M).
-    """
-    import jax.numpy as jnp
-
-    total = 0.0
-    for a, d, g in zip(taps, deltas, vectors):
-        t = jnp.einsum("bpk,mko->bmpo", a, g["w"])
-        total = total + jnp.einsum("bmpo,bpo->bm", t, d) + jnp.einsum("bpo,mo->bm", d, g["b"])
-    return total
-
-
-def clip_factors(sq_norms, clip_norm: float, mode: str = "hard"):
-    """Per-example scale s_b with clip(∇ℓ_b) = s_b ∇ℓ_b."""
-    import jax
-    import jax.numpy as jnp
-
-    norms = jnp.sqrt(sq_norms)
-    if mode == "hard":
-        return jnp.minimum(1.0, clip_norm / jnp.maximum(norms, 1e-30))
-    if mode == "gelu":
-        return 1.0 / (jax.nn.gelu(norms / clip_norm - 1.0, approximate=False) + 1.0)
-    raise ReconRiskError(f"clip_mode must be one of {', '.join(map(repr, CLIP_MODES))}; found {mode!r}")
-
-
-def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None, mode: str = "hard"):
-    """(Σ_b weights_b · clip_C(∇ℓ_b) as a pytree, per-example gradient norms).
-
-    ``weights`` (B,) is the batch mask (1 = in the batch); default all ones.
-    """
-    import jax.numpy as jnp
-
-    taps, deltas, _ = signals(model, params, x, y)
-    sq = per_example_sq_norms(taps, deltas)
-    scale = clip_factors(sq, clip_norm, mode)
-    if weights is not None:
-        scale = scale * weights
-    return weighted_grad_sum(taps, deltas, scale), jnp.sqrt(sq)
-
-
-def naive_clipped_sum(model: Model, params, x, y, clip_norm: float, weights=None, mode: str = "hard"):
-    """Reference: materialise every per-example gradient with ``vmap(grad)``."""
-    import jax
-    import jax.numpy as jnp
-
-    def loss(p, xi, yi):
-        return cross_entropy(model.logits(p, xi[None]), yi[None])[0]
-
-    grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, x, y)
-    sq = sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1) for g in jax.tree_util.tree_leaves(grads))
-    scale = clip_factors(sq, clip_norm, mode)
-    if weights is not None:
-        scale = scale * weights
-    summed = jax.tree_util.tree_map(lambda g: jnp.tensordot(scale, g, axes=1), grads)
-    return summed, jnp.sqrt(sq)
-
-
-# ----------------------------------------------------------------------------------------
-# one DP-SGD step
+# stage 1: the Poisson batch, padded to a static size
 # ----------------------------------------------------------------------------------------
 def batch_cap(n: int, sample_rate: float, steps: int, trials: int = 1) -> int | None:
     """Padded batch size for Poisson sampling, or None to mask the full dataset.
@@ -198,220 +93,223 @@ def batch_cap(n: int, sample_rate: float, steps: int, trials: int = 1) -> int | 
     return None if cap * 2 > n else max(cap, 1)
 
 
+class Batch(NamedTuple):
+    """A Poisson batch: ``mask`` (n,) float32 membership; with a cap, the padded gather ``index``/``valid`` (cap,)."""
+
+    mask: Any
+    index: Any
+    valid: Any
+    overflow: Any
+
+    @property
+    def member(self):
+        """Per-row membership of the rows the step evaluates (``mask`` or ``valid``)."""
+        return self.mask if self.index is None else self.valid
+
+
+def pad_members(mask, cap: int | None):
+    """(index (cap,), valid (cap,) float32, count) of the nonzero entries of ``mask``, padded with row 0.
+
+    The one padding helper: the trainer's batch, the adversary's known batch
+    and FIL accounting all gather through it. ``cap=None`` gives (None, None, count).
+    """
+    import jax.numpy as jnp
+
+    member = mask > 0
+    count = jnp.sum(member)
+    if cap is None:
+        return None, None, count
+    (index,) = jnp.nonzero(member, size=cap, fill_value=0)
+    return index, (jnp.arange(cap) < count).astype(jnp.float32), count
+
+
+def poisson_batch(key, n: int, sample_rate: float, cap: int | None) -> Batch:
+    """Each of n points independently with probability q; gathered into ``cap`` rows when q is small."""
+    import jax
+    import jax.numpy as jnp
+
+    if sample_rate >= 1.0:
+        return Batch(jnp.ones((n,), jnp.float32), None, None, jnp.bool_(False))
+    mask = jax.random.bernoulli(key, sample_rate, (n,))
+    index, valid, count = pad_members(mask, cap)
+    overflow = jnp.bool_(False) if cap is None else count > cap
+    return Batch(mask.astype(jnp.float32), index, valid, overflow)
+
+
+# ----------------------------------------------------------------------------------------
+# stage 2: the clipped sum over the batch
+# ----------------------------------------------------------------------------------------
+def batch_clipped_sum(model: Model, params, x, y, batch: Batch, clip_norm: float, mode: str = "hard"):
+    """(Σ_{z∈B} clip_C(∇ℓ(θ, z)) as a pytree, per-row gradient norms) over a full mask or a padded gather."""
+    if batch.index is None:
+        return clipped_grad_sum(model, params, x, y, clip_norm, batch.mask, mode)
+    return clipped_grad_sum(model, params, x[batch.index], y[batch.index], clip_norm, batch.valid, mode)
+
+
+def masked_clipped_sum(model, params, x, y, mask, index, valid, cfg: "StepConfig"):
+    """Compatibility form of :func:`batch_clipped_sum` taking the batch's parts and a :class:`StepConfig`."""
+    return batch_clipped_sum(model, params, x, y, Batch(mask, index, valid, None), cfg.clip_norm, cfg.clip_mode)
+
+
+# ----------------------------------------------------------------------------------------
+# the static configuration and stage 4: the update (an optax transformation)
+# ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StepConfig:
-    """Static configuration of one DP-SGD step (hashable, for ``jax.jit``)."""
+    """Static choices of one DP-SGD step (hashable, for ``jax.jit``); σC is not here — it is traced."""
 
-    noise_multiplier: float
     sample_rate: float
     clip_norm: float
     learning_rate: float
     clip_mode: str = "hard"
     cap: int | None = None
     normalizer: float = 1.0  # the update uses g_t / normalizer (q·N)
+    noise: str = "gaussian"  # the release's noise family (train/noise.py)
+    momentum: float = 0.0
 
 
-def poisson_batch(key, n: int, sample_rate: float, cap: int | None):
-    """(mask (n,), index (cap,) or None, valid (cap,) or None, overflow flag)."""
+class MomentumState(NamedTuple):
+    velocity: Any
+
+
+def dpsgd_update(learning_rate: float, normalizer: float, momentum: float = 0.0):
+    """The update as an ``optax.GradientTransformation``: ``v ← μv + g/normalizer``, ``θ ← θ − η v``.
+
+    With ``momentum=0`` the update is ``−η·g/normalizer`` (no state), exactly
+    the simulator's θ − η·g/(qN). Momentum is post-processing of the released
+    g_t, so it changes no privacy analysis (seed 001 uses μ = 0.5).
+    """
     import jax
-    import jax.numpy as jnp
+    import optax
 
-    if sample_rate >= 1.0:
-        return jnp.ones((n,), jnp.float32), None, None, jnp.bool_(False)
-    mask = jax.random.bernoulli(key, sample_rate, (n,))
-    if cap is None:
-        return mask.astype(jnp.float32), None, None, jnp.bool_(False)
-    count = jnp.sum(mask)
-    (index,) = jnp.nonzero(mask, size=cap, fill_value=0)
-    valid = (jnp.arange(cap) < count).astype(jnp.float32)
-    return mask.astype(jnp.float32), index, valid, count > cap
+    lr, mu, norm = learning_rate, momentum, normalizer
+    tmap = jax.tree_util.tree_map
+
+    def init(params):
+        if mu == 0.0:
+            return optax.EmptyState()
+        return MomentumState(tmap(lambda p: jax.numpy.zeros_like(p), params))
+
+    def update(grads, state, params=None):
+        del params
+        if mu == 0.0:
+            return tmap(lambda g: -(lr * g / norm), grads), state
+        vel = tmap(lambda g, u: mu * u + g / norm, grads, state.velocity)
+        return tmap(lambda u: -(lr * u), vel), MomentumState(vel)
+
+    return optax.GradientTransformation(init, update)
 
 
-def masked_clipped_sum(model, params, x, y, mask, index, valid, cfg: StepConfig):
-    """Clipped-gradient sum over the points of a Poisson batch (full mask or padded gather)."""
-    if index is None:
-        return clipped_grad_sum(model, params, x, y, cfg.clip_norm, mask, cfg.clip_mode)
-    return clipped_grad_sum(model, params, x[index], y[index], cfg.clip_norm, valid, cfg.clip_mode)
+def step_optimizer(cfg: StepConfig):
+    return dpsgd_update(cfg.learning_rate, cfg.normalizer, cfg.momentum)
 
 
+# ----------------------------------------------------------------------------------------
+# one step
+# ----------------------------------------------------------------------------------------
 def step_keys(key, t):
+    """(batch key, noise key) of step t: ``fold_in(fold_in(key, t), 0 | 1)``."""
     import jax
 
     k = jax.random.fold_in(key, t)
     return jax.random.fold_in(k, 0), jax.random.fold_in(k, 1)
 
 
-def dpsgd_step(model: Model, cfg: StepConfig, params, key, t, x, y):
-    """One DP-SGD step on (x, y). Returns (new params, released (θ_t, g_t), batch mask, stats).
+class StepInfo(NamedTuple):
+    """What a hook sees at step t: θ_t (pytree and flat), the batch, the released g_t, the keys."""
 
-    ``θ_t`` and ``g_t`` are flat vectors (``jax.flatten_util.ravel_pytree``
-    order). ``stats`` holds the sum of per-example norms in the batch, the
-    number clipped (norm > C) and the batch size, and the overflow flag.
+    t: Any
+    params: Any
+    theta: Any
+    g: Any
+    batch: Batch
+    k_batch: Any
+    k_noise: Any
+    x: Any
+    y: Any
+    noise_std: Any
+
+
+def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std):
+    """Stages 1–3: (StepInfo with the released (θ_t, g_t), stats); no update.
+
+    ``noise_std`` is the noise scale of the release (σC for Gaussian noise), a
+    traced scalar. ``stats`` holds the sum of per-example norms in the batch,
+    the number clipped (norm > C), the batch size and the overflow flag.
     """
-    import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
     k_batch, k_noise = step_keys(key, t)
-    mask, index, valid, overflow = poisson_batch(k_batch, x.shape[0], cfg.sample_rate, cfg.cap)
-    summed, norms = masked_clipped_sum(model, params, x, y, mask, index, valid, cfg)
-    flat_sum, unravel = ravel_pytree(summed)
-    noise = jax.random.normal(k_noise, flat_sum.shape, flat_sum.dtype) * (cfg.noise_multiplier * cfg.clip_norm)
-    g = flat_sum + noise
+    batch = poisson_batch(k_batch, x.shape[0], cfg.sample_rate, cfg.cap)
+    summed, norms = batch_clipped_sum(model, params, x, y, batch, cfg.clip_norm, cfg.clip_mode)
+    flat_sum, _ = ravel_pytree(summed)
+    g = noise_fn(cfg.noise)(k_noise, flat_sum, noise_std)
     theta, _ = ravel_pytree(params)
-    new_params = unravel(theta - cfg.learning_rate * g / cfg.normalizer)
-    member = mask if index is None else valid
+    member = batch.member
     stats = {
         "norm_sum": jnp.sum(norms * member),
         "clipped": jnp.sum((norms > cfg.clip_norm) * member),
         "members": jnp.sum(member),
-        "overflow": overflow,
+        "overflow": batch.overflow,
     }
-    return new_params, theta, g, mask, stats
+    return StepInfo(t, params, theta, g, batch, k_batch, k_noise, x, y, noise_std), stats
+
+
+def apply_update(cfg: StepConfig, info: StepInfo, opt_state):
+    """Stage 4: (new params, new optimizer state) from the released g_t."""
+    import optax
+    from jax.flatten_util import ravel_pytree
+
+    _, unravel = ravel_pytree(info.params)
+    updates, opt_state = step_optimizer(cfg).update(unravel(info.g), opt_state, info.params)
+    return optax.apply_updates(info.params, updates), opt_state
+
+
+def dpsgd_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std):
+    """One momentum-free DP-SGD step. Returns (new params, θ_t, g_t, batch mask, stats).
+
+    ``θ_t`` and ``g_t`` are flat vectors (``jax.flatten_util.ravel_pytree``
+    order); ``noise_std`` is σC (traced). With momentum use :func:`release_step`
+    and :func:`apply_update` with an optimizer state.
+    """
+    import optax
+
+    info, stats = release_step(model, cfg, params, key, t, x, y, noise_std)
+    new_params, _ = apply_update(cfg, info, optax.EmptyState())
+    return new_params, info.theta, info.g, info.batch.mask, stats
 
 
 # ----------------------------------------------------------------------------------------
-# transcript
+# hooks
 # ----------------------------------------------------------------------------------------
-@dataclass
-class Transcript:
-    """What DP-SGD releases (seed 000, §3.1: all privatised gradients and iterates).
+@dataclass(frozen=True)
+class StepHook:
+    """Something that watches every step inside the jitted scan (subclass; keep it hashable).
 
-    ``thetas`` (T+1, P): θ_0 … θ_T, where g_t was computed at θ_t.
-    ``grads`` (T, P): the privatised sums g_t. ``masks`` (T, N) bool: batch
-    membership of every training point (the adversary may read only the rows
-    of the points it knows). ``meta``: the release, model and learning rate.
-    Arrays may be numpy memory maps when loaded from disk.
+    ``init(params)`` gives the initial state (a pytree; or pass ``hook_states``
+    to :func:`train`); ``step(state, info)`` returns (new state, per-step
+    output pytree). Outputs are stacked over steps and returned by
+    :func:`train` as numpy arrays.
     """
 
-    thetas: np.ndarray
-    grads: np.ndarray
-    masks: np.ndarray
-    meta: dict = field(default_factory=dict)
+    def init(self, params):
+        return ()
 
-    @property
-    def steps(self) -> int:
-        return int(self.grads.shape[0])
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.thetas.nbytes + self.grads.nbytes + self.masks.nbytes)
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write an uncompressed ``.npz`` (no pickles; ``meta`` stored as JSON text)."""
-        writer = TranscriptWriter(path, self.thetas.shape[1], self.masks.shape[1], self.steps, self.meta)
-        writer.write_initial(self.thetas[0])
-        writer.write_chunk(self.thetas[1:], self.grads, self.masks)
-        return writer.close()
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, *, mmap: bool = True) -> "Transcript":
-        """Read a transcript ``.npz`` without pickle; large arrays are memory-mapped."""
-        p = Path(path)
-        if not p.is_file():
-            raise ReconRiskError(f"transcript file not found: {str(p)!r}")
-        if not mmap:
-            try:
-                with np.load(p, allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in ("thetas", "grads", "masks", "meta")}
-            except (ValueError, OSError, KeyError, zipfile.BadZipFile) as exc:
-                raise ReconRiskError(f"{str(p)!r} is not a reconrisk transcript: {exc}") from None
-        else:
-            arrays = _mmap_npz(p, ("thetas", "grads", "masks", "meta"))
-        meta = json.loads(str(arrays["meta"][()]))
-        return cls(arrays["thetas"], arrays["grads"], arrays["masks"].astype(bool, copy=False), meta)
+    def step(self, state, info: StepInfo):
+        return state, ()
 
 
-def _mmap_npz(path: Path, names) -> dict:
-    """Memory-map the members of an uncompressed ``.npz`` (read-only, no pickle)."""
-    out = {}
-    try:
-        with zipfile.ZipFile(path) as zf:
-            for name in names:
-                info = zf.getinfo(name + ".npy")
-                if info.compress_type != zipfile.ZIP_STORED:
-                    with zf.open(info) as fh:
-                        out[name] = np.load(io.BytesIO(fh.read()), allow_pickle=False)
-                    continue
-                with open(path, "rb") as fh:
-                    fh.seek(info.header_offset)
-                    local = fh.read(30)
-                    if local[:4] != b"PK\x03\x04":
-                        raise ValueError("bad local header")
-                    name_len = int.from_bytes(local[26:28], "little")
-                    extra_len = int.from_bytes(local[28:30], "little")
-                    start = info.header_offset + 30 + name_len + extra_len
-                    fh.seek(start)
-                    version = np.lib.format.read_magic(fh)
-                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                   else np.lib.format.read_array_header_2_0)
-                    shape, fortran, dtype = read_header(fh)
-                    offset = fh.tell()
-                if dtype.hasobject:
-                    raise ValueError("object arrays are refused")
-                if dtype.kind in "US" or int(np.prod(shape)) == 0:
-                    with zf.open(info) as fh2:
-                        out[name] = np.load(io.BytesIO(fh2.read()), allow_pickle=False)
-                else:
-                    out[name] = np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape,
-                                          order="F" if fortran else "C")
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise ReconRiskError(f"{str(path)!r} is not a reconrisk transcript: {exc}") from None
-    return out
+@dataclass(frozen=True)
+class RecordTranscript(StepHook):
+    """The transcript hook: records (θ_t, g_t, batch mask) of every step."""
 
-
-class TranscriptWriter:
-    """Streams a transcript into an uncompressed ``.npz`` chunk by chunk (bounded memory)."""
-
-    def __init__(self, path, n_params: int, n_points: int, steps: int, meta: dict):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.zf = zipfile.ZipFile(self.path, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
-        self.shapes = {"thetas": (steps + 1, n_params), "grads": (steps, n_params), "masks": (steps, n_points)}
-        self.dtypes = {"thetas": np.dtype("<f4"), "grads": np.dtype("<f4"), "masks": np.dtype("|b1")}
-        self.meta = meta
-        self.handles = {}
-        self.written = {k: 0 for k in self.shapes}
-        self.tmp = {}
-        # zipfile can write only one member at a time: stage members as files, then store them.
-        for name in self.shapes:
-            tmp = self.path.with_name(self.path.name + f".{name}.part")
-            fh = open(tmp, "wb")
-            header = {"descr": np.lib.format.dtype_to_descr(self.dtypes[name]), "fortran_order": False,
-                      "shape": self.shapes[name]}
-            np.lib.format.write_array_header_2_0(fh, header)
-            self.handles[name] = fh
-            self.tmp[name] = tmp
-
-    def _append(self, name, arr):
-        arr = np.ascontiguousarray(arr, dtype=self.dtypes[name])
-        self.handles[name].write(arr.tobytes())
-        self.written[name] += arr.shape[0]
-
-    def write_initial(self, theta0):
-        self._append("thetas", np.asarray(theta0)[None])
-
-    def write_chunk(self, thetas_next, grads, masks):
-        self._append("thetas", thetas_next)
-        self._append("grads", grads)
-        self._append("masks", masks)
-
-    def close(self) -> Path:
-        for name, fh in self.handles.items():
-            fh.close()
-            if self.written[name] != self.shapes[name][0]:
-                raise RuntimeError(f"transcript member {name}: wrote {self.written[name]} rows of {self.shapes[name][0]}")
-            self.zf.write(self.tmp[name], arcname=name + ".npy")
-            os.remove(self.tmp[name])
-        buf = io.BytesIO()
-        np.save(buf, np.array(json.dumps(self.meta)), allow_pickle=False)
-        self.zf.writestr("meta.npy", buf.getvalue())
-        self.zf.close()
-        return self.path
+    def step(self, state, info: StepInfo):
+        return state, (info.theta, info.g, info.batch.mask.astype(bool))
 
 
 # ----------------------------------------------------------------------------------------
-# training
+# the loop
 # ----------------------------------------------------------------------------------------
 @dataclass
 class TrainResult:
@@ -419,25 +317,103 @@ class TrainResult:
     transcript: Transcript | None
     clipped_fraction: float
     mean_grad_norm: float
+    hook_states: tuple = ()
+    hook_outputs: tuple = ()
+    opt_state: object = field(default=None, repr=False)
 
 
-def make_step_config(release: Release, n: int, learning_rate: float, clip_mode: str, trials: int = 1) -> StepConfig:
+def make_step_config(release: Release, n: int, learning_rate: float, clip_mode: str, trials: int = 1,
+                     momentum: float = 0.0) -> StepConfig:
+    """The static step configuration of ``release`` on n points (the cap covers ``trials`` runs)."""
     if not isinstance(release, Release) or not release.homogeneous:
         raise ReconRiskError("release must be a homogeneous reconrisk.Release (one noise multiplier and sample rate)")
-    if release.noise != "gaussian":
-        raise ReconRiskError(f"the simulator adds Gaussian noise; found release.noise = {release.noise!r}")
+    noise_fn(release.noise)  # refuses a family the simulator does not implement
     v.choice("clip_mode", clip_mode, CLIP_MODES)
     lr = v.positive("learning_rate", learning_rate)
+    mu = v.in_range("momentum", momentum, 0.0, 1.0, low_open=False)
     q = release.sample_rate
     return StepConfig(
-        noise_multiplier=release.noise_multiplier,
         sample_rate=q,
         clip_norm=release.clip_norm,
         learning_rate=lr,
         clip_mode=clip_mode,
         cap=batch_cap(n, q, release.steps, trials),
         normalizer=max(q * n, 1e-12),
+        noise=release.noise,
+        momentum=float(mu),
     )
+
+
+def check_data(model: Model, x, y, name: str = "x"):
+    """(x float32 (N, d), y int32 (N,)) or a ReconRiskError naming the shapes."""
+    x = np.asarray(x, dtype=np.float32)
+    y = np.asarray(y, dtype=np.int32)
+    if x.ndim != 2 or x.shape[1] != model.input_dim or y.shape != (x.shape[0],) or x.shape[0] < 1:
+        raise ReconRiskError(
+            f"{name} must be (N, {model.input_dim}) with N ≥ 1 and its labels (N,); found {x.shape} and {y.shape}")
+    return x, y
+
+
+@functools.lru_cache(maxsize=32)
+def _chunk_runner(model: Model, cfg: StepConfig, hooks: tuple):
+    """jit(scan) over a chunk of steps; cached on the static parts, so repeated runs and σ values compile once."""
+    import jax
+
+    def run_chunk(carry, ts, k_run, xs, ys, noise_std):
+        def body(c, t):
+            params, opt_state, states = c
+            info, stats = release_step(model, cfg, params, k_run, t, xs, ys, noise_std)
+            new_states, outs = [], []
+            for hook, st in zip(hooks, states):
+                st, out = hook.step(st, info)
+                new_states.append(st)
+                outs.append(out)
+            params, opt_state = apply_update(cfg, info, opt_state)
+            return (params, opt_state, tuple(new_states)), (tuple(outs), stats)
+
+        return jax.lax.scan(body, carry, ts)
+
+    return jax.jit(run_chunk)
+
+
+class _TranscriptSink:
+    """Host side of :class:`RecordTranscript`: stream chunks to disk or keep them in memory."""
+
+    def __init__(self, path, n_params: int, n_points: int, steps: int, meta: dict, theta0):
+        self.meta = meta
+        self.parts: list = []
+        self.writer = None
+        if path is not None:
+            self.writer = TranscriptWriter(path, n_params, n_points, steps, meta)
+            self.writer.write_initial(theta0)
+
+    def add(self, out, theta_after):
+        thetas, grads, masks = (np.asarray(a) for a in out)
+        if self.writer is not None:
+            self.writer.write_chunk(np.concatenate([thetas[1:], theta_after[None]]), grads, masks)
+        else:
+            self.parts.append((thetas, grads, masks))
+
+    def close(self, theta_final) -> Transcript:
+        if self.writer is not None:
+            return Transcript.load(self.writer.close())
+        thetas = np.concatenate([p[0] for p in self.parts] + [theta_final[None]])
+        return Transcript(thetas, np.concatenate([p[1] for p in self.parts]),
+                          np.concatenate([p[2] for p in self.parts]), self.meta)
+
+
+def _transcript_meta(model, release, cfg, clip_mode, seed) -> dict:
+    return {
+        "release": release.to_dict(),
+        "model": model.to_dict(),
+        "learning_rate": cfg.learning_rate,
+        "momentum": cfg.momentum,
+        "clip_mode": clip_mode,
+        "normalizer": cfg.normalizer,
+        "seed": seed,
+        "update": "theta_{t+1} = theta_t - learning_rate * g_t / normalizer"
+        if cfg.momentum == 0 else "v = momentum * v + g_t / normalizer; theta_{t+1} = theta_t - learning_rate * v",
+    }
 
 
 def train(
@@ -447,102 +423,100 @@ def train(
     y,
     *,
     seed: int = 0,
+    key=None,
     learning_rate: float = DEFAULT_LEARNING_RATE,
+    momentum: float = 0.0,
     clip_mode: str = "hard",
     params=None,
     record: bool = True,
+    hooks: Sequence[StepHook] = (),
+    hook_states: Sequence | None = None,
+    runs: int = 1,
     chunk_steps: int = 256,
     transcript_path: str | os.PathLike | None = None,
     max_memory_bytes: int = 1 << 30,
+    progress=None,
 ) -> TrainResult:
-    """Run DP-SGD as ``release`` describes on (x, y) and record its transcript.
+    """Run DP-SGD as ``release`` describes on (x, y); record its transcript and call ``hooks`` every step.
 
-    Steps run as a jitted ``lax.scan`` in chunks of ``chunk_steps``; with
-    ``transcript_path`` each chunk is streamed to an uncompressed ``.npz`` on
-    disk (and the returned transcript memory-maps it). Without a path, a
-    transcript larger than ``max_memory_bytes`` is refused.
+    Keys: ``key`` (a JAX key) or ``PRNGKey(seed)``, split into (init, run);
+    step t draws its batch and noise from ``step_keys(run, t)``. Steps run as a
+    jitted ``lax.scan`` in chunks of ``chunk_steps`` (compiled once per static
+    configuration); with ``transcript_path`` each chunk is streamed to an
+    uncompressed ``.npz`` (and the returned transcript memory-maps it). Without
+    a path, a transcript larger than ``max_memory_bytes`` is refused.
+    ``hooks``/``hook_states``: see :class:`StepHook`; their final states and
+    stacked outputs come back in the result. ``runs``: how many runs share
+    the batch-overflow budget. ``progress(k)`` is called after each chunk of k steps.
     """
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    x = np.asarray(x, dtype=np.float32)
-    y = np.asarray(y, dtype=np.int32)
-    if x.ndim != 2 or x.shape[1] != model.input_dim or y.shape != (x.shape[0],):
-        raise ReconRiskError(f"x must be (N, {model.input_dim}) and y (N,); found {x.shape} and {y.shape}")
-    if x.shape[0] < 1:
-        raise ReconRiskError("x must hold at least one example; found 0")
+    x, y = check_data(model, x, y)
     seed = v.integer("seed", seed, minimum=0)
     chunk_steps = v.integer("chunk_steps", chunk_steps, minimum=1)
-    cfg = make_step_config(release, x.shape[0], learning_rate, clip_mode)
-    key = jax.random.PRNGKey(seed)
-    k_init, k_run = jax.random.split(key)
+    runs = v.integer("runs", runs, minimum=1)
+    hooks = tuple(hooks)
+    for h in hooks:
+        if not isinstance(h, StepHook):
+            raise ReconRiskError(f"hooks must be StepHook instances; found {h!r}")
+    cfg = make_step_config(release, x.shape[0], learning_rate, clip_mode, trials=runs, momentum=momentum)
+    k_init, k_run = jax.random.split(jax.random.PRNGKey(seed) if key is None else key)
     if params is None:
         params = model.init(k_init)
-    n_params = model.num_params
     T = release.steps
-    size = 4 * (2 * T + 1) * n_params + T * x.shape[0]
+    size = 4 * (2 * T + 1) * model.num_params + T * x.shape[0]
     if record and transcript_path is None and size > max_memory_bytes:
         raise ReconRiskError(
             f"the transcript would take {size / 2**20:.0f} MiB (> max_memory_bytes); pass transcript_path to stream it to disk"
         )
+    all_hooks = ((RecordTranscript(),) if record else ()) + hooks
+    if hook_states is None:
+        hook_states = [h.init(params) for h in hooks]
+    if len(hook_states) != len(hooks):
+        raise ReconRiskError(f"hook_states must hold one state per hook ({len(hooks)}); found {len(hook_states)}")
+    states = (((),) if record else ()) + tuple(hook_states)
+    sink = None
+    if record:
+        meta = _transcript_meta(model, release, cfg, clip_mode, seed)
+        sink = _TranscriptSink(transcript_path, model.num_params, x.shape[0], T, meta,
+                               np.asarray(ravel_pytree(params)[0]))
+    run_chunk = _chunk_runner(model, cfg, all_hooks)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-
-    @jax.jit
-    def run_chunk(params, ts):
-        def body(p, t):
-            p2, theta, g, mask, stats = dpsgd_step(model, cfg, p, k_run, t, xs, ys)
-            out = (theta, g, mask.astype(bool)) if record else ()
-            return p2, (out, stats)
-
-        return jax.lax.scan(body, params, ts)
-
-    meta = {
-        "release": release.to_dict(),
-        "model": model.to_dict(),
-        "learning_rate": cfg.learning_rate,
-        "clip_mode": clip_mode,
-        "normalizer": cfg.normalizer,
-        "seed": seed,
-        "update": "theta_{t+1} = theta_t - learning_rate * g_t / normalizer",
-    }
-    writer = None
-    parts: list = []
-    if record and transcript_path is not None:
-        writer = TranscriptWriter(transcript_path, n_params, x.shape[0], T, meta)
-        writer.write_initial(np.asarray(ravel_pytree(params)[0]))
-    norm_sum = clipped = members = 0.0
+    noise_std = jnp.float32(release.noise_std)
+    carry = (params, step_optimizer(cfg).init(params), states)
+    totals = np.zeros(3)
     overflow = False
+    outputs: list = []
     for start in range(0, T, chunk_steps):
         ts = jnp.arange(start, min(T, start + chunk_steps))
-        params, (out, stats) = run_chunk(params, ts)
-        norm_sum += float(stats["norm_sum"].sum())
-        clipped += float(stats["clipped"].sum())
-        members += float(stats["members"].sum())
+        carry, (outs, stats) = run_chunk(carry, ts, k_run, xs, ys, noise_std)
+        totals += [float(stats[k].sum()) for k in ("norm_sum", "clipped", "members")]
         overflow |= bool(stats["overflow"].any())
         if record:
-            thetas, grads, masks = (np.asarray(a) for a in out)
-            thetas_next = np.concatenate([thetas[1:], np.asarray(ravel_pytree(params)[0])[None]])
-            if writer is not None:
-                writer.write_chunk(thetas_next, grads, masks)
-            else:
-                parts.append((thetas, grads, masks))
+            sink.add(outs[0], np.asarray(ravel_pytree(carry[0])[0]))
+        outputs.append(outs[1:] if record else outs)
+        if progress is not None:
+            progress(int(ts.shape[0]))
     if overflow:
-        raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
-    transcript = None
-    if record:
-        if writer is not None:
-            transcript = Transcript.load(writer.close())
-        else:
-            thetas = np.concatenate([p[0] for p in parts] + [np.asarray(ravel_pytree(params)[0])[None]])
-            transcript = Transcript(thetas, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]), meta)
-    denom = max(members, 1.0)
-    return TrainResult(params, transcript, clipped / denom, norm_sum / denom)
+        raise ReconRiskError(OVERFLOW_MESSAGE)
+    params, opt_state, states = carry
+    transcript = sink.close(np.asarray(ravel_pytree(params)[0])) if record else None
+    hook_outputs = tuple(
+        jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *[o[i] for o in outputs])
+        for i in range(len(hooks))
+    )
+    denom = max(totals[2], 1.0)
+    return TrainResult(params, transcript, totals[1] / denom, totals[0] / denom,
+                       tuple(states[1:] if record else states), hook_outputs, opt_state)
 
 
-def accuracy(model: Model, params, x, y) -> float:
-    """Fraction of (x, y) classified correctly."""
+def model_accuracy(model: Model, params, x, y) -> float:
+    """Fraction of (x, y) the model classifies correctly (:func:`reconrisk.metrics.accuracy` of its argmax)."""
     import jax.numpy as jnp
 
+    from ..metrics import accuracy
+
     pred = jnp.argmax(model.logits(params, jnp.asarray(x, jnp.float32)), axis=1)
-    return float(jnp.mean(pred == jnp.asarray(y)))
+    return accuracy(np.asarray(pred), np.asarray(y))

@@ -33,7 +33,7 @@ Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
     ε is the (ε, δ)-DP of one step with sensitivity ``2 × 1.115C`` (Alg. 1
     line 4) — it holds except with probability T·δ — or κ = 1 (Eq. 2,
-    ``use_kappa=False``). Summing spectral norms bounds the spectral norm of
+    ``use_subsampling_factor=False``). Summing spectral norms bounds the spectral norm of
     the sum (sub-additivity). The sum over one run is an unbiased Monte-Carlo
     estimate of the Theorem 3/4 upper bound on ``I_h(z)``; R repeated runs
     are averaged. The per-example bound for unbiased attacks is ``1/η̄²``
@@ -48,14 +48,15 @@ Sampling
     members, which Poisson sampling satisfies.
 
 Trainer
-    Each step calls :func:`reconrisk.train.dpsgd.dpsgd_step` (same batches,
-    clipping and noise as the simulator) and evaluates the FIL of the batch
-    members at the parameters *before* the update (w_{t−1}; Algorithm 1
-    line 8's ``w_t`` is a typo). The update itself is done here so that it can
-    carry momentum (seed 001 uses 0.5): ``v ← μv + g_t/(qN)``,
-    ``w ← w − ρv``; with ``momentum=0`` it is the simulator's update.
-    Momentum is post-processing of the released noisy gradients, so Theorem 3
-    still applies.
+    Accounting is a :class:`FILHook` on the shared trainer
+    (:func:`reconrisk.train.dpsgd.train`): same Poisson batches and padded
+    gather, clipping, noise and update (the optax transformation with momentum:
+    seed 001 uses 0.5, ``v ← μv + g_t/(qN)``, ``w ← w − ρv``). The hook
+    evaluates the FIL of the batch members at the parameters *before* the
+    update (w_{t−1}; Algorithm 1 line 8's ``w_t`` is a typo). Momentum is
+    post-processing of the released noisy gradients, so Theorem 3 still
+    applies. Run r uses the keys of :func:`fil_run_keys`; the parameters equal
+    those of ``train(..., key=k_train)`` without the hook (tested).
 
 Models
     The simulator's models use eLU (C¹ with a second derivative defined
@@ -66,22 +67,17 @@ Models
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _validate as v
-from ..bounds.mse import (
-    GELU_CLIP_OVERSHOOT,
-    SubsamplingFactor,
-    dfil_bound,
-    rdp_mse_lower_bound,
-    release_rdp_alpha2,
-    subsampling_factor,
-)
+from ..accounting.order2 import release_rdp_alpha2
+from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
+from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 from ..release import Release
+from .dpsgd import StepHook, check_data
 
 FIL_METHODS = ("trace_sampled", "trace_exact", "spectral")
 DEFAULT_NUM_COORDS = 50
@@ -155,7 +151,7 @@ def clipped_grad_fn(model, params, clip_norm: float, clip_mode: str = "gelu"):
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import clip_factors, cross_entropy
+    from .clipping import clip_factors, cross_entropy
 
     flat, unravel = ravel_pytree(params)
 
@@ -209,7 +205,7 @@ class FILConfig:
     clip_mode: str = "gelu"
     learning_rate: float = 0.1
     momentum: float = 0.5
-    use_kappa: bool = True
+    use_subsampling_factor: bool = True  # seed 001 Eq. 3; False: factor 1 (Eq. 2)
     delta: float | None = None  # per-step δ of Eq. 3; None: 1/(n·T), so that T·δ ≤ 1/n
     paper_literal: bool = False  # s = σ (the paper's Eq. 1) instead of σC
     runs: int = 1
@@ -247,12 +243,13 @@ class FILAccounting:
     config: FILConfig
     noise_std: float
     subsampling: SubsamplingFactor | None
-    kappa: float
+    subsampling_factor: float
     rdp_epsilon: float
     rdp_mse_bound: float
     test_accuracy: float | None
     test_accuracy_runs: tuple
     train_seconds: float = field(default=0.0, compare=False)
+    params_runs: tuple = field(default=(), compare=False, repr=False)  # final parameters of every run
 
     @property
     def bounds(self) -> np.ndarray:
@@ -278,7 +275,7 @@ class FILAccounting:
             "config": self.config.to_dict(),
             "measure": self.measure,
             "noise_std": self.noise_std,
-            "kappa": self.kappa,
+            "subsampling_factor": self.subsampling_factor,
             "subsampling": None if self.subsampling is None else self.subsampling.to_dict(),
             "rdp_epsilon": self.rdp_epsilon,
             "rdp_mse_bound": self.rdp_mse_bound,
@@ -290,50 +287,41 @@ class FILAccounting:
         }
 
 
-def _check_data(model, x, y, name="x"):
-    x = np.asarray(x, dtype=np.float32)
-    y = np.asarray(y, dtype=np.int32)
-    if x.ndim != 2 or x.shape[1] != model.input_dim or y.shape != (x.shape[0],) or x.shape[0] < 1:
-        raise ReconRiskError(f"{name} must be (N, {model.input_dim}) with N ≥ 1 and its labels (N,); found {x.shape} and {y.shape}")
-    return x, y
+@dataclass(frozen=True)
+class FILHook(StepHook):
+    """Algorithm 1 lines 6–9 as a step hook: add κ·FIL(w_{t−1}; z) of every batch member z.
 
+    State ``(acc (n,), factor, noise_std, k_fil)``: the running per-example sums,
+    the subsampling factor, the FIL noise scale s and the FIL key (step t
+    uses ``fold_in(k_fil, t)``). The batch's padded gather (``info.batch``)
+    is the trainer's own, so only members are evaluated.
+    """
 
-@functools.lru_cache(maxsize=32)
-def _chunk_runner(model, step_cfg, n: int, method: str, m: int, iters: int, clip_mode: str, mu: float, lr: float):
-    """The jitted scan over a chunk of steps (cached: repeated runs and seeds compile once)."""
-    import jax
-    import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
+    model: object
+    method: str
+    num_coords: int
+    power_iters: int
+    clip_mode: str
+    clip_norm: float
 
-    from .dpsgd import dpsgd_step
+    def step(self, state, info):
+        import jax
+        import jax.numpy as jnp
 
-    cap = step_cfg.cap
-    C = step_cfg.clip_norm
+        acc, factor, noise_std, k_fil = state
+        kt = jax.random.fold_in(k_fil, info.t)
+        batch = info.batch
 
-    @jax.jit
-    def run_chunk(carry, ts, k_run, k_fil, xs, ys, kappa, noise_std):
-        def fil_of(params, idx, key):
-            return per_example_fil(model, params, xs[idx], ys[idx], clip_norm=C, noise_std=noise_std, method=method,
-                                   key=key, num_coords=m, clip_mode=clip_mode, power_iters=iters)
+        def fil_of(x, y):
+            return per_example_fil(self.model, info.params, x, y, clip_norm=self.clip_norm, noise_std=noise_std,
+                                   method=self.method, key=kt, num_coords=self.num_coords, clip_mode=self.clip_mode,
+                                   power_iters=self.power_iters)
 
-        def body(c, t):
-            params, vel, acc = c
-            _, theta, g, mask, _ = dpsgd_step(model, step_cfg, params, k_run, t, xs, ys)
-            kt = jax.random.fold_in(k_fil, t)
-            if cap is None:  # evaluate every example, keep the members
-                acc = acc + kappa * fil_of(params, jnp.arange(n), kt) * mask
-            else:
-                count = jnp.sum(mask)
-                (idx,) = jnp.nonzero(mask, size=cap, fill_value=0)
-                valid = (jnp.arange(cap) < count).astype(acc.dtype)
-                acc = acc.at[idx].add(kappa * fil_of(params, idx, kt) * valid)
-            vel = mu * vel + g / step_cfg.normalizer
-            _, unravel = ravel_pytree(params)
-            return (unravel(theta - lr * vel), vel, acc), jnp.sum(mask) > (cap if cap is not None else n)
-
-        return jax.lax.scan(body, carry, ts)
-
-    return run_chunk
+        if batch.index is None:  # evaluate every example, keep the members
+            acc = acc + factor * fil_of(info.x, info.y) * batch.mask
+        else:
+            acc = acc.at[batch.index].add(factor * fil_of(info.x[batch.index], info.y[batch.index]) * batch.valid)
+        return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
 
 
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
@@ -341,62 +329,49 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     """Seed 001 Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
 
     ``config`` (:class:`FILConfig`) selects the estimator, clipping, learning
-    rate, momentum, κ and the number of repeated runs. ``progress(k)`` is
+    rate, momentum, the subsampling factor and the number of repeated runs. ``progress(k)`` is
     called after every k steps (all runs: ``runs × steps`` in total).
     """
     import time
 
-    import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import accuracy, make_step_config
+    from .dpsgd import model_accuracy, train
 
     cfg = config if config is not None else FILConfig()
     if not isinstance(cfg, FILConfig):
         raise ReconRiskError(f"config must be a FILConfig; found {type(cfg).__name__}")
-    x, y = _check_data(model, x, y)
+    x, y = check_data(model, x, y)
     if (x_test is None) != (y_test is None):
         raise ReconRiskError("give both x_test and y_test, or neither")
     if x_test is not None:
-        x_test, y_test = _check_data(model, x_test, y_test, "x_test")
+        x_test, y_test = check_data(model, x_test, y_test, "x_test")
     chunk_steps = v.integer("chunk_steps", chunk_steps, minimum=1)
     n, d = x.shape
-    step_cfg = make_step_config(release, n, cfg.learning_rate, cfg.clip_mode, trials=cfg.runs)
-    sigma, q, T, C = release.noise_multiplier, release.sample_rate, release.steps, release.clip_norm
-    noise_std = sigma if cfg.paper_literal else sigma * C
+    sigma, q, T = release.noise_multiplier, release.sample_rate, release.steps
+    noise_std = sigma if cfg.paper_literal else release.noise_std
     overshoot = GELU_CLIP_OVERSHOOT if cfg.clip_mode == "gelu" else 1.0
     sub = None
-    kappa = 1.0
-    if cfg.use_kappa and q < 1.0:
+    factor = 1.0
+    if cfg.use_subsampling_factor and q < 1.0:
         sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
-        kappa = sub.kappa
+        factor = sub.value
     rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
-    run_chunk = _chunk_runner(model, step_cfg, n, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode,
-                              cfg.momentum, cfg.learning_rate)
-    xs, ys = jnp.asarray(x), jnp.asarray(y)
-    statics = (xs, ys, jnp.float32(kappa), jnp.float32(noise_std))
+    hook = FILHook(model, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode, release.clip_norm)
     fil_runs = np.zeros((cfg.runs, n))
     accs = []
+    params_runs = []
     t0 = time.perf_counter()
     for r in range(cfg.runs):
-        key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), r)
-        k_init, k_run, k_fil = jax.random.split(key, 3)
-        params = model.init(k_init)
-        vel = jnp.zeros_like(ravel_pytree(params)[0])
-        carry = (params, vel, jnp.zeros((n,), jnp.float32))
-        overflow = False
-        for start in range(0, T, chunk_steps):
-            ts = jnp.arange(start, min(T, start + chunk_steps))
-            carry, over = run_chunk(carry, ts, k_run, k_fil, *statics)
-            overflow |= bool(over.any())
-            if progress is not None:
-                progress(int(ts.shape[0]))
-        if overflow:
-            raise RuntimeError("a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed")
-        fil_runs[r] = np.asarray(carry[2], dtype=float)
+        k_train, k_fil = fil_run_keys(cfg.seed, r)
+        state = (jnp.zeros((n,), jnp.float32), jnp.float32(factor), jnp.float32(noise_std), k_fil)
+        res = train(model, release, x, y, key=k_train, learning_rate=cfg.learning_rate, momentum=cfg.momentum,
+                    clip_mode=cfg.clip_mode, record=False, hooks=(hook,), hook_states=(state,), runs=cfg.runs,
+                    chunk_steps=chunk_steps, progress=progress)
+        fil_runs[r] = np.asarray(res.hook_states[0][0], dtype=float)
+        params_runs.append(res.params)
         if x_test is not None:
-            accs.append(accuracy(model, carry[0], x_test, y_test))
+            accs.append(model_accuracy(model, res.params, x_test, y_test))
     seconds = time.perf_counter() - t0
     fil = fil_runs.mean(axis=0)
     return FILAccounting(
@@ -407,10 +382,19 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         config=cfg,
         noise_std=noise_std,
         subsampling=sub,
-        kappa=kappa,
+        subsampling_factor=factor,
         rdp_epsilon=rdp_eps,
         rdp_mse_bound=rdp_mse_lower_bound(rdp_eps) if rdp_eps > 0 else float("inf"),
         test_accuracy=float(np.mean(accs)) if accs else None,
         test_accuracy_runs=tuple(float(a) for a in accs),
         train_seconds=seconds,
+        params_runs=tuple(params_runs),
     )
+
+
+def fil_run_keys(seed: int, run: int):
+    """(trainer key, FIL key) of run r: ``split(fold_in(PRNGKey(seed), r))``; the trainer key feeds :func:`~.dpsgd.train`."""
+    import jax
+
+    k_train, k_fil = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), run))
+    return k_train, k_fil

@@ -1,0 +1,69 @@
+"""The noise stage of a DP-SGD step: one function per noise family, chosen by ``Release.noise``.
+
+A noise function privatises the clipped-gradient **sum** of one step::
+
+    noise_fn(key, summed, noise_std) -> released
+
+``key`` is the step's noise key (a JAX PRNG key), ``summed`` the flat (P,)
+float32 vector Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) and ``noise_std`` the release's
+scale as a traced scalar (:attr:`reconrisk.Release.noise_std`, σC for the
+Gaussian family), so that one compiled step serves every ε of a grid. The
+function must be traceable (it runs inside ``jit``/``vmap``/``lax.scan``) and
+draw all its randomness from ``key``.
+
+Gaussian (seed 000, §2, spec_000 §1.1)
+    ``summed + N(0, noise_std² I)``.
+
+Adding a noise family (e.g. seed 004's von Mises–Fisher mechanism)
+    1. write ``def vmf(key, summed, noise_std): ...`` in the module of that
+       mechanism (it may read its own parameters from ``noise_std`` or close
+       over static ones);
+    2. call ``register_noise("vmf", vmf)`` when that module is imported (and
+       add the family to :data:`reconrisk.release.NOISE_FAMILIES`);
+    3. nothing else changes: :func:`reconrisk.train.dpsgd.make_step_config`
+       copies ``release.noise`` into the static :class:`StepConfig` and the
+       step calls :func:`noise_fn` of it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..errors import ReconRiskError
+
+NoiseFn = Callable[..., object]
+
+
+def gaussian(key, summed, noise_std):
+    """``summed + N(0, noise_std² I)`` (the noise is drawn in ``summed``'s dtype)."""
+    import jax
+
+    noise = jax.random.normal(key, summed.shape, summed.dtype) * noise_std
+    return summed + noise
+
+
+_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian}
+
+
+def register_noise(name: str, fn: NoiseFn) -> None:
+    """Make ``fn`` the noise function of the family ``name`` (replacing an earlier one)."""
+    if not isinstance(name, str) or not name:
+        raise ReconRiskError(f"noise family name must be a non-empty string; found {name!r}")
+    if not callable(fn):
+        raise ReconRiskError(f"noise function for {name!r} must be callable; found {fn!r}")
+    _REGISTRY[name] = fn
+
+
+def noise_families() -> tuple[str, ...]:
+    """The noise families the simulator can add."""
+    return tuple(_REGISTRY)
+
+
+def noise_fn(name: str) -> NoiseFn:
+    """The noise function of the family ``name``; a ReconRiskError names the implemented ones otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ReconRiskError(
+            f"noise must be one of {', '.join(map(repr, _REGISTRY))} for the simulator; found {name!r}"
+        ) from None

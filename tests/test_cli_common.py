@@ -1,0 +1,54 @@
+"""The CLI's shared plumbing: one progress helper and deprecated flag aliases."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconrisk.cli._common import deprecated_alias, pick, progress
+from reconrisk.errors import ReconRiskError
+
+
+def test_disabled_or_non_terminal_progress_is_a_silent_no_op(capsys):
+    for kwargs in (dict(enabled=False), dict(enabled=True)):  # captured stderr is not a terminal
+        with progress(10, "work", **kwargs) as bar:
+            bar(3)
+            bar.describe("more work")
+            bar()
+    assert capsys.readouterr() == ("", "")
+    with progress(0, "nothing to do") as bar:
+        bar(1)
+
+
+def test_progress_on_a_terminal_shows_count_and_eta(monkeypatch):
+    import io
+
+    import rich.console
+
+    buf = io.StringIO()
+    real = rich.console.Console
+
+    def fake_console(*args, **kwargs):
+        kwargs.pop("stderr", None)
+        return real(file=buf, force_terminal=True, width=120)
+
+    monkeypatch.setattr(rich.console, "Console", fake_console)
+    with progress(4, "audit ε=4", transient=False) as bar:
+        bar(4)
+    text = buf.getvalue()
+    assert "audit ε=4" in text and "4/4" in text and "ETA" in text
+
+
+def test_deprecated_alias_prints_one_note_only_when_used(capsys):
+    note = deprecated_alias("--eps", "--epsilon")
+    assert note(None) is None and note(False) is False
+    assert capsys.readouterr().err == ""
+    assert note(2.0) == 2.0
+    err = capsys.readouterr().err
+    assert err == "reconrisk: note: --eps is deprecated and will be removed in the next release; use --epsilon\n"
+
+
+def test_pick_refuses_both_spellings():
+    assert pick("--epsilon", None, None, default=1.0) == 1.0
+    assert pick("--epsilon", 2.0, None) == 2.0 and pick("--epsilon", None, 3.0) == 3.0
+    with pytest.raises(ReconRiskError, match="give --epsilon once"):
+        pick("--epsilon", 2.0, 3.0)
