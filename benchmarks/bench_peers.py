@@ -34,21 +34,22 @@ CALIBRATION = (0.05, 0.01, 0.01, 1000)
 
 
 def _riskcal_beta(alpha: float, sigma: float, q: float, T: int) -> float:
-    import riskcal  # noqa: PLC0415 - the peer, only in the throwaway venv
-
-    if hasattr(riskcal, "dpsgd") and hasattr(riskcal.dpsgd, "get_beta_for_dpsgd"):
-        b = riskcal.dpsgd.get_beta_for_dpsgd(alpha=np.array([alpha]), noise_multiplier=sigma, sample_rate=q, num_steps=T)
-    else:
-        b = riskcal.pld.get_beta(alpha=np.array([alpha]), noise_multiplier=sigma, sample_rate=q, num_steps=T)
+    try:  # riskcal >= 1.5
+        from riskcal.calibration.dpsgd import get_beta_for_dpsgd  # noqa: PLC0415 - the peer, throwaway venv only
+    except ImportError:  # older releases
+        from riskcal.dpsgd import get_beta_for_dpsgd  # noqa: PLC0415
+    b = get_beta_for_dpsgd(alpha=np.array([alpha]), noise_multiplier=sigma, sample_rate=q, num_steps=T)
     return float(np.atleast_1d(b)[0])
 
 
 def _riskcal_calibrate(target: float, kappa: float, q: float, T: int, out) -> None:
-    import riskcal  # noqa: PLC0415
+    try:
+        from riskcal.calibration.dpsgd import find_noise_multiplier_for_err_rates  # noqa: PLC0415
+    except ImportError:
+        from riskcal.dpsgd import find_noise_multiplier_for_err_rates  # noqa: PLC0415
 
     t0 = time.perf_counter()
-    mod = riskcal.dpsgd if hasattr(riskcal, "dpsgd") and hasattr(riskcal.dpsgd, "find_noise_multiplier_for_err_rates") else riskcal.pld
-    s = mod.find_noise_multiplier_for_err_rates(beta=1 - target, alpha=kappa, sample_rate=q, num_steps=T)
+    s = find_noise_multiplier_for_err_rates(beta=1 - target, alpha=kappa, sample_rate=q, num_steps=T)
     out.put((float(s), time.perf_counter() - t0))
 
 
