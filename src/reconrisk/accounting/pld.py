@@ -330,8 +330,8 @@ def _power_roundoff(x: np.ndarray, x_hat: np.ndarray, spec: np.ndarray, t: int, 
 
     With e = η√n‖x‖₂ ≥ ‖X̂ − X‖₂ (Thm 24.2 and Parseval), each entry obeys
     |X̂ₖᵗ − Xₖᵗ| ≤ t·mₖ^{t−1}|X̂ₖ − Xₖ| with mₖ = |X̂ₖ| + e, so
-    ‖X̂ᵗ − Xᵗ‖₂ ≤ t·e·(Σₖ mₖ^{2(t−1)})^{1/2}: an a-posteriori factor that is
-    small when only a few low frequencies survive the power (large t). The
+    ‖X̂ᵗ − Xᵗ‖₂ ≤ t·e·min((Σₖ mₖ^{2(t−1)})^{1/2}, maxₖ mₖ^{t−1}) (|ΔXₖ| ≤ e, or
+    Cauchy–Schwarz): a-posteriori factors from the computed spectrum. The
     power itself (``exp(t·log z)``) adds a relative error ≤ 8tu per entry.
     The inverse FFT adds η‖Ẑ‖₂ and scales by 1/√n; the ℓ₁ norm over the
     ``out_len`` kept entries is at most √out_len times the ℓ₂ norm.
@@ -342,8 +342,10 @@ def _power_roundoff(x: np.ndarray, x_hat: np.ndarray, spec: np.ndarray, t: int, 
         m = np.abs(x_hat) + e
         log_m = np.log(np.where(m > 0, m, 1.0))
         s = math.sqrt(2.0 * float(np.sum(np.exp(np.minimum(2.0 * (t - 1) * log_m, 700.0)) * (m > 0))))
+        # Cauchy–Schwarz the other way round: Σ (t m^{t−1}|ΔX|)² ≤ t² max(m)^{2(t−1)} ‖ΔX‖²
+        s_max = math.exp(min((t - 1) * float(np.max(log_m)), 700.0))
     z_norm = _full_norm(spec, n)
-    err_pow = t * e * s + 8.0 * t * _U * z_norm
+    err_pow = t * e * min(s / 1.0, s_max) + 8.0 * t * _U * z_norm
     err_c = (err_pow * (1 + eta) + eta * z_norm) / math.sqrt(n)
     return math.sqrt(out_len) * err_c
 
