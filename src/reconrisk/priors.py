@@ -19,6 +19,8 @@ blind guess; every ReRo bound is a function of it.
   count at the maximiser, which is never looser.
 * :func:`log_kappa_coordinate_match` — Appendix I "very small priors", in log
   space (κ ≈ 1e-473 for MNIST would underflow).
+* :func:`log_kappa_uniform_ball`, :func:`log_kappa_gaussian` — seed 002 Prop. 6
+  and Prop. 7: continuous priors with Euclidean error, in log space.
 """
 
 from __future__ import annotations
@@ -183,6 +185,69 @@ def log_kappa_coordinate_match(
         return 0.0
     terms = special.gammaln(d + 1) - special.gammaln(j + 1) - special.gammaln(d - j + 1) + j * math.log(p) + (d - j) * math.log1p(-p)
     return float(special.logsumexp(terms))
+
+
+def log_kappa_uniform_ball(dim: int, eta: float, radius: float = 1.0) -> float:
+    """log κ for the uniform prior on the d-ball of ``radius`` and success ‖Z − z₀‖₂ ≤ η (seed 002 Prop. 6).
+
+    κ = sup_{z₀} vol(B(z₀, η) ∩ B(0, r)) / vol(B(0, r)) ≤ (η/r)^d, attained by
+    z₀ = 0 when η ≤ r (the η-ball then lies inside), so this is exact:
+    log κ = d · log(η/r), and 0 for η ≥ r. The printed statement is for
+    r = 1 ("κ ≤ η^d"); the radius is our generalisation by scaling.
+    """
+    d = v.integer("dim", dim, minimum=1)
+    r = v.positive("radius", radius)
+    eta = v.positive("eta", eta)
+    return 0.0 if eta >= r else d * math.log(eta / r)
+
+
+def _log_gammainc_lower(a: float, x: float) -> float:
+    """log P(a, x), the regularised lower incomplete gamma, without underflow.
+
+    For x < a + 1 the series P(a, x) = x^a e^{−x}/Γ(a+1) · Σ_k x^k/((a+1)…(a+k))
+    (all terms positive, summed in log space); otherwise log of scipy's
+    ``gammainc`` (then P ≥ ~1/2, no underflow).
+    """
+    if x <= 0:
+        return -math.inf
+    if x >= a + 1:
+        return math.log(special.gammainc(a, x))
+    log_term, log_sum, k = 0.0, 0.0, 0
+    while True:
+        k += 1
+        log_term += math.log(x) - math.log(a + k)
+        new = np.logaddexp(log_sum, log_term)
+        if new - log_sum < 1e-17 or k > 100_000:
+            log_sum = float(new)
+            break
+        log_sum = float(new)
+    return a * math.log(x) - x - special.gammaln(a + 1) + log_sum
+
+
+def log_kappa_gaussian(dim: int, sigma: float, eta: float) -> float:
+    """log κ for the prior N(0, σ²I_d) and success ‖Z − z₀‖₂ ≤ η (seed 002 Prop. 7), exact.
+
+    The centred ball carries the most mass, so κ = P[χ²_d ≤ η²/σ²] =
+    P(d/2, η²/(2σ²)) (regularised lower incomplete gamma), computed in log
+    space (for d = 784 it is far below the smallest double). Compare
+    :func:`log_kappa_gaussian_dg`, the paper's Dasgupta–Gupta bound.
+    """
+    d = v.integer("dim", dim, minimum=1)
+    s = v.positive("sigma", sigma)
+    eta = v.positive("eta", eta)
+    return float(_log_gammainc_lower(d / 2.0, eta * eta / (2.0 * s * s)))
+
+
+def log_kappa_gaussian_dg(dim: int, sigma: float, eta: float) -> float:
+    """The chi-square lower-tail bound used in seed 002 Prop. 7 (Dasgupta–Gupta Lemma 2.2).
+
+    With β = η²/(dσ²) < 1: log κ ≤ (d/2)(1 − β + ln β); 0 (vacuous) for β ≥ 1.
+    """
+    d = v.integer("dim", dim, minimum=1)
+    s = v.positive("sigma", sigma)
+    eta = v.positive("eta", eta)
+    beta = eta * eta / (d * s * s)
+    return 0.0 if beta >= 1 else 0.5 * d * (1 - beta + math.log(beta))
 
 
 def resolve_kappa(kappa=None, prior_size=None) -> float:

@@ -49,6 +49,9 @@ def _release(noise_multiplier, sample_rate, steps, release) -> Release:
     if release is not None:
         if not isinstance(release, Release):
             raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+        if release.noise != "gaussian":
+            raise ReconRiskError(f"this accountant is for Gaussian noise; found release.noise = {release.noise!r} "
+                                 "(VMF: use reconrisk.accounting.vmf.vmf_epsilon)")
         return release
     return Release(noise_multiplier, sample_rate, steps)
 

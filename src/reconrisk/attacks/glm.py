@@ -39,28 +39,32 @@ from .. import _validate as v
 from ..errors import ReconRiskError
 
 
-def _arrays(X, y, name_x="X_others", name_y="y_others"):
+#: Canonical-link GLM families of seed 002 Thm 1: the mean function h = b′.
+FAMILIES = ("logistic", "linear")
+
+
+def mean_function(family: str):
+    """h(t): sigmoid for logistic regression, the identity for linear/ridge regression (seed 002 Thm 1)."""
+    return special.expit if family == "logistic" else (lambda t: t)
+
+
+def _arrays(X, y, name_x="X_others", name_y="y_others", family: str = "logistic"):
     try:
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
-        raise ReconRiskError(f"{name_x} must be an (m, d) array and {name_y} an (m,) array of 0/1 labels") from None
+        raise ReconRiskError(f"{name_x} must be an (m, d) array and {name_y} an (m,) array of labels") from None
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ReconRiskError(f"{name_x} must be (m, d) and {name_y} (m,); found {X.shape} and {y.shape}")
-    if not np.isin(y, (0.0, 1.0)).all():
+    if not (np.isfinite(X).all() and np.isfinite(y).all()):
+        raise ReconRiskError(f"{name_x} and {name_y} must be finite")
+    if family == "logistic" and not np.isin(y, (0.0, 1.0)).all():
         raise ReconRiskError(f"{name_y} must hold labels 0 or 1")
     return X, y
 
 
-def glm_attack(theta_hat, X_others, y_others, lam: float, n: int, *, return_label: bool = False):
-    """Reconstruct the missing training input from a released bias-augmented θ̂ and the other n − 1 points.
-
-    ``theta_hat``: (d + 1,) or (R, d + 1) releases (bias first).
-    Returns x̂ with shape (d,) or (R, d) (``inf``/``nan`` where ``b[0] = 0``),
-    and ŷ too if ``return_label``.
-    """
-    X, y = _arrays(X_others, y_others)
-    lam = v.positive("lam", lam)
+def _first_order(theta_hat, X, y, lam: float, n: int, family: str):
+    """(θ̂ as (R, p), b = Σ_{j≠i}(h(θ̂ᵀx̃_j) − y_j)x̃_j + nλθ̂ as (R, p), was-1-d) — the known side of Thm 1."""
     n = v.integer("n", n, minimum=1)
     if n != X.shape[0] + 1:
         raise ReconRiskError(f"n must be the training-set size, len(X_others) + 1 = {X.shape[0] + 1}; found {n}")
@@ -70,11 +74,55 @@ def glm_attack(theta_hat, X_others, y_others, lam: float, n: int, *, return_labe
     if th.shape[1] != X.shape[1] + 1:
         raise ReconRiskError(f"theta_hat must have d + 1 = {X.shape[1] + 1} entries (bias first); found {th.shape[-1]}")
     Xt = np.concatenate([np.ones((X.shape[0], 1)), X], axis=1)
-    resid = special.expit(th @ Xt.T) - y[None, :]  # (R, m)
-    b = resid @ Xt + n * lam * th  # (R, p)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    resid = mean_function(family)(th @ Xt.T) - y[None, :]  # (R, m)
+    return th, resid @ Xt + n * lam * th, single
+
+
+def first_order_residual(theta_hat, X_others, y_others, lam: float, n: int, family: str = "logistic"):
+    """b = −(h(θᵀx̃_i) − y_i)x̃_i from the known side, (p,) or (R, p), and its cancellation scale.
+
+    The scale ``Σ_{j≠i}|h(θ̂ᵀx̃_j) − y_j|·||x̃_j|| + nλ||θ̂||`` is what b was
+    computed from: |b[0]| ≤ 1e-12 × scale means the target's residual is 0 to
+    rounding, and x is not identifiable.
+    """
+    family = v.choice("family", family, FAMILIES)
+    X, y = _arrays(X_others, y_others, family=family)
+    lam = v.real("lam", lam)
+    th, b, single = _first_order(theta_hat, X, y, lam, n, family)
+    Xt = np.concatenate([np.ones((X.shape[0], 1)), X], axis=1)
+    resid = np.abs(mean_function(family)(th @ Xt.T) - y[None, :])
+    scale = resid @ np.linalg.norm(Xt, axis=1) + n * abs(lam) * np.linalg.norm(th, axis=1)
+    return (b[0], float(scale[0])) if single else (b, scale)
+
+
+def glm_attack(theta_hat, X_others, y_others, lam: float, n: int, *, return_label: bool = False,
+               family: str = "logistic"):
+    """Reconstruct the missing training input from a released bias-augmented θ̂ and the other n − 1 points.
+
+    Seed 002 Thm 1 for a canonical-link GLM with intercept trained on
+    ``Σ_j [b(θᵀx̃_j) − y_j θᵀx̃_j] + (nλ/2)||θ||²`` (the regulariser covers the
+    intercept): ``family="logistic"`` (h = sigmoid, y ∈ {0, 1}) or
+    ``"linear"`` (h = identity: least squares, ridge for λ > 0; y real).
+    B = −nλθ − Σ_{j≠i} (h(θᵀx̃_j) − y_j) x̃_j = (h(θᵀx̃_i) − y_i) x̃_i, so
+    x̂ = B[1:]/B[0] and ŷ = h(θᵀx̃̂) − B[0] (the code keeps b = −B).
+
+    ``theta_hat``: (d + 1,) or (R, d + 1) releases (bias first); ``lam`` ≥ 0
+    (λ = 0 needs a unique optimum: data in general position).
+    Returns x̂ with shape (d,) or (R, d) (``inf``/``nan`` where ``b[0] = 0``:
+    the target's residual is 0 and x is not identifiable — see
+    :func:`reconrisk.attacks.closed_form.glm_reconstruct` for the guarded
+    form), and ŷ too if ``return_label``.
+    """
+    family = v.choice("family", family, FAMILIES)
+    X, y = _arrays(X_others, y_others, family=family)
+    lam = v.real("lam", lam)
+    if lam < 0 or np.isinf(lam):
+        raise ReconRiskError(f"lam must be >= 0 and finite; found {lam}")
+    th, b, single = _first_order(theta_hat, X, y, lam, n, family)
+    h = mean_function(family)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x_hat = b[:, 1:] / b[:, :1]
-        y_hat = special.expit(np.sum(th[:, 1:] * x_hat, axis=1) + th[:, 0]) + b[:, 0]
+        y_hat = h(np.sum(th[:, 1:] * x_hat, axis=1) + th[:, 0]) + b[:, 0]
     if single:
         x_hat, y_hat = x_hat[0], y_hat[0]
     return (x_hat, y_hat) if return_label else x_hat

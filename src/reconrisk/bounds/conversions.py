@@ -21,7 +21,9 @@ import math
 
 import numpy as np
 
+from .. import _validate as v
 from ..accounting.rdp import DEFAULT_ORDERS, minimise_over_orders
+from ..errors import ReconRiskError
 
 
 def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
@@ -62,3 +64,131 @@ def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
     best, _ = minimise_over_orders(segments, objective, orders)
     with np.errstate(over="ignore"):
         return np.minimum(1.0, np.exp(best))
+
+
+# ----------------------------------------------------------------------------------------
+# validated single conversions (seed 002 §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
+# ----------------------------------------------------------------------------------------
+#: Sources accepted by :func:`rero_from_guarantee` (and ``reconrisk convert --from``).
+SOURCES = ("rdp", "dp", "zcdp")
+
+
+def _kappa(kappa) -> float:
+    return v.probability_open("kappa", kappa)
+
+
+def _log_kappa(kappa, log_kappa) -> float:
+    """log κ from exactly one of κ ∈ (0, 1) or log κ < 0 (continuous priors underflow: e^{-543} for MNIST)."""
+    if (kappa is None) == (log_kappa is None):
+        raise ReconRiskError(f"give exactly one of kappa (in (0, 1)) or log_kappa (< 0); found kappa={kappa}, log_kappa={log_kappa}")
+    if kappa is not None:
+        return math.log(_kappa(kappa))
+    lk = v.real("log_kappa", log_kappa)
+    if not lk < 0 or math.isinf(lk):
+        _raise_range("log_kappa", log_kappa, "< 0 and finite")
+    return lk
+
+
+def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, log_kappa: float | None = None) -> float:
+    """γ = min(1, (κ e^ε)^{(α−1)/α}) for one (α, ε)-RDP guarantee (seed 002 Thm 2).
+
+    Evaluated as ``exp((α−1)/α · (log κ + ε))``: no overflow for large ε or tiny κ
+    (pass ``log_kappa`` instead of ``kappa`` when κ underflows).
+    """
+    lk = _log_kappa(kappa, log_kappa)
+    e = v.real("epsilon", epsilon)
+    if e < 0 or math.isinf(e):
+        _raise_range("epsilon", epsilon, ">= 0 and finite")
+    a = v.real("order", order)
+    if not a > 1 or math.isinf(a):
+        _raise_range("order", order, "> 1 and finite")
+    return float(min(1.0, math.exp((a - 1) / a * (lk + e))))
+
+
+def zcdp_optimal_order(kappa: float, rho: float) -> float:
+    """α* = √(log(1/κ)/ρ), the order minimising Thm 2 along the zCDP curve ε(α) = ρα (seed 002 Cor. 4).
+
+    Cor. 4 applies when α* > 1, i.e. ρ < log(1/κ); otherwise the bound is vacuous (γ = 1).
+    """
+    k = _kappa(kappa)
+    r = v.positive("rho", rho)
+    return math.sqrt(-math.log(k) / r)
+
+
+def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
+    """(ε, δ)-DP implied by (η, γ)-ReRo against every two-point prior of weight κ (seed 002 Thm 5).
+
+    The prior puts κ ∈ [1/2, 1) on z and 1 − κ on z′ (with ℓ(z, z′) > η). The
+    attack "output z′ if θ ∈ E, else z" succeeds with probability
+    ``κ P[M(D⁻∪z) ∉ E] + (1−κ) P[M(D⁻∪z′) ∈ E] ≤ γ``, which rearranges to
+    ``P[M(D⁻∪z′) ∈ E] ≤ (κ/(1−κ)) P[M(D⁻∪z) ∈ E] + (γ−κ)/(1−κ)``:
+
+        ε = log(κ/(1−κ)),     δ = (γ − κ)/(1 − κ).
+
+    γ must lie in [κ, 1] (κ is always achievable by guessing z). The
+    parametrisation of the prior is spec_002's reconstruction [inferred];
+    the printed statement lost its formulas.
+    """
+    k = v.in_range("kappa", kappa, 0.5, 1.0, low_open=False)
+    g = v.in_range("rero", gamma, 0.0, 1.0, high_open=False)
+    if g < k:
+        _raise_range("rero", gamma, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
+    return math.log(k) - math.log1p(-k), (g - k) / (1 - k)
+
+
+def _raise_range(name: str, value, expected: str):
+    raise ReconRiskError(f"{name} must be {expected}; found {value}")
+
+
+def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: float | None = None, epsilon=None, order=None,
+            rho=None) -> dict:
+    """One DP guarantee → the ReRo upper bound γ, as ``{"upper", "formula", ...}`` (the vocabulary of ``bound``).
+
+    * ``"rdp"``: ``epsilon`` and ``order`` (numbers, or equal-length sequences
+      describing points of an RDP curve); γ = min over the given α of Thm 2.
+    * ``"dp"``: ``epsilon``; γ = min(1, κ e^ε) (Cor. 3).
+    * ``"zcdp"``: ``rho``; γ from Cor. 4 (1 when ρ ≥ log(1/κ)); ``order`` in the
+      result is α* = √(log(1/κ)/ρ) (None when α* ≤ 1).
+
+    Give κ as ``kappa`` or, for continuous priors whose κ underflows, ``log_kappa``.
+    """
+
+    source = v.choice("source", source, SOURCES)
+    lk = _log_kappa(kappa, log_kappa)
+    out: dict = {"source": source, "kappa": _kappa(kappa) if kappa is not None else math.exp(lk), "log_kappa": lk}
+    if source == "zcdp":
+        if rho is None or epsilon is not None or order is not None:
+            raise ReconRiskError("zcdp takes rho only (not epsilon or order)")
+        r = v.positive("rho", rho)
+        a_star = math.sqrt(-lk / r)
+        gap = max(0.0, math.sqrt(-lk) - math.sqrt(r))
+        out.update(rho=r, upper=math.exp(-gap * gap),
+                   formula="exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2) if rho < log(1/kappa) else 1 (seed 002 Cor. 4)",
+                   order=a_star if a_star > 1 else None)
+        return out
+    if rho is not None:
+        raise ReconRiskError(f"{source} takes epsilon, not rho")
+    if epsilon is None:
+        raise ReconRiskError(f"{source} needs epsilon (>= 0)")
+    if source == "dp":
+        if order is not None:
+            raise ReconRiskError("dp takes epsilon only (order belongs to rdp)")
+        e = v.real("epsilon", epsilon)
+        if e < 0 or math.isinf(e):
+            _raise_range("epsilon", epsilon, ">= 0 and finite")
+        out.update(epsilon=e, upper=float(min(1.0, math.exp(lk + e))),
+                   formula="min(1, kappa * e^epsilon) (seed 002 Cor. 3)")
+        return out
+    eps_list = list(np.atleast_1d(epsilon)) if not isinstance(epsilon, str) else [epsilon]
+    if order is None:
+        raise ReconRiskError("rdp needs order (the Renyi order alpha > 1 at which epsilon holds)")
+    ord_list = list(np.atleast_1d(order)) if not isinstance(order, str) else [order]
+    if len(eps_list) != len(ord_list):
+        raise ReconRiskError(f"rdp needs one order per epsilon; found {len(ord_list)} orders and {len(eps_list)} epsilons")
+    gammas = [rero_from_rdp_order(None, e, a, log_kappa=lk) for e, a in zip(eps_list, ord_list)]
+    best = int(np.argmin(gammas))
+    out.update(epsilon=float(eps_list[best]), order=float(ord_list[best]), upper=gammas[best],
+               formula="min(1, (kappa * e^epsilon)^((order - 1)/order)), min over the given orders (seed 002 Thm 2)")
+    if len(gammas) > 1:
+        out["points"] = len(gammas)
+    return out

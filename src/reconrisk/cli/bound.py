@@ -128,17 +128,33 @@ def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
 
 @app.command("calibrate")
 def calibrate_cmd(
-    target_rero: float = typer.Option(..., "--target-rero", "-g", help="Largest acceptable reconstruction success γ*."),
-    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
-    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    target_rero: Optional[float] = typer.Option(None, "--target-rero", "-g", help="Largest acceptable reconstruction success γ*."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
     prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ."),
     delta: float = typer.Option(1e-5, "--delta", help="δ at which the implied ε is reported."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    measure: Optional[str] = typer.Option(None, "--measure", "-m", help="Calibrate any risk measure (see `reconrisk risk`)."),
+    target: Optional[float] = typer.Option(None, "--target", help="Target of --measure (bayes-security: the minimum)."),
+    solve: str = typer.Option("noise-multiplier", "--solve", help="noise-multiplier | steps | sample-rate (with --measure)."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="σ, when solving for steps or sample-rate."),
+    baseline: Optional[float] = typer.Option(None, "--baseline", help="Baseline success b (with --measure)."),
+    prior: Optional[str] = typer.Option(None, "--prior", help="Prior probabilities, comma-separated (with --measure)."),
+    fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
 ) -> None:
-    """Smallest noise multiplier whose certified reconstruction bound is ≤ the target."""
+    """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
     from ..api import calibrate_noise
+    from ..errors import ReconRiskError
 
+    if measure is not None or target is not None:
+        from .risk import calibrate_measure
+
+        calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
+                          dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out)
+        return
+    if target_rero is None or sample_rate is None or steps is None:
+        raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
     k = _kappa(kappa, prior_size)
     out = calibrate_noise(target_rero, sample_rate, steps, kappa=k, delta=delta)
     payload = _calibration_payload(out, prior_size)
@@ -201,12 +217,12 @@ def curve_cmd(
     with progress(len(curve_jobs(**grid)), "calibrating and bounding", enabled=not json_out) as bar:
         rows = rero_curves(prior_sizes=prior_size, delta=delta, progress=bar, **grid)
     files = write_curves(rows, out, delta=delta, fixed_epsilon=fixed_epsilon)
-    short = [r for r in rows if r["rero"].get("converged") is False]
+    short = [r for r in rows if not r["rero"].get("converged", True)]
     if short:
         import sys
 
         print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
-              "(still certified; see rero_width in curve.csv)", file=sys.stderr)
+              "(still certified; see rero.width in the JSON)", file=sys.stderr)
     if json_out:
         print_json({"rows": rows, "files": files})
         return

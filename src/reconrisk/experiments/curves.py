@@ -82,11 +82,11 @@ def rero_curves(
         lo, up, det = pld_bracket(rel, kappas)
         rdp = rdp_rero_bound(rel.segments, kappas)
         for n, k, a, b, r in zip(sizes, kappas, lo, up, rdp):
-            rero = {"method": "pld", "lower": float(a), "upper": float(b), "width": float(b - a),
-                    "converged": bool(b - a <= det["target_rel_width"] * b)}
             rows.append(
                 dict(panel=panel, epsilon=eps, sample_rate=q, steps=steps, noise_multiplier=sigma, prior_size=n,
-                     kappa=float(k), rero=rero, baselines={"rdp": float(r)})
+                     kappa=float(k), rero={"method": "pld", "lower": float(a), "upper": float(b), "width": float(b - a),
+                                           "converged": bool(b - a <= det["target_rel_width"] * b)},
+                     baselines={"rdp": float(r)})
             )
         if progress is not None:
             progress(1)

@@ -42,7 +42,18 @@ def gaussian(key, summed, noise_std):
     return summed + noise
 
 
-_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian}
+def vmf(key, summed, noise_std):
+    """Seed 004, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with κ = ``noise_std`` (a unit vector).
+
+    The whole gradient is flattened before normalising (one block: Prop. 3 of
+    seed 004 — per-layer blocks inflate the RDP enormously).
+    """
+    from ..mechanisms.vmf import vmf_noise_jax
+
+    return vmf_noise_jax(key, summed, noise_std).astype(summed.dtype)
+
+
+_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian, "vmf": vmf}
 
 
 def register_noise(name: str, fn: NoiseFn) -> None:
