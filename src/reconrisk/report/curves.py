@@ -17,14 +17,13 @@ from ..errors import ReconRiskError
 
 #: Columns of ``curve.csv``: the JSON row flattened (``rero.lower`` → ``rero_lower``, ``baselines.rdp`` → ``baseline_rdp``).
 CSV_COLUMNS = ("panel", "epsilon", "sample_rate", "steps", "noise_multiplier", "prior_size", "kappa",
-               "rero_method", "rero_lower", "rero_upper", "rero_width", "rero_converged", "baseline_rdp")
+               "rero_method", "rero_lower", "rero_upper", "baseline_rdp")
 
 
 def flat_row(row: dict) -> dict:
     """One curve row as a flat CSV record."""
     out = {k: row[k] for k in CSV_COLUMNS[:7]}
     out.update(rero_method=row["rero"]["method"], rero_lower=row["rero"]["lower"], rero_upper=row["rero"]["upper"],
-               rero_width=row["rero"].get("width"), rero_converged=row["rero"].get("converged"),
                baseline_rdp=row["baselines"]["rdp"])
     return out
 
