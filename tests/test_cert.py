@@ -91,14 +91,14 @@ rate = st.floats(1e-5, 0.9)
 kap = st.floats(1e-12, 0.5)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sig, rate, kap, st.sampled_from([None, 1e-3, 1e-4]))
 def test_harness_single_step(s, q, k, h):
     lo, up, _ = pld_bracket(Release(s, q, 1), np.array([k]), discretization=h)
     _inside(lo[0], ref.exact_single_step(s, q, k), up[0])
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 200.0), st.floats(1e-5, 0.9), kap)
 def test_harness_two_steps_by_quadrature(s, q, k):
     lo, up, _ = pld_bracket(Release(s, q, 2), np.array([k]))
@@ -130,13 +130,19 @@ def test_harness_analytic_bracket_contains_pld_bracket_values(s, q, T, k):
 
 # -- relative precision -----------------------------------------------------------------
 def test_tiny_kappa_gets_relative_precision():
-    # was [1e-12, 2.0e-9] under the absolute 1e-3 target; now a few per cent and flagged honestly
-    b = rr.rero_bound(0.3, 1e-6, 1000, kappa=1e-12)
-    assert b.upper - b.lower <= 0.1 * b.upper and b.lower > 1e-9
-    assert b.converged == (b.upper - b.lower <= 0.01 * b.upper)
-    assert b.to_dict()["converged"] == b.converged and b.to_dict()["width"] == b.upper - b.lower
+    # κ >= 1e-6: the 1 % relative target is met
     c = rr.rero_bound(1.0, 0.01, 1000, kappa=1e-6)
     assert c.converged and c.upper - c.lower <= 0.01 * c.upper
+    assert c.to_dict()["converged"] is True and c.to_dict()["width"] == c.upper - c.lower
+
+
+def test_tiny_kappa_1e12_is_certified_and_flagged():
+    # issue 9 item 5: was [1e-12, 2.0e-9] under the absolute 1e-3 target. The lower end now carries
+    # digits (2.03e-9); the upper end is limited by the certified FFT round-off allowance (absolute,
+    # ~5e-8 here), so the bracket is flagged as stopped short rather than claimed converged.
+    b = rr.rero_bound(0.3, 1e-6, 1000, kappa=1e-12)
+    assert b.lower > 1e-9 and b.lower <= b.upper
+    assert b.converged == (b.upper - b.lower <= 0.01 * b.upper)
 
 
 def test_unconverged_bracket_says_so():
@@ -271,3 +277,24 @@ def test_cli_extremes_exit_cleanly(args, capsys):
         rc = exc.code
     assert rc in (0, None, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+# -- FFT round-off allowance is a theorem: check it against a long-double composition ----------
+@pytest.mark.parametrize("pess", [True, False])
+def test_fft_roundoff_allowance_covers_extended_precision_error(pess):
+    p = step_pmf(2.0, 0.05, 5e-3, pessimistic=pess)
+    for T in (8, 32):
+        f = p.self_compose(T)
+        a = p.probs.astype(np.longdouble)
+        r, b, n = None, a, T
+        while n:
+            if n & 1:
+                r = b if r is None else np.convolve(r, b)
+            n >>= 1
+            if n:
+                b = np.convolve(b, b)
+        start = f.offset - T * p.offset
+        ref_probs = r[start : start + f.probs.size].astype(float)
+        err = float(np.abs(ref_probs - f.probs).sum())
+        assert err <= f.slack, (T, err, f.slack)
+        assert f.slack < 1e-9  # and the allowance is not vacuous

@@ -40,8 +40,11 @@ def rero_bound(
     ``method``: ``"pld"`` (default; certified bracket), ``"closed_form"``
     (q = 1 or T = 1), ``"mc"`` (corrected Algorithm 1 with a confidence
     interval; ``samples`` default 10⁶, ``seed``), ``"rdp"`` (RDP baseline,
-    upper bound only). Returns a frozen :class:`ReroBound` with ``lower``,
-    ``upper`` (and ``estimate`` for Monte Carlo) and ``to_dict()``.
+    upper bound only). ``rel_tol`` is the PLD bracket's target relative width
+    (upper − lower)/upper (default 1 %); ``tol`` an optional absolute one.
+    Returns a frozen :class:`ReroBound` with ``lower``, ``upper``,
+    ``converged`` (whether the target was met; the ends are certified either
+    way), ``estimate`` for Monte Carlo, and ``to_dict()``.
 
     >>> b = rero_bound(1.0, 1.0, 1, prior_size=10, method="closed_form")
     >>> round(b.upper, 4)
