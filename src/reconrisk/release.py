@@ -215,3 +215,19 @@ class Release:
         else:
             out["segments"] = [s.to_dict() for s in self.segments]
         return out
+
+
+def gaussian_release(release, what: str) -> "Release":
+    """``release`` checked to be a :class:`Release` with Gaussian noise, for ``what`` (a Gaussian-only computation).
+
+    The PLD engine, the RDP curves, the Monte-Carlo estimator and the risk
+    measures model the subsampled *Gaussian* mechanism; a VMF release (seed
+    004) must be refused there, never read as a Gaussian one whose noise
+    multiplier happens to be the VMF concentration.
+    """
+    if not isinstance(release, Release):
+        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    if release.noise != "gaussian":
+        hint = " (VMF: see reconrisk.accounting.vmf)" if release.noise == "vmf" else ""
+        raise ReconRiskError(f"{what} is for noise='gaussian' releases; found noise={release.noise!r}{hint}")
+    return release

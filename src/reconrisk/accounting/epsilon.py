@@ -33,9 +33,8 @@ from .. import _validate as v
 from .._roots import bisect_log
 from . import pld as _pld
 from .rdp import minimise_over_orders
-from .gaussian import release_gdp_mu
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
 #: Losses above this are treated as infinite by the PLD accountant, so ε beyond
@@ -47,12 +46,7 @@ PLD_DISCRETIZATION = 1e-4
 
 def _release(noise_multiplier, sample_rate, steps, release) -> Release:
     if release is not None:
-        if not isinstance(release, Release):
-            raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
-        if release.noise != "gaussian":
-            raise ReconRiskError(f"this accountant is for Gaussian noise; found release.noise = {release.noise!r} "
-                                 "(VMF: use reconrisk.accounting.vmf.vmf_epsilon)")
-        return release
+        return gaussian_release(release, "this accountant")
     return Release(noise_multiplier, sample_rate, steps)
 
 

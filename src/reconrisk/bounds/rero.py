@@ -38,7 +38,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 from ..accounting import pld as _pld
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import mc_rero
@@ -286,8 +286,7 @@ def rero_bounds(
     progress: Callable[[int], None] | None = None,
 ) -> list[ReroBound]:
     """ReRo bounds of a :class:`Release` for one or many κ (vectorised)."""
-    if not isinstance(release, Release):
-        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    gaussian_release(release, "the ReRo bound of seed 000")
     method = v.choice("method", method, METHODS)
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)

@@ -60,7 +60,7 @@ from scipy import special
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
-from ..release import Release
+from ..release import Release, gaussian_release
 from ..accounting import pld as _pld
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
@@ -102,15 +102,7 @@ class RiskBound:
 
 
 def _check_release(release) -> Release:
-    if not isinstance(release, Release):
-        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
-    if release.noise != "gaussian":
-        raise ReconRiskError(f"risk measures need noise='gaussian'; found noise={release.noise!r}")
-    return release
-
-
-def _full_batch(release: Release) -> bool:
-    return all(s.sample_rate == 1.0 for s in release.segments)
+    return gaussian_release(release, "a risk measure")
 
 
 def _single_step(release: Release) -> bool:
@@ -250,7 +242,7 @@ def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[floa
     """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α))."""
     _check_release(release)
     tol = v.positive("tol", tol)
-    if _full_batch(release):
+    if release.full_batch:
         x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
         return x, x, {"method": "closed_form"}
     if _single_step(release):
@@ -390,7 +382,7 @@ def reconstruction_advantage(release: Release, *, prior=None, prior_size: int | 
         lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
         up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
         det = {"method": "analytic (extreme noise)"}
-    elif _full_batch(release):
+    elif release.full_batch:
         exact = _Gdp(release_gdp_mu(release))
         up, u = _dual_upper(exact, vals, counts)
         lo = _primal_lower(exact, vals, counts)

@@ -49,7 +49,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 from ..accounting.gaussian import release_gdp_mu
 from .conversions import rdp_rero_bound
 from .rero import has_closed_form, pld_bracket
@@ -139,8 +139,7 @@ def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | Non
     = 1e-3: a curve of many α is drawn fast; both ends are certified at any
     width).
     """
-    if not isinstance(release, Release):
-        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    gaussian_release(release, "the trade-off curve")
     method = v.choice("method", method, METHODS)
     a = _alphas(alphas)
     rel = release.to_dict()
