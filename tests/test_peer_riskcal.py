@@ -2,7 +2,7 @@
 
 riskcal returns the add/remove-*symmetrised* curve from ``dp_accounting``'s pessimistic PLD: a valid lower bound
 on f wherever its PLD is faithful, so it must never exceed our certified upper end there. At moderate α and
-well-resolved settings that is what we check; at small α riskcal can exceed it (benchmarks/bench_peers_tradeoff.py
+well-resolved settings that is what we check; at small α riskcal can exceed it (benchmarks/bench_peers.py, trade-off section
 counts those α), which is why the comparison is restricted.
 """
 
@@ -15,7 +15,7 @@ from reconrisk import Release
 from reconrisk.bounds import risk as R
 from reconrisk.bounds.tradeoff import tradeoff
 
-riskcal = pytest.importorskip("riskcal", reason="riskcal is not installed (peer comparison; see benchmarks/bench_peers_tradeoff.py)")
+riskcal = pytest.importorskip("riskcal", reason="riskcal is not installed (peer comparison; see benchmarks/bench_peers.py, trade-off section)")
 
 
 @pytest.mark.parametrize("sigma, q, t", [(2.0, 0.05, 200), (1.0, 1.0, 10)])
