@@ -25,7 +25,7 @@ def fmt(rate) -> str:
 def main() -> None:
     from reconrisk import accounting
     from reconrisk.data import load_digits
-    from reconrisk.experiments.runner import AuditSetting, calibrated_settings, run_setting
+    from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=300)
@@ -75,7 +75,7 @@ def main() -> None:
     if "4" in only:
         print("4. gradient inversion (q=1, T=20, |D₋|=200, n=10, 300 Adam steps × 3 restarts)")
         for sigma in (20.0, 2.0, 0.2, 0.02):
-            s = AuditSetting(sigma, 1.0, 20, trials=args.inversion_trials, prior_size=10, known_size=200,
+            s = AuditSetting.of(sigma, 1.0, 20, trials=args.inversion_trials, prior_size=10, known_size=200,
                              attacks=("gradient_inversion", "alg2"), inversion_steps=300, inversion_restarts=3, seed=5)
             r = run_setting(s, data)
             eps = accounting.epsilon(sigma, 1.0, 20)

@@ -71,14 +71,15 @@ def bench_jax(model, x, y, seconds: float, naive: bool = False) -> float:
 
     from reconrisk.train import dpsgd
 
-    cfg = dpsgd.StepConfig(SIGMA, 1.0, CLIP, LR, "hard", None, float(BATCH))
+    cfg = dpsgd.StepConfig(1.0, CLIP, LR, "hard", None, float(BATCH))
+    noise_std = jnp.float32(SIGMA * CLIP)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
     key = jax.random.PRNGKey(0)
 
     if not naive:
         @jax.jit
         def step(params, t):
-            return dpsgd.dpsgd_step(model, cfg, params, key, t, xs, ys)[0]
+            return dpsgd.dpsgd_step(model, cfg, params, key, t, xs, ys, noise_std)[0]
     else:
         @jax.jit
         def step(params, t):
@@ -151,7 +152,7 @@ def bench_opacus(make_model, x, y, mode: str, seconds: float) -> float:
 # -- the audit loop --------------------------------------------------------------------------
 def bench_audit(trials: int) -> tuple[float, dict]:
     from reconrisk.data import load_digits
-    from reconrisk.experiments.runner import calibrated_settings, run_setting
+    from reconrisk.experiments.audit import calibrated_settings, run_setting
 
     data = load_digits()
     (s,) = calibrated_settings([4.0], trials=trials, attacks=("alg2",))
@@ -161,13 +162,54 @@ def bench_audit(trials: int) -> tuple[float, dict]:
     return trials / (time.perf_counter() - t0), r.rates["alg2"].to_dict()
 
 
+def profile_default_audit(trials: int) -> None:
+    """The default ``reconrisk audit`` (4 ε) profiled: time to the certified bounds, compile, trial loop, compilations."""
+    from reconrisk.data import load_digits
+    from reconrisk.experiments import trials as tr
+    from reconrisk.experiments.audit import calibrated_settings, certify, run_setting
+
+    t0 = time.perf_counter()
+    data = load_digits()
+    settings = calibrated_settings([1.0, 4.0, 10.0, 32.0], trials=trials, attacks=("alg2",))
+    certs = [certify(s) for s in settings]
+    t_bounds = time.perf_counter() - t0
+    print(f"\ndefault audit profile (4 ε × {trials} trials, alg2; machine load {os.getloadavg()[0]:.1f}):")
+    print(f"  certified bounds ready after {t_bounds:.2f} s (σ calibration + ReRo bound, no JAX)")
+    seconds = []
+    for s, c in zip(settings, certs):
+        t = time.perf_counter()
+        r = run_setting(s, data, certificate=c)
+        seconds.append(time.perf_counter() - t)
+        print(f"  ε={s.epsilon:<4g} {seconds[-1]:7.2f} s  {trials / seconds[-1]:6.1f} trials/s  alg2 {r.rates['alg2'].rate:.3f}",
+              flush=True)
+    info = tr._trial_functions.cache_info()
+    compiled = sum(f._cache_size() for f in _cached_trial_fns())
+    print(f"  trial-function builds: {info.misses} (cache hits {info.hits}); XLA compilations of trial batches: {compiled}")
+    print(f"  first ε (includes compile) {seconds[0]:.2f} s; later ε mean {np.mean(seconds[1:]):.2f} s; "
+          f"total wall {t_bounds + sum(seconds):.1f} s (extrapolated to 1000 trials/ε: "
+          f"{t_bounds + seconds[0] + np.mean(seconds[1:]) * (4 * 1000 / trials - 1):.0f} s)")
+
+
+def _cached_trial_fns():
+    """The jitted trial functions built so far (for counting compilations)."""
+    import gc
+
+    return [o for o in gc.get_objects()
+            if type(o).__name__ == "PjitFunction" and getattr(o, "__name__", "").endswith("_trial")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=1.5, help="minimum timing window per measurement")
     ap.add_argument("--no-naive", action="store_true", help="skip the naive vmap(grad) JAX reference")
     ap.add_argument("--audit-trials", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is reported")
+    ap.add_argument("--profile-audit", type=int, default=0, metavar="TRIALS",
+                    help="only profile the default audit (4 ε) with TRIALS trials per ε")
     args = ap.parse_args()
+    if args.profile_audit:
+        profile_default_audit(args.profile_audit)
+        return
 
     rng = np.random.default_rng(0)
     x = rng.random((BATCH, 784), dtype=np.float32)

@@ -15,20 +15,23 @@ def test_pld_epsilon_matches_dp_accounting(sigma, q, T):
 def test_rdp_curve_matches_dp_accounting_at_integer_orders():
     from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
 
-    orders = DEFAULT_ORDERS[:40]
+    orders = DEFAULT_ORDERS[DEFAULT_ORDERS == np.round(DEFAULT_ORDERS)][:40]
     for sigma, q in [(1.0, 0.01), (0.7, 0.1), (2.0, 0.5)]:
         ref = rdp_acc._compute_rdp_poisson_subsampled_gaussian(q, sigma, orders)
         np.testing.assert_allclose(subsampled_gaussian_rdp(sigma, q, orders), ref, rtol=1e-8)
 
 
-def test_rdp_epsilon_is_close_to_but_not_below_dp_accounting():
+def test_rdp_epsilon_is_close_to_dp_accounting_and_never_above_it():
+    # ours minimises over a finer (continuous) set of orders, so it may only be lower
     import dp_accounting
 
     for sigma, q, T in [(1.0, 0.01, 1000), (2.0, 0.2, 100)]:
-        acc = dp_accounting.rdp.RdpAccountant(orders=[float(o) for o in DEFAULT_ORDERS])
+        acc = dp_accounting.rdp.RdpAccountant()  # its default orders (fractional, from 1.25)
         acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), T)
         ref = acc.get_epsilon(1e-5)
-        assert rr.epsilon(sigma, q, T, 1e-5, accountant="rdp") == pytest.approx(ref, rel=1e-6)
+        ours = rr.epsilon(sigma, q, T, 1e-5, accountant="rdp")
+        assert ours <= ref * (1 + 1e-9)
+        assert ours == pytest.approx(ref, rel=2e-2)
 
 
 def test_noise_for_epsilon_round_trip():

@@ -134,7 +134,7 @@ def test_transcript_attack_equals_fused_observation(digits, q):
 
 def test_no_leak_at_huge_noise(digits):
     """σ → ∞: every attack is a blind guess, success ≈ κ (checks nothing else leaks the target)."""
-    s = AuditSetting(1e5, 1.0, 20, prior_size=4, trials=300, known_size=200,
+    s = AuditSetting.of(1e5, 1.0, 20, prior_size=4, trials=300, known_size=200,
                      attacks=("alg2", "alg3", "loglik", "no_deduction"), seed=1)
     r = run_setting(s, digits)
     for name, rate in r.rates.items():
@@ -186,7 +186,7 @@ def test_gradient_inversion_shape(digits):
     """Seed 000 Fig. 1/App. D shape: MSE falls as ε grows; far below the prior-aware attack at small ε."""
     common = dict(steps=20, trials=24, prior_size=10, known_size=200,
                   attacks=("gradient_inversion", "alg2"), inversion_steps=150, inversion_restarts=2, seed=0)
-    low, high = (run_setting(AuditSetting(sigma, **common), digits) for sigma in (2.0, 0.02))
+    low, high = (run_setting(AuditSetting.of(sigma, **common), digits) for sigma in (2.0, 0.02))
     assert high.mse["mean"] < 0.5 * low.mse["mean"], (low.mse, high.mse)
     assert high.rates["gradient_inversion"].rate > low.rates["gradient_inversion"].rate
     assert low.rates["gradient_inversion"].rate < low.rates["alg2"].rate

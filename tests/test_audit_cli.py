@@ -67,7 +67,8 @@ def test_audit_json_and_files(capsys, tmp_path):
     for r in doc["results"]:
         assert set(r["attack"]) == {"successes", "trials", "rate", "ci_low", "ci_high"}
         assert r["attack"]["trials"] == 12 and 0 <= r["attack"]["ci_low"] <= r["attack"]["rate"] <= r["attack"]["ci_high"]
-        assert 0 < r["rero_upper"] <= 1 and r["noise_multiplier"] > 0
+        assert 0 < r["rero"]["lower"] <= r["rero"]["upper"] <= 1 and r["noise_multiplier"] > 0
+        assert r["release"]["noise_multiplier"] == r["noise_multiplier"] and "rero_upper" not in r
         assert set(r["attacks"]) == {"alg2", "no_deduction"}
     assert doc["results"][0]["noise_multiplier"] > doc["results"][1]["noise_multiplier"]
 
@@ -92,6 +93,11 @@ def test_table_output(capsys, tmp_path):
     code, out, err = run(capsys, [*SMALL, "-e", "8", "--out", str(tmp_path), "--no-plot"])
     assert code == 0, err
     assert "ReRo bound" in out and "alg2" in out and "results.json" in out
+    # the certified bound is reported before the trials, each result as it finishes
+    lines = err.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("certified: ε=8"))
+    done = next(i for i, line in enumerate(lines) if line.startswith("done: ε=8"))
+    assert first < done
 
 
 def test_uniform_prior_and_gradient_inversion(capsys, tmp_path):

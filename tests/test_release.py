@@ -67,3 +67,28 @@ def test_release_refuses_a_noise_family_nothing_implements(monkeypatch):
     assert Release(1.0, noise="vmf").noise == "vmf"
     with pytest.raises(ReconRiskError, match="noise must be one of"):
         R.register_noise_family("laplace")
+
+
+def test_gaussian_only_computations_refuse_a_vmf_release():
+    """A VMF release is never read as a Gaussian one whose noise multiplier is the concentration."""
+    import numpy as np
+    import pytest
+
+    import reconrisk as rr
+    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk.bounds.risk import risk
+    from reconrisk.bounds.tradeoff import tradeoff
+    from reconrisk.errors import ReconRiskError
+
+    r = rr.Release.vmf(10.0, 0.01, 100)
+    calls = [
+        lambda: rr.rero_bound(release=r, prior_size=10),
+        lambda: rr.rero_bound(release=r, prior_size=10, method="rdp"),
+        lambda: rr.epsilon(release=r),
+        lambda: tradeoff(r, np.array([0.1])),
+        lambda: risk(r, "reconstruction", prior_size=10),
+        lambda: release_rdp_alpha2(r),
+    ]
+    for call in calls:
+        with pytest.raises(ReconRiskError, match="noise='gaussian'"):
+            call()

@@ -7,7 +7,7 @@ from typing import Callable
 from . import _validate as v
 from .accounting import epsilon, noise_multiplier_for_epsilon
 from .bounds.calibrate import Calibration, noise_multiplier_for_rero
-from .bounds.rero import DEFAULT_TOL, ReroBound, rero_bounds
+from .bounds.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
 from .errors import ReconRiskError
 from .priors import resolve_kappa
 from .release import Release
@@ -24,7 +24,8 @@ def rero_bound(
     samples: int | None = None,
     seed=None,
     confidence: float = 0.95,
-    tol: float = DEFAULT_TOL,
+    tol: float | None = DEFAULT_TOL,
+    rel_tol: float = DEFAULT_REL_TOL,
     release: Release | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ReroBound:
@@ -39,8 +40,11 @@ def rero_bound(
     ``method``: ``"pld"`` (default; certified bracket), ``"closed_form"``
     (q = 1 or T = 1), ``"mc"`` (corrected Algorithm 1 with a confidence
     interval; ``samples`` default 10⁶, ``seed``), ``"rdp"`` (RDP baseline,
-    upper bound only). Returns a frozen :class:`ReroBound` with ``lower``,
-    ``upper`` (and ``estimate`` for Monte Carlo) and ``to_dict()``.
+    upper bound only). ``rel_tol`` is the PLD bracket's target relative width
+    (upper − lower)/upper (default 1 %); ``tol`` an optional absolute one.
+    Returns a frozen :class:`ReroBound` with ``lower``, ``upper``,
+    ``converged`` (whether the target was met; the ends are certified either
+    way), ``estimate`` for Monte Carlo, and ``to_dict()``.
 
     >>> b = rero_bound(1.0, 1.0, 1, prior_size=10, method="closed_form")
     >>> round(b.upper, 4)
@@ -52,7 +56,8 @@ def rero_bound(
         raise ReconRiskError("give either noise_multiplier/sample_rate/steps or release, not both")
     k = resolve_kappa(kappa, prior_size)
     return rero_bounds(
-        release, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol, progress=progress
+        release, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol, rel_tol=rel_tol,
+        progress=progress,
     )[0]
 
 

@@ -113,3 +113,28 @@ class SuccessRate:
     def to_dict(self) -> dict:
         low, high = self.ci
         return {"successes": self.successes, "trials": self.trials, "rate": self.rate, "ci_low": low, "ci_high": high}
+
+
+def ssim(a, b, image_shape, *, data_range: float = 1.0, sigma: float = 1.5) -> np.ndarray:
+    """Structural similarity (Wang et al. 2004) per image for flattened batches (N, H·W·C) → (N,).
+
+    Gaussian-weighted local statistics (σ = 1.5, reflected borders), constants
+    K₁ = 0.01, K₂ = 0.03, averaged over pixels and channels. Used for the
+    reconstruction tables of seed 004 (Tables II, VI). 1 for identical images.
+    """
+    from scipy import ndimage
+
+    h, w, c = (int(s) for s in image_shape)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[1] != h * w * c:
+        raise ReconRiskError(f"ssim needs two (N, {h * w * c}) arrays; found {a.shape} and {b.shape}")
+    r = v.positive("data_range", data_range)
+    x = a.reshape(-1, h, w, c)
+    y = b.reshape(-1, h, w, c)
+    filt = lambda z: ndimage.gaussian_filter(z, sigma=(0, sigma, sigma, 0), mode="reflect")  # noqa: E731
+    mx, my = filt(x), filt(y)
+    vx, vy, cxy = filt(x * x) - mx * mx, filt(y * y) - my * my, filt(x * y) - mx * my
+    c1, c2 = (0.01 * r) ** 2, (0.03 * r) ** 2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.reshape(s.shape[0], -1).mean(axis=1)

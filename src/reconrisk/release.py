@@ -22,7 +22,7 @@ NOISE_FAMILIES = ("gaussian", "vmf")
 #: module that implements it (:func:`register_noise_family`), so that a
 #: ``Release(noise="vmf")`` is refused until VMF noise exists instead of
 #: silently giving Gaussian results.
-IMPLEMENTED_NOISE: set[str] = {"gaussian"}
+IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (seed 004)
 
 
 def register_noise_family(name: str) -> None:
@@ -70,6 +70,12 @@ class Release:
     homogeneous training; :meth:`schedule` builds one from several segments.
     The privatised gradient of each step is ``Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) +
     N(0, σ²C²I)`` — the noise is added to the **sum** (seed 000, §1.1).
+
+    ``noise="vmf"`` (seed 004, Alg. 2; build it with :meth:`vmf`): the clipped
+    sum is normalised and replaced by a draw of VMF(g/‖g‖, κ); the segments'
+    ``noise_multiplier`` slot then holds the concentration κ (read it as
+    :attr:`concentration`), :attr:`noise_std` is κ, and the (ε, δ) accounting
+    is :func:`reconrisk.accounting.vmf.vmf_epsilon`, not the Gaussian one.
     """
 
     segments: tuple[Segment, ...]
@@ -142,6 +148,24 @@ class Release:
 
     from_opacus_history = schedule
 
+    @classmethod
+    def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> "Release":
+        """The release an Opacus ``PrivacyEngine`` or accountant has accounted so far.
+
+        Reads the accountant's ``history`` — ``[(noise_multiplier, sample_rate,
+        num_steps), …]`` in every Opacus accountant — without importing Opacus.
+        """
+        obj = privacy_engine_or_accountant
+        hist = getattr(getattr(obj, "accountant", obj), "history", None)  # a PrivacyEngine holds its accountant
+        if hist is None:
+            raise ReconRiskError(
+                "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
+                f"found {type(obj).__name__}"
+            )
+        if not hist:
+            raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
+        return cls.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
+
     # -- views ---------------------------------------------------------------------
     @property
     def homogeneous(self) -> bool:
@@ -171,8 +195,22 @@ class Release:
 
     @property
     def noise_std(self) -> float:
-        """Standard deviation of the noise added to the summed clipped gradients, σC."""
+        """Standard deviation of the noise added to the summed clipped gradients, σC (κ for VMF noise)."""
+        if self.noise == "vmf":
+            return self.noise_multiplier
         return self.noise_multiplier * self.clip_norm
+
+    @classmethod
+    def vmf(cls, concentration: float, sample_rate: float = 1.0, steps: int = 1, clip_norm: float = 1.0) -> "Release":
+        """DP-SGD with von Mises–Fisher noise of concentration κ (seed 004, Alg. 2)."""
+        return cls(v.positive("concentration", concentration), sample_rate, steps, clip_norm, noise="vmf")
+
+    @property
+    def concentration(self) -> float:
+        """κ of a VMF release (seed 004)."""
+        if self.noise != "vmf":
+            raise ReconRiskError(f"concentration is defined for noise='vmf' releases; this one has noise={self.noise!r}")
+        return self.noise_multiplier
 
     def to_dict(self) -> dict:
         out: dict = {"clip_norm": self.clip_norm, "noise": self.noise, "steps": self.steps}
@@ -181,3 +219,19 @@ class Release:
         else:
             out["segments"] = [s.to_dict() for s in self.segments]
         return out
+
+
+def gaussian_release(release, what: str) -> "Release":
+    """``release`` checked to be a :class:`Release` with Gaussian noise, for ``what`` (a Gaussian-only computation).
+
+    The PLD engine, the RDP curves, the Monte-Carlo estimator and the risk
+    measures model the subsampled *Gaussian* mechanism; a VMF release (seed
+    004) must be refused there, never read as a Gaussian one whose noise
+    multiplier happens to be the VMF concentration.
+    """
+    if not isinstance(release, Release):
+        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    if release.noise != "gaussian":
+        hint = " (VMF: see reconrisk.accounting.vmf)" if release.noise == "vmf" else ""
+        raise ReconRiskError(f"{what} is for noise='gaussian' releases; found noise={release.noise!r}{hint}")
+    return release

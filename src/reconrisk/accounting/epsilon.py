@@ -11,7 +11,8 @@ Accountants (``accountant=``):
     exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
     (:mod:`reconrisk.accounting.gaussian`, evaluated in log space).
 ``"rdp"``
-    Rényi DP at integer orders 2…1024 with the conversion
+    Rényi DP over a fine fractional grid of orders (1.01 … 1024, the orders of
+    dp_accounting and Opacus included; :mod:`reconrisk.accounting.rdp`) with the conversion
     ε = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] used by
     ``dp_accounting``'s ``RdpAccountant``.
 ``"dp_accounting"``
@@ -31,10 +32,9 @@ import numpy as np
 from .. import _validate as v
 from .._roots import bisect_log
 from . import pld as _pld
-from .rdp import DEFAULT_ORDERS, release_rdp
-from .gaussian import release_gdp_mu
+from .rdp import minimise_over_orders
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
 #: Losses above this are treated as infinite by the PLD accountant, so ε beyond
@@ -46,17 +46,31 @@ PLD_DISCRETIZATION = 1e-4
 
 def _release(noise_multiplier, sample_rate, steps, release) -> Release:
     if release is not None:
-        if not isinstance(release, Release):
-            raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
-        return release
+        return gaussian_release(release, "this accountant")
     return Release(noise_multiplier, sample_rate, steps)
 
 
+#: Noise multipliers outside this range are answered without a loss grid (σ² would under/overflow).
+SIGMA_GRID_RANGE = (1e-100, 1e100)
+
+
 def _pld_epsilon(release: Release, delta: float, h: float) -> float:
-    if release.full_batch:
+    sigmas = [s.noise_multiplier for s in release.segments]
+    if min(sigmas) < SIGMA_GRID_RANGE[0]:
+        # the loss of a step that samples the target exceeds 1e199: with probability P(sampled ever)
+        # the privacy loss is beyond EPSILON_CAP, so ε(δ) = inf for every δ below it
+        p_ever = -math.expm1(sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in release.segments))
+        if delta < p_ever:
+            return math.inf
+        raise ReconRiskError(
+            f"noise_multiplier={min(sigmas):g} is below {SIGMA_GRID_RANGE[0]:g} and delta={delta:g} is at least the "
+            f"probability {p_ever:.3g} that the target is ever sampled; epsilon is not computed in this corner"
+        )
+    if max(sigmas) > SIGMA_GRID_RANGE[1] or release.full_batch:
         from .gaussian import gaussian_eps  # exact GDP profile, in log space
 
-        return gaussian_eps(1.0 / release_gdp_mu(release), delta)
+        mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))
+        return 0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)
     # keep each step's loss grid below ~1e6 atoms for very small σ
     for seg in release.segments:
         lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
@@ -69,10 +83,11 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
 
 
 def _rdp_epsilon(release: Release, delta: float) -> float:
-    orders = DEFAULT_ORDERS.astype(float)
-    rdp = release_rdp(release.segments, DEFAULT_ORDERS)
-    eps = rdp + np.log1p(-1 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1)
-    return float(max(0.0, np.min(eps)))
+    def objective(a, e):
+        return (e + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1))[None, :]
+
+    best, _ = minimise_over_orders(release.segments, objective)
+    return float(max(0.0, best[0]))
 
 
 def _dp_accounting_epsilon(release: Release, delta: float) -> float:

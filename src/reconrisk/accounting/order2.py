@@ -20,8 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _validate as v
-from ..errors import ReconRiskError
-from ..release import Release, Segment
+from ..release import Release, Segment, gaussian_release
 from .rdp import release_rdp
 
 #: Output-perturbation ε formulas (spec_001 §6).
@@ -36,8 +35,7 @@ def release_rdp_alpha2(release: Release, *, sensitivity: float = 1.0) -> float:
     soft clip). Evaluated by :func:`reconrisk.accounting.rdp.release_rdp`
     (exact at integer orders).
     """
-    if not isinstance(release, Release):
-        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    gaussian_release(release, "the order-2 RDP of DP-SGD")
     k = v.positive("sensitivity", sensitivity)
     segs = [Segment(s.noise_multiplier / k, s.sample_rate, s.steps) for s in release.segments]
     return float(release_rdp(segs, orders=np.array([2]))[0])

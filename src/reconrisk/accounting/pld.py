@@ -37,10 +37,13 @@ composition is ``δ_{A⊗B}(ε) = E_{L∼A}[δ_B(ε − L)]``, monotone in each 
 for non-negative masses.
 
 Floating point: every step here is exact up to rounding, truncation of tails
-of mass ≤ ``tail_mass`` and FFT round-off. Those are covered by a small slack
-(``PMF.slack``) that is added to the pessimistic infinity mass and
-subtracted from optimistic results, so the bracket remains sound up to
-round-off of order 1e-12.
+of mass ≤ ``tail_mass`` and FFT round-off. Those are covered by a slack
+(``PMF.slack``, a bound in total variation) that is added to the pessimistic
+infinity mass and subtracted from optimistic results. The FFT part of the
+slack is a theorem, not a per-atom guess: Higham's FFT error bound (2002,
+Thm 24.2) propagated through the product or the t-th power of the spectrum
+(a-posteriori, from the computed spectrum; :func:`_power_roundoff`), tested
+against an extended-precision (long double) composition.
 """
 
 from __future__ import annotations
@@ -112,7 +115,14 @@ class PMF:
         lp = np.log(p[mask])
         lp -= special.logsumexp(lp)
         l = self.losses[mask]
-        return np.array([special.logsumexp(lm * l + lp) for lm in lam])
+        lam = np.asarray(lam, dtype=float)
+        out = np.empty(lam.size)
+        step = max(1, 4_000_000 // max(l.size, 1))  # bound the temporary matrix to ~32 MB
+        for i in range(0, lam.size, step):
+            m = lam[i : i + step, None] * l[None, :] + lp[None, :]
+            top = m.max(axis=1)
+            out[i : i + step] = top + np.log(np.exp(m - top[:, None]).sum(axis=1))
+        return out
 
     def self_compose(self, n_times: int, loss_cap: float = math.inf) -> "PMF":
         """The ``n_times``-fold composition.
@@ -142,14 +152,16 @@ class PMF:
             return result
         out_len = hi - lo + 1
         n_fft = _fast_len(max(out_len, self.probs.size))
-        spec = np.fft.rfft(self.probs, n_fft) ** n_times
+        x_hat = np.fft.rfft(self.probs, n_fft)
+        spec = x_hat**n_times
         full = np.fft.irfft(spec, n_fft)
         # entry j of the circular result holds index (n*offset + j) mod n_fft
         shift = (lo - n_times * self.offset) % n_fft
         probs = np.roll(full, -shift)[:out_len]
         probs = np.clip(probs, 0.0, None)
         inf_mass = -math.expm1(n_times * math.log1p(-self.infinity_mass)) if self.infinity_mass < 1 else 1.0
-        slack = min(1.0, n_times * self.slack + COMPOSE_TAIL + ROUNDOFF_PER_ATOM * n_fft)
+        fft_err = _power_roundoff(self.probs, x_hat, spec, n_times, n_fft, out_len)
+        slack = min(1.0, n_times * self.slack + COMPOSE_TAIL + fft_err)
         return self._finish(lo, probs, inf_mass, slack)
 
     def compose(self, other: "PMF", loss_cap: float = math.inf) -> "PMF":
@@ -158,10 +170,13 @@ class PMF:
             raise ReconRiskError("PMFs on different grids or of different kinds cannot be composed")
         n = self.probs.size + other.probs.size - 1
         n_fft = _fast_len(n)
-        probs = np.fft.irfft(np.fft.rfft(self.probs, n_fft) * np.fft.rfft(other.probs, n_fft), n_fft)[:n]
+        xa, xb = np.fft.rfft(self.probs, n_fft), np.fft.rfft(other.probs, n_fft)
+        z = xa * xb
+        probs = np.fft.irfft(z, n_fft)[:n]
         probs = np.clip(probs, 0.0, None)
         inf_mass = 1.0 - (1.0 - self.infinity_mass) * (1.0 - other.infinity_mass)
-        slack = min(1.0, self.slack + other.slack + ROUNDOFF_PER_ATOM * n_fft)
+        fft_err = _product_roundoff(self.probs, other.probs, z, n_fft, n)
+        slack = min(1.0, self.slack + other.slack + fft_err)
         return self._finish(self.offset + other.offset, probs, inf_mass, slack)._trim().cap(loss_cap)
 
     def cap(self, loss_cap: float) -> "PMF":
@@ -282,6 +297,74 @@ class PMF:
         return np.clip(val, 0.0, 1.0)
 
 
+# --------------------------------------------------------------------------------------
+# FFT round-off: a priori/a posteriori bounds (Higham 2002, Thm 24.2)
+# --------------------------------------------------------------------------------------
+_U = 2.0**-53
+
+
+def _fft_eta(n: int) -> float:
+    """Relative 2-norm error bound of one floating-point FFT of length n.
+
+    Higham, *Accuracy and Stability of Numerical Algorithms* (2nd ed., 2002),
+    Thm 24.2: for the Cooley–Tukey FFT, ‖fl(Fx) − Fx‖₂ ≤ (log₂n·η₁/(1 − log₂n·η₁))‖Fx‖₂
+    with η₁ = μ + γ₄(√2 + μ), μ the accuracy of the computed twiddle factors.
+    pocketfft (numpy's FFT) is a mixed-radix Cooley–Tukey FFT with accurately
+    precomputed twiddles (μ ≤ 2u); radices up to 11 (``next_fast_len``) are
+    each a short DFT whose error is covered by charging ⌈log₂n⌉ + 4 stages
+    instead of log₂n, and η₁ is taken as 16u (> 2u + γ₄(√2 + 2u)).
+    """
+    stages = math.ceil(math.log2(max(n, 2))) + 4
+    e1 = 16 * _U
+    return stages * e1 / (1 - stages * e1)
+
+
+def _full_norm(half: np.ndarray, n: int) -> float:
+    """2-norm over the full length-n spectrum from an rfft half-spectrum (Hermitian symmetry)."""
+    a = np.abs(half)
+    return float(math.sqrt(2.0 * np.dot(a, a)))
+
+
+def _power_roundoff(x: np.ndarray, x_hat: np.ndarray, spec: np.ndarray, t: int, n: int, out_len: int) -> float:
+    """Bound, in total variation, on the round-off of irfft(rfft(x)**t) over ``out_len`` entries.
+
+    With e = η√n‖x‖₂ ≥ ‖X̂ − X‖₂ (Thm 24.2 and Parseval), each entry obeys
+    |X̂ₖᵗ − Xₖᵗ| ≤ t·mₖ^{t−1}|X̂ₖ − Xₖ| with mₖ = |X̂ₖ| + e, so
+    ‖X̂ᵗ − Xᵗ‖₂ ≤ t·e·min((Σₖ mₖ^{2(t−1)})^{1/2}, maxₖ mₖ^{t−1}) (|ΔXₖ| ≤ e, or
+    Cauchy–Schwarz): a-posteriori factors from the computed spectrum. The
+    power itself (``exp(t·log z)``) adds a relative error ≤ 8tu per entry.
+    The inverse FFT adds η‖Ẑ‖₂ and scales by 1/√n; the ℓ₁ norm over the
+    ``out_len`` kept entries is at most √out_len times the ℓ₂ norm.
+    """
+    eta = _fft_eta(n)
+    e = eta * math.sqrt(n) * float(np.linalg.norm(x))
+    with np.errstate(divide="ignore", over="ignore"):
+        m = np.abs(x_hat) + e
+        log_m = np.log(np.where(m > 0, m, 1.0))
+        s = math.sqrt(2.0 * float(np.sum(np.exp(np.minimum(2.0 * (t - 1) * log_m, 700.0)) * (m > 0))))
+        # Cauchy–Schwarz the other way round: Σ (t m^{t−1}|ΔX|)² ≤ t² max(m)^{2(t−1)} ‖ΔX‖²
+        s_max = math.exp(min((t - 1) * float(np.max(log_m)), 700.0))
+    z_norm = _full_norm(spec, n)
+    err_pow = t * e * min(s / 1.0, s_max) + 8.0 * t * _U * z_norm
+    err_c = (err_pow * (1 + eta) + eta * z_norm) / math.sqrt(n)
+    return math.sqrt(out_len) * err_c
+
+
+def _product_roundoff(x: np.ndarray, y: np.ndarray, z: np.ndarray, n: int, out_len: int) -> float:
+    """Bound, in total variation, on the round-off of irfft(rfft(x)·rfft(y)) (sub-probability x, y).
+
+    ‖X̂Ŷ − XY‖₂ ≤ e_x‖Y‖_∞ + ‖X‖_∞e_y + e_xe_y + 4u‖Ẑ‖₂ with ‖X‖_∞ ≤ ‖x‖₁ ≤ 1,
+    e_x = η√n‖x‖₂; then as in :func:`_power_roundoff`.
+    """
+    eta = _fft_eta(n)
+    ex = eta * math.sqrt(n) * float(np.linalg.norm(x))
+    ey = eta * math.sqrt(n) * float(np.linalg.norm(y))
+    z_norm = _full_norm(z, n)
+    err_z = ex + ey + ex * ey + 4 * _U * z_norm
+    err_c = (err_z * (1 + eta) + eta * z_norm) / math.sqrt(n)
+    return math.sqrt(out_len) * err_c
+
+
 def _nu_mass(p: np.ndarray, l: np.ndarray) -> np.ndarray:
     """ν-mass p·e^{−l} of each atom, without overflow (round-off junk far below the bulk)."""
     with np.errstate(divide="ignore"):
@@ -312,7 +395,8 @@ def _x_of_remove_loss(lam: np.ndarray, sigma: float, q: float) -> np.ndarray:
     lam = np.asarray(lam, dtype=float)
     if q == 1.0:
         return sigma**2 * lam + 0.5
-    v = np.expm1(lam) + q  # e^λ − (1 − q)
+    with np.errstate(over="ignore"):
+        v = np.expm1(lam) + q  # e^λ − (1 − q)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = sigma**2 * (np.log(np.where(v > 0, v, 1.0)) - math.log(q)) + 0.5
     return np.where(v > 0, x, -np.inf)
@@ -352,18 +436,19 @@ def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, f
     # P-mass beyond each truncation point
     below = (1 - q) * special.ndtr(x_lo / sigma) + q * special.ndtr((x_lo - 1) / sigma)
     above = (1 - q) * special.ndtr(-x_hi / sigma) + q * special.ndtr(-(x_hi - 1) / sigma)
-    if q < 1.0:
-        lam_lo, below_rm = math.log1p(-q), 0.0  # the remove loss is bounded below
-    else:
-        below_rm = below
+    # The remove loss is bounded below by log(1 − q) but its bulk can sit far above that (large σ):
+    # truncate at λ(x_lo) like the top, the P-mass below going to the first atom (pessimistic) or
+    # being dropped (optimistic). Very negative losses (q = 1, tiny σ) are clamped at −MAX_LOSS.
+    if lam_lo < -MAX_LOSS:
+        lam_lo = -MAX_LOSS
+        x_l = float(_x_of_remove_loss(np.array([lam_lo]), sigma, q)[0])
+        below = (1 - q) * special.ndtr(x_l / sigma) + q * special.ndtr((x_l - 1) / sigma)
     if direction == "remove":
-        return lam_lo, lam_hi, below_rm, above
+        return lam_lo, lam_hi, below, above
     # add: loss −λ(x) under P = N(0, σ²); x large -> very negative loss
     p_above_xhi = float(special.ndtr(-x_hi / sigma))  # P-mass with loss < −λ(x_hi)
-    if q < 1.0:
-        return -lam_hi, -math.log1p(-q), p_above_xhi, 0.0
-    p_below_xlo = float(special.ndtr(x_lo / sigma))
-    return -lam_hi, -lam_lo, p_above_xhi, p_below_xlo
+    p_below_xlo = float(special.ndtr(x_lo / sigma))  # P-mass with loss > −λ(x_lo): to +inf (pessimistic)
+    return max(-lam_hi, -MAX_LOSS), -lam_lo, p_above_xhi, p_below_xlo
 
 
 def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove") -> PMF:
@@ -373,6 +458,9 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
     noise multiplier σ (seed 000 Cor. 4: the bound does not depend on C).
     """
     lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction)
+    if direction == "add" and lam_lo == -MAX_LOSS:
+        # P-mass with loss below −MAX_LOSS is rounded up onto the first atom (pessimistic)
+        p_below = float(special.ndtr(-_x_of_remove_loss(np.array([MAX_LOSS]), sigma, q)[0] / sigma))
     extra_inf = 0.0
     if lam_hi > MAX_LOSS:
         # losses above MAX_LOSS are treated as infinite (pessimistic) / dropped (optimistic)
@@ -409,10 +497,15 @@ def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarra
         return special.log_ndtr(-x / sigma), special.log_ndtr(-(x - 1.0) / sigma)
 
 
-def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float) -> np.ndarray:
+def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float, with_error: bool = False):
     """Exact δ(ε) of one step, remove direction, at ε = l (vectorised, relative precision).
 
     δ(ε) = μ(L > ε) − e^ε ν(L > ε) = q·Φ̄((x−1)/σ) − (e^ε − 1 + q)·Φ̄(x/σ), x = x(ε).
+    With ``with_error`` also returns a bound on the absolute round-off of each
+    value: the result is a·(1 − b/a) with a = q·Φ̄((x−1)/σ) ≥ δ; each factor
+    carries a relative error of a few hundred ulps at most (``log_ndtr`` of
+    arguments down to 1e-300, one ``exp``, one ``expm1``), so 1e-13·a + 1e-300
+    bounds it with a wide margin.
     """
     x = _x_of_remove_loss(l, sigma, q)
     log_n0, log_n1 = _log_tail_masses(x, sigma)
@@ -420,21 +513,53 @@ def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a = math.log(q) + log_n1
         log_b = np.log(np.where(coef > 0, coef, 1.0)) + log_n0
-        d = np.exp(log_a) * -np.expm1(np.minimum(log_b - log_a, 0.0))
-    return np.where(np.isfinite(x), d, -np.expm1(l))  # below log(1−q): δ = 1 − e^ε exactly
+        a = np.exp(log_a)
+        d = a * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    out = np.where(np.isfinite(x), d, -np.expm1(l))  # below log(1−q): δ = 1 − e^ε exactly
+    if not with_error:
+        return out
+    err = np.where(np.isfinite(x), 1e-13 * a, 1e-16 * np.abs(out)) + 1e-300
+    return out, err
 
 
 def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str) -> PMF:
     """Optimistic connect-the-dots: a grid PMF whose δ-curve lies below the true one.
 
-    Write D(y) = δ(log y), convex and non-increasing in y = e^ε. A PMF on the
-    grid y_i = e^{l_i} has a δ-curve that is piecewise linear in y with kinks at
-    the y_i, and any convex non-increasing such function is one. We take the
-    exact values D(y_i), lower each by the largest chord-to-curve gap of its
-    two neighbouring intervals (computed exactly: D′(y) = −ν(L > log y), so the
-    point of largest gap has a closed form) so that every chord lies below D,
-    and take the lower convex hull of the lowered points. The hull is below the
-    chords, hence below D. The error is second order in h, like the
+    Write D(y) = δ(log y) = E_μ[(1 − y e^{−L})₊], convex and non-increasing in
+    y = e^ε ≥ 0 with D′(y) = −ν(L > log y). Atoms p_i ≥ 0 at losses l_i give
+    D̃(y) = Σ p_i (1 − y/y_i)₊ (y_i = e^{l_i}): every convex, non-increasing,
+    piecewise-linear g ≥ 0 with kinks on the grid, linear on [0, y_0] and 0
+    beyond the last y_i is such a curve, with p_i = y_i·(slope jump of g at y_i).
+    If D̃ ≤ D on all of [0, ∞) then (i) B̃_κ = inf_y [κy + D̃(y)] ≤ B_κ, and
+    (ii) composition keeps the order, because
+    D_{A⊗B}(y) = E_{L∼μ_A}[D_B(y e^{−L})] is monotone in each factor
+    (sub-probability atom measures included). So the lower end needs exactly:
+    p_i ≥ 0 and D̃ ≤ D everywhere.
+
+    Construction (the argument, step by step):
+
+    1. Exact values D_i = D(y_i) and, per interval [y_i, y_{i+1}], the exact
+       largest gap g_i = max (chord − D) (closed form: D′ equals the chord
+       slope at one point). Lowering *both* ends of an interval by ≥ g_i puts
+       its chord below D there (chord − D ≤ g_i − min(lowering) ≤ 0). So
+       v_i = D_i − max(g_{i−1}, g_i) − (round-off margin) gives a polygon
+       ≤ D. On [0, y_0] the slopes lie in [−1, −ν(L > l_0)], which bounds the
+       gap by y_0·ν(L ≤ l_0)/4.
+    2. The lower convex hull of these points is ≤ the polygon (a convex function
+       below points lies below each chord between them), hence ≤ D.
+    3. The lowered points may cross zero between grid points y_{m−1} and y_m
+       (the first non-positive one). A curve must end at 0 *on the grid*;
+       raising negative points to 0 (the former ``max(0, D − lowering)``)
+       lifts the chord of [y_{m−1}, y_m] above the lowered one and was the
+       cause of the lower end overshooting the exact value whenever a step's
+       loss range spans only a few cells (large σ, small q, small T). Instead
+       the curve is set to 0 from y_{m−1} on: on [y_{m−2}, y_{m−1}] the chord
+       from v_{m−2} to 0 lies below the lowered chord, and beyond y_{m−1}
+       0 ≤ D. The hull (step 2) is then taken of these points. The cost is one
+       cell's value, O(h²)-small when D is smooth on the grid scale, and
+       refinement of h removes it otherwise.
+
+    The error of the whole construction is second order in h, like the
     pessimistic connect-the-dots construction.
     """
     if direction != "remove":
@@ -449,11 +574,23 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     q_below = float(special.ndtr(x0 / sigma)) if np.isfinite(x0) else 0.0
     gap_left = math.exp(l[0]) * q_below / 4
     lower_by = np.maximum(np.concatenate([[gap_left], gap]), np.concatenate([gap, [0.0]]))
-    v = np.maximum(0.0, D - lower_by)
-    v[-1] = 0.0  # beyond the grid the curve must reach 0 (no mass at +inf)
     y = np.concatenate([[0.0], np.exp(l)])
-    val = np.concatenate([[1.0 - gap_left], v])
-    keep = _lower_hull(y, val)
+    val = np.concatenate([[1.0 - gap_left], D - lower_by])  # may be negative: never raised
+    # first point lowered to or below zero: the curve is 0 from the point before it on
+    nonpos = np.flatnonzero(val[1:] <= 0.0) + 1
+    if nonpos.size == 0:
+        zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
+    elif nonpos[0] <= 1:  # pragma: no cover - every grid point lowered below 0: the empty curve
+        return PMF(h, k0, np.zeros(1), 0.0, False, 0.0)
+    else:
+        zero_from = int(nonpos[0]) - 1
+    val = val.copy()
+    val[zero_from] = 0.0
+    pts = np.arange(zero_from + 1)
+    if zero_from < y.size - 1:
+        pts = np.concatenate([pts, [y.size - 1]])
+        val[y.size - 1] = 0.0
+    keep = pts[_lower_hull(y[pts], val[pts])]
     yk, vk = y[keep], val[keep]
     slopes = np.diff(vk) / np.diff(yk)
     jumps = np.diff(np.concatenate([slopes, [0.0]]))  # slope increase at each kept grid vertex
@@ -464,12 +601,17 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     return PMF(h, k0, probs, 0.0, False, slack)._trim()
 
 
-def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float) -> np.ndarray:
-    """Largest amount by which the chord of D over [e^{l_i}, e^{l_{i+1}}] exceeds D (remove direction).
+def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float, err: np.ndarray | None = None) -> np.ndarray:
+    """Certified bound on how far the chord Ĉ of the computed values D over [y_i, y_{i+1}] exceeds the true D.
 
-    D is convex with D′(y) = −ν(L > log y); the gap peaks where D′ equals the
-    chord's slope s, i.e. where the ν-tail of the loss is −s, which the inverse
-    normal CDF gives in closed form. A margin of 1e-15·(1 + D) covers round-off.
+    D is convex with D′(y) = −ν(L > log y), so Ĉ − D is concave on the
+    interval. Its maximiser is near ŷ, where D′ equals the chord slope ŝ
+    (closed form through the inverse normal CDF). Concavity gives, for every y
+    in the interval, (Ĉ − D)(y) ≤ (Ĉ − D)(ŷ) + |ŝ − D′(ŷ)|·(y_{i+1} − y_i):
+    a bound that stays valid when ŷ misses the maximiser by round-off. The
+    values at ŷ are computed with their round-off bound ``err_c``; 4 ulps of
+    the endpoint values cover the rounding of the chord and of the final
+    subtraction.
     """
     y = np.exp(l)
     dy = np.diff(y)
@@ -478,9 +620,14 @@ def _chord_gaps(l: np.ndarray, D: np.ndarray, sigma: float, q: float) -> np.ndar
     x_c = -sigma * special.ndtri(tail)  # ν(X > x_c) = tail for X ~ N(0, σ²)
     l_c = _remove_loss_vec(x_c, sigma, q)
     l_c = np.clip(l_c, l[:-1], l[1:])
-    D_c = _hockey_stick_remove(l_c, sigma, q)
-    gap = D[:-1] + slope * (np.exp(l_c) - y[:-1]) - D_c
-    return np.maximum(gap, 0.0) + 1e-15 * (1.0 + D[:-1])
+    D_c, err_c = _hockey_stick_remove(l_c, sigma, q, with_error=True)
+    y_c = np.exp(l_c)
+    chord_c = D[:-1] + slope * (y_c - y[:-1])
+    x_of_c = _x_of_remove_loss(l_c, sigma, q)
+    d_prime = -np.where(np.isfinite(x_of_c), special.ndtr(-x_of_c / sigma), 1.0)  # D′(ŷ)
+    gap = chord_c - D_c + err_c + np.abs(slope - d_prime) * dy * (1 + 1e-12)
+    scale = np.maximum(np.abs(D[:-1]), np.abs(D[1:]))
+    return np.maximum(gap, 0.0) + 4.4e-16 * (scale + np.abs(slope) * dy)
 
 
 def _remove_loss_vec(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
@@ -498,7 +645,7 @@ def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     neighbours survive); Andrew's monotone chain finishes on what is left.
     """
     keep = np.arange(x.size)
-    for _ in range(8):
+    for _ in range(16):
         if keep.size <= 2:
             return keep
         xs, ys = x[keep], y[keep]

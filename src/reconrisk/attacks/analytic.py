@@ -70,7 +70,6 @@ SCALES = ("oracle", "ratio")
 #: seed 003 Fig. 2 rows: C = m (always clipped), C = √M·m, C = 10·√M·max‖X‖ (never clipped).
 CLIP_REGIMES = ("min", "sqrt_rows", "large")
 _ELEMENTS_PER_CHUNK = 1 << 23  # M·N floats per explicit-mode chunk (32 MiB fp32 per buffer)
-_RETRIES = 3  # recomputations of an explicit-mode chunk whose gradient norm fails the host check
 
 
 class SuboptimalRowsWarning(UserWarning):
@@ -187,9 +186,17 @@ def _fast(arr, norms, s, c, m, bias, sc, rng) -> np.ndarray:
 
 @functools.lru_cache(maxsize=16)
 def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
-    """The jitted, vmapped DP-SGD step + estimator for one layer shape; σ, C, keys and params are traced."""
+    """The jitted, vmapped DP-SGD step + estimator for one layer shape; σ, C, keys and params are traced.
+
+    The clip-and-noise stages are the simulator's (:func:`reconrisk.train.clipping.clip_factors`,
+    :func:`reconrisk.train.noise.gaussian`); the gradient norm over the M·N
+    elements is a pairwise float32 sum (:func:`~reconrisk.train.clipping.pairwise_sum`).
+    """
     import jax
     import jax.numpy as jnp
+
+    from ..train.clipping import clip_factors, pairwise_sum
+    from ..train.noise import gaussian
 
     def loss(p, xi):  # L = 1ᵀ(W X + b)
         out = p["W"] @ xi
@@ -201,19 +208,18 @@ def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
 
     def one(p, xi, key, s, c):
         g = grad(p, xi)  # per-example gradient: every row of ∇_W is X, ∇_b = 1
-        # ‖g‖² in two stages (per row, then over the M rows) with a barrier so XLA does not fold
-        # them into one full reduction over M·N elements: on the CPU backend (jax 0.10.2) such a
-        # reduction occasionally returned a wrong value under thread contention (see _explicit).
-        rows_sq = jax.lax.optimization_barrier(
-            [jnp.sum(g["W"] ** 2, axis=1)] + ([g["b"] ** 2] if bias else [])
-        )
-        gnorm = jnp.sqrt(sum(jnp.sum(r) for r in rows_sq))
-        beta = jnp.minimum(1.0, c / gnorm)  # Eq. 10 (Opacus adds 1e-6 to the norm; negligible)
+        # ‖g‖² over M·N ≈ 10⁸ float32 terms: a plain reduction is off by ~1e-4 relative (rounding, thread
+        # split dependent: the "wrong norm under load" of earlier versions); the pairwise sum is not.
+        sq = pairwise_sum(jnp.ravel(g["W"]) ** 2)
+        if bias:
+            sq = sq + pairwise_sum(g["b"] ** 2)
+        gnorm = jnp.sqrt(sq)
+        beta = clip_factors(sq, c, "hard")  # Eq. 10: min(1, C/‖g‖) (Opacus adds 1e-6 to the norm; negligible)
         kw, kb = jax.random.split(key)
-        noisy_w = beta * g["W"] + (s * c) * jax.random.normal(kw, g["W"].shape, dtype=jnp.float32)  # Eq. 11
+        noisy_w = gaussian(kw, beta * g["W"], s * c)  # Eq. 11
         if sc == "oracle":
             return jnp.mean(noisy_w, axis=0) / beta, gnorm  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
-        noisy_b = beta * g["b"] + (s * c) * jax.random.normal(kb, g["b"].shape, dtype=jnp.float32)  # Eq. 12
+        noisy_b = gaussian(kb, beta * g["b"], s * c)  # Eq. 12
         return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b), gnorm  # Eq. 15, rows summed first
 
     def batch(p, xb, base_key, idx, s, c):
@@ -223,7 +229,30 @@ def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
     return jax.jit(batch)
 
 
-def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
+@functools.lru_cache(maxsize=16)
+def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
+    """The explicit step followed by each sample's MSE and NCC on the device (pairwise float32 sums):
+    only 3 numbers per sample come back to the host instead of the N-pixel reconstruction."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..train.clipping import pairwise_sum
+
+    step = _explicit_step(rows, dim, bias, sc)
+
+    def metrics(p, xb, key, idx, s, c):
+        xh, gnorm = step(p, xb, key, idx, s, c)
+        d = xh - xb
+        err = pairwise_sum(d * d) / dim  # seed 003 Def. 3
+        xc = xb - (pairwise_sum(xb) / dim)[:, None]
+        hc = xh - (pairwise_sum(xh) / dim)[:, None]
+        corr = pairwise_sum(xc * hc) / jnp.sqrt(pairwise_sum(xc * xc) * pairwise_sum(hc * hc))  # Def. 5
+        return jnp.stack([err, corr], axis=1), gnorm
+
+    return jax.jit(metrics)
+
+
+def _explicit(arr, s, c, m, bias, sc, seed, progress, return_norms: bool = False, metrics: bool = False):
     try:
         import jax
         import jax.numpy as jnp
@@ -234,43 +263,33 @@ def _explicit(arr, s, c, m, bias, sc, seed, progress) -> np.ndarray:
     params = {"W": 0.01 * jax.random.normal(k_w, (m, dim), dtype=jnp.float32)}  # value irrelevant: ∇_W = 1Xᵀ
     if bias:
         params["b"] = jnp.zeros((m,), dtype=jnp.float32)
-    step = _explicit_step(m, dim, bool(bias), sc)
+    step = (_explicit_metric_step if metrics else _explicit_step)(m, dim, bool(bias), sc)
     chunk = max(1, min(n, _ELEMENTS_PER_CHUNK // (m * dim)))
-    out = np.empty_like(arr)
+    out = np.empty((n, 2)) if metrics else np.empty_like(arr)
+    norms = np.empty(n)
     x32 = arr.astype(np.float32)
     s32, c32 = jnp.float32(s), jnp.float32(c)
-    for start in range(0, n, chunk):
+    pending = None
+    for start in range(0, n, chunk):  # chunks are dispatched ahead: the device never waits for the host
         stop = min(n, start + chunk)
         xb = np.empty((chunk, dim), dtype=np.float32)
         xb[: stop - start] = x32[start:stop]
         xb[stop - start :] = x32[start]  # pad with a valid sample: no recompilation, no zero norm
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-        # Guard: the clipping norm JAX computed must equal the exact per-example gradient norm
-        # √M·sqrt(‖X‖² [+ 1]) (float64 on the host). A mismatch is a wrong XLA CPU reduction, seen
-        # rarely under CPU contention with 10⁸-element gradients; the chunk is recomputed.
-        want = np.sqrt(m * (np.sum(xb.astype(np.float64) ** 2, axis=1) + (1.0 if bias else 0.0)))
-        for attempt in range(_RETRIES + 1):
-            res, gnorm = step(params, jnp.asarray(xb), k_noise, idx, s32, c32)
-            res, gnorm = np.asarray(res, dtype=float), np.asarray(gnorm, dtype=float)
-            if np.all(np.abs(gnorm - want) <= 1e-4 * want):
-                break
-            warnings.warn(
-                f"explicit mode: XLA returned gradient norm {float(gnorm[np.argmax(np.abs(gnorm - want))]):.6g} "
-                f"instead of {float(want[np.argmax(np.abs(gnorm - want))]):.6g} (samples {start}..{stop - 1}); "
-                "recomputing",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        else:
-            raise ReconRiskError(
-                f"explicit mode: the XLA CPU backend returned a wrong gradient norm {_RETRIES + 1} times "
-                f"for samples {start}..{stop - 1}; rerun with XLA_FLAGS=--xla_cpu_multi_thread_eigen=false "
-                "or use mode='fast'"
-            )
-        out[start:stop] = res[: stop - start]
-        if progress is not None:
-            progress(stop - start)
-    return out
+        call = (step(params, jnp.asarray(xb), k_noise, idx, s32, c32), start, stop)
+        if pending is not None:
+            _store(pending, out, norms, progress)
+        pending = call
+    _store(pending, out, norms, progress)
+    return (out, norms) if return_norms else out
+
+
+def _store(pending, out, norms, progress):
+    (res, gnorm), start, stop = pending
+    out[start:stop] = np.asarray(res)[: stop - start]
+    norms[start:stop] = np.asarray(gnorm)[: stop - start]
+    if progress is not None:
+        progress(stop - start)
 
 
 # ----------------------------------------------------------------------------
@@ -436,10 +455,21 @@ def simulate_success(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SuboptimalRowsWarning)  # reported once below
         for i, s in enumerate(sig):
+            var[i] = reconstruction_variance(s, c, m, norms, bias=bias)
+            if mode == "explicit":  # metrics on the device, same keys as simulate_attack(seed=default_rng([sd, i]))
+                jax_seed = int(np.random.default_rng([sd, i]).integers(0, 2**31 - 1))
+                sc = val.choice("scale", scale, SCALES)
+                if sc == "ratio" and not bias:
+                    raise ReconRiskError("scale 'ratio' (the bias trick, Eq. 15) needs bias=True; found bias=False")
+                out = _explicit(arr, s, c, m, bias, sc, jax_seed, progress, metrics=True)
+                res["mse"][i] = out[:, 0]
+                with np.errstate(divide="ignore"):
+                    res["psnr"][i] = 10.0 * (2.0 * np.log10(ranges) - np.log10(out[:, 0]))
+                res["ncc"][i] = out[:, 1]
+                continue
             xh = simulate_attack(
                 arr, s, c, m, bias=bias, scale=scale, mode=mode, seed=np.random.default_rng([sd, i]), progress=progress
             )
-            var[i] = reconstruction_variance(s, c, m, norms, bias=bias)
             res["mse"][i] = mse(arr, xh)
             res["psnr"][i] = psnr(arr, xh, data_range=dr)
             res["ncc"][i] = ncc(arr, xh)

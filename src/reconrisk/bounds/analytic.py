@@ -425,8 +425,18 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
     mt = val.choice("metric", metric, ("mse", "psnr"))
     r = None if mt == "mse" else (1.0 if data_range is None else val.positive("data_range", data_range))
     s = analytic_noise_multiplier_for_rero(mt, eta, target_rero, dim, min_norm, data_range=r or 1.0, averaged=averaged)
-    if mt == "mse":
-        got = float(rero_gamma_mse(eta, s, dim, min_norm=min_norm, averaged=averaged))
-    else:
-        got = float(rero_gamma_psnr(eta, s, dim, data_range=r, min_norm=min_norm, averaged=averaged))
+
+    def bound_at(sig: float) -> float:
+        if mt == "mse":
+            return float(rero_gamma_mse(eta, sig, dim, min_norm=min_norm, averaged=averaged))
+        return float(rero_gamma_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
+
+    # the closed form is exact in real arithmetic; in floating point the bound at the rounded σ can
+    # exceed the target by a few ulps, so step σ up (the bound decreases in σ) until it holds exactly
+    got = bound_at(s)
+    step = 0
+    while got > float(target_rero) and step < 200:
+        s = math.nextafter(s, math.inf) if step < 100 else s * (1 + 1e-12 * 2 ** (step - 100))
+        got = bound_at(s)
+        step += 1
     return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)

@@ -5,6 +5,11 @@ non-increasing in σ, so a bisection on log σ brackets the answer. The
 returned σ is the *upper* end of the final bracket, at which the certified
 upper end of the PLD bracket (or the exact closed form) is ≤ γ*; the
 calibration is therefore sound whatever the discretisation error.
+
+Floating point: the returned σ is checked against the same function that
+``rero_bound`` evaluates (closed form for q = 1, the certified PLD upper end
+otherwise) and stepped up by ulps until that value is ≤ γ* *exactly*, so
+``rero_bound(σ).upper <= target`` holds as printed (issue 9).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from .. import _validate as v
 from .._roots import bisect_log
 from ..errors import ReconRiskError
 from ..release import Release
-from .rero import pld_upper
+from .rero import closed_form, pld_upper, rero_bounds
 
 
 #: Smallest κ the PLD calibration search accepts (q < 1); q = 1 has a closed form for any κ.
@@ -67,8 +72,13 @@ def noise_multiplier_for_rero(
     if q == 1.0:
         # Φ(Φ⁻¹(κ) + √T/σ) = γ*  ⇔  σ = √T / (Φ⁻¹(γ*) − Φ⁻¹(κ))
         gap = float(special.ndtri(target) - special.ndtri(kappa))
-        sigma = math.sqrt(t) / gap
-        up = float(special.ndtr(special.ndtri(kappa) + gap))
+        sigma = math.sqrt(t) / gap if gap > 0 else math.inf
+        if not math.isfinite(sigma):
+            raise ReconRiskError(
+                f"target_rero={target!r} is indistinguishable from kappa={kappa!r} in floating point; "
+                "no finite noise multiplier is needed to be told apart from it — raise target_rero"
+            )
+        sigma, up = _strict(sigma, lambda s: float(closed_form(Release(s, 1.0, t), np.array([kappa]))[0]), target)
         return Calibration(sigma, target, kappa, q, t, up, (sigma, sigma), "closed_form")
 
     # as σ → 0 the adversary sees exactly whether the target was ever sampled
@@ -86,5 +96,18 @@ def noise_multiplier_for_rero(
         lo, hi = bisect_log(ok, 0.2, 2.0, rel_tol=rel_tol, name="noise_multiplier")
     except ReconRiskError as exc:  # pragma: no cover - target > kappa always reachable
         raise ReconRiskError(f"cannot reach target_rero={target} at kappa={kappa}: {exc}") from None
-    up = pld_upper(Release(hi, q, t), np.array([kappa]))
-    return Calibration(hi, target, kappa, q, t, float(up[0]), (lo, hi), "pld")
+    hi, up = _strict(hi, lambda s: float(rero_bounds(Release(s, q, t), kappa)[0].upper), target)
+    return Calibration(hi, target, kappa, q, t, up, (lo, hi), "pld")
+
+
+def _strict(sigma: float, bound, target: float) -> tuple[float, float]:
+    """Step σ up until ``bound(σ) <= target`` holds exactly in floating point (bound non-increasing in σ)."""
+    up = bound(sigma)
+    for step in range(200):
+        if up <= target:
+            return sigma, up
+        sigma = math.nextafter(sigma, math.inf) if step < 8 else sigma * (1 + 1e-9 * 2 ** min(step - 8, 40))
+        up = bound(sigma)
+    raise ReconRiskError(  # pragma: no cover - the bound decreases to kappa < target
+        f"could not meet target_rero={target} in floating point near noise_multiplier={sigma:g}"
+    )

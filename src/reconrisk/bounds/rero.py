@@ -13,8 +13,12 @@ the data. Methods:
     A certified bracket from pessimistic and optimistic privacy-loss
     distributions (:mod:`reconrisk.accounting.pld`):
     B_κ = inf_ε [e^ε κ + δ_{μ‖ν}(ε)], the infimum taken exactly over ε
-    (not on a grid). The discretisation is refined until the bracket is
-    narrower than ``tol``. For q = 1 the exact closed form is used.
+    (not on a grid). The discretisation is refined until the bracket's
+    *relative* width (upper − lower)/upper is ≤ ``rel_tol`` (default 1 %;
+    an absolute ``tol`` may be given instead), so tiny κ keep meaningful
+    digits. A bracket that stops short (atom or time budget) is still
+    certified and says so: ``converged`` is False. For q = 1 the exact
+    closed form is used.
 ``mc``
     Seed 000 Algorithm 1, corrected (:mod:`reconrisk.bounds.montecarlo`), with
     a confidence interval at level ``confidence``.
@@ -34,18 +38,21 @@ from scipy import special
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 from ..accounting import pld as _pld
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import mc_rero
 from .conversions import rdp_rero_bound
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
-#: Default target width of the PLD bracket.
-DEFAULT_TOL = 1e-3
-#: Coarsest and finest loss discretisation tried by the PLD bracket.
+#: Default target of the PLD bracket: relative width (upper − lower)/upper.
+DEFAULT_REL_TOL = 0.01
+#: Default absolute target width (None: the relative target alone decides).
+DEFAULT_TOL = None
+#: Coarsest loss discretisation tried by the PLD bracket.
 H_START = 1e-3
-H_FINEST = 2e-6
+#: Refinement stops when h falls below this fraction of a step's loss spread.
+H_FINEST_REL = 1e-5
 #: Refinement stops before a step's loss grid would exceed this many atoms.
 MAX_REFINED_ATOMS = 2_000_000
 
@@ -67,6 +74,8 @@ class ReroBound:
     confidence: float | None = None
     release: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
+    #: ``pld``: whether the bracket met its width target (False: stopped short, still certified).
+    converged: bool | None = None
 
     @property
     def width(self) -> float | None:
@@ -99,34 +108,132 @@ def has_closed_form(release: Release) -> bool:
 
 
 def pld_bracket(
-    release: Release, kappa: np.ndarray, *, tol: float = DEFAULT_TOL, discretization: float | None = None
+    release: Release,
+    kappa: np.ndarray,
+    *,
+    rel_tol: float = DEFAULT_REL_TOL,
+    tol: float | None = DEFAULT_TOL,
+    discretization: float | None = None,
+    max_atoms: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Certified [lower, upper] on B_κ from privacy-loss distributions.
 
     With ``discretization`` given, that loss grid is used once; otherwise the
-    grid starts at min(1e-3, 0.05/√T) and is halved until the widest bracket
-    over ``kappa`` is ≤ ``tol``, or until a finer grid would exceed
-    ``MAX_REFINED_ATOMS`` atoms per step (small σ with a wide loss range); the
-    achieved width is reported in the details either way, and both ends stay
-    certified.
+    grid starts at :func:`start_discretization` and is halved until, for every
+    κ, (upper − lower) ≤ ``rel_tol``·upper (or ≤ ``tol`` when an absolute
+    target is given), or until a finer grid would exceed ``max_atoms`` atoms
+    per step (default ``MAX_REFINED_ATOMS``) or fall below ``H_FINEST_REL`` of
+    a step's loss spread. Both ends are certified whatever the grid; the
+    details report the achieved ``max_width``, ``max_rel_width`` and whether
+    the target was met (``converged``).
     """
     if release.full_batch:
         exact = closed_form(release, kappa)
-        return exact, exact, {"discretization": None, "note": "q = 1: exact Gaussian-DP closed form"}
+        return exact, exact, {
+            "discretization": None, "note": "q = 1: exact Gaussian-DP closed form", "max_width": 0.0,
+            "max_rel_width": 0.0, "converged": True, "target_rel_width": rel_tol, "target_width": tol,
+        }
+    a_lo, a_up = analytic_bracket(release, kappa)
+    a_w = a_up - a_lo
+    if discretization is None and (
+        np.all(a_w <= rel_tol * a_up) or (tol is not None and np.all(a_w <= tol)) or not _pld_feasible(release)
+    ):
+        ok = bool(np.all(a_w <= rel_tol * a_up) or (tol is not None and np.all(a_w <= tol)))
+        return a_lo, a_up, {
+            "discretization": None, "note": "analytic bracket (saturated or extreme noise)",
+            "max_width": float(np.max(a_w)), "max_rel_width": float(np.max(a_w / a_up)), "converged": ok,
+            "target_rel_width": rel_tol, "target_width": tol,
+        }
     h = discretization if discretization is not None else start_discretization(release)
+    h_finest = H_FINEST_REL * min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
+    max_atoms = MAX_REFINED_ATOMS if max_atoms is None else max_atoms
     cap = loss_cap(kappa)
     while True:
         upper_pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap)
         lower_pmf = _pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap)
-        upper = np.maximum(upper_pmf.blowup(kappa), kappa)
-        lower = np.minimum(np.maximum(lower_pmf.blowup(kappa), kappa), upper)
+        upper = np.minimum(np.maximum(upper_pmf.blowup(kappa), kappa), a_up)
+        lower = np.minimum(np.maximum(lower_pmf.blowup(kappa), a_lo), upper)
         width = float(np.max(upper - lower))
-        if discretization is not None or width <= tol or h / 2 < H_FINEST:
+        rel_width = float(np.max((upper - lower) / upper))
+        converged = rel_width <= rel_tol or (tol is not None and width <= tol)
+        if discretization is not None or converged or h / 2 < h_finest:
             break
-        if _atoms_per_step(release, h / 2) > MAX_REFINED_ATOMS:
+        if _atoms_per_step(release, h / 2) > max_atoms:
             break  # the bracket stays certified; only its width misses the target
         h /= 2
-    return lower, upper, {"discretization": h, "max_width": width, "target_width": tol}
+    return lower, upper, {
+        "discretization": h, "max_width": width, "max_rel_width": rel_width, "converged": bool(converged),
+        "target_rel_width": rel_tol, "target_width": tol,
+    }
+
+
+#: Noise multipliers outside [SIGMA_PLD_MIN, SIGMA_PLD_MAX] get the analytic bracket only
+#: (σ² must neither underflow nor overflow; at both ends that bracket is exact to float precision).
+SIGMA_PLD_MIN = 1e-100
+SIGMA_PLD_MAX = 1e100
+
+
+def _pld_feasible(release: Release) -> bool:
+    return all(SIGMA_PLD_MIN <= s.noise_multiplier <= SIGMA_PLD_MAX for s in release.segments)
+
+
+def analytic_bracket(release: Release, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A cheap certified bracket on B_κ from closed forms, valid for every σ, q, T (and schedules).
+
+    Upper ends (the smaller is used):
+
+    * Gaussian DP: each step's pair ((1−q)ν + qN(1,σ²), ν) is a garbling of
+      (N(1,σ²), ν) (mix in ν), Blackwell order survives products, so
+      B ≤ Φ(Φ⁻¹(κ) + μ) with μ² = Σ T_i/σ_i².
+    * No noise: every σ is a garbling of σ = 0, where the adversary learns
+      exactly whether the target was ever sampled: B ≤ 1 − Π(1−q_i)^{T_i}(1−κ).
+
+    Lower ends (the larger is used): any test E with ν(E) ≤ κ gives B ≥ μ(E).
+
+    * "some step exceeds its threshold": E = ∪_t {x_t > σ_t z} with
+      Φ̄(z) = 1 − (1−κ)^{1/T} (so ν(E) = κ exactly) has
+      μ(E) = 1 − Π_i (1 − (1−q_i)Φ̄(z) − q_i Φ̄(z − 1/σ_i))^{T_i} — tight when
+      σ is small or the risk saturates (B ≈ 1).
+    * a single step's optimal test: (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ) (seed 000, T = 1).
+
+    Everything is evaluated with log1p/expm1 so that σ from 5e-324 to 1e308
+    and T up to 1e7 neither overflow nor lose the answer.
+    """
+    kappa = np.asarray(kappa, dtype=float)
+    segs = release.segments
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        inv = np.array([1.0 / s.noise_multiplier if s.noise_multiplier > 0 else np.inf for s in segs])
+        mu = math.sqrt(sum(s.steps * min(float(iv), 1e154) ** 2 for s, iv in zip(segs, inv)))
+        up_gdp = special.ndtr(special.ndtri(kappa) + mu)
+        log_never = sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in segs)
+        up_free = -np.expm1(log_never + np.log1p(-kappa))
+        upper = np.minimum(np.minimum(up_gdp, up_free), 1.0)
+        t_total = release.steps
+        p_tail = -np.expm1(np.log1p(-kappa) / t_total)  # Φ̄(z) = 1 − (1−κ)^{1/T}
+        z = -special.ndtri(p_tail)
+        log_miss = np.zeros_like(kappa)
+        for s, iv in zip(segs, inv):
+            hit = (1 - s.sample_rate) * p_tail + s.sample_rate * special.ndtr(-(z - iv))
+            log_miss = log_miss + s.steps * np.log1p(-np.minimum(hit, 1.0))
+        low_max = -np.expm1(log_miss)
+        low_one = np.max(
+            [(1 - s.sample_rate) * kappa + s.sample_rate * special.ndtr(special.ndtri(kappa) + iv) for s, iv in zip(segs, inv)],
+            axis=0,
+        )
+        lower = np.maximum(np.maximum(low_max, low_one), kappa)
+    lower = np.minimum(lower, upper)
+    return lower, upper
+
+
+def _loss_spread(sigma: float, q: float) -> float:
+    """Standard deviation scale of one step's privacy loss: ≈ min(1/σ, q·√(e^{1/σ²} − 1)).
+
+    (For q = 1 the loss is N(1/(2σ²), 1/σ²); for small q it is ≈ q(e^{Z} − 1)
+    with Z the Gaussian loss.) Used only to choose grids, never for soundness.
+    """
+    inv = 1.0 / sigma if sigma > 1e-150 else 1e150
+    small_q = q * math.sqrt(math.expm1(min(inv * inv, 700.0)))
+    return max(min(inv, small_q), 1e-300)
 
 
 def loss_cap(kappa: np.ndarray) -> float:
@@ -140,8 +247,10 @@ def loss_cap(kappa: np.ndarray) -> float:
 
 
 def start_discretization(release: Release) -> float:
-    """First loss grid of the bracket: min(1e-3, 0.05/√T) (the error grows like T·h²)."""
-    return min(H_START, 0.05 / math.sqrt(release.steps))
+    """First loss grid: min(1e-3, 0.05/√T, spread/4) (the error grows like T·h²; a step's loss
+    spread, which is ≈ q/σ for large σ, must span several cells)."""
+    spread = min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
+    return min(H_START, 0.05 / math.sqrt(release.steps), spread / 4)
 
 
 def _atoms_per_step(release: Release, h: float) -> float:
@@ -156,9 +265,12 @@ def pld_upper(release: Release, kappa: np.ndarray, discretization: float | None 
     """The certified upper end alone (pessimistic PLD on one grid); used by calibration."""
     if release.full_batch:
         return closed_form(release, kappa)
+    _, a_up = analytic_bracket(release, kappa)
+    if not _pld_feasible(release):
+        return a_up
     h = discretization if discretization is not None else start_discretization(release)
     pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=loss_cap(kappa))
-    return np.maximum(pmf.blowup(kappa), kappa)
+    return np.minimum(np.maximum(pmf.blowup(kappa), kappa), a_up)
 
 
 def rero_bounds(
@@ -169,24 +281,31 @@ def rero_bounds(
     samples: int | None = None,
     seed=None,
     confidence: float = 0.95,
-    tol: float = DEFAULT_TOL,
+    tol: float | None = DEFAULT_TOL,
+    rel_tol: float = DEFAULT_REL_TOL,
     progress: Callable[[int], None] | None = None,
 ) -> list[ReroBound]:
     """ReRo bounds of a :class:`Release` for one or many κ (vectorised)."""
-    if not isinstance(release, Release):
-        raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
+    gaussian_release(release, "the ReRo bound of seed 000")
     method = v.choice("method", method, METHODS)
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
-    tol = v.positive("tol", tol)
+    tol = None if tol is None else v.positive("tol", tol)
+    rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
     rel = release.to_dict()
     out: list[ReroBound] = []
     if method == "closed_form":
         val = closed_form(release, kappas)
-        return [ReroBound("closed_form", float(k), float(x), float(x), release=rel) for k, x in zip(kappas, val)]
+        return [
+            ReroBound("closed_form", float(k), float(x), float(x), release=rel, converged=True) for k, x in zip(kappas, val)
+        ]
     if method == "pld":
-        lo, up, det = pld_bracket(release, kappas, tol=tol)
-        return [ReroBound("pld", float(k), float(a), float(b), release=rel, details=det) for k, a, b in zip(kappas, lo, up)]
+        lo, up, det = pld_bracket(release, kappas, tol=tol, rel_tol=rel_tol)
+        out = []
+        for k, a, b in zip(kappas, lo, up):
+            ok = bool(b - a <= rel_tol * b or (tol is not None and b - a <= tol))
+            out.append(ReroBound("pld", float(k), float(a), float(b), release=rel, details=det, converged=ok))
+        return out
     if method == "rdp":
         up = rdp_rero_bound(release.segments, kappas)
         note = "exact Eq. (2) (q = 1)" if release.full_batch else "integer orders 2..1024"

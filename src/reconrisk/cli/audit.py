@@ -78,7 +78,8 @@ def audit(
     from .. import _validate as v
     from ..data import load_dataset
     from ..errors import ReconRiskError
-    from ..experiments.runner import calibrated_settings, split_dataset, total_trials
+    from ..experiments.audit import calibrated_settings
+    from ..experiments.trials import split_dataset
 
     from .. import _io
 
@@ -118,29 +119,14 @@ def audit(
         settings = calibrated_settings(list(epsilon or DEFAULT_EPSILONS), sample_rate=sample_rate, steps=steps,
                                        delta=delta, **kwargs)
 
-    from ..experiments.runner import run_setting
+    from ..experiments.audit import certify
 
     _io.ensure_out_dir(out)
     # each finished setting is saved at once (atomically), so an interrupted run keeps what it finished
     partial = _io.IncrementalResults(out, "results.partial.json", header={"command": "audit", "dataset": dataset})
+    certificates = [certify(s) for s in settings]  # cheap: shown before any trial runs
     t0 = time.perf_counter()
-    results = []
-    if json_output:
-        for s in settings:
-            results.append(run_setting(s, data))
-            partial.add(results[-1])
-    else:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=False) as bar:
-            task = bar.add_task("audit trials", total=total_trials(settings))
-            for s in settings:
-                eps = f"ε={s.epsilon:g}" if s.epsilon is not None else f"σ={s.noise_multiplier:.3g}"
-                bar.update(task, description=f"audit {eps}")
-                results.append(run_setting(s, data, progress=lambda k: bar.advance(task, k)))
-                partial.add(results[-1])
+    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=partial.add)
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
@@ -165,24 +151,73 @@ def audit(
     Console().print(f"wrote {files}  ({elapsed:.1f} s)")
 
 
-def _print_table(results, attacks) -> None:
-    from rich.console import Console
+def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda result: None):
+    """Run every setting; unless ``quiet``, show the certified bounds at once and fill in each ε's result live."""
+    from ..experiments.audit import run_setting, total_trials
+
+    if quiet:
+        out = []
+        for s, c in zip(settings, certificates):
+            out.append(run_setting(s, data, certificate=c))
+            saved(out[-1])  # issue 10: an interrupted audit keeps every finished setting
+        return out
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.progress import Progress
+
+    from ._common import progress_columns
+
+    err = Console(stderr=True)
+    results: list = []
+    bar = Progress(*progress_columns(), console=err)
+    task = bar.add_task("audit trials", total=total_trials(settings))
+    if not err.is_terminal:  # logs: one line per bound now, one per result as it finishes
+        for s, c in zip(settings, certificates):
+            err.print(f"certified: {_label(s)}  σ={s.noise_multiplier:.4g}  ReRo bound {c.rero.upper:.4f}")
+    with Live(Group(_table(settings, certificates, results, attacks), bar), console=err, transient=True,
+              refresh_per_second=4) as live:
+        for s, c in zip(settings, certificates):
+            bar.update(task, description=f"audit {_label(s)}")
+            results.append(run_setting(s, data, certificate=c, progress=lambda k: bar.advance(task, k)))
+            saved(results[-1])
+            live.update(Group(_table(settings, certificates, results, attacks), bar))
+            if not err.is_terminal:
+                r = results[-1]
+                err.print(f"done: {_label(s)}  {attacks[0]} {r.rates[attacks[0]].rate:.3f}  ({r.seconds:.1f} s)")
+    return results
+
+
+def _label(s) -> str:
+    return f"ε={s.epsilon:g}" if s.epsilon is not None else f"σ={s.noise_multiplier:.3g}"
+
+
+def _table(settings, certificates, results, attacks):
     from rich.table import Table
 
-    s0 = results[0].setting
-    table = Table(
-        title=f"Reconstruction audit: q={s0.sample_rate:g}, T={s0.steps}, C={s0.clip_norm:g}, "
-        f"prior size {s0.prior_size} (κ={1 / s0.prior_size:.3g}), |D₋|={results[0].known_size}"
-    )
+    s0 = settings[0]
+    known = results[0].known_size if results else None
+    title = (f"Reconstruction audit: q={s0.sample_rate:g}, T={s0.steps}, C={s0.clip_norm:g}, "
+             f"prior size {s0.prior_size} (κ={1 / s0.prior_size:.3g})" + (f", |D₋|={known}" if known is not None else ""))
+    table = Table(title=title)
     for col in ("ε", "σ", "ReRo bound", *[f"{a} success [95% CI]" for a in attacks], "clipped"):
         table.add_column(col, justify="right")
-    for r in results:
-        cells = [fmt(r.epsilon), fmt(r.setting.noise_multiplier), fmt(r.rero_upper)]
-        for a in attacks:
-            rate = r.rates[a]
-            lo, hi = rate.ci
-            flag = "  [red]> bound[/red]" if lo > r.rero_upper else ""
-            cells.append(f"{rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}")
-        cells.append(f"{r.clipped_fraction:.0%}")
+    for i, (s, c) in enumerate(zip(settings, certificates)):
+        cells = [fmt(c.epsilon), fmt(s.noise_multiplier), fmt(c.rero.upper)]
+        if i < len(results):
+            r = results[i]
+            for a in attacks:
+                rate = r.rates[a]
+                lo, hi = rate.ci
+                flag = "  [red]> bound[/red]" if lo > r.rero_upper else ""
+                cells.append(f"{rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}")
+            cells.append(f"{r.clipped_fraction:.0%}")
+        else:
+            cells += ["…"] * len(attacks) + [""]
         table.add_row(*cells)
-    Console().print(table)
+    return table
+
+
+def _print_table(results, attacks) -> None:
+    from rich.console import Console
+
+    Console().print(_table([r.setting for r in results], [r.certificate for r in results], results, attacks))

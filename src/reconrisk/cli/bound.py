@@ -76,8 +76,13 @@ def bound_cmd(
         d = {"method": r.method, "lower": r.lower, "upper": r.upper}
         if r.estimate is not None:
             d.update(estimate=r.estimate, confidence=r.confidence, samples=r.details.get("samples"), seed=r.details.get("seed"))
+        if r.lower is not None:
+            d["width"] = r.upper - r.lower
+        if r.converged is not None:
+            d["converged"] = r.converged
         if r.method == "pld":
             d["discretization"] = r.details.get("discretization")
+            d["target_rel_width"] = r.details.get("target_rel_width")
         return d
 
     payload = {
@@ -90,8 +95,13 @@ def bound_cmd(
         "sample_rate": release.sample_rate,
         "steps": release.steps,
         "rero": summary(primary),
-        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps)[0])},
+        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
+        "baseline_formulas": {
+            "rdp": "min over orders a of (kappa*exp(eps_a))^((a-1)/a)",
+            "dp": "kappa*exp(epsilon) + delta",
+        },
     }
+    _warn_unconverged(results.values())
     if len(methods) > 1:
         payload["methods"] = {m: summary(r) for m, r in results.items()}
     if json_out:
@@ -99,11 +109,27 @@ def bound_cmd(
         return
     rows = []
     for m, r in results.items():
-        rows.append([m, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
+        label = m if r.converged is not False else f"{m} (stopped short)"
+        rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     rows.append(["rdp (baseline)", None, rdp.upper, None, None])
+    rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
     title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
+
+
+def _warn_unconverged(results) -> None:
+    """One line on stderr for each PLD bracket that stopped short of its width target (still certified)."""
+    import sys
+
+    for r in results:
+        if r.method == "pld" and r.converged is False:
+            d = r.details
+            print(
+                f"warning: the PLD bracket stopped short of its target (relative width {d.get('max_rel_width', 0):.3g} > "
+                f"{d.get('target_rel_width')}); lower and upper are still certified",
+                file=sys.stderr,
+            )
 
 
 def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
@@ -117,17 +143,33 @@ def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
 
 @app.command("calibrate")
 def calibrate_cmd(
-    target_rero: float = typer.Option(..., "--target-rero", "-g", help="Largest acceptable reconstruction success γ*."),
-    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
-    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    target_rero: Optional[float] = typer.Option(None, "--target-rero", "-g", help="Largest acceptable reconstruction success γ*."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
     prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ."),
     delta: float = typer.Option(1e-5, "--delta", help="δ at which the implied ε is reported."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    measure: Optional[str] = typer.Option(None, "--measure", "-m", help="Calibrate any risk measure (see `reconrisk risk`)."),
+    target: Optional[float] = typer.Option(None, "--target", help="Target of --measure (bayes-security: the minimum)."),
+    solve: str = typer.Option("noise-multiplier", "--solve", help="noise-multiplier | steps | sample-rate (with --measure)."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="σ, when solving for steps or sample-rate."),
+    baseline: Optional[float] = typer.Option(None, "--baseline", help="Baseline success b (with --measure)."),
+    prior: Optional[str] = typer.Option(None, "--prior", help="Prior probabilities, comma-separated (with --measure)."),
+    fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
 ) -> None:
-    """Smallest noise multiplier whose certified reconstruction bound is ≤ the target."""
+    """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
     from ..api import calibrate_noise
+    from ..errors import ReconRiskError
 
+    if measure is not None or target is not None:
+        from .risk import calibrate_measure
+
+        calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
+                          dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out)
+        return
+    if target_rero is None or sample_rate is None or steps is None:
+        raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
     k = _kappa(kappa, prior_size)
     out = calibrate_noise(target_rero, sample_rate, steps, kappa=k, delta=delta)
     payload = _calibration_payload(out, prior_size)
@@ -193,6 +235,12 @@ def curve_cmd(
     with progress(len(curve_jobs(**grid)), "calibrating and bounding", enabled=not json_out) as bar:
         rows = rero_curves(prior_sizes=prior_size, delta=delta, progress=bar, **grid)
     files = write_curves(rows, out, delta=delta, fixed_epsilon=fixed_epsilon)
+    short = [r for r in rows if not r["rero"].get("converged", True)]
+    if short:
+        import sys
+
+        print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
+              "(still certified; see rero.width in the JSON)", file=sys.stderr)
     if json_out:
         print_json({"rows": rows, "files": files})
         return

@@ -79,12 +79,13 @@ def rero_curves(
     for panel, eps, q in jobs:
         sigma = noise_multiplier_for_epsilon(eps, q, steps, delta)
         rel = Release(sigma, q, steps)
-        lo, up, _ = pld_bracket(rel, kappas)
+        lo, up, det = pld_bracket(rel, kappas)
         rdp = rdp_rero_bound(rel.segments, kappas)
         for n, k, a, b, r in zip(sizes, kappas, lo, up, rdp):
             rows.append(
                 dict(panel=panel, epsilon=eps, sample_rate=q, steps=steps, noise_multiplier=sigma, prior_size=n,
-                     kappa=float(k), rero={"method": "pld", "lower": float(a), "upper": float(b)},
+                     kappa=float(k), rero={"method": "pld", "lower": float(a), "upper": float(b), "width": float(b - a),
+                                           "converged": bool(b - a <= det["target_rel_width"] * b)},
                      baselines={"rdp": float(r)})
             )
         if progress is not None:

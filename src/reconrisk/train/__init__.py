@@ -3,8 +3,12 @@
 * :mod:`.models` — the seed 000 MNIST MLP (input→10→10, eLU), a small CNN and
   logistic regression, written so that every layer exposes its inputs
   ("activations") and accepts an additive perturbation of its outputs, whose
-  gradient is the back-propagated signal. Per-example gradient norms and
-  clipped sums follow from those two without per-example gradients.
-* :mod:`.dpsgd` — clipping (hard, GELU soft clip of seed 001), DP-SGD steps,
-  training with a :class:`~.dpsgd.Transcript` of what the mechanism releases.
+  gradient is the back-propagated signal.
+* :mod:`.clipping` — per-example norms, clip factors (hard, GELU soft clip of
+  seed 001) and clipped sums from those two, without per-example gradients.
+* :mod:`.noise` — the noise stage, one function per ``Release.noise`` family.
+* :mod:`.dpsgd` — the composable step (Poisson batch → clipped sum → noise →
+  optax update) and :func:`~.dpsgd.train` with per-step hooks.
+* :mod:`.transcript` — what the mechanism releases, streamed to ``.npz``.
+* :mod:`.fil` — seed 001's FIL accounting, a hook on the trainer.
 """

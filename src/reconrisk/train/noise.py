@@ -18,8 +18,10 @@ Adding a noise family (e.g. seed 004's von Mises–Fisher mechanism)
     1. write ``def vmf(key, summed, noise_std): ...`` in the module of that
        mechanism (it may read its own parameters from ``noise_std`` or close
        over static ones);
-    2. call ``register_noise("vmf", vmf)`` when that module is imported (and
-       add the family to :data:`reconrisk.release.NOISE_FAMILIES`);
+    2. call ``register_noise("vmf", vmf)`` when that module is imported; for a
+       family of :data:`reconrisk.release.NOISE_FAMILIES` this also marks it
+       implemented (:func:`reconrisk.release.register_noise_family`), so
+       ``Release(noise="vmf")`` is accepted from then on;
     3. nothing else changes: :func:`reconrisk.train.dpsgd.make_step_config`
        copies ``release.noise`` into the static :class:`StepConfig` and the
        step calls :func:`noise_fn` of it.
@@ -42,7 +44,18 @@ def gaussian(key, summed, noise_std):
     return summed + noise
 
 
-_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian}
+def vmf(key, summed, noise_std):
+    """Seed 004, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with κ = ``noise_std`` (a unit vector).
+
+    The whole gradient is flattened before normalising (one block: Prop. 3 of
+    seed 004 — per-layer blocks inflate the RDP enormously).
+    """
+    from ..mechanisms.vmf import vmf_noise_jax
+
+    return vmf_noise_jax(key, summed, noise_std).astype(summed.dtype)
+
+
+_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian, "vmf": vmf}
 
 
 def register_noise(name: str, fn: NoiseFn) -> None:
@@ -52,6 +65,10 @@ def register_noise(name: str, fn: NoiseFn) -> None:
     if not callable(fn):
         raise ReconRiskError(f"noise function for {name!r} must be callable; found {fn!r}")
     _REGISTRY[name] = fn
+    from ..release import NOISE_FAMILIES, register_noise_family
+
+    if name in NOISE_FAMILIES:
+        register_noise_family(name)
 
 
 def noise_families() -> tuple[str, ...]:

@@ -1,0 +1,477 @@
+"""Operational risks of a DP-SGD release, each certified two-sided from one trade-off curve.
+
+Let f be the trade-off curve of :mod:`reconrisk.bounds.tradeoff` (μ: output
+with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
+
+``reconstruction`` / ``reidentification`` / ``attribute``
+    Any attack whose blind-guess success is b succeeds with probability at
+    most g(b) = 1 − f(b) (seed 000, Cor. 4; Kulynych et al., NeurIPS 2025,
+    "Unifying re-identification, attribute inference, and data
+    reconstruction risks in differential privacy"). b = κ for
+    reconstruction, b = 1/N for re-identification among N candidates,
+    b = max_v π(v) for attribute inference with a prior π over K values.
+``membership-tpr``
+    TPR ≤ 1 − f(α) at FPR α (the definition of f; Dong, Roth, Su 2022).
+``membership-advantage``
+    max_α (1 − α − f(α)) = max_α (g(α) − α) = TV(μ, ν) = δ_{μ‖ν}(0): the
+    conjugate identity sup_t (g(t) − e^ε t) = δ(ε) at ε = 0, so the maximum of
+    the *whole* certified curve is read off the pessimistic / optimistic PLDs'
+    hockey-stick divergence at 0, which bracket it soundly.
+    Closed forms: q = 1: 2Φ(μ_GDP/2) − 1; T = 1: q(2Φ(1/(2σ)) − 1).
+``bayes-security``
+    β* = 1 − TV(μ, ν) (Chatzikokolakis et al. 2023). Printed baseline:
+    Cherubin et al. (USENIX Sec. 2024)'s closed form for membership,
+    β* ≈ 1 − erf(q√T/(√2·σ)·Δ/2) with Δ = 1 for add/remove neighbours (their
+    Δ = 2 is the replace-one sensitivity); it is their *leading term* — the
+    paper drops an O(√(qT)/σ) remainder, so it is an approximation, exact at
+    q = 1 (not a certified bound for q < 1).
+``rad`` (reconstruction advantage, Guerra-Balboa et al. 2026, arXiv 2603.12142)
+    **The paper's text was not available to us** (only its abstract), so its
+    printed formula could not be checked. We implement the quantity its name
+    and abstract describe — the best success over the blind-guess success —
+    for a finite, possibly non-uniform prior π, with the bound that f-DP
+    implies for it:
+
+        success ≤ S(π) = max { Σ_z π_z g(t_z) : t_z ≥ 0, Σ_z t_z ≤ 1 },
+        RAD = success − max_z π_z.
+
+    Derivation: the guess regions E_z are disjoint, t_z = ν(E_z) sums to ≤ 1
+    and μ_z(E_z) ≤ g(t_z) for every z (ν is the common reference output).
+    By Jensen and concavity S(π) ≤ g(max π) = ReRo at κ = max π, with
+    equality for a uniform prior — a refinement for non-uniform priors. By
+    Lagrange duality with g* (sup_t g(t) − s·t = δ(log s)):
+
+        S(π) = min_{λ>0} [ λ + Σ_z π_z δ(log λ − log π_z) ],
+
+    so *every* λ gives a certified upper end from the pessimistic PLD's δ, and
+    the allocation t_z = ν(L > log λ − log π_z) on the optimistic PLD (whose g
+    lies below the true one) gives a certified lower end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from .. import _validate as v
+from ..errors import ReconRiskError
+from ..priors import resolve_kappa
+from ..release import Release, gaussian_release
+from ..accounting import pld as _pld
+from ..accounting.gaussian import release_gdp_mu
+from . import rero as _rero
+from .tradeoff import tradeoff
+
+MEASURES = (
+    "reconstruction",
+    "reidentification",
+    "attribute",
+    "membership-tpr",
+    "membership-advantage",
+    "rad",
+    "bayes-security",
+)
+#: Default target width of the δ-based brackets (advantage, Bayes security, RAD).
+DEFAULT_TOL = 1e-4
+#: The δ-based brackets halve the engine's first loss grid at most this many times.
+MAX_HALVINGS = 8
+
+
+@dataclass(frozen=True)
+class RiskBound:
+    """Certified ``lower ≤ risk ≤ upper`` of one measure; ``baseline`` is its blind-guess value."""
+
+    measure: str
+    baseline: float
+    lower: float
+    upper: float
+    formula: str
+    release: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"measure": self.measure, "baseline": self.baseline, "lower": self.lower, "upper": self.upper,
+               "formula": self.formula}
+        out.update(self.release)
+        out.update(self.details)
+        return out
+
+
+def _check_release(release) -> Release:
+    return gaussian_release(release, "a risk measure")
+
+
+def _single_step(release: Release) -> bool:
+    return len(release.segments) == 1 and release.segments[0].steps == 1
+
+
+def normalize_prior(prior) -> np.ndarray:
+    """A finite prior as probabilities (≥ 0, summing to 1 within 1e-6; zeros dropped, renormalised)."""
+    try:
+        p = np.asarray(prior, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ReconRiskError(f"prior must be a list of probabilities; found {prior!r}") from None
+    if p.size < 2 or not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ReconRiskError(f"prior must hold >= 2 finite probabilities >= 0; found {p.tolist()[:10]}")
+    s = float(p.sum())
+    if abs(s - 1.0) > 1e-6:
+        raise ReconRiskError(f"prior must sum to 1 (within 1e-6); found sum {s:.9g}")
+    p = p[p > 0] / s
+    if p.size < 2 or p.max() >= 1.0:
+        raise ReconRiskError("prior must put mass on at least two values; found a point mass")
+    return p
+
+
+# -- the curve at one baseline --------------------------------------------------------------
+def _curve_point(release: Release, b: float, measure: str, formula: str, extra: dict) -> RiskBound:
+    """1 − f(b): the exact closed form where one exists, else the ReRo engine's bracket with its default
+    target — the very numbers ``reconrisk bound`` prints for κ = b."""
+    if _rero.has_closed_form(release):
+        t = tradeoff(release, np.array([b]), method="closed_form")
+        lo = up = float(t.power_upper[0])
+        det = {"method": "closed_form", **extra}
+    else:
+        r = _rero.rero_bounds(release, b)[0]
+        lo, up = float(r.lower), float(r.upper)
+        det = {"method": "pld", **extra, "discretization": r.details.get("discretization")}
+        if getattr(r, "converged", None) is not None:
+            det["converged"] = r.converged
+    return RiskBound(measure, b, lo, up, formula, release.to_dict(), det)
+
+
+def reconstruction_risk(release: Release, *, kappa: float | None = None, prior_size: int | None = None) -> RiskBound:
+    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (seed 000, Cor. 4)."""
+    _check_release(release)
+    k = resolve_kappa(kappa, prior_size)
+    return _curve_point(release, k, "reconstruction", "1 - f(kappa)", {"kappa": k, "prior_size": prior_size})
+
+
+def reidentification_risk(release: Release, *, prior_size: int) -> RiskBound:
+    """Certified bracket on re-identification among N candidates: 1 − f(1/N) (Kulynych et al. 2025)."""
+    _check_release(release)
+    n = v.integer("prior_size", prior_size, minimum=2)
+    return _curve_point(release, 1.0 / n, "reidentification", "1 - f(1/N)", {"prior_size": n})
+
+
+def attribute_risk(release: Release, *, prior=None, baseline: float | None = None) -> RiskBound:
+    """Certified bracket on attribute inference: 1 − f(max_v π(v)) (Kulynych et al. 2025).
+
+    Give the prior over the attribute's K values as ``prior`` or its largest
+    mass as ``baseline``.
+    """
+    _check_release(release)
+    if (prior is None) == (baseline is None):
+        raise ReconRiskError("give exactly one of prior (probabilities over the K values) or baseline (max prior mass)")
+    b = float(normalize_prior(prior).max()) if prior is not None else v.probability_open("baseline", baseline)
+    return _curve_point(release, b, "attribute", "1 - f(max_v prior(v))", {})
+
+
+def membership_tpr(release: Release, *, fpr: float) -> RiskBound:
+    """Certified bracket on the TPR of any membership attack at FPR α: 1 − f(α)."""
+    _check_release(release)
+    a = v.probability_open("fpr", fpr)
+    return _curve_point(release, a, "membership-tpr", "1 - f(fpr)", {"fpr": a})
+
+
+# -- hockey-stick based measures ----------------------------------------------------------
+class _Gdp:
+    """Exact curve of μ-GDP (every q = 1): δ, ν-tails and g in closed form, for any real ε."""
+
+    def __init__(self, mu: float):
+        self.mu = mu
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        mu = self.mu
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = special.log_ndtr(-eps / mu + mu / 2)
+            b = eps + special.log_ndtr(-eps / mu - mu / 2)
+            d = np.exp(a) * -np.expm1(np.minimum(b - a, 0.0))
+        return np.clip(np.nan_to_num(d, nan=0.0), 0.0, 1.0)
+
+    def nu_tail(self, eps: np.ndarray) -> np.ndarray:
+        return special.ndtr(-np.asarray(eps, dtype=float) / self.mu - self.mu / 2)
+
+    def blowup(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        with np.errstate(divide="ignore"):
+            return np.where(t <= 0, 0.0, np.where(t >= 1, 1.0, special.ndtr(special.ndtri(np.clip(t, 1e-300, 1)) + self.mu)))
+
+
+class _Pmf:
+    """A discrete PLD seen as a curve: δ, ν-tails above ε and g (blow-up)."""
+
+    def __init__(self, pmf: _pld.PMF):
+        self.pmf = pmf
+        l = pmf.losses
+        w = _pld._nu_mass(pmf.probs, l)
+        self._l = l
+        self._w_suf = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        return self.pmf.delta(eps)
+
+    def nu_tail(self, eps: np.ndarray) -> np.ndarray:
+        idx = np.searchsorted(self._l, np.asarray(eps, dtype=float), side="right")
+        return self._w_suf[idx]
+
+    def blowup(self, t: np.ndarray) -> np.ndarray:
+        t = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
+        return self.pmf.blowup(t)
+
+
+def _pmf_pair(release: Release, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
+    """Pessimistic and optimistic curves, the grid refined until ``width_fn(up, lo) ≤ tol`` (as the ReRo bracket)."""
+    h = h0 = _rero.start_discretization(release)
+    while True:
+        up = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap))
+        lo = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap))
+        width = float(width_fn(up, lo))
+        if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
+            break  # both ends stay certified; only the width may miss the target
+        h /= 2
+    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol,
+                    "converged": bool(width <= tol)}
+
+
+def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
+    """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α))."""
+    _check_release(release)
+    tol = v.positive("tol", tol)
+    if release.full_batch:
+        x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
+        return x, x, {"method": "closed_form"}
+    if _single_step(release):
+        s = release.segments[0]
+        x = float(s.sample_rate * special.erf(1.0 / (2 * math.sqrt(2) * s.noise_multiplier)))
+        return x, x, {"method": "closed_form"}
+    if _extreme(release):
+        return _tv_analytic(release)
+    zero = np.zeros(1)
+    up, lo, det = _pmf_pair(release, 50.0, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
+    hi = float(up.delta(zero)[0])
+    return min(float(lo.delta(zero)[0]), hi), hi, det
+
+
+#: Noise multipliers outside this range skip the PLD engine (σ² would under- or overflow) and get the
+#: engine's analytic bracket (:func:`reconrisk.bounds.rero.analytic_bracket`).
+_SIGMA_RANGE = (1e-100, 1e100)
+_KAPPA_GRID = np.logspace(-15, -1e-3, 400)
+
+
+def _extreme(release: Release) -> bool:
+    return hasattr(_rero, "analytic_bracket") and any(
+        not (_SIGMA_RANGE[0] <= s.noise_multiplier <= _SIGMA_RANGE[1]) for s in release.segments
+    )
+
+
+def _tv_analytic(release: Release) -> tuple[float, float, dict]:
+    """TV = max_κ (B_κ − κ), bracketed by the analytic ReRo bracket over a κ grid (lower: any κ is a
+    witness) and by the Gaussian-DP and no-noise limits (upper: TV is monotone under garbling)."""
+    lo_b, up_b = _rero.analytic_bracket(release, _KAPPA_GRID)
+    lower = float(np.max(lo_b - _KAPPA_GRID))
+    segs = release.segments
+    mu = math.sqrt(sum(s.steps * min(1.0 / s.noise_multiplier, 1e154) ** 2 for s in segs))
+    log_never = sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in segs)
+    upper = min(float(special.erf(mu / (2 * math.sqrt(2)))), -math.expm1(log_never), 1.0)
+    return max(0.0, min(lower, upper)), upper, {"method": "analytic (extreme noise)"}
+
+
+def membership_advantage(release: Release, *, tol: float = DEFAULT_TOL) -> RiskBound:
+    """Certified bracket on the best membership advantage TPR − FPR = TV(μ, ν)."""
+    lo, up, det = total_variation(release, tol=tol)
+    return RiskBound("membership-advantage", 0.0, lo, up, "max_a (1 - a - f(a)) = TV = delta(0)", release.to_dict(), det)
+
+
+def cherubin_bayes_security(release: Release) -> float:
+    """Cherubin et al. (2024)'s closed form (leading term) 1 − erf(√(Σ q_i² T_i/σ_i²)/(2√2)), add/remove neighbours.
+
+    For one segment this is 1 − erf(q√T/(2√2σ)); exact when q = 1, an
+    approximation (their O(√(qT)/σ) remainder dropped) otherwise.
+    """
+    mu = math.sqrt(sum(s.sample_rate**2 * s.steps * min(1.0 / s.noise_multiplier, 1e154) ** 2 for s in release.segments))
+    return float(1.0 - special.erf(mu / (2 * math.sqrt(2))))
+
+
+def bayes_security(release: Release, *, tol: float = DEFAULT_TOL) -> RiskBound:
+    """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
+    lo, up, det = total_variation(release, tol=tol)
+    det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(release)}}
+    return RiskBound("bayes-security", 1.0, 1.0 - up, 1.0 - lo, "1 - TV = 1 - max_a (1 - a - f(a))", release.to_dict(), det)
+
+
+def _prior_groups(prior) -> tuple[np.ndarray, np.ndarray]:
+    p = normalize_prior(prior)
+    vals, counts = np.unique(p, return_counts=True)
+    return vals, counts.astype(float)
+
+
+def _dual_upper(curve, vals: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """min over λ of λ + Σ c_k π_k δ(log λ − log π_k); every λ gives a valid upper end."""
+    lp = np.log(vals)
+
+    def dual(u: np.ndarray) -> np.ndarray:
+        eps = u[:, None] - lp[None, :]
+        d = curve.delta(eps.ravel()).reshape(eps.shape)
+        return np.exp(u) + (d * (counts * vals)[None, :]).sum(axis=1)
+
+    grid = np.linspace(lp.min() - 30.0, lp.max() + 60.0, 1801)
+    vals_g = dual(grid)
+    i = int(np.argmin(vals_g))
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    best_u, best = grid[i], float(vals_g[i])
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(60):  # golden section on a unimodal function (convex in λ)
+        c, d = b - g * (b - a), a + g * (b - a)
+        fc, fd = dual(np.array([c, d]))
+        if fc < fd:
+            b = d
+        else:
+            a = c
+        for u, fu in ((c, fc), (d, fd)):
+            if fu < best:
+                best, best_u = float(fu), u
+    return min(1.0, best), best_u
+
+
+def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
+    """A feasible allocation t_k = ν(L > log λ − log π_k), Σ c_k t_k ≤ 1, valued on ``curve``'s g."""
+    lp = np.log(vals)
+
+    def spent(u: float) -> float:
+        return float(np.sum(counts * curve.nu_tail(u - lp)))
+
+    lo, hi = lp.min() - 60.0, lp.max() + 700.0
+    for _ in range(200):  # smallest u with spent(u) ≤ 1
+        mid = 0.5 * (lo + hi)
+        if spent(mid) <= 1.0:
+            hi = mid
+        else:
+            lo = mid
+    t = curve.nu_tail(hi - lp)
+    left = max(0.0, 1.0 - float(np.sum(counts * t)))
+    g = curve.blowup(t)
+    base = float(np.sum(counts * vals * g))
+    extra = float(np.max(vals * (curve.blowup(np.minimum(t + left, 1.0)) - g)))
+    return base + max(extra, 0.0)
+
+
+def reconstruction_advantage(release: Release, *, prior=None, prior_size: int | None = None,
+                             tol: float = DEFAULT_TOL) -> RiskBound:
+    """Certified bracket on the reconstruction advantage for a finite prior (see the module docstring).
+
+    ``prior``: probabilities of the candidate values (non-uniform allowed);
+    ``prior_size`` N: the uniform prior over N candidates (then RAD = ReRo(1/N) − 1/N).
+    """
+    _check_release(release)
+    tol = v.positive("tol", tol)
+    if (prior is None) == (prior_size is None):
+        raise ReconRiskError("give exactly one of prior (probabilities) or prior_size (an integer >= 2)")
+    if prior_size is not None:
+        n = v.integer("prior_size", prior_size, minimum=2)
+        vals, counts = np.array([1.0 / n]), np.array([float(n)])
+    else:
+        vals, counts = _prior_groups(prior)
+    b = float(vals.max())
+    if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
+        n = float(counts.sum())
+        lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
+        up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
+        det = {"method": "analytic (extreme noise)"}
+    elif release.full_batch:
+        exact = _Gdp(release_gdp_mu(release))
+        up, u = _dual_upper(exact, vals, counts)
+        lo = _primal_lower(exact, vals, counts)
+        det = {"method": "closed_form_gdp"}
+    else:
+        cap = float(-np.log(vals.min()) + np.log(counts.sum()) + 40.0)
+
+        def width(pu, pl):
+            return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
+
+        cu, cl, det = _pmf_pair(release, cap, tol, width)
+        up, u = _dual_upper(cu, vals, counts)
+        lo = _primal_lower(cl, vals, counts)
+    lo = min(max(lo, b), up)
+    det = {**det, "success_lower": lo, "success_upper": up, "lambda": math.exp(u), "prior_values": int(counts.sum())}
+    return RiskBound("rad", b, lo - b, up - b,
+                     "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z)", release.to_dict(), det)
+
+
+def risk(release: Release, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
+         baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = DEFAULT_TOL) -> RiskBound:
+    """One entry point for every measure (the ``reconrisk risk`` command).
+
+    The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
+    (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
+    ``membership-tpr``; ``prior``/``prior_size`` for ``rad``.
+    """
+    _check_release(release)
+    measure = v.choice("measure", measure, MEASURES)
+    given = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior, fpr=fpr).items()
+             if x is not None}
+
+    def only(*allowed: str) -> None:
+        extra = sorted(set(given) - set(allowed))
+        if extra:
+            raise ReconRiskError(f"measure {measure!r} takes {', '.join(allowed) or 'no baseline'}; found {', '.join(extra)}")
+
+    if measure in ("reconstruction", "reidentification", "attribute"):
+        only("kappa", "prior_size", "baseline", "prior")
+        if len(given) != 1:
+            raise ReconRiskError(f"measure {measure!r} needs exactly one of kappa, prior_size, baseline, prior; found {sorted(given) or 'none'}")
+        if measure == "reidentification" and prior_size is not None:
+            return reidentification_risk(release, prior_size=prior_size)
+        if measure == "attribute" and (prior is not None or baseline is not None):
+            return attribute_risk(release, prior=prior, baseline=baseline)
+        b = (resolve_kappa(kappa, prior_size) if (kappa is not None or prior_size is not None)
+             else v.probability_open("baseline", baseline) if baseline is not None else float(normalize_prior(prior).max()))
+        formula = {"reconstruction": "1 - f(kappa)", "reidentification": "1 - f(1/N)", "attribute": "1 - f(max_v prior(v))"}
+        return _curve_point(release, b, measure, formula[measure], {"prior_size": prior_size} if prior_size else {})
+    if measure == "membership-tpr":
+        only("fpr")
+        if fpr is None:
+            raise ReconRiskError("measure 'membership-tpr' needs fpr (the false-positive rate, in (0, 1))")
+        return membership_tpr(release, fpr=fpr)
+    if measure == "membership-advantage":
+        only()
+        return membership_advantage(release, tol=tol)
+    if measure == "bayes-security":
+        only()
+        return bayes_security(release, tol=tol)
+    only("prior", "prior_size")
+    return reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol)
+
+
+def all_risks(release: Release, *, kappa: float | None = None, prior_size: int | None = None,
+              baseline: float | None = None, prior=None, fpr: float | None = None,
+              tol: float = DEFAULT_TOL) -> list[RiskBound]:
+    """Every measure side by side for one release (``reconrisk risk --measure all``).
+
+    The curve measures use the one baseline given (``prior_size``, ``kappa``,
+    ``baseline`` or ``prior``); ``membership-tpr`` needs ``fpr``; ``rad`` needs
+    ``prior`` or ``prior_size``. Measures whose argument is missing are left out.
+    """
+    _check_release(release)
+    out: list[RiskBound] = []
+    base = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior).items()
+            if x is not None}
+    if len(base) > 1:
+        raise ReconRiskError(f"give at most one of kappa, prior_size, baseline, prior; found {sorted(base)}")
+    if base:
+        out.append(risk(release, "reconstruction", **base))
+        if prior_size is not None:
+            out.append(risk(release, "reidentification", prior_size=prior_size))
+        if prior is not None or baseline is not None:
+            out.append(risk(release, "attribute", **base))
+    if fpr is not None:
+        out.append(membership_tpr(release, fpr=fpr))
+    out.append(membership_advantage(release, tol=tol))
+    if prior is not None or prior_size is not None:
+        out.append(reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol))
+    out.append(bayes_security(release, tol=tol))
+    return out

@@ -1,0 +1,177 @@
+"""``reconrisk risk`` (every operational risk from the certified curve) and ``reconrisk tradeoff`` (the curve)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from ._common import print_json, print_table
+
+_MEASURE_HELP = (
+    "all | reconstruction | reidentification | attribute | membership-tpr | membership-advantage | rad | bayes-security"
+)
+
+
+def parse_prior(text: Optional[str]):
+    """``"0.5,0.3,0.2"`` → a list of floats (validated by the measure)."""
+    if text is None:
+        return None
+    from ..errors import ReconRiskError
+
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ReconRiskError(f"prior must be comma-separated probabilities, e.g. 0.5,0.3,0.2; found {text!r}") from None
+
+
+def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
+    kw = dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=parse_prior(prior), fpr=fpr)
+    return {k: x for k, x in kw.items() if x is not None}
+
+
+@app.command("risk")
+def risk_cmd(
+    measure: str = typer.Option(..., "--measure", "-m", help=_MEASURE_HELP),
+    noise_multiplier: float = typer.Option(..., "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
+    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="N candidates, uniform prior (b = 1/N)."),
+    kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success κ of a reconstruction prior."),
+    baseline: Optional[float] = typer.Option(None, "--baseline", help="Baseline success b (attribute: max prior mass)."),
+    prior: Optional[str] = typer.Option(None, "--prior", help="Prior probabilities, comma-separated (attribute, rad)."),
+    fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate α (membership-tpr)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Certified two-sided bound on one operational risk (or --measure all), read off the release's trade-off curve."""
+    from ..bounds.risk import risk
+    from ..release import Release
+
+    release = Release(noise_multiplier, sample_rate, steps)
+    if measure == "all":
+        _all(release, measure_kwargs(prior_size, kappa, baseline, prior, fpr), json_out)
+        return
+    r = risk(release, measure, **measure_kwargs(prior_size, kappa, baseline, prior, fpr))
+    payload = r.to_dict()
+    if json_out:
+        print_json(payload)
+        return
+    rows = [[r.measure, r.baseline, r.lower, r.upper]]
+    for name, val in payload.get("baselines", {}).items():
+        rows.append([f"{name} (baseline)", None, None, val])
+    print_table(
+        f"{r.measure}: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
+        ["method", "blind guess", "lower", "upper"], rows, caption=r.formula,
+    )
+
+
+def _all(release, kw, json_out: bool) -> None:
+    from ..accounting import epsilon
+    from ..bounds.risk import all_risks
+
+    from ..errors import ReconRiskError
+
+    risks = all_risks(release, **kw)
+    try:
+        eps = epsilon(release=release, delta=1e-5)
+    except ReconRiskError:  # an accountant corner (e.g. extreme noise): the risks stand on their own
+        eps = None
+    if json_out:
+        payload = {"measure": "all", **release.to_dict(), "epsilon": eps, "delta": 1e-5,
+                   "risks": [{k: x for k, x in r.to_dict().items() if k not in release.to_dict()} for r in risks]}
+        print_json(payload)
+        return
+    rows = []
+    for r in risks:
+        rows.append([_MEANING.get(r.measure, r.measure), r.baseline, r.lower, r.upper])
+        for name, val in r.details.get("baselines", {}).items():
+            rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
+    print_table(
+        (f"What ε = {eps:.3g} (δ = 1e-5) means: " if eps is not None else "Risks of ")
+        + f"σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}",
+        ["risk", "blind guess", "lower", "upper"], rows,
+        caption="each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)",
+    )
+
+
+_MEANING = {
+    "reconstruction": "reconstruction success",
+    "reidentification": "re-identification among N",
+    "attribute": "attribute inference",
+    "membership-tpr": "membership TPR at the FPR",
+    "membership-advantage": "membership advantage TPR − FPR",
+    "rad": "reconstruction advantage",
+    "bayes-security": "Bayes security (1 = perfect)",
+}
+
+
+@app.command("tradeoff")
+def tradeoff_cmd(
+    noise_multiplier: float = typer.Option(..., "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
+    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    alpha_min: float = typer.Option(1e-6, "--alpha-min", help="Smallest false-positive rate α (down to 1e-12)."),
+    alpha_max: float = typer.Option(0.5, "--alpha-max", help="Largest α (< 1)."),
+    points: int = typer.Option(200, "--points", help="Number of α values (log-spaced)."),
+    log_axes: bool = typer.Option(False, "--log-axes", help="Log-log ROC axes (small α in view)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Directory for tradeoff.png/.svg/.csv/.json."),
+    json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON."),
+) -> None:
+    """Certified two-sided trade-off curve f(α) (ROC: TPR = 1 − f(α)) with the GDP and RDP curves beside it."""
+    import numpy as np
+
+    from .. import _validate as v
+    from ..bounds.tradeoff import tradeoff
+    from ..errors import ReconRiskError
+    from ..release import Release
+
+    release = Release(noise_multiplier, sample_rate, steps)
+    lo = v.probability_open("alpha_min", alpha_min)
+    hi = v.probability_open("alpha_max", alpha_max)
+    if lo >= hi:
+        raise ReconRiskError(f"alpha_min must be < alpha_max; found alpha_min={lo:g}, alpha_max={hi:g}")
+    n = v.integer("points", points, minimum=2, maximum=100_000)
+    curve = tradeoff(release, np.logspace(np.log10(lo), np.log10(hi), n))
+    files = None
+    if out is not None:
+        from ..report.tradeoff import write_tradeoff
+
+        files = write_tradeoff(release, curve, out, log_axes=log_axes)
+    if json_out:
+        payload = curve.to_dict()
+        payload["files"] = files
+        print_json(payload)
+        return
+    idx = np.unique(np.linspace(0, n - 1, min(n, 9)).round().astype(int))
+    rows = [[curve.alpha[i], curve.beta_lower[i], curve.beta_upper[i], curve.power_upper[i]] for i in idx]
+    caption = f"certified ({curve.method}); max width {float(np.max(curve.width)):.2g}"
+    if files:
+        caption += f"; figure: {files['png']}"
+    print_table(f"Trade-off curve: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
+                ["α (FPR)", "f(α) lower", "f(α) upper", "TPR ≤"], rows, caption=caption)
+
+
+def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args, json_out):
+    """``reconrisk calibrate --measure M --target X --solve …`` (called from the calibrate command)."""
+    from ..bounds.calibrate_risk import calibrate_risk
+    from ..errors import ReconRiskError
+
+    if measure is None or target is None:
+        raise ReconRiskError("calibrating a risk measure needs both --measure and --target")
+    if target_rero is not None:
+        raise ReconRiskError("give --target with --measure, not --target-rero")
+    kw = measure_kwargs(baseline_args["prior_size"], baseline_args["kappa"], baseline_args["baseline"],
+                        baseline_args["prior"], baseline_args["fpr"])
+    out = calibrate_risk(measure, target, solve, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
+                         steps=steps, **kw)
+    if json_out:
+        print_json(out)
+        return
+    print_table(
+        f"Calibration of {out['measure']} to {target:g}: solved {out['solve']}",
+        ["quantity", "value"],
+        [["noise_multiplier", out["noise_multiplier"]], ["sample_rate", out["sample_rate"]], ["steps", out["steps"]],
+         [f"{out['measure']} lower", out["lower"]], [f"{out['measure']} upper (certified)", out["upper"]]],
+    )

@@ -1,0 +1,92 @@
+"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (seed 004; theory only, no JAX)."""
+
+from __future__ import annotations
+
+import typer
+
+from . import app
+from ._common import print_json, print_table
+
+vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (seed 004).",
+                      no_args_is_help=True)
+app.add_typer(vmf_app, name="vmf")
+
+
+def parse_number(name: str, text: str) -> float:
+    """A number given as ``0.25``, ``1e-5`` or a fraction ``128/60000``."""
+    from ..errors import ReconRiskError
+
+    s = str(text).strip()
+    try:
+        if "/" in s:
+            num, den = s.split("/", 1)
+            return float(num) / float(den)
+        return float(s)
+    except (ValueError, ZeroDivisionError):
+        raise ReconRiskError(f"{name} must be a number or a fraction a/b; found {text!r}") from None
+
+
+_COMMON = {
+    "dim": typer.Option(..., "--dim", "-p", help="Dimension p (number of model weights; the sphere is S^{p−1})."),
+    "sample_rate": typer.Option(..., "--sample-rate", "-q", help="Poisson sample rate γ in (0, 1], e.g. 128/60000."),
+    "compositions": typer.Option(..., "--compositions", "-N",
+                                 help="Composition count N (the paper used epochs = 3 for VMF; steps are sound)."),
+    "delta": typer.Option(..., "--delta", help="δ, e.g. 1/60000."),
+    "approach": typer.Option("best", "--approach", help="1 (convert, amplify, KOV) | 2 (subsampled RDP) | best"),
+    "interpolation": typer.Option("cgf", "--interpolation",
+                                  help="fractional orders in approach 2: cgf (sound) | paper (seed 004's, optimistic)"),
+}
+
+
+@vmf_app.command("epsilon")
+def epsilon_cmd(
+    kappa: float = typer.Option(..., "--concentration", "--kappa", "-k",
+                                help="VMF concentration κ > 0 (larger = less noise); --kappa is the seed's spelling."),
+    dim: int = _COMMON["dim"],
+    sample_rate: str = _COMMON["sample_rate"],
+    compositions: int = _COMMON["compositions"],
+    delta: str = _COMMON["delta"],
+    approach: str = _COMMON["approach"],
+    interpolation: str = _COMMON["interpolation"],
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (key `epsilon`) instead of a table."),
+) -> None:
+    """ε at δ of N Poisson-subsampled VMF mechanisms (seed 004, Props 1 and 4, approaches 1 and 2)."""
+    from ..accounting.vmf import vmf_epsilon
+
+    res = vmf_epsilon(kappa, dim, parse_number("sample_rate", sample_rate), compositions,
+                      parse_number("delta", delta), approach, interpolation=interpolation)
+    if json_out:
+        print_json(res.to_dict())
+        return
+    rows = [["epsilon", res.epsilon], ["approach used", res.approach], ["epsilon, approach 1", res.epsilon_approach1],
+            ["epsilon, approach 2", res.epsilon_approach2], ["optimal order α (approach 2)", res.alpha],
+            ["optimal un-subsampled ε (approach 1)", res.eps0]]
+    print_table(f"VMF mechanism, κ = {res.concentration:g}, p = {res.dim}", ["quantity", "value"], rows,
+                caption=f"γ = {res.sample_rate:.6g}, N = {res.compositions}, δ = {res.delta:.3g}, "
+                        f"interpolation = {res.interpolation}")
+
+
+@vmf_app.command("concentration")
+def concentration_cmd(
+    epsilon: float = typer.Option(..., "--epsilon", "-e", help="Target ε > 0."),
+    dim: int = _COMMON["dim"],
+    sample_rate: str = _COMMON["sample_rate"],
+    compositions: int = _COMMON["compositions"],
+    delta: str = _COMMON["delta"],
+    approach: str = _COMMON["approach"],
+    interpolation: str = _COMMON["interpolation"],
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (key `concentration`) instead of a table."),
+) -> None:
+    """Largest κ whose release meets the target ε (bisection on log κ)."""
+    from ..accounting.vmf import concentration_for_epsilon, vmf_epsilon
+
+    q, d = parse_number("sample_rate", sample_rate), parse_number("delta", delta)
+    k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
+    achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
+    payload = {"concentration": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
+               "compositions": compositions, "delta": d, "approach": approach, "interpolation": interpolation}
+    if json_out:
+        print_json(payload)
+        return
+    print_table("VMF concentration for a target ε", ["quantity", "value"],
+                [["concentration κ", k], ["epsilon achieved", achieved], ["epsilon target", epsilon]])

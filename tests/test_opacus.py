@@ -1,0 +1,127 @@
+"""Opacus integration, for real: train a tiny PyTorch model with Opacus on CPU and account it with reconrisk.
+
+Needs the ``opacus`` extra (CI installs ``torch==2.13.0`` — a CPU wheel — and
+``opacus``); skipped with a visible reason otherwise.
+"""
+
+import json
+import math
+import warnings
+
+import pytest
+
+from reconrisk import Release, rero_bound
+from reconrisk.cli import main
+from reconrisk.errors import ReconRiskError
+from reconrisk.opacus import ReconRiskAccountant, make_private_with_risk, release_from_opacus
+
+opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus, or the 'opacus' extra)")
+torch = pytest.importorskip("torch")
+
+N, BATCH = 64, 16  # sample rate 1/4
+
+
+def _setup(seed=0):
+    torch.manual_seed(seed)
+    x = torch.randn(N, 4)
+    y = (x[:, 0] > 0).long()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=BATCH)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    return model, opt, loader
+
+
+def _train(model, opt, loader, epochs):
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            if len(xb):
+                loss_fn(model(xb), yb).backward()
+            opt.step()
+
+
+def test_accountant_inside_opacus_matches_opacus_and_reconrisk_bound(capsys):
+    engine = opacus.PrivacyEngine(accountant="prv")
+    acct = ReconRiskAccountant()
+    engine.accountant = acct
+    model, opt, loader = _setup()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                 noise_multiplier=1.1, max_grad_norm=1.0)
+        _train(model, opt, loader, epochs=3)
+    assert acct.history == [(1.1, 0.25, 12)] and len(acct) == 12
+    assert engine.get_epsilon(1e-5) == acct.get_epsilon(1e-5)
+
+    # ε against Opacus's own accountants on the same history
+    ours = acct.get_epsilon(1e-5)
+    prv = opacus.accountants.PRVAccountant()
+    rdp = opacus.accountants.RDPAccountant()
+    prv.history = list(acct.history)
+    rdp.history = list(acct.history)
+    eps_prv = prv.get_epsilon(1e-5, eps_error=0.01)
+    eps_rdp = rdp.get_epsilon(1e-5)
+    assert abs(ours - eps_prv) <= 0.02 * eps_prv + 0.01  # PRV's eps_error plus its truncation / our grid
+    assert ours <= eps_rdp * (1 + 1e-9)  # RDP is a looser upper bound
+
+    # the reported risk is `reconrisk bound` on the same history
+    b = acct.rero(prior_size=10)
+    assert b == rero_bound(release=Release.schedule(acct.history), prior_size=10)
+    assert main(["bound", "-s", "1.1", "-q", "0.25", "-T", "12", "--prior-size", "10", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["rero"]["lower"], d["rero"]["upper"]) == (b.lower, b.upper)
+    assert acct.risk("reconstruction", prior_size=10).upper == b.upper
+    assert Release.from_opacus(engine) == release_from_opacus(acct) == Release(1.1, 0.25, 12)
+    t = acct.tradeoff([1e-6, 0.1])
+    assert t.power_upper[1] == pytest.approx(acct.risk("membership-tpr", fpr=0.1).upper)
+
+
+def test_make_private_with_risk_trains_and_meets_the_target():
+    engine = opacus.PrivacyEngine()
+    engine.accountant = ReconRiskAccountant()
+    model, opt, loader = _setup(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = make_private_with_risk(engine, model, opt, loader, measure="reconstruction", target=0.2,
+                                                    prior_size=10, epochs=2, max_grad_norm=1.0)
+        before = [p.detach().clone() for p in model.parameters()]
+        _train(model, opt, loader, epochs=2)
+    cal = engine.reconrisk_calibration
+    assert cal["sample_rate"] == 0.25 and cal["steps"] == 8
+    assert opt.noise_multiplier == cal["noise_multiplier"]
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))  # it trained
+    final = engine.accountant.risk("reconstruction", prior_size=10)
+    assert len(engine.accountant) == 8
+    assert final.upper <= 0.2
+    # and it is not wastefully conservative: 2 % less noise breaks the target
+    looser = rero_bound(cal["noise_multiplier"] * 0.98, 0.25, 8, prior_size=10)
+    assert looser.lower > 0.2 or looser.upper > 0.2
+
+
+def test_accountant_interface_without_training():
+    a = ReconRiskAccountant()
+    assert a.get_epsilon(1e-5) == 0.0 and len(a) == 0 and a.mechanism() == "reconrisk"
+    for _ in range(3):
+        a.step(noise_multiplier=1.0, sample_rate=0.1)
+    a.step(noise_multiplier=2.0, sample_rate=0.1)
+    assert a.history == [(1.0, 0.1, 3), (2.0, 0.1, 1)]
+    b = ReconRiskAccountant()
+    b.load_state_dict(a.state_dict())
+    assert b.history == a.history and b.get_epsilon(1e-5) == a.get_epsilon(1e-5)
+    with pytest.raises(ReconRiskError, match="mechanism"):
+        b.load_state_dict({"history": [], "mechanism": "rdp"})
+    with pytest.raises(ReconRiskError, match="noise_multiplier"):
+        a.step(noise_multiplier=-1.0, sample_rate=0.1)
+    with pytest.raises(ReconRiskError, match="sample_rate"):
+        a.step(noise_multiplier=1.0, sample_rate=2.0)
+    with pytest.raises(ReconRiskError, match="history is empty"):
+        Release.from_opacus(ReconRiskAccountant())
+    with pytest.raises(ReconRiskError, match="PrivacyEngine"):
+        Release.from_opacus(object())
+    # an Opacus accountant's history reads the same
+    r = opacus.accountants.RDPAccountant()
+    for _ in range(5):
+        r.step(noise_multiplier=1.0, sample_rate=0.1)
+    assert Release.from_opacus(r) == Release(1.0, 0.1, 5)
+    assert math.isfinite(a.get_epsilon(1e-5, accountant="rdp"))
