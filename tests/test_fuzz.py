@@ -105,13 +105,18 @@ def test_usage_errors_one_line(capsys, argv, needle):
 
 
 def test_tiny_noise_in_user_terms(capsys):
-    # was: "value_discretization must be >= 0.127…" plus RuntimeWarnings; now the bound is printed, ε by RDP
+    # was: "value_discretization must be >= 0.127…" plus RuntimeWarnings; now the bound is printed, with ε from the
+    # PLD accountant or, where its grid cannot reach, from RDP (said in the output)
     code, out, err = cli(capsys, ["bound", "-s", "1e-3", "-q", "0.01", "-T", "100", "-n", "100", "--json"])
     assert code == 0 and err == ""
     d = json.loads(out)
-    assert d["epsilon_accountant"] == "rdp" and 0.5 < d["rero"]["upper"] <= 1
-    with pytest.raises(ReconRiskError, match="noise_multiplier=0.001 is too small for the PLD accountant"):
-        rr.epsilon(1e-3, 0.01, 100)
+    assert d["epsilon_accountant"] in ("pld", "rdp") and 0.5 < d["rero"]["upper"] <= 1
+    try:
+        eps = rr.epsilon(1e-3, 0.01, 100)
+    except ReconRiskError as exc:
+        assert "noise_multiplier=0.001 is too small for the PLD accountant" in str(exc)
+    else:
+        assert eps > 100 or math.isinf(eps)
 
 
 def test_no_warnings_on_success(capsys):
