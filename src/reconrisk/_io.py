@@ -1,19 +1,32 @@
-"""Output helpers shared by the report modules and the CLI: JSON and figures.
+"""Output helpers shared by the report modules and the CLI: JSON, figures, output folders.
 
 ``jsonable`` turns numpy scalars/arrays into plain JSON types (non-finite
 floats become ``null`` or ``"inf"``/``"-inf"``); ``pyplot`` imports matplotlib
 with the headless Agg backend on first use; ``save_figure`` writes a figure as
 PNG and SVG and closes it.
+
+Every file is written atomically (:func:`atomic_write`: a temporary file in
+the same folder, flushed, then ``os.replace``), so a reader never sees half a
+file and an interrupted run leaves the previous complete file or none.
+:func:`check_out_dir` checks an ``--out`` folder (a directory, or creatable,
+and writable) *before* a command does any work; :class:`IncrementalResults`
+rewrites a results file after each finished item so an interrupted run keeps
+what it finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
+
+from .errors import ReconRiskError
 
 
 def jsonable(obj: Any) -> Any:
@@ -39,12 +52,109 @@ def dumps(payload: Any, indent: int = 2) -> str:
     return json.dumps(jsonable(payload), indent=indent)
 
 
-def write_json(payload: dict, out_dir: str | Path, name: str = "results.json") -> Path:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / name
-    path.write_text(dumps(payload) + "\n")
+def check_out_dir(out_dir: str | os.PathLike, flag: str = "--out") -> Path:
+    """Check that ``out_dir`` is, or can become, a writable directory; create nothing.
+
+    Raises :class:`ReconRiskError` naming ``flag`` for an empty path, a path
+    that is a file or runs through a file, or a folder (or its nearest
+    existing parent) that is not writable — e.g. under ``/proc``.
+    """
+    text = os.fspath(out_dir) if isinstance(out_dir, (str, os.PathLike)) else None
+    if not text or not text.strip() or "\x00" in text:
+        raise ReconRiskError(f"{flag} must be a folder path; found {text!r}")
+    path = Path(text)
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            raise ReconRiskError(f"{flag} {text!r} runs through a dangling symbolic link {str(probe)!r}")
+        parent = probe.parent
+        if parent == probe:
+            break
+        probe = parent
+    if probe.exists() and not probe.is_dir():
+        where = "is a file" if probe == path else f"runs through the file {str(probe)!r}"
+        raise ReconRiskError(f"{flag} {text!r} {where}, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ReconRiskError(f"{flag} {text!r}: cannot write into {str(probe)!r} (permission denied)")
+    try:
+        st = os.statvfs(probe)
+        if st.f_flag & getattr(os, "ST_RDONLY", 1) or st.f_blocks == 0:  # read-only, or /proc, /sys
+            raise ReconRiskError(f"{flag} {text!r}: {str(probe)!r} is on a read-only or virtual file system")
+    except OSError:  # pragma: no cover - statvfs unsupported
+        pass
     return path
+
+
+def ensure_out_dir(out_dir: str | os.PathLike, flag: str = "--out") -> Path:
+    """:func:`check_out_dir`, then create the folder; an OS failure becomes a one-line error."""
+    path = check_out_dir(out_dir, flag)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReconRiskError(f"{flag} {str(path)!r}: cannot create the folder ({exc.strerror or exc})") from None
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it replaces ``path`` atomically.
+
+    On any exception the temporary file is removed and ``path`` is untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Write text or bytes to ``path`` atomically (temporary file + ``os.replace``)."""
+    with atomic_path(path) as tmp:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)
+    return Path(path)
+
+
+def write_json(payload: dict, out_dir: str | Path, name: str = "results.json") -> Path:
+    """``out_dir/name`` holding ``payload`` as JSON, written atomically."""
+    text = dumps(payload) + "\n"
+    return atomic_write(Path(out_dir) / name, text)
+
+
+class IncrementalResults:
+    """A JSON results file rewritten atomically after every finished item.
+
+    ``{**header, "complete": false, "results": [...]}`` until :meth:`finish`
+    sets ``"complete": true``; an interrupted run leaves a valid file with
+    every item finished so far.
+    """
+
+    def __init__(self, out_dir: str | Path, name: str = "results.partial.json", *, header: dict | None = None):
+        self.path = Path(out_dir) / name
+        self.header = dict(header or {})
+        self.results: list = []
+
+    def _write(self, complete: bool) -> Path:
+        return write_json({**self.header, "complete": complete, "results": self.results}, self.path.parent,
+                          self.path.name)
+
+    def add(self, item: Any) -> Path:
+        self.results.append(item.to_dict() if hasattr(item, "to_dict") else item)
+        return self._write(False)
+
+    def finish(self) -> Path:
+        return self._write(True)
 
 
 def pyplot():
@@ -62,7 +172,10 @@ def save_figure(fig, out_dir: str | Path, stem: str, *, dpi: int = 130) -> list[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=dpi, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
-    pyplot().close(fig)
+    try:
+        for path, kw in zip(paths, ({"dpi": dpi}, {})):
+            with atomic_path(path) as tmp:
+                fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", **kw)
+    finally:
+        pyplot().close(fig)
     return paths

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
 import pickle
 from dataclasses import dataclass
@@ -101,38 +102,86 @@ def load_digits() -> Dataset:
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def _read_bytes(path: Path) -> bytes:
+#: Largest file (or decompressed gzip stream) any reader accepts, and the
+#: largest array an IDX header may declare. MNIST's training images are 47 MB,
+#: a CIFAR-10 batch 31 MB.
+MAX_FILE_BYTES = 512 * 2**20
+#: Unpickler limits: opcodes in the stream, nesting depth of the result.
+MAX_PICKLE_OPS = 1_000_000
+MAX_PICKLE_DEPTH = 32
+
+
+def _open_error(path: Path, exc: OSError) -> ReconRiskError:
+    if isinstance(exc, FileNotFoundError):
+        return ReconRiskError(f"file not found: {str(path)!r}")
+    if isinstance(exc, IsADirectoryError):
+        return ReconRiskError(f"{str(path)!r} is a directory, not a file")
+    return ReconRiskError(f"cannot read {str(path)!r}: {exc.strerror or exc}")
+
+
+def _read_bytes(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, gunzipped if it is gzip; at most ``max_bytes`` either way."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ReconRiskError(f"file not found: {str(path)!r}") from None
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ReconRiskError(f"{str(path)!r} has {size:,} bytes; the limit is {max_bytes:,}")
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise ReconRiskError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        raise _open_error(path, exc) from None
     if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise ReconRiskError(f"{str(path)!r} is not a valid gzip file: {exc}") from None
+        raw = _gunzip(raw, max_bytes, path)
     return raw
 
 
-def parse_idx(raw: bytes, *, name: str = "IDX data") -> np.ndarray:
-    """Parse the bytes of an IDX file (optionally already gunzipped)."""
-    if len(raw) < 4:
-        raise ReconRiskError(f"{name} is not an IDX file: {len(raw)} bytes, need at least a 4-byte header")
-    if raw[0] != 0 or raw[1] != 0:
-        raise ReconRiskError(f"{name} is not an IDX file: magic must start with two zero bytes; found {raw[:4].hex()}")
-    code, ndim = raw[2], raw[3]
+def _gunzip(raw: bytes, max_bytes: int, path: Path) -> bytes:
+    """Decompress a gzip stream, refusing more than ``max_bytes`` of output (gzip bombs)."""
+    import zlib
+
+    d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(raw, max_bytes + 1)
+    except zlib.error as exc:
+        raise ReconRiskError(f"{str(path)!r} is not a valid gzip file: {exc}") from None
+    if len(out) > max_bytes:
+        raise ReconRiskError(f"{str(path)!r} decompresses to more than {max_bytes:,} bytes (the limit)")
+    if not d.eof:
+        raise ReconRiskError(f"{str(path)!r} is a truncated gzip file")
+    return out
+
+
+def _idx_layout(header: bytes, name: str) -> tuple[int, tuple[int, ...], np.dtype, int]:
+    """(header size, shape, dtype, payload bytes) from the first bytes of an IDX stream.
+
+    The size product is computed with Python integers (no wrap-around) and
+    compared with :data:`MAX_FILE_BYTES` before anything is allocated.
+    """
+    if len(header) < 4:
+        raise ReconRiskError(f"{name} is not an IDX file: {len(header)} bytes, need at least a 4-byte header")
+    if header[0] != 0 or header[1] != 0:
+        raise ReconRiskError(f"{name} is not an IDX file: magic must start with two zero bytes; found {header[:4].hex()}")
+    code, ndim = header[2], header[3]
     if code not in _IDX_TYPES:
         raise ReconRiskError(f"{name} has unknown IDX type code 0x{code:02x}; expected one of 08, 09, 0b, 0c, 0d, 0e")
     if ndim < 1:
         raise ReconRiskError(f"{name} declares 0 dimensions; expected at least 1")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise ReconRiskError(f"{name} is truncated: header needs {header} bytes; found {len(raw)}")
-    shape = tuple(int(s) for s in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
+    size = 4 + 4 * ndim
+    if len(header) < size:
+        raise ReconRiskError(f"{name} is truncated: header needs {size} bytes; found {len(header)}")
+    shape = tuple(int.from_bytes(header[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     dtype = np.dtype(_IDX_TYPES[code])
-    expected = header + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    payload = math.prod(shape) * dtype.itemsize
+    if payload > MAX_FILE_BYTES:
+        raise ReconRiskError(
+            f"{name} declares shape {shape} ({payload:,} bytes of data); the limit is {MAX_FILE_BYTES:,} bytes"
+        )
+    return size, shape, dtype, payload
+
+
+def parse_idx(raw: bytes, *, name: str = "IDX data") -> np.ndarray:
+    """Parse the bytes of an IDX file (optionally already gunzipped)."""
+    header, shape, dtype, payload = _idx_layout(bytes(raw[: 4 + 4 * 255]), name)
+    expected = header + payload
     if len(raw) != expected:
         raise ReconRiskError(
             f"{name} has {len(raw)} bytes but its header (shape {shape}, type {dtype.str}) implies {expected}"
@@ -141,9 +190,44 @@ def parse_idx(raw: bytes, *, name: str = "IDX data") -> np.ndarray:
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """Read an IDX file (MNIST's format), gzip-compressed or not."""
+    """Read an IDX file (MNIST's format), gzip-compressed or not.
+
+    The header is read first; its declared size is checked against the cap
+    (and, for an uncompressed file, against the file size) before the data
+    are read, and a gzip stream is decompressed no further than that size + 1.
+    """
     p = Path(path)
-    return parse_idx(_read_bytes(p), name=repr(str(p)))
+    name = repr(str(p))
+    try:
+        with p.open("rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+            fh.seek(0)
+            stream = gzip.GzipFile(fileobj=fh, mode="rb") if gz else fh
+            try:
+                head = stream.read(4)
+                if len(head) == 4:
+                    head += stream.read(4 * head[3])
+                header, shape, dtype, payload = _idx_layout(head, name)
+                if not gz:
+                    size = p.stat().st_size
+                    if size != header + payload:
+                        raise ReconRiskError(
+                            f"{name} has {size} bytes but its header (shape {shape}, type {dtype.str}) implies "
+                            f"{header + payload}"
+                        )
+                body = stream.read(payload + 1)
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                if not gz:
+                    raise
+                raise ReconRiskError(f"{name} is not a valid gzip file: {exc}") from None
+    except OSError as exc:
+        raise _open_error(p, exc) from None
+    if len(body) != payload:
+        raise ReconRiskError(
+            f"{name} has {header + len(body)}{'+' if len(body) > payload else ''} bytes of data but its header "
+            f"(shape {shape}, type {dtype.str}) implies {header + payload}"
+        )
+    return np.frombuffer(body, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def _find(directory: Path, stems: list[str]) -> Path:
@@ -289,31 +373,69 @@ class _RestrictedUnpickler(pickle.Unpickler):
             raise ReconRiskError(f"refusing to load {module}.{name} from a pickle (only numeric arrays are allowed)") from None
 
 
-def _materialise(obj):
+def _materialise(obj, depth: int = 0, memo: dict | None = None):
+    """Replace array stubs by arrays, keeping shared sub-objects shared (no exponential blow-up).
+
+    Nesting deeper than :data:`MAX_PICKLE_DEPTH` is refused (a CIFAR batch is 3 deep).
+    """
+    memo = {} if memo is None else memo
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    if depth > MAX_PICKLE_DEPTH:
+        raise ReconRiskError(f"objects nested more than {MAX_PICKLE_DEPTH} deep in pickle")
     if isinstance(obj, _ArrayStub):
         if obj.array is None:
             raise ReconRiskError("incomplete array in pickle")
-        return obj.array
-    if isinstance(obj, dict):
-        return {(k.decode("latin1") if isinstance(k, bytes) else k): _materialise(val) for k, val in obj.items()}
-    if isinstance(obj, list):
-        return [_materialise(x) for x in obj]
-    if isinstance(obj, tuple):
-        return tuple(_materialise(x) for x in obj)
-    if isinstance(obj, (_DTypeStub, pickle.PickleBuffer)):
-        raise ReconRiskError("unexpected object in pickle")
-    return obj
+        out = obj.array
+    elif isinstance(obj, dict):
+        out = {(k.decode("latin1") if isinstance(k, bytes) else k): _materialise(val, depth + 1, memo)
+               for k, val in obj.items()}
+    elif isinstance(obj, list):
+        out = [_materialise(x, depth + 1, memo) for x in obj]
+    elif isinstance(obj, tuple):
+        out = tuple(_materialise(x, depth + 1, memo) for x in obj)
+    elif isinstance(obj, (_DTypeStub, pickle.PickleBuffer, set, frozenset, bytearray)):
+        raise ReconRiskError(f"unexpected {type(obj).__name__} in pickle")
+    else:
+        out = obj
+    memo[key] = out
+    return out
+
+
+def _scan_pickle(raw: bytes) -> None:
+    """Walk the opcode stream once before unpickling: at most :data:`MAX_PICKLE_OPS` opcodes.
+
+    ``pickletools.genops`` checks every declared length against the bytes
+    actually present, so a header claiming gigabytes fails here, cheaply.
+    """
+    import pickletools
+
+    for count, _ in enumerate(pickletools.genops(raw)):
+        if count >= MAX_PICKLE_OPS:
+            raise ReconRiskError(f"more than {MAX_PICKLE_OPS:,} objects in pickle (the limit)")
 
 
 def safe_unpickle(raw: bytes, *, name: str = "pickle") -> object:
-    """Unpickle plain containers and numeric numpy arrays, nothing else (see module docstring)."""
+    """Unpickle plain containers and numeric numpy arrays, nothing else (see module docstring).
+
+    Limits: the stream is at most :data:`MAX_FILE_BYTES` (checked by the
+    reader), holds at most :data:`MAX_PICKLE_OPS` opcodes, and the result is
+    nested at most :data:`MAX_PICKLE_DEPTH` deep; shared sub-objects stay
+    shared, so a "billion laughs" of shared tuples costs nothing.
+    """
     try:
+        _scan_pickle(raw)
         obj = _RestrictedUnpickler(io.BytesIO(raw), encoding="bytes").load()
+        return _materialise(obj)
     except ReconRiskError as exc:
         raise ReconRiskError(f"{name}: {exc}") from None
+    except RecursionError:
+        raise ReconRiskError(f"{name}: objects nested too deep in pickle") from None
+    except MemoryError:
+        raise ReconRiskError(f"{name}: pickle needs more memory than this machine has") from None
     except Exception as exc:  # malformed stream: UnpicklingError, EOFError, struct errors, ...
         raise ReconRiskError(f"{name} is not a readable pickle: {type(exc).__name__}: {exc}") from None
-    return _materialise(obj)
 
 
 def read_cifar10_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -328,7 +450,9 @@ def read_cifar10_batch(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
         raise ReconRiskError(f"{str(p)!r}: 'data' must be uint8 of shape (N, 3072); found {data.dtype} {data.shape}")
     if isinstance(labels, np.ndarray):
         labels = labels.tolist()
-    if not isinstance(labels, list) or not all(isinstance(c, int) and 0 <= c <= 9 for c in labels):
+    if not isinstance(labels, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 9 for c in labels
+    ):
         raise ReconRiskError(f"{str(p)!r}: 'labels' must be a list of integers in [0, 9]")
     if len(labels) != data.shape[0]:
         raise ReconRiskError(f"{str(p)!r}: {data.shape[0]} images but {len(labels)} labels")

@@ -36,19 +36,25 @@ from . import _validate as v
 from .errors import ReconRiskError
 
 METRICS = ("euclidean", "linf", "exact")
+#: κ = 1/n must be a normal positive double; smaller priors are handled in log
+#: space by :func:`log_kappa_coordinate_match`.
+MAX_PRIOR_SIZE = 10**300
 
 
 def kappa_uniform(n: int) -> float:
     """κ = 1/n for a uniform prior over n candidates and exact-match success."""
-    n = v.integer("prior_size", n, minimum=2)
+    n = v.integer("prior_size", n, minimum=2, maximum=MAX_PRIOR_SIZE)
     return 1.0 / n
 
 
 def _as_points(name: str, points) -> np.ndarray:
     try:
-        arr = np.asarray(points, dtype=float)
+        raw = np.asarray(points)
     except (TypeError, ValueError):
         raise ReconRiskError(f"{name} must be an array of numbers of shape (n, d); found {type(points).__name__}") from None
+    if raw.dtype.kind not in "fiu":  # complex would lose its imaginary part, bools are not coordinates
+        raise ReconRiskError(f"{name} must hold real numbers; found dtype {raw.dtype}")
+    arr = raw.astype(float)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] < 1:
@@ -59,15 +65,31 @@ def _as_points(name: str, points) -> np.ndarray:
 
 
 def _ball_counts(points: np.ndarray, radius: float, metric: str | Callable, chunk: int = 1024) -> np.ndarray:
-    """For each point, the number of points within ``radius`` (inclusive)."""
+    """For each point, the number of points within ``radius`` (inclusive).
+
+    For the built-in metrics the points are first centred and scaled by a
+    power of two (distances scale exactly), so that coordinates near 1e160
+    neither overflow the squared-distance expansion nor cancel in it.
+    """
     n = points.shape[0]
+    if not callable(metric) and metric != "exact":
+        points = points - points.mean(axis=0)
+        peak = float(np.abs(points).max()) if points.size else 0.0
+        if peak > 0 and math.isfinite(peak):
+            scale = 2.0 ** math.floor(math.log2(peak))
+            points, radius = points / scale, radius / scale
     counts = np.zeros(n, dtype=np.int64)
     for start in range(0, n, chunk):
         block = points[start : start + chunk]
         if callable(metric):
-            d = np.asarray(metric(block, points), dtype=float)
+            try:
+                d = np.asarray(metric(block, points), dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ReconRiskError(f"metric must return a numeric distance matrix; it gave {exc}") from None
             if d.shape != (block.shape[0], n):
                 raise ReconRiskError(f"metric must return a ({block.shape[0]}, {n}) distance matrix; found {d.shape}")
+            if not (d >= 0).all():  # NaN fails this too
+                raise ReconRiskError("metric must return distances >= 0; found a negative or NaN distance")
         elif metric == "euclidean":
             d2 = (block**2).sum(1)[:, None] + (points**2).sum(1)[None, :] - 2 * block @ points.T
             d = np.sqrt(np.clip(d2, 0, None))
@@ -258,4 +280,7 @@ def resolve_kappa(kappa=None, prior_size=None) -> float:
         )
     if prior_size is not None:
         return kappa_uniform(prior_size)
-    return v.probability_open("kappa", kappa)
+    k = v.probability_open("kappa", kappa)
+    if k < 1.0 / MAX_PRIOR_SIZE:
+        raise ReconRiskError(f"kappa must be in [1e-300, 1); found {k:g} (use log_kappa_coordinate_match for smaller)")
+    return k

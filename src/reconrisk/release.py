@@ -54,9 +54,9 @@ class Segment:
     steps: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", v.positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "noise_multiplier", v.noise_multiplier("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
-        object.__setattr__(self, "steps", v.integer("steps", self.steps, minimum=1))
+        object.__setattr__(self, "steps", v.steps("steps", self.steps))
 
     def to_dict(self) -> dict:
         return {"noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps}
@@ -124,6 +124,10 @@ class Release:
         ``Release.schedule(accountant.history)`` works directly. Adjacent
         segments with equal (σ, q) are merged.
         """
+        if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
+            raise ReconRiskError(
+                f"segments must be a list of (noise_multiplier, sample_rate, steps); found {segments!r:.80}"
+            )
         segs: list[Segment] = []
         for i, item in enumerate(segments):
             if isinstance(item, Segment):

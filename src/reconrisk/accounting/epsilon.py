@@ -119,7 +119,17 @@ def epsilon(
     delta = v.probability_open("delta", delta)
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     if accountant == "pld":
-        return _pld_epsilon(rel, delta, PLD_DISCRETIZATION)
+        try:
+            return _pld_epsilon(rel, delta, PLD_DISCRETIZATION)
+        except ReconRiskError as exc:  # the engine's grid limit, said in the user's terms (issue 10)
+            if "value_discretization" not in str(exc):
+                raise
+            sig = min(s.noise_multiplier for s in rel.segments)
+            raise ReconRiskError(
+                f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
+                "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
+                "or a larger noise_multiplier"
+            ) from None
     if accountant == "rdp":
         return _rdp_epsilon(rel, delta)
     return _dp_accounting_epsilon(rel, delta)
@@ -145,9 +155,9 @@ def noise_multiplier_for_epsilon(
     Monotone bisection on log σ; the returned σ satisfies the target (it is the
     upper end of a bracket of relative width ≤ ``rel_tol``).
     """
-    target = v.positive("epsilon", epsilon)
+    target = v.epsilon("epsilon", epsilon)
     q = v.sample_rate("sample_rate", sample_rate)
-    t = v.integer("steps", steps, minimum=1)
+    t = v.steps("steps", steps)
     delta = v.probability_open("delta", delta)
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)

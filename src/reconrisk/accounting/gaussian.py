@@ -55,7 +55,7 @@ def _log1mexp(x: np.ndarray) -> np.ndarray:
 
 
 def _steps(steps) -> int:
-    return v.integer("steps", steps, minimum=1)
+    return v.steps("steps", steps)
 
 
 def _eps_array(eps) -> np.ndarray:
@@ -112,7 +112,7 @@ def gaussian_eps(noise_multiplier, delta, *, steps: int = 1) -> float:
     decreasing in ε). Returns 0 when ``delta ≥ δ(0)`` (the total-variation
     distance). [inferred] spec_003 §2.
     """
-    sigma = v.positive("noise_multiplier", noise_multiplier) / math.sqrt(_steps(steps))
+    sigma = v.noise_multiplier("noise_multiplier", noise_multiplier) / math.sqrt(_steps(steps))
     d = v.probability_open("delta", delta)
     target = math.log(d)
     f = lambda e: float(_log_delta_raw(np.asarray(e), sigma)) - target  # noqa: E731
@@ -133,9 +133,7 @@ def gaussian_sigma(eps, delta, *, steps: int = 1) -> float:
     ``steps`` = T > 1 returns the per-step σ for T composed full-batch steps
     (√T times the single-step answer, GDP).
     """
-    e = v.real("eps", eps)
-    if e < 0 or math.isinf(e):
-        raise ReconRiskError(f"eps must be >= 0 and finite; found {eps}")
+    e = v.in_range("eps", eps, 0.0, v.MAX_EPSILON, low_open=False, high_open=False)
     d = v.probability_open("delta", delta)
     t = _steps(steps)
     target = math.log(d)

@@ -135,10 +135,16 @@ def _ret(x):
 
 
 def _arr(x) -> np.ndarray:
-    if isinstance(x, (str, bool)) or x is None:
-        raise ReconRiskError(f"argument must be a number or array of numbers; found {x!r}")
-    arr = np.asarray(x, dtype=float)
-    return arr
+    bad = ReconRiskError(f"eta (the argument) must be a real number or array of real numbers; found {x!r:.80}")
+    if isinstance(x, (str, bytes, bool, np.bool_, dict, set)) or x is None:
+        raise bad
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError):
+        raise bad from None
+    if raw.dtype.kind not in "fiu":  # bool, complex, object, strings
+        raise bad
+    return raw.astype(float)
 
 
 def _prob_arr(q) -> np.ndarray:

@@ -27,6 +27,10 @@ from ..release import Release
 from .rero import closed_form, pld_upper, rero_bounds
 
 
+#: Smallest κ the PLD calibration search accepts (q < 1); q = 1 has a closed form for any κ.
+MIN_KAPPA_PLD = 1e-12
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Result of :func:`noise_multiplier_for_rero`."""
@@ -58,7 +62,12 @@ def noise_multiplier_for_rero(
     kappa = v.probability_open("kappa", kappa)
     target = v.in_range("target_rero", target_rero, kappa, 1.0)
     q = v.sample_rate("sample_rate", sample_rate)
-    t = v.integer("steps", steps, minimum=1)
+    t = v.steps("steps", steps)
+    if q < 1.0 and kappa < MIN_KAPPA_PLD:  # issue 10: prior_size 2^64 ran for minutes
+        raise ReconRiskError(
+            f"kappa must be >= {MIN_KAPPA_PLD:g} (prior_size <= 10^12) to calibrate at sample_rate < 1: smaller "
+            f"baselines need PLD grids this search cannot afford; found kappa={kappa:g}"
+        )
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
     if q == 1.0:
         # Φ(Φ⁻¹(κ) + √T/σ) = γ*  ⇔  σ = √T / (Φ⁻¹(γ*) − Φ⁻¹(κ))

@@ -250,7 +250,7 @@ def mse_bound(
     """Theorem 1 (unbiased) from an RDP ε at α = 2 or from a DP-SGD release (exactly one of them)."""
     if (rdp_epsilon is None) == (release is None):
         raise ReconRiskError("give exactly one of rdp_epsilon or release (noise_multiplier, sample_rate, steps)")
-    diam = v.positive("diam", diam)
+    diam = v.in_range("diam", diam, 0.0, 1e150, high_open=False)  # diam² must stay a finite double
     if release is not None:
         rdp_epsilon = release_rdp_alpha2(release, sensitivity=sensitivity)
     else:

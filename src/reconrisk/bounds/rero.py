@@ -312,6 +312,10 @@ def rero_bounds(
         return [ReroBound("rdp", float(k), None, float(b), release=rel, details={"orders": note}) for k, b in zip(kappas, up)]
     # Monte Carlo
     samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)
+    seed = v.seed("seed", seed, allow_none=True)
+    # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
+    v.memory("samples", samples, 48 * samples)
+    v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
     res = mc_rero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence, progress=progress)
     det = {"samples": samples, "seed": seed, "dkw_tau": res["dkw_tau"]}
     for i, k in enumerate(kappas):

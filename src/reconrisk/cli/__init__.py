@@ -36,24 +36,115 @@ for _optional in ("bound", "audit", "analytic", "fil", "convert", "informed", "r
 _SIM_MODULES = {"jax", "jaxlib", "optax"}
 
 
+#: Path-valued flags where an empty value must not silently mean the working directory.
+_PATH_FLAGS = ("--out", "-o")
+_EMPTY_PATH_FORMS = ("--out=",)
+
+
+def _one_line(text: str) -> str:
+    """Collapse a message onto one line (click's messages may hold newlines)."""
+    return " ".join(str(text).split())
+
+
+def _error(message: str) -> int:
+    print(f"reconrisk: error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def _given(argv: list[str], opts: list[str]) -> str | None:
+    """The text the user gave for an option (``--flag VALUE`` or ``--flag=VALUE``), if found."""
+    found = None
+    for i, tok in enumerate(argv):
+        for o in opts:
+            if tok == o and i + 1 < len(argv):
+                found = argv[i + 1]
+            elif o.startswith("--") and tok.startswith(o + "="):
+                found = tok[len(o) + 1 :]
+    return found
+
+
+def _usage_error(exc, argv: list[str]) -> int:
+    """A click/typer usage error (bad number, unknown or missing flag) as one line, exit 2."""
+    ctx = getattr(exc, "ctx", None)
+    where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path else ""
+    message = exc.format_message()
+    param = getattr(exc, "param", None)
+    if param is not None and getattr(param, "opts", None):
+        given = _given(argv, list(param.opts) + list(getattr(param, "secondary_opts", [])))
+        if given is not None:
+            message = f"{message}; found {given!r}"
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None and ctx.command_path else ""
+    return _error(f"{where}{message}{hint}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``reconrisk`` script."""
+    """Entry point of the ``reconrisk`` script.
+
+    Every failure the user can cause ends here as one line on stderr and exit
+    code 2: :class:`~reconrisk.errors.ReconRiskError` (bad value, file or
+    resource request), click/typer usage errors (non-numeric values, unknown
+    or missing flags — reformatted, never the rich box), a missing ``sim``
+    extra, and ``MemoryError``. Python warnings (e.g. numpy's RuntimeWarning
+    on an underflow inside a log-space computation) are not printed; set
+    ``RECONRISK_DEBUG=1`` to see them and full tracebacks. Anything else is a
+    bug: one line naming it, exit code 1.
+    """
+    import os
+    import warnings
+
+    from typer.core import _click as click  # typer >= 0.20 vendors click; its exceptions live here
+
+    debug = bool(os.environ.get("RECONRISK_DEBUG"))
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, tok in enumerate(args):  # typer turns an empty path into "." (the working directory): refuse it
+        if (tok in _PATH_FLAGS and i + 1 < len(args) and not args[i + 1].strip()) or tok in _EMPTY_PATH_FORMS:
+            return _error(f"{tok.split('=')[0]} must be a folder path; found ''")
     try:
-        app(args=argv, standalone_mode=True)
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.simplefilter("ignore")
+            rv = app(args=args, standalone_mode=False, prog_name="reconrisk")
     except ReconRiskError as exc:
-        print(f"reconrisk: error: {exc}", file=sys.stderr)
+        return _error(str(exc))
+    except click.exceptions.NoArgsIsHelpError as exc:
+        if exc.ctx is not None:
+            print(exc.ctx.get_help())
         return 2
+    except click.exceptions.UsageError as exc:
+        return _usage_error(exc, args)
+    except click.exceptions.ClickException as exc:  # e.g. FileError
+        return _error(exc.format_message())
+    except (typer.Abort, KeyboardInterrupt):
+        print("reconrisk: interrupted", file=sys.stderr)
+        return 130
     except ImportError as exc:
         missing = (getattr(exc, "name", None) or "").split(".")[0]
         if missing in _SIM_MODULES:
-            print(
-                f"reconrisk: error: this command needs the simulation extra ({missing} is not installed); "
-                "install it with: pip install 'reconrisk[sim]'",
-                file=sys.stderr,
+            return _error(
+                f"this command needs the simulation extra ({missing} is not installed); "
+                "install it with: pip install 'reconrisk[sim]'"
             )
-            return 2
-        raise
-    except SystemExit as exc:  # typer/click exit codes (usage errors are 2)
+        if debug:
+            raise
+        return _internal(exc)
+    except MemoryError:
+        if debug:
+            raise
+        return _error("out of memory: the request is larger than this machine can hold; use smaller sizes")
+    except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    return 0
+    except Exception as exc:  # a bug: say so in one line (RECONRISK_DEBUG=1 shows the traceback)
+        if debug:
+            raise
+        return _internal(exc)
+    return rv if isinstance(rv, int) else 0
+
+
+def _internal(exc: BaseException) -> int:
+    print(
+        f"reconrisk: internal error: {type(exc).__name__}: {_one_line(exc)} "
+        "(a bug; rerun with RECONRISK_DEBUG=1 for the traceback and please report it)",
+        file=sys.stderr,
+    )
+    return 1

@@ -28,6 +28,18 @@ app.add_typer(analytic_app, name="analytic")
 _DEFAULT_OUT = Path("reconrisk-out") / "analytic"
 
 
+def _check_sizes(*, dim, averaged, metric=None, eta=None, **norms) -> None:
+    """Issue 10: sizes and norms in a range where N, k and R², m², C² stay finite doubles (checked even where
+    the metric does not use them, so no flag is ignored silently)."""
+    val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**12)
+    val.max_count("--averaged", val.integer("averaged", averaged, minimum=1), 10**12)
+    if metric == "psnr" and isinstance(eta, float) and abs(eta) < float("inf"):  # 10^(±η/10) must stay finite
+        val.in_range("eta", eta, -3000.0, 3000.0, low_open=False, high_open=False)
+    for name, x in norms.items():
+        if x is not None:
+            val.in_range(name, val.positive(name, x), 1e-100, 1e100, low_open=False, high_open=False)
+
+
 def _drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -56,6 +68,9 @@ def bound_cmd(
 ) -> None:
     """ReRo bound γ(η) for MSE (Prop. 3) or PSNR (Prop. 5), or the NCC bound (Prop. 6)."""
     from ..bounds.analytic import analytic_bound
+
+    _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
+                 clip_norm=locals().get("clip_norm"))
 
     res = analytic_bound(
         metric,
@@ -105,6 +120,8 @@ def calibrate_cmd(
     """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
     from ..bounds.analytic import analytic_calibration
 
+    _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
+                 clip_norm=locals().get("clip_norm"))
     target = pick("--target-rero", target_rero, gamma)
     if target is None:
         raise ReconRiskError("target_rero must be given with --target-rero (a number in (0, 1)); found none")
@@ -182,8 +199,19 @@ def simulate_cmd(
 
     from ..attacks.analytic import clip_norm_for_regime, simulate_success
 
+    from .. import _io
+
+    out = _io.check_out_dir(out)
     sig = _floats("noise_multipliers", noise_multipliers)
-    n = val.integer("samples", samples, minimum=1)
+    n = val.max_count("--samples", val.integer("samples", samples, minimum=1), 10**7)
+    dim = val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**7)
+    rows = val.max_count("--rows", val.integer("rows", rows, minimum=1), 10**7)
+    for name, x in (("data_range", data_range), ("clip_norm", clip_norm)):  # x² must stay a finite double
+        if x is not None:
+            val.in_range(name, val.positive(name, x), 1e-100, 1e100, low_open=False, high_open=False)
+    val.choice("mode", mode, ("fast", "explicit"))
+    # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim; explicit mode adds rows × dim
+    val.memory("--samples × --dim", f"{n} × {dim}", 48 * len(sig) * n * dim + (48 * rows * dim if mode == "explicit" else 0))
     x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
     c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
     with progress(len(sig) * x.shape[0], f"simulating ({mode})", enabled=not as_json) as prog:
@@ -235,6 +263,10 @@ def figures_cmd(
     from ..experiments import analytic as ea
     from ..report import analytic as ra
 
+    from .. import _io
+
+    out = _io.check_out_dir(out)
+    val.choice("mode", mode, ("fast", "explicit"))
     which = val.choice("fig", fig, ("2", "3", "5", "all"))
     kinds = {"synthetic": ["synthetic"], "digits": ["digits"], "both": ["synthetic", "digits"]}
     sources = kinds[val.choice("data", data, tuple(kinds))]

@@ -81,8 +81,13 @@ def audit(
     from ..experiments.audit import calibrated_settings
     from ..experiments.trials import split_dataset
 
+    from .. import _io
+
     if epsilon and noise_multiplier:
         raise ReconRiskError("give --epsilon or --noise-multiplier, not both")
+    # issue 10: every flag, the seed and --out are checked before any data is read or model trained
+    out = _io.check_out_dir(out)
+    seed = v.seed("seed", seed)
     sample_rate = v.sample_rate("sample_rate", sample_rate)
     attacks = _attacks(attack, sample_rate)
     kwargs = dict(
@@ -90,12 +95,18 @@ def audit(
         learning_rate=learning_rate, clip_mode=clip_mode, prior=prior, attacks=attacks, seed=seed,
     )
     # validate everything cheap before any training
-    for name, val in (("epsilon", epsilon or []), ("noise_multiplier", noise_multiplier or [])):
-        for x in val:
-            v.positive(name, x)
-    v.integer("steps", steps, minimum=1)
+    for x in epsilon or []:
+        v.epsilon("epsilon", x)
+    for x in noise_multiplier or []:
+        v.noise_multiplier("noise_multiplier", x)
+    v.steps("steps", steps)
+    if known_size is not None:
+        v.integer("known_size", known_size, minimum=1)
     v.positive("clip_norm", clip_norm)
-    v.integer("trials", trials, minimum=1)
+    v.positive("learning_rate", learning_rate)
+    v.probability_open("delta", delta)
+    v.max_count("--trials", v.integer("trials", trials, minimum=1), 10**7, "informed-adversary trials per setting")
+    v.max_count("--steps", steps * trials, 10**11, "steps × trials of DP-SGD to simulate per setting")
     data = load_dataset(dataset)
     from ..train.models import get_model
 
@@ -110,9 +121,12 @@ def audit(
 
     from ..experiments.audit import certify
 
+    _io.ensure_out_dir(out)
+    # each finished setting is saved at once (atomically), so an interrupted run keeps what it finished
+    partial = _io.IncrementalResults(out, "results.partial.json", header={"command": "audit", "dataset": dataset})
     certificates = [certify(s) for s in settings]  # cheap: shown before any trial runs
     t0 = time.perf_counter()
-    results = _run(settings, certificates, data, attacks, quiet=json_output)
+    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=partial.add)
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
@@ -124,9 +138,9 @@ def audit(
         "known_size": results[0].known_size, "seconds": elapsed,
     }
     payload = audit_payload(results, dataset=data.to_dict(), config=config)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = write_json(payload, out)
     plot_paths = audit_plot(results, out) if plot else []
+    json_path = write_json(payload, out)  # atomic, and after the plots: results.json never outlives its figures
+    partial.path.unlink(missing_ok=True)
     if json_output:
         print_json(payload)
         return
@@ -137,12 +151,16 @@ def audit(
     Console().print(f"wrote {files}  ({elapsed:.1f} s)")
 
 
-def _run(settings, certificates, data, attacks, *, quiet: bool):
+def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda result: None):
     """Run every setting; unless ``quiet``, show the certified bounds at once and fill in each ε's result live."""
     from ..experiments.audit import run_setting, total_trials
 
     if quiet:
-        return [run_setting(s, data, certificate=c) for s, c in zip(settings, certificates)]
+        out = []
+        for s, c in zip(settings, certificates):
+            out.append(run_setting(s, data, certificate=c))
+            saved(out[-1])  # issue 10: an interrupted audit keeps every finished setting
+        return out
     from rich.console import Console, Group
     from rich.live import Live
     from rich.progress import Progress
@@ -161,6 +179,7 @@ def _run(settings, certificates, data, attacks, *, quiet: bool):
         for s, c in zip(settings, certificates):
             bar.update(task, description=f"audit {_label(s)}")
             results.append(run_setting(s, data, certificate=c, progress=lambda k: bar.advance(task, k)))
+            saved(results[-1])
             live.update(Group(_table(settings, certificates, results, attacks), bar))
             if not err.is_terminal:
                 r = results[-1]

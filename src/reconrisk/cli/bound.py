@@ -41,10 +41,24 @@ def bound_cmd(
     from ..release import Release
 
     method = v.choice("method", method, _METHODS)
+    # every flag is checked, also those the chosen method does not use (issue 10: none is ignored silently)
+    samples = v.integer("samples", samples, minimum=100)
+    seed = v.seed("seed", seed)
+    confidence = v.probability_open("confidence", confidence)
+    if method in ("mc", "all"):
+        v.memory("--samples", samples, 48 * samples)
     k = _kappa(kappa, prior_size)
     release = Release(noise_multiplier, sample_rate, steps)
     delta = v.probability_open("delta", delta)
-    eps = epsilon(release=release, delta=delta)
+    from ..errors import ReconRiskError
+
+    accountant = "PLD"
+    try:
+        eps = epsilon(release=release, delta=delta)
+    except ReconRiskError as exc:
+        if "too small for the PLD accountant" not in str(exc):
+            raise
+        eps, accountant = epsilon(release=release, delta=delta, accountant="rdp"), "RDP"
     if method == "all":
         methods = ["pld"] + (["closed_form"] if has_closed_form(release) else []) + ["mc"]
     else:
@@ -76,6 +90,7 @@ def bound_cmd(
         "prior_size": prior_size,
         "delta": delta,
         "epsilon": eps,
+        "epsilon_accountant": accountant.lower(),
         "noise_multiplier": release.noise_multiplier,
         "sample_rate": release.sample_rate,
         "steps": release.steps,
@@ -99,7 +114,7 @@ def bound_cmd(
     rows.append(["rdp (baseline)", None, rdp.upper, None, None])
     rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
     title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
-    caption = f"ε = {eps:.3f} at δ = {delta:g} (PLD accountant)"
+    caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
 
 
@@ -209,8 +224,11 @@ def curve_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
+    from .._io import check_out_dir
     from ..experiments.curves import curve_jobs, rero_curves
     from ..report.curves import write_curves
+
+    out = check_out_dir(out)  # before the calibrations (issue 10)
 
     grid = dict(steps=steps, sample_rate=sample_rate, epsilon_range=(epsilon_min, epsilon_max), points=points,
                 fixed_epsilon=fixed_epsilon, sample_rates=sample_rates)

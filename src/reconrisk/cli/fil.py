@@ -28,9 +28,13 @@ def mse_bound_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Theorem 1 of seed 001: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
+    from .. import _validate as v
     from ..bounds.mse import GELU_CLIP_OVERSHOOT, mse_bound
     from ..errors import ReconRiskError
     from ..release import Release
+
+    if rdp_epsilon is not None:
+        rdp_epsilon = v.positive("rdp_epsilon", rdp_epsilon)
 
     dpsgd = [noise_multiplier, sample_rate, steps]
     if rdp_epsilon is not None and any(a is not None for a in dpsgd):
@@ -67,11 +71,13 @@ def fil_logreg_cmd(
     """Digits 0-vs-1 logistic regression: dFIL bounds vs the RDP bound (Fig. 2), GLM attack (Figs. 3–4)."""
     import dataclasses
 
+    from .. import _io
     from .. import _validate as v
     from ..experiments.fil import logreg_experiment
 
     noise_std = pick("--noise-std", noise_std, noise, default=1e-2)
-    trials = v.integer("trials", trials, minimum=0)
+    trials = v.max_count("--trials", v.integer("trials", trials, minimum=0), 10**7, "GLM attack draws")
+    _io.check_out_dir(out)  # before the fit and the attack, also with --no-figures (issue 10: no flag ignored)
     with progress(trials, "GLM attack", enabled=not json_out) as adv:
         res = logreg_experiment(lam=lam, noise_std=noise_std, formula="paper" if paper_formula else "gaussian",
                                 trials=trials, seed=seed, progress=adv)

@@ -37,12 +37,12 @@ def curve_jobs(
     """The (panel, ε, q) points of both panels: ε log-spaced at ``sample_rate``, then each q at ``fixed_epsilon``."""
     v.integer("steps", steps, minimum=1)
     sample_rate = v.sample_rate("sample_rate", sample_rate)
-    e_lo = v.positive("epsilon_min", epsilon_range[0])
-    e_hi = v.positive("epsilon_max", epsilon_range[1])
+    e_lo = v.epsilon("epsilon_min", epsilon_range[0])
+    e_hi = v.epsilon("epsilon_max", epsilon_range[1])
     if e_hi <= e_lo:
         raise ReconRiskError(f"epsilon_max must be > epsilon_min; found {e_hi} <= {e_lo}")
     points = v.integer("points", points, minimum=2, maximum=200)
-    fixed_epsilon = v.positive("fixed_epsilon", fixed_epsilon)
+    fixed_epsilon = v.epsilon("fixed_epsilon", fixed_epsilon)
     qs = [v.sample_rate("sample_rates", q) for q in sample_rates]
     eps_grid = np.geomspace(e_lo, e_hi, points)
     return [("epsilon", float(e), sample_rate) for e in eps_grid] + [("sample_rate", fixed_epsilon, q) for q in qs]
@@ -68,7 +68,7 @@ def rero_curves(
     ``baselines`` = ``{rdp}``.
     """
     steps = v.integer("steps", steps, minimum=1)
-    sizes = [v.integer("prior_size", n, minimum=2) for n in prior_sizes]
+    sizes = [v.integer("prior_size", n, minimum=2, maximum=10**300) for n in prior_sizes]
     if not sizes:
         raise ReconRiskError("prior_size must be given at least once")
     delta = v.probability_open("delta", delta)
@@ -99,7 +99,7 @@ def bound_curve(
     """(ε grid, certified upper bound) spanning the audited ε values (σ calibrated at each ε, PLD accountant)."""
     from ..api import rero_bound
 
-    eps = [v.positive("epsilons", e) for e in epsilons]
+    eps = [v.epsilon("epsilons", e) for e in epsilons]
     if not eps:
         raise ReconRiskError("epsilons must hold at least one value; found none")
     sample_rate = v.sample_rate("sample_rate", sample_rate)

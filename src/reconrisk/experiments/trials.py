@@ -185,7 +185,7 @@ class _Inputs:
             self.noise_x = np.stack([uniform_noise_prior(s.prior_size, dataset.dim, rng, mean_distance=dist)
                                      for _ in range(s.trials)])
             self.noise_y = rng.integers(0, dataset.num_classes, (s.trials, s.prior_size)).astype(np.int32)
-        self.base_key = jax.random.PRNGKey(s.seed)
+        self.base_key = jax.random.PRNGKey(v.jax_seed(s.seed))
         self.trials = s.trials
 
     def batch(self, lo: int, size: int):

@@ -462,7 +462,7 @@ def train(
         if not isinstance(h, StepHook):
             raise ReconRiskError(f"hooks must be StepHook instances; found {h!r}")
     cfg = make_step_config(release, x.shape[0], learning_rate, clip_mode, trials=runs, momentum=momentum)
-    k_init, k_run = jax.random.split(jax.random.PRNGKey(seed) if key is None else key)
+    k_init, k_run = jax.random.split(jax.random.PRNGKey(v.jax_seed(seed)) if key is None else key)
     if params is None:
         params = model.init(k_init)
     T = release.steps

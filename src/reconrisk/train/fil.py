@@ -213,14 +213,15 @@ class FILConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", v.choice("method", self.method, FIL_METHODS))
-        object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1))
+        # at most 10⁴ sampled coordinates per example and step (issue 10: 1e12 crashed inside JAX)
+        object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1, maximum=10**4))
         object.__setattr__(self, "power_iters", v.integer("power_iters", self.power_iters, minimum=1))
         object.__setattr__(self, "clip_mode", v.choice("clip_mode", self.clip_mode, ("gelu", "hard")))
         object.__setattr__(self, "learning_rate", v.positive("learning_rate", self.learning_rate))
         object.__setattr__(self, "momentum", v.in_range("momentum", self.momentum, 0.0, 1.0, low_open=False))
         if self.delta is not None:
             object.__setattr__(self, "delta", v.probability_open("delta", self.delta))
-        object.__setattr__(self, "runs", v.integer("runs", self.runs, minimum=1))
+        object.__setattr__(self, "runs", v.integer("runs", self.runs, minimum=1, maximum=10**4))
         object.__setattr__(self, "seed", v.integer("seed", self.seed, minimum=0))
 
     def to_dict(self) -> dict:
@@ -396,5 +397,5 @@ def fil_run_keys(seed: int, run: int):
     """(trainer key, FIL key) of run r: ``split(fold_in(PRNGKey(seed), r))``; the trainer key feeds :func:`~.dpsgd.train`."""
     import jax
 
-    k_train, k_fil = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), run))
+    k_train, k_fil = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(v.jax_seed(seed)), run))
     return k_train, k_fil

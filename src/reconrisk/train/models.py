@@ -151,10 +151,20 @@ def _conv_out(n: int, stride: int) -> int:
     return -(-n // stride)  # SAME padding
 
 
+#: Largest dense model accepted (issue 10: ``--model mlp:100000000`` hung).
+MAX_PARAMS = 10**7
+
+
 def mlp(input_shape, hidden=(10,), num_classes: int = 10, name: str | None = None) -> Model:
     """Fully connected eLU network ``input → hidden… → num_classes``."""
     shape = _shape(input_shape)
     widths = [int(math.prod(shape)), *[v.integer("hidden width", w, minimum=1) for w in hidden], num_classes]
+    params = sum((widths[i] + 1) * widths[i + 1] for i in range(len(widths) - 1))
+    if params > MAX_PARAMS:
+        raise ReconRiskError(
+            f"--model {'mlp:' + ','.join(map(str, hidden))!r} has {params:,} parameters on {widths[0]} inputs; "
+            f"the limit is {MAX_PARAMS:,} (per-example gradients of every trial must fit in memory)"
+        )
     layers = tuple(Layer("dense", widths[i], widths[i + 1]) for i in range(len(widths) - 1))
     label = name or ("mlp" if tuple(hidden) == (10,) else "mlp:" + ",".join(str(w) for w in hidden))
     return Model(label, shape, layers, num_classes)

@@ -69,8 +69,22 @@ class Transcript:
                 raise ReconRiskError(f"{str(p)!r} is not a reconrisk transcript: {exc}") from None
         else:
             arrays = _mmap_npz(p, ("thetas", "grads", "masks", "meta"))
-        meta = json.loads(str(arrays["meta"][()]))
-        return cls(arrays["thetas"], arrays["grads"], arrays["masks"].astype(bool, copy=False), meta)
+        try:
+            meta = json.loads(str(arrays["meta"][()]))
+        except (ValueError, TypeError, IndexError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            raise ReconRiskError(f"{str(p)!r} is not a reconrisk transcript: its metadata is not JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise ReconRiskError(f"{str(p)!r} is not a reconrisk transcript: its metadata must be a JSON object")
+        try:
+            return cls(arrays["thetas"], arrays["grads"], arrays["masks"].astype(bool, copy=False), meta)
+        except ReconRiskError as exc:
+            raise ReconRiskError(f"{str(p)!r}: {exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise ReconRiskError(f"{str(p)!r} is not a reconrisk transcript: {exc}") from None
+
+
+#: Largest compressed member read into memory (stored members are memory-mapped instead).
+_MAX_MEMBER_BYTES = 512 * 2**20
 
 
 def _mmap_npz(path: Path, names) -> dict:
@@ -80,6 +94,9 @@ def _mmap_npz(path: Path, names) -> dict:
         with zipfile.ZipFile(path) as zf:
             for name in names:
                 info = zf.getinfo(name + ".npy")
+                if info.compress_type != zipfile.ZIP_STORED and info.file_size > _MAX_MEMBER_BYTES:
+                    raise ValueError(f"member {name} declares {info.file_size:,} bytes uncompressed (limit "
+                                     f"{_MAX_MEMBER_BYTES:,})")
                 if info.compress_type != zipfile.ZIP_STORED:
                     with zf.open(info) as fh:
                         out[name] = np.load(io.BytesIO(fh.read()), allow_pickle=False)
