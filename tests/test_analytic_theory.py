@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
+from reconrisk._validate import MAX_EPSILON
+
 from reconrisk.bounds.analytic import (
     analytic_bound,
     analytic_calibration,
@@ -525,7 +527,7 @@ def test_calibrate_bound_round_trip(metric, g, n, m, s):
 @given(sigma=st.floats(0.05, 50), delta=st.floats(1e-12, 1e-2))
 def test_eps_sigma_round_trip(sigma, delta):
     eps = gaussian_eps(sigma, delta)
-    if eps > 0:
+    if 0 < eps <= MAX_EPSILON:  # ε above the cap is refused as an input (issue 10)
         assert gaussian_delta(eps, sigma) == pytest.approx(delta, rel=1e-8)
         assert gaussian_sigma(eps, delta) == pytest.approx(sigma, rel=1e-8)
 
@@ -573,7 +575,7 @@ def test_analytic_calibration_result():
         (lambda: selection_probability(5, 3, 10), "k must be an integer in [0, 3]"),
         (lambda: gaussian_delta(-1.0, 1.0), "eps must be >= 0"),
         (lambda: gaussian_eps(1.0, 1.5), "delta must be in (0, 1)"),
-        (lambda: gaussian_sigma(-1.0, 1e-5), "eps must be >= 0"),
+        (lambda: gaussian_sigma(-1.0, 1e-5), "eps must be in [0, 250]"),
         (lambda: optimal_num_rows(1.0, 0.0), "min_norm must be > 0"),
         (lambda: optimal_num_rows(1.0, 1.0, rule="x"), "rule must be one of"),
         (lambda: analytic_bound("ncc", 1.0, 4, eta=1.5), "eta must be in [-1, 1]"),

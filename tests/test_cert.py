@@ -242,12 +242,23 @@ def test_analytic_calibration_never_overshoots():
 
 
 # -- extreme inputs -------------------------------------------------------------------------
-@pytest.mark.parametrize("s", [1e-200, 5e-324, 1e155, 1e308])
+@pytest.mark.parametrize("s", [1e-12, 1e-9, 1e6, 1e8])
 def test_extreme_noise_answers(s):
+    # the accepted range of σ is [1e-12, 1e8] (issue 10); at its edges the answers are the exact limits
     b = rr.rero_bound(s, 0.5, 10, kappa=0.1)
     assert 0.1 <= b.lower <= b.upper <= 1 and b.converged
+    if s < 1:
+        assert b.lower == pytest.approx(1 - 0.5**10 * 0.9, rel=1e-9)  # the target is found iff it was ever sampled
+    else:
+        assert b.upper <= 0.1 + 10 / s  # the advantage over κ shrinks like 1/σ
     e = rr.epsilon(s, 0.5, 10)
-    assert e == (math.inf if s < 1 else 0.0)
+    assert e == math.inf if s < 1 else e < 1e-3
+
+
+@pytest.mark.parametrize("s", [1e-200, 5e-324, 1e155, 1e308])
+def test_noise_beyond_the_range_is_a_clean_error(s):
+    with pytest.raises(ReconRiskError, match=r"noise_multiplier must be in \[1e-12, 1e\+08\]"):
+        rr.rero_bound(s, 0.5, 10, kappa=0.1)
 
 
 def test_saturated_huge_T_is_fast_and_certified():

@@ -16,7 +16,7 @@ def test_rows_carry_the_bound_commands_numbers_and_progress_counts_points():
     rows = rero_curves(prior_sizes=(10, 100), progress=calls.append, **grid)
     assert len(calls) == len(curve_jobs(**grid)) == 3 and len(rows) == 6
     for r in rows:
-        assert set(r["rero"]) == {"method", "lower", "upper"} and r["kappa"] == 1 / r["prior_size"]
+        assert set(r["rero"]) == {"method", "lower", "upper", "width", "converged"} and r["kappa"] == 1 / r["prior_size"]
         assert rr.epsilon(r["noise_multiplier"], r["sample_rate"], r["steps"], delta=1e-5) == pytest.approx(r["epsilon"], rel=1e-3)
         b = rr.rero_bound(r["noise_multiplier"], r["sample_rate"], r["steps"], prior_size=r["prior_size"])
         assert (r["rero"]["lower"], r["rero"]["upper"]) == pytest.approx((b.lower, b.upper), rel=1e-12)

@@ -254,6 +254,15 @@ def test_table_iv_gaussian_sigma(eps, sigma):
     assert acc.gaussian_sigma_opacus(eps, GAMMA, 1406, DELTA, rel_tol=1e-3) == pytest.approx(sigma, rel=0.01)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("eps,sigma", [(0.49, 1.23), (10.9, 0.420), (173, 0.174)])
+def test_table_iv_gaussian_sigma_with_our_rdp_accountant(eps, sigma):
+    # reconrisk's own RDP accountant (fractional orders, continuous minimisation; issue 9) against the same column
+    from reconrisk import noise_multiplier_for_epsilon
+
+    assert noise_multiplier_for_epsilon(eps, GAMMA, 1406, DELTA, accountant="rdp") == pytest.approx(sigma, rel=0.01)
+
+
 # -- Bayes' capacity (spec_004 §9.4) ---------------------------------------------------------------------
 def test_capacity_small_p_exact():
     assert math.exp(cap.log_capacity_vmf(3, 2)) == pytest.approx(4.115220339696, rel=1e-9)

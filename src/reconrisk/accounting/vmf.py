@@ -47,7 +47,7 @@ from scipy import optimize, special
 from .. import _validate as v
 from .._roots import bisect_log
 from ..errors import ReconRiskError
-from ..mechanisms.vmf import _bessel_ratio_core, _log_iv_core, bessel_ratio, log_iv
+from ..mechanisms.vmf import _bessel_ratio_core, _log_iv_core, bessel_ratio
 
 __all__ = [
     "vmf_rdp",

@@ -62,6 +62,7 @@ from ..errors import ReconRiskError
 from ..priors import resolve_kappa
 from ..release import Release, gaussian_release
 from ..accounting import pld as _pld
+from ..accounting.pmf import _nu_mass
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .tradeoff import tradeoff
@@ -208,7 +209,7 @@ class _Pmf:
     def __init__(self, pmf: _pld.PMF):
         self.pmf = pmf
         l = pmf.losses
-        w = _pld._nu_mass(pmf.probs, l)
+        w = _nu_mass(pmf.probs, l)
         self._l = l
         self._w_suf = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
 
