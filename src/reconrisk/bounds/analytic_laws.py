@@ -135,15 +135,17 @@ def _ret(x):
 
 
 def _arr(x) -> np.ndarray:
-    bad = ReconRiskError(f"eta (the argument) must be a real number or array of real numbers; found {x!r:.80}")
+    def bad() -> ReconRiskError:  # built only on failure: repr of a large array is costly
+        return ReconRiskError(f"eta (the argument) must be a real number or array of real numbers; found {x!r:.80}")
+
     if isinstance(x, (str, bytes, bool, np.bool_, dict, set)) or x is None:
-        raise bad
+        raise bad()
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError):
-        raise bad from None
+        raise bad() from None
     if raw.dtype.kind not in "fiu":  # bool, complex, object, strings
-        raise bad
+        raise bad()
     return raw.astype(float)
 
 
