@@ -162,8 +162,6 @@ def test_advantage_bracket_overlaps_dp_accounting_two_sided(sigma, q, t):
     assert adv.upper - adv.lower <= dpa_up - dpa_lo + 1e-4  # and ours is at least about as tight
 
 
-@pytest.mark.skipif(not hasattr(__import__("reconrisk.bounds.rero", fromlist=["x"]), "analytic_bracket"),
-                    reason="needs the issue-9 engine's analytic bracket (tag cert-engine)")
 @pytest.mark.parametrize("sigma", [1e-12, 1e-9, 1e6, 1e8])  # the accepted range of σ (issue 10) and its edges
 def test_extreme_noise_gives_a_clean_answer(sigma):
     """No traceback at any σ; the limits are exact: σ → 0 reveals whether the target was sampled, σ → ∞ nothing."""

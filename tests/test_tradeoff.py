@@ -27,11 +27,6 @@ def _contains(t, release, alphas):
     assert np.all(t.beta_upper >= b * (1 - REL)), (t.beta_upper - b) / b
 
 
-_OLD_ENGINE = not hasattr(__import__("reconrisk.bounds.rero", fromlist=["x"]), "analytic_bracket")
-
-
-@pytest.mark.xfail(_OLD_ENGINE, reason="the PLD lower end overshoots at large sigma / small q until the issue-9 fix "
-                   "(tag cert-engine) is merged", strict=False)
 @settings(max_examples=40)
 @given(
     sigma=st.floats(math.log(0.5), math.log(200.0)).map(math.exp),
@@ -43,6 +38,20 @@ def test_single_step_pld_bracket_contains_the_exact_mixture_curve(sigma, q, la):
     r = Release(sigma, q, 1)
     a = np.exp(np.array(la))
     _contains(tradeoff(r, a, method="pld"), r, a)
+
+
+@settings(max_examples=15, deadline=None)
+@given(sigma=st.floats(0.5, 20.0), t=st.integers(1, 300), la=st.lists(log_alpha, min_size=5, max_size=12))
+def test_full_batch_pld_bracket_contains_the_gaussian_dp_curve(sigma, t, la):
+    """q = 1, any T: f(α) = Φ(Φ⁻¹(1−α) − √T/σ) must lie in the PLD engine's bracket (not the closed-form path)."""
+    r = Release(sigma, 1.0, t)
+    a = np.exp(np.array(la))
+    tr = tradeoff(r, a, method="pld")
+    p, b = exact_power(r, a), exact_beta(r, a)
+    # β = 1 − B inherits B's absolute rounding (a few ulps of 1), so where β is tiny the check allows 4e-16 absolute
+    slack = 4e-16
+    assert np.all(tr.power_lower <= p * (1 + REL) + slack) and np.all(tr.power_upper >= p * (1 - REL) - slack)
+    assert np.all(tr.beta_lower <= b * (1 + REL) + slack) and np.all(tr.beta_upper >= b * (1 - REL) - slack)
 
 
 @settings(max_examples=20)
