@@ -21,7 +21,7 @@ from jax.flatten_util import ravel_pytree  # noqa: E402
 from reconrisk import Release, accounting, rero_bound  # noqa: E402
 from reconrisk.attacks.prior_aware import attack_scores, observe_step, prior_aware_attack, top_k_count  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
-from reconrisk.experiments.runner import AuditSetting, calibrated_settings, run_setting  # noqa: E402
+from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
 from reconrisk.metrics import SuccessRate, clopper_pearson  # noqa: E402
 from reconrisk.train import dpsgd, models  # noqa: E402
 

@@ -309,7 +309,7 @@ def test_kappa_from_points_huge_coordinates():
 def test_prior_larger_than_dataset_message():
     pytest.importorskip("jax")
     from reconrisk.data import load_digits
-    from reconrisk.experiments.runner import split_dataset
+    from reconrisk.experiments.trials import split_dataset
 
     small = load_digits().subset(np.arange(5))
     with pytest.raises(ReconRiskError) as exc:
