@@ -31,10 +31,19 @@ def fft_eta(n: int) -> float:
     return stages * e1 / (1 - stages * e1)
 
 
+def norm2(x: np.ndarray) -> float:
+    """2-norm, rounded up (pairwise summation: relative error far below 1e-12 at any length here).
+
+    Plain ufuncs, not BLAS: ``np.dot``/``np.linalg.norm`` go through a threaded BLAS that, on a
+    loaded machine, took 30 ms for a 70 000-entry vector (a third of a composition's time).
+    """
+    a = np.abs(x) if np.iscomplexobj(x) else x
+    return math.sqrt(float(np.sum(np.square(a)))) * (1.0 + 1e-12)
+
+
 def full_norm(half: np.ndarray, n: int) -> float:
     """2-norm over the full length-n spectrum from an rfft half-spectrum (Hermitian symmetry)."""
-    a = np.abs(half)
-    return float(math.sqrt(2.0 * np.dot(a, a)))
+    return math.sqrt(2.0) * norm2(half) * (1.0 + 1e-15)
 
 
 def power_roundoff(x: np.ndarray, x_hat: np.ndarray, spec: np.ndarray, t: int, n: int, out_len: int) -> float:
@@ -49,7 +58,7 @@ def power_roundoff(x: np.ndarray, x_hat: np.ndarray, spec: np.ndarray, t: int, n
     ``out_len`` kept entries is at most √out_len times the ℓ₂ norm.
     """
     eta = fft_eta(n)
-    e = eta * math.sqrt(n) * float(np.linalg.norm(x))
+    e = eta * math.sqrt(n) * norm2(x)
     with np.errstate(divide="ignore", over="ignore"):
         m = np.abs(x_hat) + e
         log_m = np.log(np.where(m > 0, m, 1.0))
@@ -69,8 +78,8 @@ def product_roundoff(x: np.ndarray, y: np.ndarray, z: np.ndarray, n: int, out_le
     e_x = η√n‖x‖₂; then as in :func:`power_roundoff`.
     """
     eta = fft_eta(n)
-    ex = eta * math.sqrt(n) * float(np.linalg.norm(x))
-    ey = eta * math.sqrt(n) * float(np.linalg.norm(y))
+    ex = eta * math.sqrt(n) * norm2(x)
+    ey = eta * math.sqrt(n) * norm2(y)
     z_norm = full_norm(z, n)
     err_z = ex + ey + ex * ey + 4 * UNIT_ROUNDOFF * z_norm
     err_c = (err_z * (1 + eta) + eta * z_norm) / math.sqrt(n)

@@ -61,6 +61,9 @@ from .pmf import PMF, ROUNDOFF_PER_ATOM
 STEP_TAIL = 1e-18
 #: Largest loss represented on the grid; beyond that mass is "infinite".
 MAX_LOSS = 600.0
+#: Optimistic curve values below this are set to 0 (each step loses at most this much; it keeps
+#: the convex hull linear-time in the far tail).
+TAIL_ZERO = 1e-20
 #: Largest per-step grid.
 MAX_ATOMS = 4_000_000
 
@@ -264,9 +267,13 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     y = np.concatenate([[0.0], np.exp(l)])
     val = np.concatenate([[1.0 - gap_left], _lowered_values(y[1:], D, D_err, gap, gap_left, l, h, sigma, q)])  # may be < 0
     # first point lowered to or below zero: the curve is 0 from the point before it on
-    nonpos = np.flatnonzero(val[1:] <= 0.0) + 1
+    # (values below TAIL_ZERO count as zero: setting a value ≥ 0 to 0 only lowers the curve, and
+    # the nearly flat far tail otherwise costs the hull one pass per point)
+    nonpos = np.flatnonzero(val[1:] <= TAIL_ZERO) + 1
     if nonpos.size == 0:
         zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
+    elif val[nonpos[0]] >= 0.0:
+        zero_from = int(nonpos[0])  # a tiny non-negative value: 0 from here on lowers the curve
     elif nonpos[0] <= 1:  # pragma: no cover - every grid point lowered below 0: the empty curve
         return PMF(h, k0, np.zeros(1), 0.0, False, 0.0)
     else:
@@ -461,20 +468,45 @@ def _remove_loss_vec(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
 def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the lower convex hull of points sorted by x (first and last always kept).
 
-    A few vectorised passes drop every point lying on or above the chord of its
-    current neighbours (such a point is never a hull vertex, whether or not the
-    neighbours survive); Andrew's monotone chain finishes on what is left.
+    Vectorised quickhull: between two consecutive hull vertices, the point
+    farthest below their chord is a hull vertex, and points on or above it are
+    not; all segments are split at once, so a smooth convex curve takes about
+    log₂ n rounds. (The former local passes plus a Python monotone chain took
+    0.6 s on a 45 000-point step whose far tail is eaten one point per pass.)
+    Falls back to Andrew's monotone chain after 64 rounds.
     """
-    keep = np.arange(x.size)
-    for _ in range(16):
-        if keep.size <= 2:
-            return keep
-        xs, ys = x[keep], y[keep]
-        s = np.diff(ys) / np.diff(xs)
-        reflex = np.concatenate([[False], s[1:] <= s[:-1], [False]])
-        if not reflex.any():
-            return keep
-        keep = keep[~reflex]
+    n = x.size
+    if n <= 2:
+        return np.arange(n)
+    is_vertex = np.zeros(n, dtype=bool)
+    is_vertex[0] = is_vertex[-1] = True
+    cand = np.arange(1, n - 1)
+    for _ in range(64):
+        if cand.size == 0:
+            return np.flatnonzero(is_vertex)
+        verts = np.flatnonzero(is_vertex)
+        pos = np.searchsorted(verts, cand)
+        left, right = verts[pos - 1], verts[pos]
+        chord = y[left] + (y[right] - y[left]) * ((x[cand] - x[left]) / (x[right] - x[left]))
+        d = chord - y[cand]
+        below = d > 0.0
+        cand, d, pos = cand[below], d[below], pos[below]
+        if cand.size == 0:
+            return np.flatnonzero(is_vertex)
+        starts = np.flatnonzero(np.concatenate([[True], pos[1:] != pos[:-1]]))
+        gmax = np.maximum.reduceat(d, starts)
+        sizes = np.diff(np.concatenate([starts, [cand.size]]))
+        hit = np.flatnonzero(d == np.repeat(gmax, sizes))
+        grp = np.repeat(np.arange(starts.size), sizes)[hit]
+        first = hit[np.concatenate([[True], grp[1:] != grp[:-1]])]
+        is_vertex[cand[first]] = True
+        keep = np.ones(cand.size, dtype=bool)
+        keep[first] = False
+        cand = cand[keep]
+    return _monotone_chain(x, y, np.flatnonzero(is_vertex | np.isin(np.arange(n), cand)))
+
+
+def _monotone_chain(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarray:
     hull: list[int] = []
     for i in keep.tolist():
         while len(hull) >= 2:

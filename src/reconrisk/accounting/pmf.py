@@ -23,6 +23,8 @@ from .fft_roundoff import fast_len, power_roundoff, product_roundoff
 COMPOSE_TAIL = 1e-14
 #: Lower-tail mass cut by :meth:`PMF.cap` (also removes FFT round-off junk far below the bulk).
 LOWER_TAIL = 1e-14
+#: Largest window composed by one FFT power; beyond it (and beyond the loss cap) by capped squaring.
+MAX_POWER_ATOMS = 1 << 22
 #: Floating-point allowance per retained atom for FFT round-off.
 ROUNDOFF_PER_ATOM = 1e-16
 
@@ -83,18 +85,21 @@ class PMF:
     def self_compose(self, n_times: int, loss_cap: float = math.inf) -> "PMF":
         """The ``n_times``-fold composition.
 
-        When the Chernoff window of the result stays below ``loss_cap`` the
-        whole power is taken at once by FFT on that window. Otherwise (huge
-        compositions whose loss runs far beyond any ε or log(1/κ) of interest)
-        the power is built by repeated squaring, capping the loss after every
-        product at ``loss_cap``: pessimistic PMFs move the mass above it to +∞,
+        When the Chernoff window of the result stays below ``loss_cap``, or
+        holds at most ``MAX_POWER_ATOMS`` atoms, the whole power is taken at
+        once by FFT on that window (then capped). Otherwise (huge compositions
+        whose loss runs far beyond any ε or log(1/κ) of interest) the power is
+        built by repeated squaring, capping the loss after every product at
+        ``loss_cap``: pessimistic PMFs move the mass above it to +∞,
         optimistic ones move it down onto the cap — both keep the ordering of
-        the δ-curves, so the result stays a valid bound.
+        the δ-curves, so the result stays a valid bound. (Capping only after
+        the power is the same: capping is monotone, and the cap of the exact
+        power dominates / is dominated as the capped squarings are.)
         """
         if n_times == 1:
             return self.cap(loss_cap)
         lo, hi = self._window(self._log_mgf, n_times, COMPOSE_TAIL)
-        if hi * self.h > loss_cap:
+        if hi * self.h > loss_cap and hi - lo + 1 > MAX_POWER_ATOMS:
             result: PMF | None = None
             base = self.cap(loss_cap)
             n = n_times
@@ -103,7 +108,7 @@ class PMF:
                     result = base if result is None else result.compose(base, loss_cap)
                 n >>= 1
                 if n:
-                    base = base.compose(base, loss_cap)
+                    base = base.compose(base, loss_cap)  # squaring: one forward FFT (see compose)
             assert result is not None
             return result
         out_len = hi - lo + 1
@@ -117,8 +122,10 @@ class PMF:
         probs = np.clip(probs, 0.0, None)
         inf_mass = -math.expm1(n_times * math.log1p(-self.infinity_mass)) if self.infinity_mass < 1 else 1.0
         fft_err = power_roundoff(self.probs, x_hat, spec, n_times, n_fft, out_len)
+        del full, spec, x_hat
         slack = min(1.0, n_times * self.slack + COMPOSE_TAIL + fft_err)
-        return self._finish(lo, probs, inf_mass, slack)
+        out = self._finish(lo, probs, inf_mass, slack)
+        return out.cap(loss_cap) if hi * self.h > loss_cap else out
 
     def compose(self, other: "PMF", loss_cap: float = math.inf) -> "PMF":
         """Composition of two PMFs on the same grid (full linear convolution), then :meth:`cap`."""
@@ -126,8 +133,9 @@ class PMF:
             raise ReconRiskError("PMFs on different grids or of different kinds cannot be composed")
         n = self.probs.size + other.probs.size - 1
         n_fft = fast_len(n)
-        xa, xb = np.fft.rfft(self.probs, n_fft), np.fft.rfft(other.probs, n_fft)
-        z = xa * xb
+        xa = np.fft.rfft(self.probs, n_fft)
+        z = xa * xa if other is self else xa * np.fft.rfft(other.probs, n_fft)
+        del xa
         probs = np.fft.irfft(z, n_fft)[:n]
         probs = np.clip(probs, 0.0, None)
         inf_mass = 1.0 - (1.0 - self.infinity_mass) * (1.0 - other.infinity_mass)
