@@ -17,7 +17,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import ReconRiskError
-from .fft_roundoff import fast_len, power_roundoff, product_roundoff
+from .fft_roundoff import accurate_low_frequencies, fast_len, power_roundoff, power_roundoff_refined, product_roundoff
 
 #: Tail mass dropped by a composition window (bounded by Chernoff).
 COMPOSE_TAIL = 1e-14
@@ -25,6 +25,8 @@ COMPOSE_TAIL = 1e-14
 LOWER_TAIL = 1e-14
 #: Largest window composed by one FFT power; beyond it (and beyond the loss cap) by capped squaring.
 MAX_POWER_ATOMS = 1 << 22
+#: FFT round-off allowance of a power above which its amplified low frequencies are recomputed.
+REFINE_ABOVE = 1e-10
 #: Floating-point allowance per retained atom for FFT round-off.
 ROUNDOFF_PER_ATOM = 1e-16
 
@@ -130,13 +132,20 @@ class PMF:
         n_fft = fast_len(max(out_len, self.probs.size))
         x_hat = np.fft.rfft(self.probs, n_fft)
         spec = x_hat**n_times
+        fft_err = power_roundoff(self.probs, x_hat, spec, n_times, n_fft, out_len)
+        if fft_err > REFINE_ABOVE:
+            # the t-fold amplified FFT error of the few frequencies near |X| = 1 dominates: recompute
+            # them in long double and bound them one by one (fft_roundoff.accurate_low_frequencies)
+            low, delta = accurate_low_frequencies(self.probs, x_hat, n_times, n_fft)
+            if low.size:
+                spec = x_hat**n_times
+                fft_err = power_roundoff_refined(self.probs, x_hat, low, delta, spec, n_times, n_fft, out_len)
         full = np.fft.irfft(spec, n_fft)
         # entry j of the circular result holds index (n*offset + j) mod n_fft
         shift = (lo - n_times * self.offset) % n_fft
         probs = np.roll(full, -shift)[:out_len]
         probs = np.clip(probs, 0.0, None)
         inf_mass = -math.expm1(n_times * math.log1p(-self.infinity_mass)) if self.infinity_mass < 1 else 1.0
-        fft_err = power_roundoff(self.probs, x_hat, spec, n_times, n_fft, out_len)
         del full, spec, x_hat
         slack = min(1.0, n_times * self.slack + COMPOSE_TAIL + fft_err)
         out = self._finish(lo, probs, inf_mass, slack)
