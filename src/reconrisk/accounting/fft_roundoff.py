@@ -77,8 +77,10 @@ UNIT_ROUNDOFF_LD = float(np.finfo(np.longdouble).eps) / 2
 LOW_FREQ_TARGET = 1e-13
 #: At most this many frequencies are recomputed (long-double direct DFT, cost ∝ count × atoms).
 MAX_LOW_FREQ = 2048
-#: Longest FFT for which the long-double twiddle table (2 × 16 bytes per entry) is built.
-MAX_TWIDDLE_TABLE = 1 << 22
+#: Error allowed to the FFT of the small atoms (see :func:`accurate_low_frequencies`).
+SMALL_PART_ERROR = 2e-16
+#: Largest (frequencies × big atoms) summed directly in long double.
+MAX_DIRECT_TERMS = 20_000_000
 
 
 def accurate_low_frequencies(x: np.ndarray, x_hat: np.ndarray, t: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -86,14 +88,16 @@ def accurate_low_frequencies(x: np.ndarray, x_hat: np.ndarray, t: int, n: int) -
 
     The t-th power multiplies the forward FFT's error at frequency k by
     t·|X_k|^{t−1}, which is ≈ t only where |X_k| ≈ 1 (a few low frequencies).
-    Those are recomputed as Σ_j x_j·e^{−2πi·(kj mod n)/n} in long double and
+    Those are recomputed as Σ_j x_j·e^{−2πi·(kj mod n)/n} in long double over
+    the big atoms, plus an FFT of the small atoms (x_small: the smallest atoms
+    whose FFT error bound η√n‖x_small‖₂ stays ≤ 2e-16, added to the bound), and
     replace the FFT values in ``x_hat`` (in place). Returns (indices, bound on
     |X̂_k − X_k| at each). Bound: angle 2π·m/n with m = kj mod n exact, a
     relative error ≤ 3u_L (u_L the long-double unit round-off), so cos and sin
     are off by ≤ 25u_L with a 4u_L allowance for the library; each product
     adds u_L, and a sequential sum of N terms at most N·u_L·Σ|terms| (whatever
     order numpy sums in); both components together √2 times that, plus the
-    rounding to double, u·|X_k|·√2.
+    rounding to double and the final sum, 2u·|X_k|·√2.
     """
     e = fft_eta(n) * math.sqrt(n) * norm2(x)
     if t < 2 or e <= 0:
@@ -106,24 +110,36 @@ def accurate_low_frequencies(x: np.ndarray, x_hat: np.ndarray, t: int, n: int) -
         return low, np.zeros(0)
     if low.size > MAX_LOW_FREQ:
         low = np.sort(low[np.argsort(-weight[low])[:MAX_LOW_FREQ]])
-    if n > MAX_TWIDDLE_TABLE:
+    # Split x = x_big + x_small: the many tiny atoms go through one more FFT, whose error bound
+    # η√n‖x_small‖₂ is kept at the double-rounding level; the few big atoms are summed in long double.
+    eta = fft_eta(n)
+    order = np.argsort(x)  # ascending
+    csq = np.cumsum(np.square(x[order]))
+    small_ok = csq <= (SMALL_PART_ERROR / (eta * math.sqrt(n))) ** 2
+    n_small = int(np.count_nonzero(small_ok))
+    big = np.sort(order[n_small:])
+    big = big[x[big] != 0]
+    if big.size * low.size > MAX_DIRECT_TERMS:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    nz = np.flatnonzero(x)
-    xv = x[nz].astype(np.longdouble)
-    j = nz.astype(np.int64)
+    x_small = x.copy()
+    x_small[big] = 0.0
+    e_small = eta * math.sqrt(n) * norm2(x_small)
+    xs_hat = np.fft.rfft(x_small, n)[low]
+    xv = x[big].astype(np.longdouble)
+    j = big.astype(np.int64)
     two_pi = np.arctan(np.longdouble(1)) * 8
-    ang = np.arange(n, dtype=np.int64).astype(np.longdouble) / np.longdouble(n) * two_pi
-    cos_t, sin_t = np.cos(ang), np.sin(ang)  # one table of e^{−2πi m/n}, m = 0..n−1
-    del ang
-    chunk = max(1, 2_000_000 // max(nz.size, 1))
+    chunk = max(1, 2_000_000 // max(big.size, 1))
     for c in range(0, low.size, chunk):
         ks = low[c : c + chunk].astype(np.int64)
-        idx = (ks[:, None] * j[None, :]) % n
-        re = np.sum(xv[None, :] * cos_t[idx], axis=1)
-        im = -np.sum(xv[None, :] * sin_t[idx], axis=1)
-        x_hat[low[c : c + chunk]] = re.astype(float) + 1j * im.astype(float)
-    l1 = float(np.sum(np.abs(x)))
-    delta = math.sqrt(2) * (l1 * (30 + nz.size) * UNIT_ROUNDOFF_LD + UNIT_ROUNDOFF * np.abs(x_hat[low])) * (1 + 1e-6)
+        ang = ((ks[:, None] * j[None, :]) % n).astype(np.longdouble) / np.longdouble(n) * two_pi
+        re = np.sum(xv[None, :] * np.cos(ang), axis=1)
+        im = -np.sum(xv[None, :] * np.sin(ang), axis=1)
+        x_hat[low[c : c + chunk]] = (re.astype(float) + 1j * im.astype(float)) + xs_hat[c : c + chunk]
+    l1 = float(np.sum(np.abs(x[big])))
+    delta = (
+        math.sqrt(2) * (l1 * (30 + big.size) * UNIT_ROUNDOFF_LD + 2 * UNIT_ROUNDOFF * np.abs(x_hat[low]))
+        + e_small * (1 + 1e-9)
+    ) * (1 + 1e-6)
     return low, delta
 
 

@@ -575,16 +575,19 @@ def _monotone_chain(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarra
 
 
 def compose_segments(
-    segments, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf
+    segments, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf,
+    slack_budget: float = 0.0,
 ) -> PMF:
     """PMF of a whole (possibly heterogeneous) schedule of (σ, q, steps) segments.
 
-    ``loss_cap`` bounds the represented losses (see :meth:`PMF.self_compose`).
+    ``loss_cap`` bounds the represented losses and ``slack_budget`` the round-off
+    allowance a caller can afford without extra work (see :meth:`PMF.self_compose`).
     """
     total: PMF | None = None
+    budget = slack_budget / max(len(segments), 1)
     for seg in segments:
         pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction)
-        pmf = pmf.self_compose(seg.steps, loss_cap)
+        pmf = pmf.self_compose(seg.steps, loss_cap, budget)
         total = pmf if total is None else total.compose(pmf, loss_cap)
     assert total is not None
     return total

@@ -99,7 +99,7 @@ class PMF:
             out[i : i + step] = top + np.log(np.exp(m - top[:, None]).sum(axis=1))
         return out
 
-    def self_compose(self, n_times: int, loss_cap: float = math.inf) -> "PMF":
+    def self_compose(self, n_times: int, loss_cap: float = math.inf, slack_budget: float = 0.0) -> "PMF":
         """The ``n_times``-fold composition.
 
         When the Chernoff window of the result stays below ``loss_cap``, or
@@ -112,6 +112,13 @@ class PMF:
         the δ-curves, so the result stays a valid bound. (Capping only after
         the power is the same: capping is monotone, and the cap of the exact
         power dominates / is dominated as the capped squarings are.)
+
+        Round-off: the plain a-posteriori allowance grows like t (the t-th power
+        amplifies the forward FFT's error at the frequencies where |X| ≈ 1). When
+        it exceeds ``max(REFINE_ABOVE, slack_budget)`` those few frequencies are
+        recomputed in long double with per-frequency bounds
+        (:func:`~reconrisk.accounting.fft_roundoff.accurate_low_frequencies`);
+        ``slack_budget`` lets a caller who can afford a larger allowance skip that work.
         """
         if n_times == 1:
             return self.cap(loss_cap)
@@ -133,7 +140,7 @@ class PMF:
         x_hat = np.fft.rfft(self.probs, n_fft)
         spec = x_hat**n_times
         fft_err = power_roundoff(self.probs, x_hat, spec, n_times, n_fft, out_len)
-        if fft_err > REFINE_ABOVE:
+        if fft_err > max(REFINE_ABOVE, slack_budget):
             # the t-fold amplified FFT error of the few frequencies near |X| = 1 dominates: recompute
             # them in long double and bound them one by one (fft_roundoff.accurate_low_frequencies)
             low, delta = accurate_low_frequencies(self.probs, x_hat, n_times, n_fft)

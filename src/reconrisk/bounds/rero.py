@@ -154,14 +154,15 @@ def pld_bracket(
     h_finest = H_FINEST_REL * min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
     rounds = 0
     while True:
-        lower, upper = _bracket_at(release.segments, kappa, h, cap, a_lo, a_up)
+        lower, upper, informative = _bracket_at(release.segments, kappa, h, cap, a_lo, a_up, rel_tol)
         rounds += 1
         width = float(np.max(upper - lower))
         rel_width = float(np.max((upper - lower) / upper))
         converged = rel_width <= rel_tol or (tol is not None and width <= tol)
         if discretization is not None or converged or h / 2 < h_finest:
             break
-        h_next = h * _refinement_factor(upper, lower, rel_tol, tol)
+        # a PLD lower end still below the analytic one is pre-asymptotic: its width predicts nothing
+        h_next = h * (_refinement_factor(upper, lower, rel_tol, tol) if informative else 0.5)
         h_next = max(h_next, h_finest)
         if _atoms_per_step(release, h_next) > max_atoms:
             break  # the bracket stays certified; only its width misses the target
@@ -172,13 +173,17 @@ def pld_bracket(
     }
 
 
-def _bracket_at(segments, kappa, h, cap, a_lo, a_up) -> tuple[np.ndarray, np.ndarray]:
-    upper_pmf = _pld.compose_segments(segments, h, pessimistic=True, loss_cap=cap)
+def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL) -> tuple[np.ndarray, np.ndarray, bool]:
+    # round-off allowance affordable without extra work: a tenth of the target width at the smallest
+    # certified lower end (B ≥ a_lo ≥ κ), so it never decides convergence
+    budget = 0.1 * rel_tol * float(np.min(np.maximum(a_lo, kappa)))
+    upper_pmf = _pld.compose_segments(segments, h, pessimistic=True, loss_cap=cap, slack_budget=budget)
     upper = np.minimum(np.maximum(upper_pmf.blowup(kappa), kappa), a_up)
     del upper_pmf
-    lower_pmf = _pld.compose_segments(segments, h, pessimistic=False, loss_cap=cap)
-    lower = np.minimum(np.maximum(lower_pmf.blowup(kappa), a_lo), upper)
-    return lower, upper
+    lower_pmf = _pld.compose_segments(segments, h, pessimistic=False, loss_cap=cap, slack_budget=budget)
+    raw = lower_pmf.blowup(kappa)
+    lower = np.minimum(np.maximum(raw, a_lo), upper)
+    return lower, upper, bool(np.all(raw >= a_lo))
 
 
 def _refinement_factor(upper, lower, rel_tol, tol) -> float:
