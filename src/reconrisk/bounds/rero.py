@@ -119,13 +119,17 @@ def pld_bracket(
     """Certified [lower, upper] on B_κ from privacy-loss distributions.
 
     With ``discretization`` given, that loss grid is used once; otherwise the
-    grid starts at :func:`start_discretization` and is halved until, for every
-    κ, (upper − lower) ≤ ``rel_tol``·upper (or ≤ ``tol`` when an absolute
-    target is given), or until a finer grid would exceed ``max_atoms`` atoms
-    per step (default ``MAX_REFINED_ATOMS``) or fall below ``H_FINEST_REL`` of
-    a step's loss spread. Both ends are certified whatever the grid; the
-    details report the achieved ``max_width``, ``max_rel_width`` and whether
-    the target was met (``converged``).
+    grid starts at :func:`first_discretization` (a step's loss spread / 8) and
+    is refined — by the factor the h² error law predicts, between 1/4 and 1/2,
+    or halved while the PLD lower end is still below the analytic one — until,
+    for every κ, (upper − lower) ≤ ``rel_tol``·upper (or ≤ ``tol`` when an
+    absolute target is given), or until a finer grid would exceed ``max_atoms``
+    atoms per step (default ``MAX_REFINED_ATOMS``) or fall below
+    ``H_FINEST_REL`` of a step's loss spread. Saturated runs (B near 1) are
+    certified from a shorter run (:func:`_saturated_shortcut`). Both ends are
+    certified whatever the grid; the details report the achieved
+    ``max_width``, ``max_rel_width``, whether the target was met
+    (``converged``) and the number of grids tried (``rounds``).
     """
     if release.full_batch:
         exact = closed_form(release, kappa)
