@@ -292,3 +292,18 @@ def test_report_does_not_import_jax(tmp_path):
             "assert rc == 0; assert 'jax' not in sys.modules, 'jax imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.slow
+def test_attack_points_equal_the_audit(capsys, tmp_path):
+    """--attack runs the audit's informed adversary on this release: the same numbers as ``reconrisk audit``."""
+    pytest.importorskip("jax", reason="the attack needs the simulation extra")
+    args = ["-s", "1", "-q", "1", "-T", "3", "--prior-size", "4"]
+    rep = make_report(capsys, tmp_path, [*args, "--attack", "--trials", "4", "--attack-seed", "2"])
+    au = run_json(capsys, ["audit", "--noise-multiplier", "1", "-q", "1", "-T", "3", "-C", "1", "--prior-size", "4",
+                           "--trials", "4", "--seed", "2", "--no-plot", "--out", str(tmp_path / "audit")])
+    a, b = rep["attack"], au["results"][0]
+    assert a["applicable"] is True and a["attacks"] == b["attacks"] and a["attack_name"] == b["attack_name"] == "alg2"
+    assert a["rero"]["upper"] == b["rero"]["upper"] == rep["rero"]["pld"]["upper"]
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "alg2 success (" in page

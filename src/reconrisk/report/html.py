@@ -191,8 +191,8 @@ def table_rows(report: dict) -> list[dict]:
     at = report["attack"]
     if at.get("applicable"):
         for name, r in at["attacks"].items():
-            lo, hi = r["ci"]
-            rows.append(_row("empirical attack", f"{name} success ({r.get('trials', at.get('trials', ''))} trials)", lo, hi,
+            lo, hi = r["ci_low"], r["ci_high"]
+            rows.append(_row("empirical attack", f"{name} success ({r['successes']}/{r['trials']} trials)", lo, hi,
                              f"95% CI; rate {r['rate']:.4g}", at["formula"]))
     else:
         rows.append(_row("empirical attack", "audit", None, None, "", at["reason"], na=True))
@@ -248,7 +248,7 @@ def prior_png(report: dict) -> str:
     at = report["attack"]
     if at.get("applicable"):
         r = at["attack"]
-        lo, hi = r["ci"]
+        lo, hi = r["ci_low"], r["ci_high"]
         ax.errorbar([at["prior_size"]], [r["rate"]], yerr=[[r["rate"] - lo], [hi - r["rate"]]], fmt="D", color="k",
                     label=f"attack ({at['attack_name']}, 95% CI)")
     ax.set_xscale("log", base=2)
