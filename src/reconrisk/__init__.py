@@ -56,6 +56,10 @@ _LAZY = {
     "calibrate_risk": "bounds.calibrate_risk",
     "ReconRiskAccountant": "opacus",
     "make_private_with_risk": "opacus",
+    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    "fano_bound": "bounds.fano",
+    "risk_report": "experiments.riskreport",
+    "ReportConfig": "experiments.riskreport",
 }
 
 
