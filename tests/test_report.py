@@ -307,3 +307,25 @@ def test_attack_points_equal_the_audit(capsys, tmp_path):
     assert a["rero"]["upper"] == b["rero"]["upper"] == rep["rero"]["pld"]["upper"]
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "alg2 success (" in page
+
+
+def test_fano_curve_agrees_with_the_fano_entry(reports):
+    for rep in reports.values():
+        p = rep["rero_vs_prior"]
+        assert all(1.0 / n <= f <= 1.0 for n, f in zip(p["prior_size"], p["fano"]))
+        assert all(a >= b for a, b in zip(p["fano"], p["fano"][1:]))  # more candidates: never easier
+    from reconrisk import Release
+    from reconrisk.experiments.riskreport import ReportConfig, fano_entry, rero_vs_prior
+
+    rel = Release(2.0, 1.0, 9, 0.5)
+    row = rero_vs_prior(rel, prior_sizes=(10,))
+    assert row["fano"][0] == fano_entry(rel, ReportConfig(prior_size=10))["success_upper"]
+
+
+def test_unreachable_calibration_target_is_reported_not_raised():
+    from reconrisk import Release
+    from reconrisk.experiments.riskreport import ReportConfig, calibration_entry
+
+    # q = 0.001, T = 5: without noise the success is 1 − 0.999^5·0.9 ≈ 0.1045; a target of 0.2 needs no noise at all
+    d = calibration_entry(Release(1.0, 0.001, 5), ReportConfig(prior_size=10, target_rero=0.2))
+    assert d["applicable"] is False and "target_rero must be <" in d["reason"]

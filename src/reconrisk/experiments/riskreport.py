@@ -170,15 +170,29 @@ def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callabl
 
 
 def rero_vs_prior(release: Release, prior_sizes=PRIOR_SIZES) -> dict:
-    """PLD bracket and the RDP bound at κ = 1/N for each N (one vectorised call each)."""
+    """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
     from ..bounds.rero import rero_bounds
 
     ns = [int(n) for n in prior_sizes]
     kap = np.array([1.0 / n for n in ns])
+    from ..bounds.fano import fano_bound, kl_mutual_information
+
     pld = rero_bounds(release, kap, method="pld")
     rdp = rero_bounds(release, kap, method="rdp")
+    kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
+    fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success_upper for n in ns]
     return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld], "upper": [r.upper for r in pld],
-            "rdp": [r.upper for r in rdp]}
+            "rdp": [r.upper for r in rdp], "fano": fano}
+
+
+def _closed_form_mi(release: Release, n: int) -> float:
+    """Seed 000 App. H's Gaussian closed form at Δ = 2C over every full-batch step (inf when q < 1)."""
+    from ..bounds.fano import gaussian_mutual_information
+
+    if not release.full_batch:
+        return math.inf
+    r2 = sum(seg.steps * (2.0 / seg.noise_multiplier) ** 2 for seg in release.segments)
+    return gaussian_mutual_information(n, math.sqrt(r2))
 
 
 # -- curve and operational risks ---------------------------------------------------------------
@@ -284,7 +298,10 @@ def calibration_entry(release: Release, cfg: ReportConfig) -> dict:
     k = cfg.kappa_value
     if cfg.target_rero <= k:
         return _na(f"target_rero={cfg.target_rero:g} is at or below the blind guess kappa={k:g}: no noise reaches it")
-    d = calibrate_noise(cfg.target_rero, release.sample_rate, release.steps, kappa=k, delta=cfg.delta)
+    try:
+        d = calibrate_noise(cfg.target_rero, release.sample_rate, release.steps, kappa=k, delta=cfg.delta)
+    except ReconRiskError as exc:  # e.g. a target above the noiseless success at this q, T: say so on the page
+        return _na(f"calibrate: {exc}")
     d["prior_size"] = cfg.prior_size
     d["noise_multiplier_bracket"] = d.pop("bracket")
     upper = d.pop("rero_upper")

@@ -155,8 +155,8 @@ def table_rows(report: dict) -> list[dict]:
         rows.append(_row("operational risk", f"{r['measure']} (blind guess {r['baseline']:.4g})", r["lower"],
                          r["upper"], err, r["formula"]))
     t = report["tradeoff"]
-    rows.append(_row("trade-off", f"f(α) on {len(t['alpha'])} points in [{t['alpha'][0]:g}, {t['alpha'][-1]:g}]", None,
-                     t["max_width"], f"{t['method']}; value shown: max bracket width", "certified two-sided f(α) (plot below)"))
+    rows.append(_row("trade-off", f"max width of the f(α) bracket, {len(t['alpha'])} α in [{t['alpha'][0]:g}, "
+                     f"{t['alpha'][-1]:g}]", None, t["max_width"], t["method"], "certified two-sided f(α) (plot below)"))
     f = report["fano"]
     if f.get("applicable"):
         rows.append(_row("Fano", "reconstruction success (uniform prior)", None, f["success_upper"],
@@ -244,6 +244,7 @@ def prior_png(report: dict) -> str:
     ax.fill_between(p["prior_size"], p["lower"], p["upper"], color="#2a6db0", alpha=0.4)
     ax.plot(p["prior_size"], p["upper"], "o-", color="#2a6db0", ms=3, label="ReRo bound (PLD)")
     ax.plot(p["prior_size"], p["rdp"], "s--", color="#c0392b", ms=3, label="RDP bound, Eq. (2)")
+    ax.plot(p["prior_size"], p["fano"], "^-.", color="#7d3c98", ms=3, label="Fano (App. H)")
     ax.plot(p["prior_size"], p["kappa"], ":", color="#777", label="blind guess 1/N")
     at = report["attack"]
     if at.get("applicable"):
