@@ -68,11 +68,13 @@ def report_cmd(
     if json_out:
         print_json({**report, "provenance": provenance, "files": files})
         return
-    from ..report.html import summary_sentences, table_rows
+    import html
     import re
 
+    from ..report.html import summary_sentences, table_rows
+
     for s in summary_sentences(report):
-        print(re.sub(r"<[^>]+>", "", s).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+        print(html.unescape(re.sub(r"<[^>]+>", "", s)))
     rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
     print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
                 caption=f"wrote {files['html']} and {files['json']}")
