@@ -118,11 +118,14 @@ def epsilon_entry(release: Release, delta: float) -> dict:
     from ..accounting import epsilon
 
     try:
-        return {"value": epsilon(release=release, delta=delta), "accountant": "pld", "delta": delta}
+        out = {"value": epsilon(release=release, delta=delta), "accountant": "pld", "delta": delta}
     except ReconRiskError as exc:
         if "too small for the PLD accountant" not in str(exc):
             raise
-        return {"value": epsilon(release=release, delta=delta, accountant="rdp"), "accountant": "rdp", "delta": delta}
+        out = {"value": epsilon(release=release, delta=delta, accountant="rdp"), "accountant": "rdp", "delta": delta}
+    out["formula"] = ("smallest eps with delta(eps) <= delta on the pessimistic PLD (an upper bound on the true eps)"
+                      if out["accountant"] == "pld" else "RDP conversion min_a eps_a + log((a-1)/a) - (log delta + log a)/(a-1)")
+    return out
 
 
 def _rero_summary(r) -> dict:
@@ -200,7 +203,10 @@ def tradeoff_entry(release: Release) -> dict:
     from ..bounds.tradeoff import tradeoff
 
     lo, hi, n = TRADEOFF_ALPHA
-    return tradeoff(release, np.logspace(np.log10(lo), np.log10(hi), n)).to_dict()
+    d = tradeoff(release, np.logspace(np.log10(lo), np.log10(hi), n)).to_dict()
+    d["formula"] = ("beta_lower <= f(alpha) <= beta_upper: exact GDP curve (q = 1) or the optimistic/pessimistic "
+                    "PLDs' Neyman-Pearson tests (Dong, Roth, Su 2022)")
+    return d
 
 
 def risks_entry(release: Release, cfg: ReportConfig) -> list[dict]:
@@ -310,6 +316,8 @@ def calibration_entry(release: Release, cfg: ReportConfig) -> dict:
                     method="closed_form" if method == "closed_form" else "pld")[0]
     d["rero"] = {"method": method, "lower": b.lower, "upper": min(upper, b.upper)}
     d["applicable"] = True
+    d["formula"] = ("bisection on log sigma of the certified ReRo upper end (closed form solved exactly at q = 1); "
+                    "error: noise_multiplier_bracket")
     d["current_noise_multiplier"] = release.noise_multiplier
     d["meets_target_now"] = release.noise_multiplier >= d["noise_multiplier"]
     return d

@@ -111,6 +111,8 @@ def summary_sentences(report: dict) -> list[str]:
     eps = s.get("epsilon")
     if eps is not None and math.isfinite(eps):
         out.append(f"This release is (ε = {_up(eps):g}, δ = {s['delta']:g})-differentially private.")
+    elif eps is not None:
+        out.append(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here.")
     if s.get("membership_advantage_upper") is not None:
         out.append("No membership-inference attack beats a coin flip by more than "
                    f"{_pct(s['membership_advantage_upper'])} (TPR − FPR).")
@@ -133,7 +135,7 @@ def table_rows(report: dict) -> list[dict]:
     rr = report["rero"]
     k = rr["kappa"]
     rows.append(_row("privacy", f"ε at δ = {report['epsilon']['delta']:g}", None, report["epsilon"]["value"],
-                     f"{report['epsilon']['accountant'].upper()} accountant", "epsilon(release, delta)"))
+                     f"{report['epsilon']['accountant'].upper()} accountant", report["epsilon"]["formula"]))
     for key, label in (("closed_form", "exact (GDP closed form)"), ("pld", "PLD bracket"), ("rdp", "RDP, Eq. (2)"),
                        ("dp", "from (ε, δ)"), ("mc", "Monte Carlo")):
         r = rr.get(key)
@@ -156,7 +158,7 @@ def table_rows(report: dict) -> list[dict]:
                          r["upper"], err, r["formula"]))
     t = report["tradeoff"]
     rows.append(_row("trade-off", f"max width of the f(α) bracket, {len(t['alpha'])} α in [{t['alpha'][0]:g}, "
-                     f"{t['alpha'][-1]:g}]", None, t["max_width"], t["method"], "certified two-sided f(α) (plot below)"))
+                     f"{t['alpha'][-1]:g}]", None, t["max_width"], t["method"], t["formula"] + " (plot below)"))
     f = report["fano"]
     if f.get("applicable"):
         rows.append(_row("Fano", "reconstruction success (uniform prior)", None, f["success_upper"],
@@ -185,7 +187,7 @@ def table_rows(report: dict) -> list[dict]:
     if cal.get("applicable"):
         rows.append(_row("calibration", f"smallest σ with ReRo ≤ {cal['target_rero']:g}", None, cal["noise_multiplier"],
                          f"σ bracket [{cal['noise_multiplier_bracket'][0]:.5g}, {cal['noise_multiplier_bracket'][1]:.5g}]",
-                         f"bisection on the certified bound; ε = {cal['epsilon']:.4g} there"))
+                         f"{cal['formula']}; ε = {cal['epsilon']:.4g} there"))
     else:
         rows.append(_row("calibration", "σ for a target risk", None, None, "", cal["reason"], na=True))
     at = report["attack"]
