@@ -57,21 +57,26 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _up(x: float, digits: int = 3) -> float:
-    """x rounded *up* to ``digits`` significant digits (an upper bound stays an upper bound when printed)."""
+def _round_safe(x: float, digits: int, up: bool) -> float:
+    """x to ``digits`` significant digits, never below x (``up``) or above it (else), compared as floats."""
     if x is None or not math.isfinite(x) or x <= 0:
         return x
     p = digits - 1 - math.floor(math.log10(x))
     scale = 10.0**p
-    return math.ceil(x * scale - 1e-9) / scale
+    r = round(x * scale)  # the nearest candidate first, so that 0.19 prints as 0.19, not 0.2
+    step = 1 if up else -1
+    while (r / scale < x) if up else (r / scale > x):
+        r += step
+    return r / scale
+
+
+def _up(x: float, digits: int = 3) -> float:
+    """x rounded *up* to ``digits`` significant digits (an upper bound stays an upper bound when printed)."""
+    return _round_safe(x, digits, True)
 
 
 def _down(x: float, digits: int = 3) -> float:
-    if x is None or not math.isfinite(x) or x <= 0:
-        return x
-    p = digits - 1 - math.floor(math.log10(x))
-    scale = 10.0**p
-    return math.floor(x * scale + 1e-9) / scale
+    return _round_safe(x, digits, False)
 
 
 def _pct(x: float, *, up: bool = True) -> str:
