@@ -355,3 +355,18 @@ def test_infinite_epsilon_is_said_not_hidden(reports):
     text = " ".join(summary_sentences(rep))
     assert "is unbounded" in text and "differentially private" not in text
     assert "differentially private" in " ".join(summary_sentences(reports["subsampled"]))
+
+
+def test_independent_methods_agree_inside_the_report(reports):
+    """Cross-checks on one page: Monte Carlo's interval meets the PLD bracket, the closed form lies in it (q = 1),
+    RDP and (ε, δ) are no better than the tight bracket, and the reconstruction risk row is the ReRo bound."""
+    for key, rep in reports.items():
+        rr = rep["rero"]
+        pld, mc = rr["pld"], rr["mc"]
+        assert mc["lower"] <= pld["upper"] and pld["lower"] <= mc["upper"], key
+        assert rr["rdp"]["upper"] >= pld["lower"] and rr["dp"]["upper"] >= pld["lower"]
+        if "closed_form" in rr:
+            assert pld["lower"] - 1e-12 <= rr["closed_form"]["upper"] <= pld["upper"] + 1e-12
+        recon = next(r for r in rep["risks"] if r["measure"] == "reconstruction")
+        head = rr[rr["headline"]]
+        assert (recon["lower"], recon["upper"]) == (head["lower"], head["upper"])

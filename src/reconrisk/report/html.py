@@ -287,7 +287,7 @@ def render_html(report: dict, provenance: dict) -> str:
             "<figcaption>Reconstruction success bound against the prior size.</figcaption></figure>")
     src = provenance.get("release_source", {})
     src_text = ", ".join(f"{k}: {v}" for k, v in src.items() if v is not None)
-    footer = (f"<footer><p>reconrisk {_e(__version__)} · release: {_e(rel_text)} · source: {_e(src_text)}</p>"
+    footer = (f"<footer><p>reconrisk {_e(__version__)} · release: {_e(rel_text)} · {_e(src_text)}</p>"
               f"<p>command: <code>{_e(provenance.get('command', ''))}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
