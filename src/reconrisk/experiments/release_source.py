@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .. import _validate as v
@@ -136,8 +137,8 @@ def release_from_opacus_file(path, *, clip_norm: float = 1.0) -> tuple[Release, 
         obj = _load_torch(p, data)
         fmt = "torch (weights_only)"
     hist = _history_of(obj, where)
-    try:
-        rel = Release.schedule(hist, clip_norm=clip_norm)
+    try:  # the same reading as for a live accountant (Release.from_opacus reads its .history)
+        rel = Release.from_opacus(SimpleNamespace(history=hist), clip_norm=clip_norm)
     except ReconRiskError as exc:
         raise ReconRiskError(f"{where}: {exc}") from None
     mech = obj.get("mechanism") if isinstance(obj, dict) else None
