@@ -1,6 +1,6 @@
 """Drive headless Chromium over the DevTools protocol on a pipe (``--remote-debugging-pipe``; no dependency).
 
-The browser reads commands on fd 3 and writes replies/events on fd 4, each one JSON message ended by NUL.
+The browser (started with posix_spawn: no Python code runs between fork and exec) reads commands on fd 3 and writes replies/events on fd 4, each one JSON message ended by NUL.
 :func:`load_page` opens a file:// URL in a fresh profile with the network components off and returns what a
 user's console would show: uncaught exceptions, ``console.error``/``console.assert`` calls, error log entries,
 and every request whose scheme is not ``file:`` or ``data:`` (the page must need no network).
@@ -13,7 +13,7 @@ import json
 import os
 import select
 import shutil
-import subprocess
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +22,29 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-extensions", "--disable-dev-shm-usage",
          "--remote-debugging-pipe")
+
+
+class _Child:
+    """The browser's process: poll, wait with a deadline, kill."""
+
+    def __init__(self, pid: int):
+        self.pid, self.status = pid, None
+
+    def poll(self):
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+        return self.status
+
+    def wait_or_kill(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.status = -signal.SIGKILL
 
 
 class _Pipe:
@@ -114,13 +137,18 @@ def load_page(path: Path, evaluate: tuple[str, ...] = (), *, settle: float = 1.0
             to_browser_r = high
         else:
             from_browser_w = high
-    def onto_3_and_4():  # in the child, before exec: the protocol's fds (dup2 leaves them inheritable)
-        os.dup2(to_browser_r, 3)
-        os.dup2(from_browser_w, 4)
 
-    proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}"], preexec_fn=onto_3_and_4,
-                            close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=None if os.environ.get("RECONRISK_CHROMIUM_DEBUG") else subprocess.DEVNULL)
+    # posix_spawn, not fork + preexec_fn: no Python code runs in the child (JAX may have threads running here);
+    # its file actions put our ends on fds 3 and 4 (dup2 clears close-on-exec there; every other pipe end is
+    # close-on-exec already)
+    quiet = not os.environ.get("RECONRISK_CHROMIUM_DEBUG")
+    actions = [(os.POSIX_SPAWN_DUP2, to_browser_r, 3), (os.POSIX_SPAWN_DUP2, from_browser_w, 4),
+               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+    if quiet:
+        actions.append((os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
+    pid = os.posix_spawn(CHROMIUM, [CHROMIUM, *FLAGS, f"--user-data-dir={profile}"], os.environ, file_actions=actions)
+    proc = _Child(pid)
     os.close(to_browser_r)
     os.close(from_browser_w)
     pipe = _Pipe(proc, to_browser_w, from_browser_r)
@@ -157,9 +185,5 @@ def load_page(path: Path, evaluate: tuple[str, ...] = (), *, settle: float = 1.0
     finally:
         os.close(to_browser_w)
         os.close(from_browser_r)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        proc.wait_or_kill(20.0)
         shutil.rmtree(profile, ignore_errors=True)
