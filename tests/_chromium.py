@@ -1,6 +1,7 @@
 """Drive headless Chromium over the DevTools protocol on a pipe (``--remote-debugging-pipe``; no dependency).
 
-The browser (started with posix_spawn: no Python code runs between fork and exec) reads commands on fd 3 and writes replies/events on fd 4, each one JSON message ended by NUL.
+The browser (started with posix_spawn: no Python code runs between fork and exec) reads commands on fd 3 and
+writes replies/events on fd 4, each one JSON message ended by NUL.
 :func:`load_page` opens a file:// URL in a fresh profile with the network components off and returns what a
 user's console would show: uncaught exceptions, ``console.error``/``console.assert`` calls, error log entries,
 and every request whose scheme is not ``file:`` or ``data:`` (the page must need no network).
