@@ -162,6 +162,7 @@ def test_page_is_self_contained_and_escapes_user_text(capsys, tmp_path):
         assert attr.startswith("data:"), attr
     assert "http://" not in page and "https://" not in page
     assert page.count("data:image/png;base64,") == 2
+    assert json.loads((out / "report.json").read_text())["rero"]["mc"]["applicable"] is False  # --samples 0
 
 
 def test_toml_equals_flags_and_schedules(capsys, tmp_path):
@@ -370,3 +371,15 @@ def test_independent_methods_agree_inside_the_report(reports):
         recon = next(r for r in rep["risks"] if r["measure"] == "reconstruction")
         head = rr[rr["headline"]]
         assert (recon["lower"], recon["upper"]) == (head["lower"], head["upper"])
+
+
+def test_kappa_only_prior_keeps_every_family_on_the_page(capsys, tmp_path):
+    rep = make_report(capsys, tmp_path, ["-s", "1.5", "-q", "1", "-T", "4", "--kappa", "0.05"])
+    assert rep["rero"]["kappa"] == 0.05 and rep["rero"]["prior_size"] is None
+    assert rep["fano"]["applicable"] is False and "--prior-size" in rep["fano"]["reason"]
+    assert {r["measure"] for r in rep["risks"]} == {"reconstruction", "attribute", "membership-tpr",
+                                                    "membership-advantage", "bayes-security"}
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "a prior whose blind guess succeeds 5% of the time" in page
+    for reason in (rep["fano"]["reason"], rep["capacity"]["reason"], rep["analytic"]["reason"]):
+        assert reason.replace("'", "&#x27;") in page  # n/a families stay on the page with their reason
