@@ -224,10 +224,10 @@ class ResultStore:
         points = self.points()
         trials = self.trials(run_columns=run_columns)
         config_keys = sorted({k for p in points.values() for k in p["config"]})
-        cert_keys = ["kappa", "rero_lower", "rero_upper"]
+        cert_keys = ["epsilon", "kappa", "rero_lower", "rero_upper"]  # the certificate's ε: "certified_epsilon"
         head = ["trial_hash", "point_hash", "replicate"]
         rest = [n for n in trials[0] if n not in head] if trials else [n for n, _ in RESULT_COLUMNS]
-        columns = head + config_keys + cert_keys + rest
+        columns = head + config_keys + ["certified_epsilon"] + cert_keys[1:] + rest
         rows = []
         for t in trials:
             p = points.get(t["point_hash"], {"config": {}, "certificate": None})
