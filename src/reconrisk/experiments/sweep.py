@@ -221,7 +221,7 @@ def parse_sweep(spec: dict, *, source: str = "<dict>", base: Path | None = None)
     if not isinstance(dataset, str) or not dataset:
         raise ReconRiskError(f"sweep.dataset must be digits, mnist:PATH or cifar10:PATH; found {dataset!r}")
     if ("epsilon" in grid) == ("noise_multiplier" in grid):
-        raise ReconRiskError(f"grid must give exactly one of 'epsilon' and 'noise_multiplier' in {source}; "
+        raise ReconRiskError(f"grid must give exactly one of 'epsilon' and 'noise_multiplier' ({source}); "
                              f"found {'both' if 'epsilon' in grid else 'neither'}")
 
     noise_key = "epsilon" if "epsilon" in grid else "noise_multiplier"
