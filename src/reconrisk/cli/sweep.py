@@ -114,9 +114,14 @@ _LABELS = (("noise_multiplier", "σ"), ("sample_rate", "q"), ("steps", "T"), ("c
 def _label(c: dict, cert: dict, varying: list[str]) -> str:
     eps = c.get("epsilon") if c.get("epsilon") is not None else cert.get("epsilon")
     parts = [f"ε={eps:.3g}" if eps is not None else "ε=?"]
-    parts += [f"{short}={c[k]:.4g}" if isinstance(c[k], float) else f"{short}={c[k]}"
-              for k, short in _LABELS if k in varying]
+    parts += [f"{short}={_show(c.get(k))}" for k, short in _LABELS if k in varying]
     return " ".join(parts)
+
+
+def _show(x) -> str:
+    if x is None:
+        return "auto"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
 def _print_points(points: list[dict], title: str) -> None:
@@ -126,7 +131,7 @@ def _print_points(points: list[dict], title: str) -> None:
 
     keys = [k for k, _ in _LABELS]
     varying = [k for k in keys if len({repr(e["config"].get(k)) for e in points}) > 1 or k == "noise_multiplier"]
-    fixed = ", ".join(f"{short}={fmt(points[0]['config'].get(k)) if isinstance(points[0]['config'].get(k), float) else points[0]['config'].get(k)}"
+    fixed = ", ".join(f"{short}={_show(points[0]['config'].get(k))}"
                       for k, short in _LABELS if k not in varying and k != "seed") if points else ""
     table = Table(title=title, caption=fixed or None)
     for col in ("point", "trials", "attack", "success [95% CI]", "ReRo bound"):

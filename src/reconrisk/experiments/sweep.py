@@ -552,5 +552,14 @@ def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
             for a in ATTACK_COLUMNS:
                 entry["attacks"][a] = SuccessRate.from_outcomes([r[f"success_{a}"] for r in rows]).to_dict()
         out.append(entry)
-    out.sort(key=lambda e: json.dumps([e["config"].get(k) for k in GRID_KEYS], default=str))
+    out.sort(key=lambda e: [_order(e["config"].get(k)) for k in GRID_KEYS])
     return out
+
+
+def _order(x) -> tuple:
+    """Sort key of a config value: missing first, then numbers by value, then text."""
+    if x is None:
+        return (0, 0.0, "")
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return (1, float(x), "")
+    return (2, 0.0, str(x))
