@@ -147,3 +147,15 @@ def test_backend_choice_is_validated(args, words):
     assert check_backend(0, None, None) == ("inline", 0)
     assert check_backend(None, 2, None) == ("dask-local", 2)
     assert check_backend(None, None, "tcp://h:1") == ("dask", "tcp://h:1")
+
+
+def test_unreachable_scheduler_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    import reconrisk.experiments.sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "CONNECT_TIMEOUT", "1s")
+    f = tmp_path / "s.toml"
+    f.write_text("[sweep]\ntrials = 2\n[grid]\nnoise_multiplier = 1.0\nsteps = 2\nprior_size = 4\nknown_size = 20\n")
+    assert main(["sweep", "run", str(f), "--store", str(tmp_path / "s.db"), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reconrisk: error: scheduler must be a reachable Dask scheduler") and err.count("\n") == 1

@@ -68,6 +68,7 @@ GRID_DEFAULTS = {"sample_rate": 1.0, "steps": 100, "clip_norm": 0.1, "prior_size
                  "model": "mlp", "learning_rate": 2.0, "clip_mode": "hard", "prior": "data", "delta": 1e-5}
 MAX_TRIALS = 10**8
 MAX_CHUNK = 4096
+CONNECT_TIMEOUT = "20s"  # how long to try reaching a --scheduler
 #: The padded batch size of Poisson sampling is chosen for this many trials (overflow probability < 1e-12 over
 #: all of them), a constant so that a trial's compiled shape does not depend on how many trials its point has.
 CAP_TRIALS = 10**6
@@ -514,7 +515,7 @@ def _execute_dask(tasks, kind, arg):
             client = Client(cluster)
         else:
             try:
-                client = Client(arg, timeout="20s")
+                client = Client(arg, timeout=CONNECT_TIMEOUT)
             except (OSError, TimeoutError) as exc:
                 raise ReconRiskError(f"scheduler must be a reachable Dask scheduler; cannot connect to {arg} ({exc})") from None
         try:
