@@ -159,3 +159,26 @@ def test_unreachable_scheduler_is_one_line_exit_2(tmp_path, capsys, monkeypatch)
     assert main(["sweep", "run", str(f), "--store", str(tmp_path / "s.db"), "--scheduler", "tcp://127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("reconrisk: error: scheduler must be a reachable Dask scheduler") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("prior", ["data", "uniform"])
+def test_trial_inputs_are_a_function_of_the_trial_hash(prior):
+    from reconrisk.experiments.sweep import _trial_inputs
+
+    class Data:
+        dim, num_classes = 6, 3
+
+    rng = np.random.default_rng(0)
+    px, py = rng.random((30, 6)).astype(np.float32), rng.integers(0, 3, 30).astype(np.int32)
+    p = {"seed": 5, "prior_size": 4, "prior": prior}
+    a = _trial_inputs(p, "ab" * 32, Data, px, py, 1.0)
+    b = _trial_inputs(p, "ab" * 32, Data, px, py, 1.0)
+    c = _trial_inputs(p, "cd" * 32, Data, px, py, 1.0)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[0], c[0]) and not np.array_equal(a[3], c[3])
+    assert a[0].shape == (4, 6) and a[1].shape == (4,) and 0 <= a[2] < 4 and a[3].dtype == np.uint32
+    if prior == "data":  # candidates are distinct rows of the pool
+        assert len({tuple(r) for r in a[0]}) == 4 and all(any(np.array_equal(r, q) for q in px) for r in a[0])
+    else:
+        assert ((a[0] >= 0) & (a[0] <= 1)).all()
+    assert not np.array_equal(_trial_inputs({**p, "seed": 6}, "ab" * 32, Data, px, py, 1.0)[3], a[3])

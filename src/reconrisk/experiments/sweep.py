@@ -280,7 +280,10 @@ def _dataset(spec: str):
 
 @functools.lru_cache(maxsize=64)
 def _point_data(point_json: str, dataset_path: str):
-    """(model, cfg, release, known_x, known_y, pool_x, pool_y, noise distance) of a point, cached per worker."""
+    """(dataset, model, step config, release, known x, known y, pool x, pool y, noise distance) of a point.
+
+    Cached per process: the chunks of one point share D₋ (drawn from the point's seed sequence) and shapes.
+    """
     from ..release import Release
     from ..train.dpsgd import make_step_config
     from ..train.models import get_model
