@@ -23,7 +23,7 @@ _STORE_HELP = "SQLite results store (created if missing; one row per finished tr
 
 @sweep_app.command("run")
 def run_cmd(
-    sweep_file: Path = typer.Argument(..., help="Sweep file (TOML): [sweep] seed, trials, chunk, dataset; [grid] axes."),
+    sweep_file: Path = typer.Argument(..., help="Sweep file (TOML): \\[sweep] seed, trials, chunk, dataset; \\[grid] axes (see examples/sweep.toml)."),
     store: Path = typer.Option(..., "--store", help=_STORE_HELP),
     pool: Optional[int] = typer.Option(None, "--pool", help="Local process pool of N processes (default: CPU count, "
                                        "at most 8); 0 runs in this process."),
@@ -31,7 +31,8 @@ def run_cmd(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Use an existing Dask cluster, tcp://HOST:PORT "
                                             "(its workers need reconrisk installed)."),
     compile_cache: Optional[Path] = typer.Option(None, "--compile-cache", help="Folder for JAX's persistent "
-                                                 "compilation cache, shared by the workers and by reruns."),
+                                                 "compilation cache, shared by the workers and by reruns (on a remote "
+                                                 "cluster: a folder on the workers' machines)."),
     json_output: bool = typer.Option(False, "--json", help="Print the run summary as JSON (no progress bar)."),
 ) -> None:
     """Run every trial of SWEEP_FILE that the store does not hold yet; rerun after a crash to resume."""
