@@ -176,3 +176,4 @@ def test_store_holds_each_trial_once_whatever_the_arrival(tmp_path_factory, reps
             written += s.add_trials([_row("p", r) for r in reps[lo:lo + 5]])
         assert written == len(set(reps)) == s.count()
         assert [t["replicate"] for t in s.trials()] == sorted(set(reps))
+

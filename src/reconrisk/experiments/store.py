@@ -135,7 +135,8 @@ class ResultStore:
             check = self._conn.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 raise _fail(self.path, f"is damaged (SQLite quick_check: {check})")
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            # WAL is set when the store is created and persists in the file: opening writes nothing, so
+            # status and export also work on a read-only copy
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
