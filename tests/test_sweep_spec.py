@@ -46,6 +46,10 @@ def test_hash_depends_on_seed_and_values_not_on_order():
     # growing the number of trials keeps every existing trial's hash
     d = parse_sweep({**_spec(), "sweep": {"seed": 7, "trials": 30, "chunk": 8}})
     assert {p.trial_hash(5) for p in a.points} == {p.trial_hash(5) for p in d.points}
+    # values are canonicalised before hashing: 1 and 1.0, 3 and 3.0 are the same configuration
+    e = parse_sweep({**_spec(noise_multiplier=[1, 2], steps=3.0, prior_size=[4.0, 8]),
+                     "sweep": {"trials": 20, "chunk": 8, "seed": 7}})
+    assert {p.hash for p in a.points} == {p.hash for p in e.points}
 
 
 @settings(max_examples=20)
