@@ -60,6 +60,10 @@ _LAZY = {
     "load_sweep": "experiments.sweep",
     "run_sweep": "experiments.sweep",
     "ResultStore": "experiments.store",
+    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    "fano_bound": "bounds.fano",
+    "risk_report": "experiments.riskreport",
+    "ReportConfig": "experiments.riskreport",
 }
 
 
