@@ -103,6 +103,25 @@ def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
     assert np.all(mine <= exact * (1 + 1e-12) + 1e-300), float(np.max(mine - exact))
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.floats(0.5, 100.0), st.floats(1e-5, 0.9), st.floats(1e-12, 0.5), st.sampled_from([1, 2, 4, 16]))
+def test_harness_single_step_at_coarse_grids(s, q, k, cells):
+    from reconrisk.bounds.rero import _loss_spread
+
+    h = min(0.05, _loss_spread(s, q) / cells)
+    lo, up, _ = pld_bracket(Release(s, q, 1), np.array([k]), discretization=h)
+    _inside(lo[0], ref.exact_single_step(s, q, k), up[0])
+
+
+@pytest.mark.parametrize("s,q,k,cells", [(0.6, 1e-3, 1e-4, 2), (0.6, 1e-3, 0.05, 8), (2.0, 0.3, 1e-6, 4), (30.0, 1e-4, 1e-3, 1)])
+def test_two_steps_by_quadrature_at_coarse_grids(s, q, k, cells):
+    from reconrisk.bounds.rero import _loss_spread
+
+    h = min(0.05, _loss_spread(s, q) / cells)
+    lo, up, _ = pld_bracket(Release(s, q, 2), np.array([k]), discretization=h)
+    _inside(lo[0], ref.exact_two_steps(s, q, s, q, k), up[0])
+
+
 def test_optimistic_step_mean_loss_is_second_order():
     # σ 0.6, q 1e-3, h 1.25e-4: the chord-gap lowering next to the linear bottom of D made the mean
     # loss 76 % low; times T = 1e5 that put the lower end 30 % below the upper one
