@@ -119,7 +119,7 @@ def pld_bracket(
     """Certified [lower, upper] on B_κ from privacy-loss distributions.
 
     With ``discretization`` given, that loss grid is used once; otherwise the
-    grid starts at :func:`first_discretization` (a step's loss spread / 8) and
+    grid starts at :func:`first_discretization` (a step's loss spread / 16) and
     is refined — by the factor the h² error law predicts, between 1/4 and 1/2,
     or halved while the PLD lower end is still below the analytic one — until,
     for every κ, (upper − lower) ≤ ``rel_tol``·upper (or ≤ ``tol`` when an
@@ -326,10 +326,12 @@ def start_discretization(release: Release) -> float:
 
 
 def first_discretization(release: Release) -> float:
-    """First grid of the refinement: min(1e-3, spread/8) — a step's loss spread must span several
-    cells for the connect-the-dots error to be in its h² regime; the refinement predicts the rest."""
+    """First grid of the refinement: min(1e-3, spread/16) — a step's loss spread must span several
+    cells for the connect-the-dots error to be in its h² regime; the refinement predicts the rest.
+    (spread/16 meets 1 % in one round at every item-4 setting of ``benchmarks/bench_rero.py``;
+    spread/8 needed two rounds at three of them, 30 % more time in all.)"""
     spread = min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
-    return min(H_START, spread / 8)
+    return min(H_START, spread / 16)
 
 
 def _atoms_per_step(release: Release, h: float) -> float:
