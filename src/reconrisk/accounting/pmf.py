@@ -23,6 +23,8 @@ from .fft_roundoff import accurate_low_frequencies, fast_len, power_roundoff, po
 COMPOSE_TAIL = 1e-14
 #: Lower-tail mass cut by :meth:`PMF.cap` (also removes FFT round-off junk far below the bulk).
 LOWER_TAIL = 1e-14
+#: Largest composed window (atoms): a few float64/complex buffers of this size stay under ~1 GiB.
+MAX_WINDOW_ATOMS = 1 << 24
 #: Largest window composed by one FFT power; beyond it (and beyond the loss cap) by capped squaring.
 MAX_POWER_ATOMS = 1 << 22
 #: FFT round-off allowance of a power above which its amplified low frequencies are recomputed.
@@ -60,7 +62,8 @@ class PMF:
         var = self._variance()
         ls = math.sqrt(2 * math.log(2 / tail) / max(n_times * var, 1e-300)) if var > 0 else 1.0
         near = ls * np.logspace(-1, 1, 9)
-        mags = np.unique(np.clip(np.concatenate([near, np.logspace(-3, 2, 14)]), 1e-3, 1e2))
+        # (λ* above 100 — tiny per-step spread, huge T — used to be clipped to 100: a window of 1000 sd)
+        mags = np.unique(np.clip(np.concatenate([near, np.logspace(-3, 2, 14)]), 1e-3, 1e8))
         lam = np.concatenate([-mags, mags])
         kmgf = n_times * log_mgf_fn(lam)  # log E[exp(lam * L_total)] in loss units
         log_t = math.log(tail / 2)
@@ -137,6 +140,7 @@ class PMF:
             assert result is not None
             return result
         out_len = hi - lo + 1
+        _check_window(out_len, self.h)
         n_fft = fast_len(max(out_len, self.probs.size))
         x_hat = np.fft.rfft(self.probs, n_fft)
         spec = x_hat**n_times
@@ -164,6 +168,7 @@ class PMF:
         if other.h != self.h or other.pessimistic != self.pessimistic:
             raise ReconRiskError("PMFs on different grids or of different kinds cannot be composed")
         n = self.probs.size + other.probs.size - 1
+        _check_window(n, self.h)
         n_fft = fast_len(n)
         xa = np.fft.rfft(self.probs, n_fft)
         z = xa * xa if other is self else xa * np.fft.rfft(other.probs, n_fft)
@@ -291,6 +296,15 @@ class PMF:
         if not self.pessimistic:
             val = val - self.slack
         return np.clip(val, 0.0, 1.0)
+
+
+def _check_window(atoms: int, h: float) -> None:
+    """Refuse a composition whose window would not fit the memory target (~1 GiB of FFT buffers)."""
+    if atoms > MAX_WINDOW_ATOMS:
+        raise ReconRiskError(
+            f"value_discretization={h:g} needs a composed privacy-loss window of {atoms:,} atoms "
+            f"(at most {MAX_WINDOW_ATOMS:,} fit the memory target); use a coarser grid"
+        )
 
 
 def _nu_mass(p: np.ndarray, l: np.ndarray) -> np.ndarray:

@@ -157,8 +157,20 @@ def pld_bracket(
     h = discretization if discretization is not None else first_discretization(release)
     h_finest = H_FINEST_REL * min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
     rounds = 0
+    note = None
     while True:
-        lower, upper, informative = _bracket_at(release.segments, kappa, h, cap, a_lo, a_up, rel_tol)
+        try:
+            lower, upper, informative = _bracket_at(release.segments, kappa, h, cap, a_lo, a_up, rel_tol)
+        except ReconRiskError as exc:  # the composed window would not fit the memory target
+            if discretization is not None:
+                raise
+            note = f"stopped: {exc}"
+            if rounds == 0:
+                lower, upper, h = a_lo, a_up, None
+                width = float(np.max(upper - lower))
+                rel_width = float(np.max((upper - lower) / upper))
+                converged = rel_width <= rel_tol or (tol is not None and width <= tol)
+            break
         rounds += 1
         width = float(np.max(upper - lower))
         rel_width = float(np.max((upper - lower) / upper))
@@ -171,10 +183,13 @@ def pld_bracket(
         if _atoms_per_step(release, h_next) > max_atoms:
             break  # the bracket stays certified; only its width misses the target
         h = h_next
-    return lower, upper, {
+    det = {
         "discretization": h, "max_width": width, "max_rel_width": rel_width, "converged": bool(converged),
         "target_rel_width": rel_tol, "target_width": tol, "rounds": rounds,
     }
+    if note:
+        det["note"] = note
+    return lower, upper, det
 
 
 def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL) -> tuple[np.ndarray, np.ndarray, bool]:
