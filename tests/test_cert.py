@@ -463,3 +463,15 @@ def test_long_run_small_risk_allowance_is_small():
     f = p.self_compose(100_000, -_m.log(1e-6) + 40)
     assert f.slack < 1e-7
 
+
+
+def test_window_guard_returns_a_certified_unconverged_bracket(monkeypatch):
+    from reconrisk.accounting import pmf as pmf_mod
+
+    monkeypatch.setattr(pmf_mod, "MAX_WINDOW_ATOMS", 50)
+    kk = np.array([1e-3])
+    lo, up, det = pld_bracket(Release(2.0, 0.3, 2), kk)
+    assert det["converged"] is False and "window" in det["note"]
+    _inside(lo[0], ref.exact_two_steps(2.0, 0.3, 2.0, 0.3, 1e-3), up[0])
+    with pytest.raises(ReconRiskError, match="value_discretization"):
+        pld_bracket(Release(2.0, 0.3, 2), kk, discretization=1e-3)
