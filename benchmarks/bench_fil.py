@@ -86,11 +86,12 @@ def overhead(steps: int, repeats: int) -> list[tuple]:
         cfg = make_step_config(release, xtr.shape[0], 0.5, "gelu")
         xs, ys = jnp.asarray(xtr), jnp.asarray(ytr)
         key = jax.random.PRNGKey(0)
+        noise_std = jnp.float32(release.noise_std)
 
         @jax.jit
         def plain(params, ts):
             def body(p, t):
-                return dpsgd_step(model, cfg, p, key, t, xs, ys)[0], None
+                return dpsgd_step(model, cfg, p, key, t, xs, ys, noise_std)[0], None
 
             return jax.lax.scan(body, params, ts)[0]
 
@@ -101,7 +102,17 @@ def overhead(steps: int, repeats: int) -> list[tuple]:
         for method in ("trace_sampled", "trace_exact"):
             conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
             t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps), repeats)
-            out[f"DP-SGD + FIL ({method})"] = t
+            route = "first-layer reduction" if F._reducible(model, method, conf.num_coords) else "JVPs"
+            out[f"DP-SGD + FIL ({method}, {route})"] = t
+        if F._reducible(model, "trace_sampled", F.DEFAULT_NUM_COORDS):  # the JVP path it replaces, same run
+            conf = F.FILConfig(method="trace_sampled", learning_rate=0.5, momentum=0.0)
+            reducible, F._reducible = F._reducible, lambda *a: False
+            try:
+                t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps),
+                               repeats)
+            finally:
+                F._reducible = reducible
+            out["DP-SGD + FIL (trace_sampled, JVPs: before)"] = t
         rows.append((name, out))
     return rows
 
