@@ -56,6 +56,10 @@ _LAZY = {
     "calibrate_risk": "bounds.calibrate_risk",
     "ReconRiskAccountant": "opacus",
     "make_private_with_risk": "opacus",
+    # issue 14: sweeps at scale
+    "load_sweep": "experiments.sweep",
+    "run_sweep": "experiments.sweep",
+    "ResultStore": "experiments.store",
 }
 
 
@@ -131,4 +135,8 @@ __all__ = [
     "calibrate_risk",
     "ReconRiskAccountant",
     "make_private_with_risk",
+    # issue 14: sweeps at scale
+    "load_sweep",
+    "run_sweep",
+    "ResultStore",
 ]
