@@ -11,8 +11,15 @@ mask) as it comes, so no transcript is held in memory. The adversary's
 per-step computation is exactly :func:`reconrisk.attacks.prior_aware.observe_step`
 — the function the transcript-based attack uses — and the known-gradient
 deduction is :func:`~reconrisk.attacks.prior_aware.deduct_known` for every
-attack; the known points' clipped gradients are recomputed by the adversary,
-not borrowed from the trainer.
+attack. With a full-mask batch (no cap: q = 1, or q large) the clipped sum
+over D₋ is a function of (θ_t, D₋, the known rows of the mask) only — exactly
+what the adversary recomputes — so it is evaluated once
+(``release_step(head=(D₋ x, D₋ y))``) and serves both the trainer's sum and
+the adversary's deduction; D₋ then stays an unbatched operand under ``vmap``
+over trials (one large matrix product per layer instead of one per trial).
+This roughly halves the work of a q = 1 trial and changes the trainer's sum
+only by float rounding (the default audit's successes are unchanged). With a
+cap the adversary recomputes the deduction from its own padded gather.
 
 The compiled trial functions are cached on the static configuration; σ and
 σC are traced arguments, so an ε grid compiles once.
