@@ -72,7 +72,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
         rows.append(row("ReRo bound γ (Cor. 4, PLD bracket)", st, r.rero_upper, lower=r.rero_lower, upper=r.rero_upper,
                         error="certified bracket", paper=FIG3_PAPER[eps][1],
                         paper_text="Fig. 2 bound curve (spec_000 §4b, Alg. 1)", tol=_TOL, panel="Fig. 2", x=eps,
-                        series="ReRo bound (ours)"))
+                        series="ReRo bound"))
         rdp = float(rdp_rero_bound(r.setting.release.segments, [0.1])[0])
         rows.append(row("RDP bound (Eq. 2, Balle et al.)", st, rdp, paper=RDP_PAPER[eps],
                         paper_text="Fig. 2 RDP bound; trivial at ε ∈ {10, 100}", tol=_TOL, panel="Fig. 2", x=eps,
@@ -177,7 +177,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
         rows.append(row("ReRo bound γ (PLD bracket)", f"q = {q:g}, σ = {sigma:.4g}", b.upper, lower=b.lower,
                         upper=b.upper, error="certified bracket", paper=ref_gamma, tol=_TOL,
                         paper_text=f"Fig. 5a (spec_000 §4b){'; text: ' + text if text else ''}", panel="Fig. 5",
-                        x=q, series="ReRo bound (ours)"))
+                        x=q, series="ReRo bound"))
     for q in p["attack_rates"]:
         for r in _audit((4.0,), sample_rate=q, prior_size=10, trials=p["trials"], known_size=p["known_size"],
                         attack="alg3", seed=seed, progress=progress, label="Fig. 5b"):

@@ -71,17 +71,19 @@ def _generic(result, folder: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.2), squeeze=False)
     for ax, panel in zip(axes[0], panels):
         prow = [r for r in rows if r["panel"] == panel]
+        paper_labelled = False
         for s in dict.fromkeys(r["series"] for r in prow):
             sr = sorted((r for r in prow if r["series"] == s), key=lambda r: r["x"])
             xs = [r["x"] for r in sr]
             ys = [r["ours"] for r in sr]
             lo = [max(y - (r["ours_lower"] if _finite(r["ours_lower"]) else y), 0.0) for y, r in zip(ys, sr)]
             hi = [max((r["ours_upper"] if _finite(r["ours_upper"]) else y) - y, 0.0) for y, r in zip(ys, sr)]
-            line = ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", ms=4, capsize=3, label=f"{s} (ours)")
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", ms=4, capsize=3, label=s)
             pr = [r for r in sr if _finite(r["paper"])]
             if pr:
                 ax.plot([r["x"] for r in pr], [r["paper"] for r in pr], "o", mfc="none", mec="black", ms=9,
-                        label=f"{s} (paper)" if len(pr) > 0 else None, color=line[0].get_color())
+                        label=None if paper_labelled else "the paper's value")
+                paper_labelled = True
         info = axes_info.get(panel, {})
         if info.get("xlog"):
             ax.set_xscale("log")
