@@ -56,6 +56,9 @@ _LAZY = {
     "calibrate_risk": "bounds.calibrate_risk",
     "ReconRiskAccountant": "opacus",
     "make_private_with_risk": "opacus",
+    # issue 14: paper reproductions (`reconrisk reproduce`)
+    "run_recipe": "experiments.recipes",
+    "recipe_names": "experiments.recipes",
 }
 
 
@@ -131,4 +134,7 @@ __all__ = [
     "calibrate_risk",
     "ReconRiskAccountant",
     "make_private_with_risk",
+    # issue 14
+    "run_recipe",
+    "recipe_names",
 ]

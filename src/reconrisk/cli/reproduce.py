@@ -22,8 +22,18 @@ def _interval(r: dict) -> str:
     return f"[{fmt(r['ours_lower'])}, {fmt(r['ours_upper'])}] {r['error']}"
 
 
-def _agrees(a) -> str:
-    return "" if a is None else ("yes" if a else "NO")
+def _paper(r: dict) -> str:
+    if r["paper"] is None:
+        return r["paper_text"]
+    return fmt(r["paper"])
+
+
+def _verdict(r: dict) -> str:
+    a = r["agrees"]
+    if a is None:
+        return "shown only"
+    word = "yes" if a else "NO"
+    return f"{word} ({r['tolerance']})" if r["tolerance"] else f"{word} (claim)"
 
 
 def _list(as_json: bool) -> None:
@@ -86,11 +96,11 @@ def reproduce(
         payload["files"] = files
         print_json(payload)
         return
-    rows = [[r["panel"], r["quantity"], r["setting"], r["ours"], _interval(r), r["paper"] if r["paper"] is not None
-             else "", r["paper_text"], r["tolerance"], _agrees(r["agrees"])] for r in result.rows]
+    rows = [[r["quantity"], r["setting"], r["ours"], _interval(r), _paper(r), _verdict(r)] for r in result.rows]
     print_table(f"{rec.name} — seed {rec.seed_paper}: {rec.reproduces}",
-                ["panel", "quantity", "setting", "ours", "error", "paper", "paper says", "tol", "agrees"], rows,
-                caption=f"{size} form — {rec.scale}. Departures: {rec.departures or 'none'}.")
+                ["quantity", "setting", "ours", "error", "paper", "agrees (tol)"], rows,
+                caption=f"This run: {size} form. {rec.scale}. Departures: {rec.departures or 'none'}. "
+                        "What the paper says for each row: table.csv, column paper_text.")
     print(f"agreement: {result.agreeing}/{result.compared} compared rows agree; {result.seconds:.1f} s")
     for k in ("figure", "table", "result"):
         print(f"{k}: {files[k]}")

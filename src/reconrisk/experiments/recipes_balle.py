@@ -43,7 +43,9 @@ def _convex(p: dict, seed: int, progress) -> RecipeOutput:
         se = c.get("mse_se") or 0.0
         m = c.get("mse_mean", math.nan)
         rows.append(row("reconstruction MSE under output perturbation", f"logistic, s = {c['noise_std']:g}", m,
-                        lower=m - 1.96 * se, upper=m + 1.96 * se, error="mean ± 1.96 s.e.", panel="output perturbation",
+                        lower=max(m - 1.96 * se, 0.0), upper=m + 1.96 * se,
+                        error="mean ± 1.96 s.e. (heavy-tailed: the attack divides by the target's residual)",
+                        panel="output perturbation",
                         x=c["noise_std"], series="logistic (Thm 1 attack)",
                         paper_text="grows with the noise (DP mitigates)"))
     info = {"data": "synthetic X ~ N(0, I) with labels from a random linear model (attacks/closed_form.py)",

@@ -14,8 +14,6 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Callable
-
 from .._io import atomic_path, pyplot, save_figure, write_json
 
 
@@ -101,10 +99,6 @@ def _generic(result, folder: Path) -> list[Path]:
     return save_figure(fig, folder, "figure")
 
 
-def _from_existing(draw: Callable[[object, Path], list], result, folder: Path) -> list[Path]:
-    return [Path(p) for p in draw(result, folder)]
-
-
 def _guo_fig2(result, folder: Path) -> list[Path]:
     from .fil import plot_dfil_histogram
 
@@ -139,13 +133,9 @@ def _vmf_fig1(result, folder: Path) -> list[Path]:
     from .mechanisms import plot_comparison
 
     paths = [Path(p) for p in plot_comparison(result.artifacts["comparison"], folder)]
-    out = []
-    for p in paths:  # plot_comparison names its files itself; keep its first PNG as figure.png
-        if p.suffix == ".png" and not (folder / "figure.png").exists():
-            shutil.copyfile(p, folder / "figure.png")
-            out.append(folder / "figure.png")
-        out.append(p)
-    return out
+    first = next(p for p in paths if p.name == "accuracy_mse_vs_epsilon.png")  # Fig. 1 itself
+    shutil.copyfile(first, folder / "figure.png")  # plot_comparison names its files itself
+    return [folder / "figure.png", *paths]
 
 
 DRAWERS = {"generic": _generic, "guo-fig2": _guo_fig2, "guo-fig5": _guo_fig5, "fmte-fig2": _fmte_fig2,
