@@ -80,6 +80,10 @@ def test_every_recipe_writes_files_with_paper_beside_ours(name, tmp_path_factory
     assert all(r["paper"] != "" or r["paper_text"] for r in table)
     assert all(r["agrees"] in ("yes", "no") for r in table if r["tolerance"])
     assert payload["compared"] >= 1
+    for r in payload["rows"]:  # every interval holds its estimate
+        if r["ours_lower"] is not None and r["ours"] is not None:
+            slack = 1e-12 * (1 + abs(r["ours"]))
+            assert r["ours_lower"] - slack <= r["ours"] <= r["ours_upper"] + slack, r
     assert json.loads((folder / "result.json").read_text())["rows"] == payload["rows"]
 
 

@@ -110,7 +110,7 @@ register(Recipe(
     name="vmf-fig1", seed_paper="004",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Fig. 1: accuracy and inverting-gradients MSE of Gaussian vs VMF DP-SGD at matched ε",
-    sizes={"tiny": {"epsilons": (2.48,), "epochs": 1, "attack_iterations": 20},
+    sizes={"tiny": {"epsilons": (2.48,), "epochs": 1, "attack_iterations": 10},
            "small": {"epsilons": (0.49, 2.48, 41.02), "epochs": 3, "attack_iterations": 100},
            "full": {"epsilons": tuple(FIG1), "epochs": 10, "attack_iterations": 1000}},
     scale="small form: 3 ε, 3 epochs, 100 attack iterations; --full: 5 ε, 10 epochs, 1,000 iterations "
