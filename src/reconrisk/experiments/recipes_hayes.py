@@ -202,11 +202,12 @@ register(Recipe(
     paper="Hayes, Mahloujifar, Balle — Bounding Training Data Reconstruction in DP-SGD",
     reproduces="Fig. 5: σ and the ReRo bound against q at (4, 1e-5)-DP, T = 100, prior 10; the attack at q = 0.01 and 0.99",
     sizes={"tiny": {"sample_rates": (0.01, 0.1, 0.99), "attack_rates": (), "trials": 0, "known_size": 19},
-           "small": {"sample_rates": tuple(FIG5_PAPER), "attack_rates": (0.99,), "trials": 200, "known_size": 49},
+           "small": {"sample_rates": (0.01, 0.05, 0.2, 0.99), "attack_rates": (0.99,), "trials": 200,
+                     "known_size": 49},
            "full": {"sample_rates": tuple(FIG5_PAPER), "attack_rates": (0.01, 0.05, 0.2, 0.5, 0.99),
                     "trials": 10_000, "known_size": 999}},
-    scale="small form: the 7 bound points and the attack at q = 0.99 (200 trials, |D₋| = 49); "
-          "--full: attack at 5 values of q with 10,000 trials and |D₋| = 999 (tiny: bounds only)",
+    scale="small form: 4 of the 7 bound points (q = 0.01, 0.05, 0.2, 0.99) and the attack at q = 0.99 (200 trials, "
+          "|D₋| = 49); --full: all 7 points, the attack at 5 values of q with 10,000 trials and |D₋| = 999",
     compute=_fig5, uses_jax=True,
     departures="digits + MLP instead of MNIST; C = 0.1 instead of C = 1 (every gradient clipped, spec_000 §5.7)",
 ))
