@@ -174,6 +174,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
         ref_sigma, ref_gamma = FIG5_PAPER.get(q, (None, None))
         text = FIG5_TEXT.get(q, ("",))[0]
         rows.append(row("σ for (4, 1e-5)-DP (PLD)", f"q = {q:g}", sigma, paper=ref_sigma, rel_tol=0.01,
+                        error="root to 1e-4 relative",
                         paper_text="Fig. 5 σ axis (spec_000 §4b, dp_accounting PLD)", panel="σ", x=q, series="σ"))
         rows.append(row("ReRo bound γ (PLD bracket)", f"q = {q:g}, σ = {sigma:.4g}", b.upper, lower=b.lower,
                         upper=b.upper, error="certified bracket", paper=ref_gamma, tol=_TOL,
