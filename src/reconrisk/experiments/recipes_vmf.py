@@ -71,6 +71,18 @@ FIG1 = {0.49: (75, 1.23, 0.3297, 0.8656, 4.396, 3.923), 2.48: (100, 0.660, 0.418
 
 
 def _fig1(p: dict, seed: int, progress) -> RecipeOutput:
+    import logging
+
+    absl = logging.getLogger("absl")  # dp_accounting's RDP logs a warning per order it drops while σ is bisected
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        return _fig1_rows(p, seed, progress)
+    finally:
+        absl.setLevel(level)
+
+
+def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
     from ..accounting.vmf import gaussian_sigma_opacus
     from .mechanisms import CompareConfig, compare_mechanisms
 
