@@ -149,7 +149,7 @@ register(Recipe(
                     "attack_epsilons": (4.0,), "trials": 24, "known_size": 19},
            "small": {"epsilons": (1.0, 4.0, 10.0, 100.0), "bound_sizes": FIG3_SIZES, "attack_sizes": (8,),
                      "attack_epsilons": (1.0, 4.0, 10.0), "trials": 200, "known_size": 49},
-           "full": {"epsilons": (1.0, 4.0, 10.0, 100.0), "bound_sizes": tuple(2**k for k in range(1, 12)),
+           "full": {"epsilons": (1.0, 4.0, 10.0, 100.0), "bound_sizes": tuple(sorted({2**k for k in range(1, 12)} | {10, 100})),
                     "attack_sizes": (2, 8, 32, 128, 512), "attack_epsilons": (1.0, 4.0, 10.0, 100.0),
                     "trials": 10_000, "known_size": 999}},
     scale="small form: bounds for n = 2, 10, 100, 1024 and the attack at n = 8 (200 trials, |D₋| = 49); "
