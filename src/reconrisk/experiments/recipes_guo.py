@@ -58,7 +58,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
                         agrees=bool(b.min() > 1.0) if matched else None))
         rows.append(row("median dFIL bound 1/η̄²", st, float(np.median(b)), paper_text="(histogram only)"))
         rows.append(row("train accuracy", st, res.train_accuracy, paper=0.9995,
-                        paper_text="test accuracy 99.95% (MNIST 0/1)", tol=0.01 if matched else None))
+                        paper_text="test accuracy 99.95% (MNIST 0/1; ours is train accuracy: shown only)"))
         if p["trials"] > 0 and res.violations is not None:
             rows.append(row("attack below its predicted bound (violations)", st, res.violation_fraction,
                             paper_text="explained by attack bias (Fig. 3)"))
@@ -118,8 +118,14 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
                         paper_text=f"≈{paper:.0%} on MNIST (a different data set: shown, not held to a tolerance)"))
     above = [r["max_dfil_bound"] >= r["rdp_mse_bound"] for r in gr]
     rows.append(row("configurations with max-dFIL bound ≥ RDP bound", "over the grid", float(np.mean(above)),
-                    paper=1.0, paper_text="max-dFIL above RDP (orders of magnitude at high accuracy)",
-                    agrees=bool(np.mean(above) >= 0.5)))
+                    paper_text="(not stated per configuration)"))
+    best = max(gr, key=lambda r: r["test_accuracy"])
+    ratio = best["max_dfil_bound"] / best["rdp_mse_bound"] if best["rdp_mse_bound"] > 0 else float("inf")
+    rows.append(row("max-dFIL / RDP bound at the most accurate configuration",
+                    f"T = {best['steps']}, σ = {best['noise_multiplier']:g}, C = {best['clip_norm']:g}; "
+                    f"accuracy {best['test_accuracy']:.3f}", ratio,
+                    paper_text="> 1: max-dFIL far above RDP at high accuracy (orders of magnitude)",
+                    agrees=bool(ratio >= 1.0)))
     info = {"model": res.model, "sample_rate": 0.05, "runs": p["runs"], "grid": {k: list(v) for k, v in grid.items()},
             "axes": {"Fig. 5": {"xlabel": "test accuracy", "ylabel": "MSE lower bound", "ylog": True}}}
     return RecipeOutput(rows, info, {"grid_rows": gr, "title": "guo-fig5: MSE bounds against test accuracy (digits)"})
