@@ -56,6 +56,14 @@ _LAZY = {
     "calibrate_risk": "bounds.calibrate_risk",
     "ReconRiskAccountant": "opacus",
     "make_private_with_risk": "opacus",
+    # issue 14: sweeps at scale
+    "load_sweep": "experiments.sweep",
+    "run_sweep": "experiments.sweep",
+    "ResultStore": "experiments.store",
+    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    "fano_bound": "bounds.fano",
+    "risk_report": "experiments.riskreport",
+    "ReportConfig": "experiments.riskreport",
     # issue 14: paper reproductions (`reconrisk reproduce`)
     "run_recipe": "experiments.recipes",
     "recipe_names": "experiments.recipes",
@@ -134,6 +142,10 @@ __all__ = [
     "calibrate_risk",
     "ReconRiskAccountant",
     "make_private_with_risk",
+    # issue 14: sweeps at scale
+    "load_sweep",
+    "run_sweep",
+    "ResultStore",
     # issue 14
     "run_recipe",
     "recipe_names",
