@@ -144,3 +144,13 @@ def test_agreement_rule_is_the_gap_to_the_interval(p, o, w, t, extra):
         assert row("q", "s", o, lower=o - w - extra, upper=o + w + extra, paper=p, tol=t)["agrees"]
         assert row("q", "s", o, lower=o - w, upper=o + w, paper=p, tol=t + extra)["agrees"]
     assert row("q", "s", o, paper=None, tol=t)["agrees"] is None
+
+
+def test_printed_output_states_the_paper_beside_ours_and_the_scale(tmp_path, capsys):
+    assert main(["reproduce", "guo-fig2", "--tiny", "--out", str(tmp_path)]) == 0
+    cap = capsys.readouterr()
+    out = " ".join(cap.out.split())
+    assert "paper" in out and "ours" in out and "agreement: 4/4 compared rows agree" in out
+    assert "0.0649" in out  # the paper's RDP bound printed beside ours
+    assert "small form:" in " ".join(cap.err.split()) and "--full" in cap.err
+    assert (tmp_path / "guo-fig2" / "table.csv").exists()
