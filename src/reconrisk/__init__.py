@@ -60,6 +60,13 @@ _LAZY = {
     "load_sweep": "experiments.sweep",
     "run_sweep": "experiments.sweep",
     "ResultStore": "experiments.store",
+    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    "fano_bound": "bounds.fano",
+    "risk_report": "experiments.riskreport",
+    "ReportConfig": "experiments.riskreport",
+    # issue 14: paper reproductions (`reconrisk reproduce`)
+    "run_recipe": "experiments.recipes",
+    "recipe_names": "experiments.recipes",
 }
 
 
@@ -139,4 +146,7 @@ __all__ = [
     "load_sweep",
     "run_sweep",
     "ResultStore",
+    # issue 14
+    "run_recipe",
+    "recipe_names",
 ]

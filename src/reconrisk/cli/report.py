@@ -1,0 +1,80 @@
+"""``reconrisk report``: one page (HTML + JSON) with every bound family for one release (no JAX unless --attack)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import app
+from ._common import print_json, print_table, progress
+
+
+@app.command("report")
+def report_cmd(
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for report.html and report.json."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
+    clip_norm: Optional[float] = typer.Option(None, "--clip-norm", "-C", help="Clip norm C (default 1)."),
+    release_file: Optional[Path] = typer.Option(None, "--release", help="A TOML release file instead of the flags."),
+    from_opacus: Optional[Path] = typer.Option(
+        None, "--from-opacus", help="A saved Opacus accountant state (JSON, or torch.save read weights-only)."),
+    prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over N candidates (default 10)."),
+    kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success κ instead of --prior-size."),
+    target_rero: Optional[float] = typer.Option(None, "--target-rero", "-g", help="Target ReRo: also calibrate σ for it."),
+    delta: float = typer.Option(1e-5, "--delta", help="δ at which ε is reported."),
+    samples: int = typer.Option(1_000_000, "--samples", help="Monte-Carlo samples (as `bound --method mc`); 0 skips."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the Monte-Carlo sampler."),
+    confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the Monte-Carlo interval."),
+    fpr: float = typer.Option(0.01, "--fpr", help="False-positive rate of the membership-TPR row."),
+    attribute_baseline: float = typer.Option(0.5, "--attribute-baseline", help="Blind-guess success of attribute inference."),
+    diam: float = typer.Option(1.0, "--diam", help="Per-coordinate data diameter of Guo's MSE bound."),
+    model_dim: Optional[int] = typer.Option(None, "--model-dim", help="Dimension p of the released gradient (Bayes' capacity)."),
+    data_dim: Optional[int] = typer.Option(None, "--data-dim", help="Input dimension N (analytic attack, seed 003)."),
+    min_norm: Optional[float] = typer.Option(None, "--min-norm", help="Smallest nonzero data norm m (analytic attack)."),
+    mse_eta: float = typer.Option(0.01, "--mse-eta", help="MSE threshold η of the analytic ReRo (data units²)."),
+    psnr_eta: float = typer.Option(20.0, "--psnr-eta", help="PSNR threshold (dB) of the analytic ReRo."),
+    attack: bool = typer.Option(False, "--attack", help="Also run the audit's informed adversary (needs JAX)."),
+    trials: int = typer.Option(100, "--trials", help="Attack trials with --attack."),
+    attack_seed: int = typer.Option(0, "--attack-seed", help="Seed of the attack trials."),
+    json_out: bool = typer.Option(False, "--json", help="Print report.json to stdout instead of a table."),
+) -> None:
+    """Every bound family side by side for one release: a self-contained report.html and report.json."""
+    import shlex
+    import sys
+
+    from .._io import check_out_dir
+    from ..experiments.release_source import resolve_release
+    from ..experiments.riskreport import ReportConfig, risk_report
+
+    out = check_out_dir(out)  # before any computation (issue 10)
+    release, source = resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                      clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+    cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
+                       confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
+                       target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
+                       mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
+    total = 2 * samples * release.steps if samples else 0
+    with progress(total, "Monte Carlo", enabled=not json_out) as bar:
+        report = risk_report(release, cfg, mc_progress=bar)
+    from .. import __version__
+    from ..report.html import write_report
+
+    provenance = {"reconrisk_version": __version__, "command": shlex.join(["reconrisk", *sys.argv[1:]]),
+                  "release_source": source}
+    files = write_report(report, out, provenance)
+    if json_out:
+        print_json({**report, "provenance": provenance, "files": files})
+        return
+    import html
+    import re
+
+    from ..report.html import summary_sentences, table_rows
+
+    for s in summary_sentences(report):
+        print(html.unescape(re.sub(r"<[^>]+>", "", s)))
+    rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
+    print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
+                caption=f"wrote {files['html']} and {files['json']}")

@@ -1,0 +1,52 @@
+"""The report page in headless Chromium: no console error, no exception, no network request, the summary in the
+DOM and the formula toggle working — with negative controls showing the check catches each kind of failure."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from _chromium import CHROMIUM, load_page
+
+pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                                reason=f"headless Chromium not installed at {CHROMIUM} (apt-get install chromium)")
+
+SUMMARY = "document.getElementById('summary').innerText"
+TOGGLE = ("(function(){var b=document.getElementById('toggle-formulas'); b.click();"
+          "var hidden=document.querySelector('td.formula').classList.contains('hidden'); b.click();"
+          "return [hidden, document.querySelector('td.formula').classList.contains('hidden'), b.textContent];})()")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    from reconrisk import Release
+    from reconrisk.experiments.riskreport import ReportConfig, risk_report
+    from reconrisk.report.html import write_report
+
+    out = tmp_path_factory.mktemp("page")
+    rep = risk_report(Release(1.5, 0.2, 10), ReportConfig(prior_size=10, samples=2000, target_rero=0.3, model_dim=10))
+    write_report(rep, out, {"command": "reconrisk report <test> & 'quotes'", "release_source": {"source": "flags"}})
+    return out / "report.html"
+
+
+def test_report_renders_without_console_errors(page):
+    res = load_page(page, (SUMMARY, TOGGLE))
+    assert res["problems"] == []
+    summary, toggle = res["values"]
+    assert summary.startswith("An informed adversary with a 1-in-10 prior reconstructs a training example at most")
+    assert toggle == [True, False, "hide formulas"]  # the page's one script ran and toggles the column
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("<script>console.error('deliberate')</script>", "console.error: deliberate"),
+    ("<script>window.nothingHere()</script>", "exception: TypeError"),
+    ("<script>console.assert(1 === 2, 'asserted')</script>", "console.assert"),
+    ("<img src='http://example.invalid/x.png'>", "network request: http://example.invalid/x.png"),
+])
+def test_negative_controls_are_detected(tmp_path, body, needle):
+    bad = tmp_path / "bad.html"
+    bad.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body><p id='summary'>x</p>{body}</body></html>")
+    res = load_page(bad, (SUMMARY,), settle=0.5)
+    assert any(p.startswith(needle) for p in res["problems"]), res["problems"]
