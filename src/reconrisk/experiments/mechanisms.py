@@ -203,8 +203,10 @@ def _programs(data, cfg: CompareConfig, mechanism: str, cache: dict):
         attack = jax.jit(lambda obs, k: inverting_gradients(
             lambda x, y: grad_fn(flat0, x, y), obs, ya, k, image_shape=data_shape(xtr),
             iterations=cfg.attack_iterations, learning_rate=cfg.attack_lr, tv_weight=cfg.tv_weight)[0])
-        cache["base"] = (keys, flat0, unravel, grad_fn, attack)
-    keys, flat0, unravel, grad_fn, attack = cache["base"]
+        xte_j = jnp.asarray(xte)
+        predict = jax.jit(lambda flat: jnp.argmax(_logits(unravel(flat), xte_j), axis=1))
+        cache["base"] = (keys, flat0, unravel, grad_fn, attack, predict)
+    keys, flat0, unravel, grad_fn, attack, predict = cache["base"]
     if mechanism not in cache:
         L = cfg.batch_size
         steps_per_epoch = xtr.shape[0] // L
@@ -225,8 +227,11 @@ def _programs(data, cfg: CompareConfig, mechanism: str, cache: dict):
             (flat, state), _ = jax.lax.scan(step, (flat, state), (perm, jax.random.split(k_noise, steps_per_epoch)))
             return flat, state
 
-        cache[mechanism] = (epoch, opt)
-    return keys, flat0, unravel, grad_fn, attack, cache[mechanism]
+        xa, ya = jnp.asarray(xatt), jnp.asarray(yatt)
+        # the privatised gradient of one held-out batch at θ₀, as one program (eagerly it was ~100 small compilations)
+        observe = jax.jit(lambda k, noise: _privatise(k, grad_fn(flat0, xa, ya), mechanism, noise))
+        cache[mechanism] = (epoch, jax.jit(opt.init), observe)
+    return keys, flat0, attack, predict, cache[mechanism]
 
 
 def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float, cache: dict | None = None):
@@ -235,26 +240,23 @@ def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float, ca
     ``cache`` (one dict per comparison) keeps the compiled programs between calls.
     """
     import jax
-    import jax.numpy as jnp
     from scipy.optimize import linear_sum_assignment
 
     from ..metrics import mse as _mse
     from ..metrics import ssim as _ssim
 
     xtr, ytr, xte, yte, xatt, yatt = data
-    keys, flat0, unravel, grad_fn, attack, (epoch, opt) = _programs(data, cfg, mechanism, {} if cache is None else cache)
+    keys, flat0, attack, predict, (epoch, opt_init, observe) = _programs(data, cfg, mechanism,
+                                                                         {} if cache is None else cache)
     _, k_train, k_att_noise, k_att = keys
     train_noise = _noise_param(mechanism, param, cfg.clip_norm, cfg.batch_size)
-    flat, state = flat0, opt.init(flat0)
+    flat, state = flat0, opt_init(flat0)
     for e in range(cfg.epochs):
         flat, state = epoch(flat, state, jax.random.fold_in(k_train, e), train_noise)
-    pred = np.asarray(jnp.argmax(_logits(unravel(flat), jnp.asarray(xte)), axis=1))
-    acc = float(np.mean(pred == yte))
+    acc = float(np.mean(np.asarray(predict(flat)) == yte))
 
     # attack: the privatised gradient of one held-out batch at θ₀
-    xa, ya = jnp.asarray(xatt), jnp.asarray(yatt)
-    att_noise = _noise_param(mechanism, param, cfg.clip_norm, xa.shape[0])
-    observed = _privatise(k_att_noise, grad_fn(flat0, xa, ya), mechanism, att_noise)
+    observed = observe(k_att_noise, _noise_param(mechanism, param, cfg.clip_norm, xatt.shape[0]))
     rec = np.asarray(attack(observed, k_att))
     cost = _mse(rec[:, None, :], np.asarray(xatt)[None, :, :])
     rows, cols = linear_sum_assignment(cost)
