@@ -11,7 +11,10 @@
    the explicit JAX linear layer through a real DP-SGD step, at C = 1 where
    the optimal layer has M = ⌈(C/‖X‖)²⌉ = 1 row (the paper's Fig. 6 setting),
    and per reconstruction at the Fig. 1 setting C = 5000, M = 665
-   (extrapolated from a few samples: one sample is M·N ≈ 10⁸ floats).
+   (extrapolated from a few samples: one sample is M·N ≈ 10⁸ floats);
+   and by ``mode="law"``, which samples each reconstruction's (MSE, NCC)
+   from their exact joint law without forming it (a labelled shortcut,
+   KS-tested against the explicit step in tests/test_analytic_law.py).
 Reconstructions are produced in batches and reduced to their MSE on the fly so
 that memory stays bounded.
 """
@@ -87,6 +90,9 @@ def bench_sim(count: int, batch: int) -> None:
             if mode == "device":  # explicit step, MSE reduced on the device (no reconstruction to the host)
                 errs[start : start + k] = simulate_success(xb[:k], [sigma], clip, rows, mode="explicit", seed=start).mse[0]
                 continue
+            if mode == "law":  # (MSE, NCC) sampled from their exact joint law: no reconstruction is formed
+                errs[start : start + k] = simulate_success(xb[:k], [sigma], clip, rows, mode="law", seed=start).mse[0]
+                continue
             xh = simulate_attack(xb[:k], sigma, clip, rows, mode=mode, seed=start)
             errs[start : start + k] = mse(x, xh)
         return errs
@@ -94,16 +100,23 @@ def bench_sim(count: int, batch: int) -> None:
     # compile the explicit paths outside the timing
     simulate_attack(np.broadcast_to(x, (batch, n)), sigma, clip, rows, mode="explicit", seed=0)
     simulate_success(np.broadcast_to(x, (batch, n)), [sigma], clip, rows, mode="explicit", seed=0)
-    print(f"  (machine load {os.getloadavg()[0]:.1f}; 'explicit' returns reconstructions, 'device' only their MSE)")
-    for mode in ("fast", "explicit", "device"):
+    print(f"  (machine load {os.getloadavg()[0]:.1f}; 'explicit' returns reconstructions, 'device' only their MSE and NCC,"
+          f" 'law' samples (MSE, NCC) from their exact joint law, KS-tested against 'explicit')")
+    per = {}
+    for mode in ("fast", "explicit", "device", "law"):
         t0 = time.perf_counter()
         errs = run(mode)
         t = time.perf_counter() - t0
+        per[mode] = t / count
         se = errs.std() / math.sqrt(count)
         print(
             f"  {mode:9s} {t:8.2f} s total   {t / count * 1e3:7.3f} ms/reconstruction   "
             f"mean MSE {errs.mean():.6f} ± {se:.6f} (theory σ²‖X‖² = {expected:.6f})"
         )
+    old_ms = {"fast": 3.6, "explicit": 6.8}  # the CPU rates before issue 8's speed work (2-core machine, idle)
+    print("  rate vs the explicit step in this run: " + ", ".join(f"{m} ×{per['explicit'] / per[m]:.1f}" for m in per)
+          + f";  vs the old CPU explicit rate ({old_ms['explicit']} ms): "
+          + ", ".join(f"{m} ×{old_ms['explicit'] * 1e-3 / per[m]:.1f}" for m in per))
     # Fig. 1 setting: C = 5000, M = ⌈(C/‖X‖)²⌉ — a 10⁸-float gradient per sample
     clip1 = 5000.0
     rows1 = math.ceil((clip1 / norm) ** 2)

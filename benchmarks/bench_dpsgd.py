@@ -175,12 +175,19 @@ def profile_default_audit(trials: int) -> None:
     t_bounds = time.perf_counter() - t0
     print(f"\ndefault audit profile (4 ε × {trials} trials, alg2; machine load {os.getloadavg()[0]:.1f}):")
     print(f"  certified bounds ready after {t_bounds:.2f} s (σ calibration + ReRo bound, no JAX)")
-    seconds = []
+    seconds, cpus = [], []
+
+    def cpu() -> float:  # this process's CPU seconds, all threads (steadier than wall on a shared machine)
+        t = os.times()
+        return t.user + t.system
+
     for s, c in zip(settings, certs):
-        t = time.perf_counter()
+        t, c0 = time.perf_counter(), cpu()
         r = run_setting(s, data, certificate=c)
         seconds.append(time.perf_counter() - t)
-        print(f"  ε={s.epsilon:<4g} {seconds[-1]:7.2f} s  {trials / seconds[-1]:6.1f} trials/s  alg2 {r.rates['alg2'].rate:.3f}",
+        cpus.append(cpu() - c0)
+        print(f"  ε={s.epsilon:<4g} {seconds[-1]:7.2f} s  {trials / seconds[-1]:6.1f} trials/s  "
+              f"({cpus[-1]:6.2f} CPU-s, {trials / cpus[-1]:5.1f} trials per CPU-s)  alg2 {r.rates['alg2'].rate:.3f}",
               flush=True)
     info = tr._trial_functions.cache_info()
     compiled = sum(f._cache_size() for f in _cached_trial_fns())
@@ -188,6 +195,9 @@ def profile_default_audit(trials: int) -> None:
     print(f"  first ε (includes compile) {seconds[0]:.2f} s; later ε mean {np.mean(seconds[1:]):.2f} s; "
           f"total wall {t_bounds + sum(seconds):.1f} s (extrapolated to 1000 trials/ε: "
           f"{t_bounds + seconds[0] + np.mean(seconds[1:]) * (4 * 1000 / trials - 1):.0f} s)")
+    print(f"  CPU: first ε {cpus[0]:.1f} CPU-s, later ε mean {np.mean(cpus[1:]):.2f} CPU-s; extrapolated to 1000 trials/ε: "
+          f"{cpus[0] + np.mean(cpus[1:]) * (4 * 1000 / trials - 1):.0f} CPU-s (an idle 2-core machine runs the trial "
+          f"batches on both cores)")
 
 
 def _cached_trial_fns():

@@ -68,7 +68,7 @@ def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
     return rows
 
 
-def overhead(steps: int, repeats: int) -> list[tuple]:
+def overhead(steps: int, repeats: int, names=("mlp", "cnn")) -> list[tuple]:
     import jax
     import jax.numpy as jnp
 
@@ -81,16 +81,17 @@ def overhead(steps: int, repeats: int) -> list[tuple]:
     xtr, ytr, _, _, shape = digits_split(0)
     release = Release(1.0, 0.05, steps, clip_norm=1.0)
     rows = []
-    for name in ("mlp", "cnn"):
+    for name in names:
         model = models.get_model(name, shape)
         cfg = make_step_config(release, xtr.shape[0], 0.5, "gelu")
         xs, ys = jnp.asarray(xtr), jnp.asarray(ytr)
         key = jax.random.PRNGKey(0)
+        noise_std = jnp.float32(release.noise_std)
 
         @jax.jit
         def plain(params, ts):
             def body(p, t):
-                return dpsgd_step(model, cfg, p, key, t, xs, ys)[0], None
+                return dpsgd_step(model, cfg, p, key, t, xs, ys, noise_std)[0], None
 
             return jax.lax.scan(body, params, ts)[0]
 
@@ -101,7 +102,21 @@ def overhead(steps: int, repeats: int) -> list[tuple]:
         for method in ("trace_sampled", "trace_exact"):
             conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
             t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps), repeats)
-            out[f"DP-SGD + FIL ({method})"] = t
+            route = "first-layer reduction" if F._reducible(model, method, conf.num_coords) else "JVPs"
+            out[f"DP-SGD + FIL ({method}, {route})"] = t
+        if F._reducible(model, "trace_sampled", F.DEFAULT_NUM_COORDS):  # the JVP path it replaces, same run
+            conf = F.FILConfig(method="trace_sampled", learning_rate=0.5, momentum=0.0)
+            from reconrisk.train import dpsgd
+
+            reducible, F._reducible = F._reducible, lambda *a: False
+            dpsgd._chunk_runner.cache_clear()  # the compiled trainer is cached on (model, config, hook): rebuild it
+            try:
+                t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps),
+                               repeats)
+            finally:
+                F._reducible = reducible
+                dpsgd._chunk_runner.cache_clear()
+            out["DP-SGD + FIL (trace_sampled, JVPs: before)"] = t
         rows.append((name, out))
     return rows
 
@@ -113,11 +128,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="digits shape only, fewer steps")
+    ap.add_argument("--models", default="mlp,cnn", help="models of Part 2 (comma-separated)")
+    ap.add_argument("--skip-part1", action="store_true", help="only the training overhead (Part 2)")
     args = ap.parse_args()
     import jax
 
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, {os.cpu_count()} CPU cores visible")
     shapes = [(8, 8, 1)] if args.quick else [(8, 8, 1), (28, 28, 1)]
+    if args.skip_part1:
+        shapes = []
     print(f"\nPart 1: per-example FIL cost per step (median of {args.repeats} after warm-up; ms per example)")
     print(f"{'model':5} {'input':>8} {'d':>4} {'params':>7} {'batch':>5} | {'clipped grad':>12} {'JVP m=50':>9} {'exact Jac':>9} "
           f"{'spectral':>9} | {'exact/JVP':>9} {'JVP/grad':>8}")
@@ -128,7 +147,8 @@ def main() -> None:
               f"{t['trace_exact'] / t['trace_sampled']:>9.2f} {t['trace_sampled'] / t['plain_grad']:>8.1f}")
     steps = 60 if args.quick else args.steps
     print(f"\nPart 2: training time on digits (n = 1347, q = 0.05, T = {steps}; seconds after compilation)")
-    for name, out in overhead(steps, args.repeats):
+    print(f"  (load average {os.getloadavg()[0]:.1f})")
+    for name, out in overhead(steps, args.repeats, tuple(args.models.split(","))):
         base = out["plain DP-SGD"]
         for k, val in out.items():
             print(f"  {name:4} {k:32} {val:8.3f} s   ×{val / base:6.1f}   {1e3 * val / steps:7.2f} ms/step")

@@ -64,6 +64,9 @@ _LAZY = {
     "fano_bound": "bounds.fano",
     "risk_report": "experiments.riskreport",
     "ReportConfig": "experiments.riskreport",
+    # issue 14: paper reproductions (`reconrisk reproduce`)
+    "run_recipe": "experiments.recipes",
+    "recipe_names": "experiments.recipes",
 }
 
 
@@ -143,4 +146,7 @@ __all__ = [
     "load_sweep",
     "run_sweep",
     "ResultStore",
+    # issue 14
+    "run_recipe",
+    "recipe_names",
 ]

@@ -74,11 +74,17 @@ def deduct_known(model: Model, cfg: StepConfig, params, g, known_mask, known_x, 
     return g - ravel_pytree(known_sum)[0]
 
 
-def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, known_y, cand_x, cand_y, unravel):
+def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, known_y, cand_x, cand_y, unravel,
+                 known_sum=None):
     """Per-step statistics of every candidate, computed only from what the adversary sees.
 
     ``theta``, ``g``: the released iterate and privatised gradient (flat).
     ``known_mask``: batch membership of the known points at this step.
+    ``known_sum``: Σ_{z ∈ D₋ ∩ B_t} clip_C(∇ℓ(θ_t, z)) (flat) when it has
+    already been evaluated from the same (θ_t, D₋, mask) — the simulator
+    shares that one evaluation with its trainer (a deterministic function of
+    what the adversary sees, so sharing it gives the adversary nothing more);
+    None: :func:`deduct_known` computes it.
     Returns a dict with ``ip`` (n,) = ⟨clip(∇ℓ(θ, z_i)), ḡ⟩, ``ip_raw`` (n,) =
     ⟨clip(∇ℓ(θ, z_i)), g⟩, ``cand_sq`` (n,) = ‖clip(∇ℓ(θ, z_i))‖² and
     ``gbar_sq`` = ‖ḡ‖².
@@ -87,7 +93,10 @@ def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, k
     import jax.numpy as jnp
 
     params = unravel(theta)
-    gbar = deduct_known(model, cfg, params, g, known_mask, known_x, known_y)
+    if known_sum is None:
+        gbar = deduct_known(model, cfg, params, g, known_mask, known_x, known_y)
+    else:
+        gbar = g - known_sum
     taps, deltas, _ = signals(model, params, cand_x, cand_y)
     sq = per_example_sq_norms(taps, deltas)
     scale = clip_factors(sq, cfg.clip_norm, cfg.clip_mode)

@@ -25,7 +25,7 @@ app = typer.Typer(
 
 # Command modules register themselves on `app` when imported.
 for _optional in ("bound", "audit", "analytic", "fil", "convert", "informed", "risk", "vmf", "capacity", "compare", "sweep",
-                  "report"):
+                  "report", "reproduce"):
     try:
         __import__(f"{__name__}.{_optional}")
     except ModuleNotFoundError as _exc:  # module not written yet

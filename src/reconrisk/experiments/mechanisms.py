@@ -162,67 +162,101 @@ def _make_fns(unravel, clip_norm: float):
     return clipped_mean
 
 
-def _privatise(key, g, mechanism: str, param, clip_norm: float, batch: int):
+def _noise_param(mechanism: str, param, clip_norm: float, batch: int):
+    """The traced noise argument: the Gaussian std C·σ/L (rounded once to float32) or the VMF κ."""
+    return np.float32(clip_norm * param / batch) if mechanism == "gaussian" else np.float32(param)
+
+
+def _privatise(key, g, mechanism: str, noise):
+    """Privatise a flat gradient; ``noise`` is :func:`_noise_param`'s value (a traced float32 scalar)."""
     import jax
 
     from ..mechanisms.vmf import vmf_noise_jax
 
     if mechanism == "gaussian":
-        return g + (clip_norm * param / batch) * jax.random.normal(key, g.shape, g.dtype)
+        return g + noise * jax.random.normal(key, g.shape, g.dtype)
     if mechanism == "vmf":
-        return vmf_noise_jax(key, g, param)
+        return vmf_noise_jax(key, g, noise)
     return g  # "none": clipping only
 
 
-def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float):
-    """(test accuracy, reconstructions, truth) for one mechanism; deterministic in cfg.seed."""
+def _programs(data, cfg: CompareConfig, mechanism: str, cache: dict):
+    """Jitted (epoch, attack) programs, compiled once per mechanism and shared across ε.
+
+    The noise level is a traced argument, so one compilation serves every ε of a comparison (it was
+    a constant baked into a fresh closure: ~2 compilations per trained model).
+    """
     import jax
     import jax.numpy as jnp
     import optax
     from jax.flatten_util import ravel_pytree
-    from scipy.optimize import linear_sum_assignment
 
     from ..attacks.gradient_inversion import inverting_gradients
+
+    xtr, ytr, xte, yte, xatt, yatt = data
+    if "base" not in cache:
+        sizes = (xtr.shape[1], *HIDDEN, 10)
+        keys = jax.random.split(jax.random.PRNGKey(cfg.seed), 4)
+        flat0, unravel = ravel_pytree(_init(keys[0], sizes))
+        grad_fn = _make_fns(unravel, cfg.clip_norm)
+        ya = jnp.asarray(yatt)
+        attack = jax.jit(lambda obs, k: inverting_gradients(
+            lambda x, y: grad_fn(flat0, x, y), obs, ya, k, image_shape=data_shape(xtr),
+            iterations=cfg.attack_iterations, learning_rate=cfg.attack_lr, tv_weight=cfg.tv_weight)[0])
+        xte_j = jnp.asarray(xte)
+        predict = jax.jit(lambda flat: jnp.argmax(_logits(unravel(flat), xte_j), axis=1))
+        cache["base"] = (keys, flat0, unravel, grad_fn, attack, predict)
+    keys, flat0, unravel, grad_fn, attack, predict = cache["base"]
+    if mechanism not in cache:
+        L = cfg.batch_size
+        steps_per_epoch = xtr.shape[0] // L
+        opt = optax.adam(cfg.learning_rate)
+        xtr_j, ytr_j = jnp.asarray(xtr), jnp.asarray(ytr)
+
+        @jax.jit
+        def epoch(flat, state, k, noise):
+            def step(carry, idx_key):
+                flat, state = carry
+                idx, kk = idx_key
+                g = _privatise(kk, grad_fn(flat, xtr_j[idx], ytr_j[idx]), mechanism, noise)
+                upd, state = opt.update(g, state, flat)
+                return (optax.apply_updates(flat, upd), state), None
+
+            k_perm, k_noise = jax.random.split(k)
+            perm = jax.random.permutation(k_perm, xtr_j.shape[0])[: steps_per_epoch * L].reshape(steps_per_epoch, L)
+            (flat, state), _ = jax.lax.scan(step, (flat, state), (perm, jax.random.split(k_noise, steps_per_epoch)))
+            return flat, state
+
+        xa, ya = jnp.asarray(xatt), jnp.asarray(yatt)
+        # the privatised gradient of one held-out batch at θ₀, as one program (eagerly it was ~100 small compilations)
+        observe = jax.jit(lambda k, noise: _privatise(k, grad_fn(flat0, xa, ya), mechanism, noise))
+        cache[mechanism] = (epoch, jax.jit(opt.init), observe)
+    return keys, flat0, attack, predict, cache[mechanism]
+
+
+def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float, cache: dict | None = None):
+    """(test accuracy, reconstructions, truth) for one mechanism; deterministic in cfg.seed.
+
+    ``cache`` (one dict per comparison) keeps the compiled programs between calls.
+    """
+    import jax
+    from scipy.optimize import linear_sum_assignment
+
     from ..metrics import mse as _mse
     from ..metrics import ssim as _ssim
 
     xtr, ytr, xte, yte, xatt, yatt = data
-    sizes = (xtr.shape[1], *HIDDEN, 10)
-    key = jax.random.PRNGKey(cfg.seed)
-    k_init, k_train, k_att_noise, k_att = jax.random.split(key, 4)
-    flat0, unravel = ravel_pytree(_init(k_init, sizes))
-    grad_fn = _make_fns(unravel, cfg.clip_norm)
-    L = cfg.batch_size
-    steps_per_epoch = xtr.shape[0] // L
-    opt = optax.adam(cfg.learning_rate)
-    xtr_j, ytr_j = jnp.asarray(xtr), jnp.asarray(ytr)
-
-    def step(carry, idx_key):
-        flat, state = carry
-        idx, k = idx_key
-        g = _privatise(k, grad_fn(flat, xtr_j[idx], ytr_j[idx]), mechanism, param, cfg.clip_norm, L)
-        upd, state = opt.update(g, state, flat)
-        return (optax.apply_updates(flat, upd), state), None
-
-    @jax.jit
-    def epoch(flat, state, k):
-        k_perm, k_noise = jax.random.split(k)
-        perm = jax.random.permutation(k_perm, xtr_j.shape[0])[: steps_per_epoch * L].reshape(steps_per_epoch, L)
-        (flat, state), _ = jax.lax.scan(step, (flat, state), (perm, jax.random.split(k_noise, steps_per_epoch)))
-        return flat, state
-
-    flat, state = flat0, opt.init(flat0)
+    keys, flat0, attack, predict, (epoch, opt_init, observe) = _programs(data, cfg, mechanism,
+                                                                         {} if cache is None else cache)
+    _, k_train, k_att_noise, k_att = keys
+    train_noise = _noise_param(mechanism, param, cfg.clip_norm, cfg.batch_size)
+    flat, state = flat0, opt_init(flat0)
     for e in range(cfg.epochs):
-        flat, state = epoch(flat, state, jax.random.fold_in(k_train, e))
-    pred = np.asarray(jnp.argmax(_logits(unravel(flat), jnp.asarray(xte)), axis=1))
-    acc = float(np.mean(pred == yte))
+        flat, state = epoch(flat, state, jax.random.fold_in(k_train, e), train_noise)
+    acc = float(np.mean(np.asarray(predict(flat)) == yte))
 
     # attack: the privatised gradient of one held-out batch at θ₀
-    xa, ya = jnp.asarray(xatt), jnp.asarray(yatt)
-    observed = _privatise(k_att_noise, grad_fn(flat0, xa, ya), mechanism, param, cfg.clip_norm, xa.shape[0])
-    attack = jax.jit(lambda obs, k: inverting_gradients(
-        lambda x, y: grad_fn(flat0, x, y), obs, ya, k, image_shape=data_shape(xtr),
-        iterations=cfg.attack_iterations, learning_rate=cfg.attack_lr, tv_weight=cfg.tv_weight)[0])
+    observed = observe(k_att_noise, _noise_param(mechanism, param, cfg.clip_norm, xatt.shape[0]))
     rec = np.asarray(attack(observed, k_att))
     cost = _mse(rec[:, None, :], np.asarray(xatt)[None, :, :])
     rows, cols = linear_sum_assignment(cost)
@@ -267,7 +301,8 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
     steps = cfg.epochs * (n_train // cfg.batch_size)
     n_vmf = steps if cfg.vmf_compositions == "steps" else cfg.epochs
     points = []
-    acc0, mse0, ssim0 = _train_and_attack(data, cfg, "none", 0.0)
+    cache: dict = {}
+    acc0, mse0, ssim0 = _train_and_attack(data, cfg, "none", 0.0, cache)
     baseline = {"mechanism": "clip only (no noise)", "accuracy": acc0, "mse": float(np.mean(mse0)),
                 "mse_se": _se(mse0), "ssim": float(np.mean(ssim0)), "ssim_se": _se(ssim0)}
     if progress:
@@ -277,7 +312,7 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
         kappa = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
         for mech, param, lc in (("gaussian", sigma, log_capacity_gaussian(sigma / cfg.batch_size, cfg.clip_norm, dim)),
                                 ("vmf", kappa, log_capacity_vmf(kappa, dim))):
-            acc, m, s = _train_and_attack(data, cfg, mech, param)
+            acc, m, s = _train_and_attack(data, cfg, mech, param, cache)
             points.append(MechanismPoint(mech, eps, float(param), float(lc), acc, float(np.mean(m)), _se(m),
                                          float(np.mean(s)), _se(s)))
             if progress:
@@ -286,7 +321,7 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
                 # Gaussian whose Bayes' capacity equals this VMF's (seed 004, Fig 4: equal capacity ~ equal MSE)
                 s_eff = gaussian_sigma_for_log_capacity(lc, cfg.clip_norm, dim)
                 sig = s_eff * cfg.batch_size
-                acc, m, s = _train_and_attack(data, cfg, "gaussian", sig)
+                acc, m, s = _train_and_attack(data, cfg, "gaussian", sig, cache)
                 eps_g = gaussian_epsilon_opacus(sig, q, steps, cfg.delta)  # its own ε, not the VMF's
                 points.append(MechanismPoint("gaussian@capacity", eps_g, float(sig), float(lc), acc,
                                              float(np.mean(m)), _se(m), float(np.mean(s)), _se(s)))

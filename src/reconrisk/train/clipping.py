@@ -13,7 +13,9 @@ Per-example clipping without per-example gradients ("ghost clipping")
     Convolutions are dense maps on im2col patches at P positions; their
     per-example norm uses either the Gram form Σ_{p,p'} (a_p·a_p')(δ_p·δ_p')
     or the explicit (K×O) per-example kernel gradient, whichever is cheaper
-    at trace time. Inner products of the per-example gradients with any fixed
+    at trace time; when the explicit gradients are formed for the norm,
+    :func:`clipped_grad_sum` reuses them for the clipped sum (Σ_b s_b g_b, a
+    B×(K·O) product) instead of contracting taps and signals again. Inner products of the per-example gradients with any fixed
     vector (what the attacks need) are ``Σ_p a_pᵀ G δ_p`` — again no
     per-example gradient. :func:`naive_clipped_sum` is the ``vmap(grad)``
     reference the tests compare against.
@@ -59,6 +61,13 @@ def signals(model: Model, params, x, y):
     return taps, deltas, losses
 
 
+def _explicit_kernel(a, d) -> bool:
+    """Whether a layer's per-example norm is cheaper from the explicit (K×O) kernel gradient than from the Gram form."""
+    _, p, k = a.shape
+    o = d.shape[-1]
+    return p > 1 and not p * p * (k + o) < p * k * o
+
+
 def _layer_sq_norms(a, d):
     import jax.numpy as jnp
 
@@ -68,7 +77,7 @@ def _layer_sq_norms(a, d):
         d2 = jnp.sum(d[:, 0] ** 2, axis=-1)
         return (jnp.sum(a[:, 0] ** 2, axis=-1) + 1.0) * d2
     bias = jnp.sum(jnp.sum(d, axis=1) ** 2, axis=-1)
-    if p * p * (k + o) < p * k * o:
+    if not _explicit_kernel(a, d):
         ga = jnp.einsum("bpk,bqk->bpq", a, a)
         gd = jnp.einsum("bpo,bqo->bpq", d, d)
         return jnp.sum(ga * gd, axis=(1, 2)) + bias
@@ -128,11 +137,24 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
     import jax.numpy as jnp
 
     taps, deltas, _ = signals(model, params, x, y)
-    sq = per_example_sq_norms(taps, deltas)
+    sq, explicit = 0.0, []
+    for a, d in zip(taps, deltas):
+        if _explicit_kernel(a, d):  # the per-example kernel gradients are formed for the norm: reuse them for the sum
+            g = jnp.einsum("bpk,bpo->bko", a, d)
+            sq = sq + jnp.sum(g * g, axis=(1, 2)) + jnp.sum(jnp.sum(d, axis=1) ** 2, axis=-1)
+            explicit.append(g)
+        else:
+            sq = sq + _layer_sq_norms(a, d)
+            explicit.append(None)
     scale = clip_factors(sq, clip_norm, mode)
     if weights is not None:
         scale = scale * weights
-    return weighted_grad_sum(taps, deltas, scale), jnp.sqrt(sq)
+    out = []
+    for a, d, g in zip(taps, deltas, explicit):
+        dw = d * scale[:, None, None]
+        w = jnp.einsum("bpk,bpo->ko", a, dw) if g is None else jnp.tensordot(scale, g, axes=1)
+        out.append({"w": w, "b": jnp.sum(dw, axis=(0, 1))})
+    return tuple(out), jnp.sqrt(sq)
 
 
 def naive_clipped_sum(model: Model, params, x, y, clip_norm: float, weights=None, mode: str = "hard"):

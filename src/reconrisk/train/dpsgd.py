@@ -228,21 +228,48 @@ class StepInfo(NamedTuple):
     x: Any
     y: Any
     noise_std: Any
+    head_sum: Any = None  # with ``head``: the clipped sum over the head rows (flat)
 
 
-def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std):
+def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_norm: float, mode: str):
+    """(sum, norms, head sum (flat)) over the rows ``head`` (hx, hy) followed by (x, y), full mask (no cap)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    hx, hy = head
+    k = hx.shape[0]
+    hsum, hnorms = clipped_grad_sum(model, params, hx, hy, clip_norm, batch.mask[:k], mode)
+    tsum, tnorms = clipped_grad_sum(model, params, x, y, clip_norm, batch.mask[k:], mode)
+    summed = jax.tree_util.tree_map(jnp.add, hsum, tsum)
+    return summed, jnp.concatenate([hnorms, tnorms]), ravel_pytree(hsum)[0]
+
+
+def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std, head=None):
     """Stages 1–3: (StepInfo with the released (θ_t, g_t), stats); no update.
 
     ``noise_std`` is the noise scale of the release (σC for Gaussian noise), a
     traced scalar. ``stats`` holds the sum of per-example norms in the batch,
     the number clipped (norm > C), the batch size and the overflow flag.
+    ``head=(hx, hy)`` (full-mask batches only, ``cfg.cap`` None): the training
+    set is ``hx`` followed by ``x``; the clipped sum is evaluated over the two
+    parts and the head's part comes back as ``StepInfo.head_sum``, so that an
+    observer who needs it (the adversary's known points) reuses it instead of
+    evaluating it again — and a head shared by vmapped runs stays unbatched.
     """
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
     k_batch, k_noise = step_keys(key, t)
-    batch = poisson_batch(k_batch, x.shape[0], cfg.sample_rate, cfg.cap)
-    summed, norms = batch_clipped_sum(model, params, x, y, batch, cfg.clip_norm, cfg.clip_mode)
+    n = x.shape[0] + (0 if head is None else head[0].shape[0])
+    batch = poisson_batch(k_batch, n, cfg.sample_rate, cfg.cap)
+    head_sum = None
+    if head is not None:
+        if batch.index is not None:
+            raise ReconRiskError("release_step(head=...) needs a full-mask batch (no cap)")
+        summed, norms, head_sum = _head_tail_clipped_sum(model, params, head, x, y, batch, cfg.clip_norm, cfg.clip_mode)
+    else:
+        summed, norms = batch_clipped_sum(model, params, x, y, batch, cfg.clip_norm, cfg.clip_mode)
     flat_sum, _ = ravel_pytree(summed)
     g = noise_fn(cfg.noise)(k_noise, flat_sum, noise_std)
     theta, _ = ravel_pytree(params)
@@ -253,7 +280,7 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std)
         "members": jnp.sum(member),
         "overflow": batch.overflow,
     }
-    return StepInfo(t, params, theta, g, batch, k_batch, k_noise, x, y, noise_std), stats
+    return StepInfo(t, params, theta, g, batch, k_batch, k_noise, x, y, noise_std, head_sum), stats
 
 
 def apply_update(cfg: StepConfig, info: StepInfo, opt_state):

@@ -180,9 +180,17 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
 
     if method not in FIL_METHODS:
         raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
-    g = clipped_grad_fn(model, params, clip_norm, clip_mode)
     b, d = x.shape
     keys = jax.random.split(key if key is not None else jax.random.PRNGKey(0), b)
+    if _reducible(model, method, num_coords):
+        from .fil_dense import dense_trace_sq_norms
+
+        idx = None
+        if method == "trace_sampled":  # the same coordinates as the JVP path below draws
+            idx = jax.vmap(lambda k: jax.random.randint(k, (num_coords,), 0, d))(keys)
+        sq = dense_trace_sq_norms(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
+        return sq / (noise_std**2 * d)
+    g = clipped_grad_fn(model, params, clip_norm, clip_mode)
 
     def one(xi, yi, ki):
         return jacobian_sq_norm(lambda z: g(z, yi), xi, method, key=ki, num_coords=num_coords,
@@ -190,6 +198,19 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
 
     sq = jax.vmap(one)(x, y, keys)
     return sq / (noise_std**2 if method == "spectral" else noise_std**2 * d)
+
+
+def _reducible(model, method: str, num_coords: int) -> bool:
+    """Whether the first-layer reduction (:mod:`reconrisk.train.fil_dense`) is exact here and cheaper than JVPs.
+
+    All layers dense (MLPs, logistic regression) and the first layer's width
+    h at most the number of probes the JVP path would run (m coordinates, or
+    d for the exact trace).
+    """
+    if method == "spectral" or not model.layers or any(layer.kind != "dense" for layer in model.layers):
+        return False
+    h = model.layers[0].out_features
+    return h <= (num_coords if method == "trace_sampled" else model.input_dim)
 
 
 # ----------------------------------------------------------------------------------------

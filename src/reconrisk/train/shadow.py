@@ -32,6 +32,7 @@ colab's order — identically for shadow and released models (:func:`flatten`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +110,11 @@ class ShadowConfig:
         return 0.0 if self.release is None else self.release.noise_std
 
 
+def _plain_gradient(cfg) -> bool:
+    """Whether the step config is plain GD (no clipping, no noise: C = inf, as :meth:`ShadowConfig.step_config` sets)."""
+    return math.isinf(cfg.clip_norm)
+
+
 def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noise_std, key):
     """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able).
 
@@ -120,7 +126,10 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
     then an *unbatched* operand, and JAX folds the models into the free
     dimension of one large matrix product per layer instead of many tiny
     batched ones (sums are additive; only float rounding differs from
-    ``release_step`` on the concatenated data).
+    ``release_step`` on the concatenated data). Without DP (C = inf, noise
+    std 0) the step is the plain gradient of the summed loss — no per-example
+    norms, no zero-scale noise draw — which equals the clipped sum with every
+    factor 1 to float rounding (tested).
     """
     import jax
     import jax.numpy as jnp
@@ -139,6 +148,21 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
     add_noise = noise_fn(cfg.noise)
     full = lambda m: Batch(jnp.ones((m,), jnp.float32), None, None, jnp.bool_(False))  # noqa: E731
     xt, yt = x_target[None], y_target[None]
+
+    if _plain_gradient(cfg):  # no DP: every clip factor is 1 and the noise std 0 — the plain batch gradient
+        from .clipping import cross_entropy
+
+        def loss(p):  # Σ over D⁻ ∪ {z} of the per-example losses, D⁻ unbatched under vmap as below
+            return (jnp.sum(cross_entropy(model.logits(p, x_fixed), y_fixed))
+                    + jnp.sum(cross_entropy(model.logits(p, xt), yt)))
+
+        def plain(carry, t):
+            p, state = carry
+            updates, state = opt.update(jax.grad(loss)(p), state, p)
+            return (optax.apply_updates(p, updates), state), None
+
+        (params, _), _ = jax.lax.scan(plain, (params, opt.init(params)), jnp.arange(steps))
+        return flatten(params)
 
     def body(carry, t):
         p, state = carry

@@ -1,0 +1,72 @@
+"""mode='law' of simulate_success (seed 003): the metrics sampled from their exact joint law.
+
+The shortcut must agree in distribution with the explicit DP-SGD step (a real
+JAX linear layer, clipping and noise) and with the fast path (the
+reconstruction's law, per coordinate). Two-sample KS tests at the 1e-3 level,
+each paired with a power check that a wrong law (wrong variance) is rejected.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from reconrisk.attacks.analytic import simulate_success
+from reconrisk.errors import ReconRiskError
+
+
+def _tile(x, reps):
+    return np.tile(x, (reps, 1))
+
+
+@pytest.mark.parametrize("rows,clip_factor,bias", [(4, 1.5, False), (1, 0.3, False), (3, 1.0, True)])
+def test_law_agrees_with_explicit_step(rows, clip_factor, bias):
+    x = np.random.default_rng(9).uniform(0, 1, 6)
+    reps, sigma = 2000, 0.3
+    clip = clip_factor * float(np.linalg.norm(x))
+    ex = simulate_success(_tile(x, reps), [sigma], clip, rows, bias=bias, mode="explicit", seed=1, data_range=None)
+    law = simulate_success(_tile(x, reps), [sigma], clip, rows, bias=bias, mode="law", seed=2, data_range=None)
+    assert law.mode == "law" and law.to_dict()["mode"] == "law"
+    for k in ("mse", "ncc", "psnr"):
+        assert stats.ks_2samp(getattr(ex, k)[0], getattr(law, k)[0]).pvalue > 1e-3, k
+    # power: the law with a 30 % larger σ is told apart from the explicit step
+    wrong = simulate_success(_tile(x, reps), [1.3 * sigma], clip, rows, bias=bias, mode="law", seed=2,
+                             data_range=None)
+    assert stats.ks_2samp(ex.mse[0], wrong.mse[0]).pvalue < 1e-3
+    assert stats.ks_2samp(ex.ncc[0], wrong.ncc[0]).pvalue < 1e-3
+
+
+def test_law_agrees_with_fast_path_on_larger_images():
+    rng = np.random.default_rng(4)
+    x = np.vstack([rng.uniform(0, 1, 50), np.linspace(0, 1, 50) ** 2])  # two different images
+    reps, sigma = 3000, 0.05
+    xs = np.repeat(x, reps, axis=0)
+    fast = simulate_success(xs, [sigma], 1.0, 1, mode="fast", seed=3)
+    law = simulate_success(xs, [sigma], 1.0, 1, mode="law", seed=5)
+    for j in range(2):
+        sl = slice(j * reps, (j + 1) * reps)
+        for k in ("mse", "ncc"):
+            assert stats.ks_2samp(getattr(fast, k)[0, sl], getattr(law, k)[0, sl]).pvalue > 1e-3, (j, k)
+    # power: NCC of the other image is told apart (the law depends on the centred norm)
+    assert stats.ks_2samp(fast.ncc[0, :reps], law.ncc[0, reps:]).pvalue < 1e-3
+
+
+def test_law_same_seed_same_numbers_and_edge_dims():
+    x = np.random.default_rng(1).uniform(0, 1, (7, 5))
+    a = simulate_success(x, [0.1, 1.0], 1.0, 3, mode="law", seed=4)
+    b = simulate_success(x, [0.1, 1.0], 1.0, 3, mode="law", seed=4)
+    c = simulate_success(x, [0.1, 1.0], 1.0, 3, mode="law", seed=5)
+    assert np.array_equal(a.mse, b.mse) and np.array_equal(a.ncc, b.ncc) and not np.allclose(a.mse, c.mse)
+    one = simulate_success(np.full((2000, 1), 0.7), [0.5], 0.7, 1, mode="law", seed=0)  # N = 1: MSE = v·χ²_1
+    assert np.isnan(one.ncc).all()
+    assert stats.kstest(one.mse[0] / (0.25 * 0.49), stats.chi2(1).cdf).pvalue > 1e-3
+    const = simulate_success(np.full((3, 4), 0.5), [0.5], 1.0, 1, mode="law", seed=0)
+    assert np.isnan(const.ncc).all() and np.isfinite(const.mse).all()
+
+
+def test_law_refuses_ratio_scale_and_unknown_mode():
+    with pytest.raises(ReconRiskError, match="law"):
+        simulate_success(np.ones((2, 3)), [0.1], 1.0, 2, bias=True, scale="ratio", mode="law")
+    with pytest.raises(ReconRiskError, match="mode"):
+        simulate_success(np.ones((2, 3)), [0.1], 1.0, 2, mode="fastest")
