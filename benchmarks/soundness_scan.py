@@ -41,6 +41,8 @@ def one(s, q, k, kind, h):
     if kind == "q1":
         T = int(np.random.default_rng(int(s * 1e6) % 2**31).choice([1, 3, 10, 50]))
         hh = h or 1e-3
+        if hh < 1e-4 and s < 0.6:
+            hh = 1e-4  # keep the per-step grid under the engine's atom limit (a clean error otherwise)
         segs = Release(s, 1.0, T).segments
         cap = -math.log(k) + 40
         up = max(compose_segments(segs, hh, pessimistic=True, loss_cap=cap).blowup(kk)[0], k)
