@@ -86,6 +86,21 @@ class ReroBound:
         d["width"] = self.width
         return d
 
+    def summary(self) -> dict[str, Any]:
+        """The ``rero: {method, lower, upper, …}`` shape of ``reconrisk bound --json`` (and of the report)."""
+        d: dict[str, Any] = {"method": self.method, "lower": self.lower, "upper": self.upper}
+        if self.estimate is not None:
+            d.update(estimate=self.estimate, confidence=self.confidence, samples=self.details.get("samples"),
+                     seed=self.details.get("seed"))
+        if self.lower is not None:
+            d["width"] = self.width
+        if self.converged is not None:
+            d["converged"] = self.converged
+        if self.method == "pld":
+            d["discretization"] = self.details.get("discretization")
+            d["target_rel_width"] = self.details.get("target_rel_width")
+        return d
+
 
 def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
     """Exact B_κ where a closed form exists (all q = 1, or a single step)."""

@@ -72,19 +72,6 @@ def bound_cmd(
     rdp = rero_bounds(release, k, method="rdp")[0]
     primary = results[methods[0]]
 
-    def summary(r) -> dict:
-        d = {"method": r.method, "lower": r.lower, "upper": r.upper}
-        if r.estimate is not None:
-            d.update(estimate=r.estimate, confidence=r.confidence, samples=r.details.get("samples"), seed=r.details.get("seed"))
-        if r.lower is not None:
-            d["width"] = r.upper - r.lower
-        if r.converged is not None:
-            d["converged"] = r.converged
-        if r.method == "pld":
-            d["discretization"] = r.details.get("discretization")
-            d["target_rel_width"] = r.details.get("target_rel_width")
-        return d
-
     payload = {
         "kappa": k,
         "prior_size": prior_size,
@@ -94,7 +81,7 @@ def bound_cmd(
         "noise_multiplier": release.noise_multiplier,
         "sample_rate": release.sample_rate,
         "steps": release.steps,
-        "rero": summary(primary),
+        "rero": primary.summary(),
         "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
         "baseline_formulas": {
             "rdp": "min over orders a of (kappa*exp(eps_a))^((a-1)/a)",
@@ -103,7 +90,7 @@ def bound_cmd(
     }
     _warn_unconverged(results.values())
     if len(methods) > 1:
-        payload["methods"] = {m: summary(r) for m, r in results.items()}
+        payload["methods"] = {m: r.summary() for m, r in results.items()}
     if json_out:
         print_json(payload)
         return

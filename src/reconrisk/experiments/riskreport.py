@@ -130,17 +130,7 @@ def epsilon_entry(release: Release, delta: float) -> dict:
 
 def _rero_summary(r) -> dict:
     """One ReRo result in the ``rero`` shape of ``reconrisk bound --json``."""
-    d = {"method": r.method, "lower": r.lower, "upper": r.upper}
-    if r.estimate is not None:
-        d.update(estimate=r.estimate, confidence=r.confidence, samples=r.details.get("samples"), seed=r.details.get("seed"))
-    if r.lower is not None:
-        d["width"] = r.upper - r.lower
-    if r.converged is not None:
-        d["converged"] = r.converged
-    if r.method == "pld":
-        d["discretization"] = r.details.get("discretization")
-        d["target_rel_width"] = r.details.get("target_rel_width")
-    return d
+    return r.summary()
 
 
 def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callable[[int], None] | None = None) -> dict:
