@@ -410,19 +410,24 @@ def test_cli_extremes_exit_cleanly(args, capsys):
 
 
 # -- FFT round-off allowance is a theorem: check it against a long-double composition ----------
+def _longdouble_power(probs, T):
+    """The T-fold self-convolution of ``probs`` in long double by repeated squaring (the FFT-free reference)."""
+    r, b, n = None, np.asarray(probs).astype(np.longdouble), T
+    while n:
+        if n & 1:
+            r = b if r is None else np.convolve(r, b)
+        n >>= 1
+        if n:
+            b = np.convolve(b, b)
+    return r
+
+
 @pytest.mark.parametrize("pess", [True, False])
 def test_fft_roundoff_allowance_covers_extended_precision_error(pess):
     p = step_pmf(2.0, 0.05, 5e-3, pessimistic=pess)
     for T in (8, 32):
         f = p.self_compose(T)
-        a = p.probs.astype(np.longdouble)
-        r, b, n = None, a, T
-        while n:
-            if n & 1:
-                r = b if r is None else np.convolve(r, b)
-            n >>= 1
-            if n:
-                b = np.convolve(b, b)
+        r = _longdouble_power(p.probs, T)
         start = f.offset - T * p.offset
         ref_probs = r[start : start + f.probs.size].astype(float)
         err = float(np.abs(ref_probs - f.probs).sum())
@@ -442,14 +447,7 @@ def test_refined_low_frequency_allowance_covers_extended_precision_error(monkeyp
 
     monkeypatch.setattr(fft_roundoff, "LOW_FREQ_TARGET", 1e-18)
     f = p.self_compose(64)
-    a = p.probs.astype(np.longdouble)
-    r, b, n = None, a, 64
-    while n:
-        if n & 1:
-            r = b if r is None else np.convolve(r, b)
-        n >>= 1
-        if n:
-            b = np.convolve(b, b)
+    r = _longdouble_power(p.probs, 64)
     start = f.offset - 64 * p.offset
     err = float(np.abs(r[start : start + f.probs.size].astype(float) - f.probs).sum())
     assert err <= f.slack < plain.slack, (err, f.slack, plain.slack)
