@@ -71,14 +71,21 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
+def _numeric_0d(value: np.ndarray) -> Any:
+    """The scalar inside a 0-d integer or real array; None for any other array."""
+    if value.ndim != 0 or value.dtype.kind not in "fiu":
+        return None
+    return value[()]
+
+
 def _real_or_none(value: Any) -> float | None:
     """float(value) for a genuine real number, None for anything else (bools, str, complex, …)."""
     if _is_bool(value) or isinstance(value, (str, bytes, complex, np.complexfloating)) or value is None:
         return None
     if isinstance(value, np.ndarray):
-        if value.ndim != 0 or value.dtype.kind not in "fiu":
+        value = _numeric_0d(value)
+        if value is None:
             return None
-        value = value[()]
     if isinstance(value, (numbers.Integral, np.integer)):
         try:
             return float(int(value))
@@ -143,9 +150,9 @@ def _int_or_none(value: Any) -> int | None:
     if _is_bool(value) or isinstance(value, (str, bytes)) or value is None:
         return None
     if isinstance(value, np.ndarray):
-        if value.ndim != 0 or value.dtype.kind not in "fiu":
+        value = _numeric_0d(value)
+        if value is None:
             return None
-        value = value[()]
     if isinstance(value, (numbers.Integral, np.integer)):
         return int(value)
     f = _real_or_none(value)
