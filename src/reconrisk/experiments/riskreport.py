@@ -128,11 +128,6 @@ def epsilon_entry(release: Release, delta: float) -> dict:
     return out
 
 
-def _rero_summary(r) -> dict:
-    """One ReRo result in the ``rero`` shape of ``reconrisk bound --json``."""
-    return r.summary()
-
-
 def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callable[[int], None] | None = None) -> dict:
     """Every ReRo method of ``bound`` at κ, with the ε-based baselines."""
     from ..bounds.conversions import rero_from_dp
@@ -140,10 +135,10 @@ def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callabl
 
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
-    out["pld"] = _rero_summary(rero_bounds(release, k, method="pld")[0])
+    out["pld"] = rero_bounds(release, k, method="pld")[0].summary()
     out["pld"]["formula"] = "B_kappa(mu, nu) bracketed by pessimistic/optimistic PLDs (seed 000 Cor. 4)"
     if has_closed_form(release):
-        out["closed_form"] = _rero_summary(rero_bounds(release, k, method="closed_form")[0])
+        out["closed_form"] = rero_bounds(release, k, method="closed_form")[0].summary()
         out["closed_form"]["formula"] = "Phi(Phi^-1(kappa) + mu_GDP), mu_GDP = sqrt(sum T_s/sigma_s^2) (q = 1)"
     rdp = rero_bounds(release, k, method="rdp")[0]
     out["rdp"] = {"method": "rdp", "lower": None, "upper": rdp.upper, "orders": rdp.details.get("orders"),
@@ -153,7 +148,7 @@ def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callabl
     if cfg.samples:
         mc = rero_bounds(release, k, method="mc", samples=cfg.samples, seed=cfg.seed, confidence=cfg.confidence,
                          progress=progress)[0]
-        out["mc"] = _rero_summary(mc)
+        out["mc"] = mc.summary()
         out["mc"]["formula"] = ("complement estimator of seed 000 Alg. 1 (corrected) with a DKW + Clopper-Pearson "
                                 f"{cfg.confidence:g} interval")
     else:
