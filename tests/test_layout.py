@@ -20,7 +20,7 @@ MAX_LINES = 600
 #: Layer of each first-level name under reconrisk; a module may import from its own layer or lower ones.
 LAYERS = {
     # core: the one description (Release), errors, validation, I/O, data, priors, metrics
-    "errors": 0, "_validate": 0, "_io": 0, "_roots": 0, "_data": 0, "release": 0, "priors": 0, "metrics": 0,
+    "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "release": 0, "priors": 0, "metrics": 0,
     "data": 0,
     # theory
     "mechanisms": 1, "accounting": 1,

@@ -200,7 +200,7 @@ def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
     :func:`reconrisk.train.noise.gaussian`); the gradient norm over the M·N
     elements is a pairwise float32 sum (:func:`~reconrisk.train.clipping.pairwise_sum`).
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     from ..train.clipping import clip_factors, pairwise_sum
@@ -241,7 +241,7 @@ def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
 def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
     """The explicit step followed by each sample's MSE and NCC on the device (pairwise float32 sums):
     only 3 numbers per sample come back to the host instead of the N-pixel reconstruction."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     from ..train.clipping import pairwise_sum
@@ -262,7 +262,7 @@ def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
 
 def _explicit(arr, s, c, m, bias, sc, seed, progress, return_norms: bool = False, metrics: bool = False):
     try:
-        import jax
+        from .._jax import jax
         import jax.numpy as jnp
     except ImportError as exc:  # pragma: no cover - sim extra missing
         raise ReconRiskError("mode 'explicit' needs JAX (pip install 'reconrisk[sim]'); use mode='fast'") from exc

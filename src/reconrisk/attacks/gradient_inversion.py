@@ -27,7 +27,7 @@ from ..train.models import Model
 
 def inversion_loss(model: Model, unravel, thetas, gbars, z, label, clip_norm: float, clip_mode: str = "hard"):
     """Eq. (1) for one candidate ``z`` (d,) over all steps (thetas, gbars: (T, P))."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
@@ -58,7 +58,7 @@ def gradient_inversion(
     clip_mode: str = "hard",
 ):
     """Reconstruction ẑ (d,) in [0, 1]^d and its loss; jit/vmap friendly (no validation here)."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     import optax
 
@@ -126,7 +126,7 @@ def inverting_gradients(
     (for DP-SGD: the mean of the clipped per-example gradients). Returns
     (x̂ (B, d), final loss). jit-able; no validation here (callers validate).
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     import optax
 

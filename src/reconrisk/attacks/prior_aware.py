@@ -89,7 +89,7 @@ def observe_step(model: Model, cfg: StepConfig, theta, g, known_mask, known_x, k
     ⟨clip(∇ℓ(θ, z_i)), g⟩, ``cand_sq`` (n,) = ‖clip(∇ℓ(θ, z_i))‖² and
     ``gbar_sq`` = ‖ḡ‖².
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     params = unravel(theta)
@@ -170,7 +170,7 @@ def prior_aware_attack(
     ``chunk_steps``, each vmapped, so a memory-mapped transcript is read
     piece by piece.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 

@@ -73,7 +73,7 @@ class ParamScaler:
 
 
 def _mlp_init(key, sizes):
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     keys = jax.random.split(key, len(sizes) - 1)
@@ -82,7 +82,7 @@ def _mlp_init(key, sizes):
 
 
 def _mlp_apply(params, x):
-    import jax
+    from .._jax import jax
 
     for layer in params[:-1]:
         x = jax.nn.relu(x @ layer["w"] + layer["b"])
@@ -99,7 +99,7 @@ class Reconstructor:
     history: list = field(default_factory=list)  # training loss (MAE + MSE) per epoch
 
     def predict(self, thetas) -> np.ndarray:
-        import jax
+        from .._jax import jax
         import jax.numpy as jnp
 
         x = self.scaler.transform(thetas)
@@ -113,7 +113,7 @@ def train_reconstructor(thetas, targets, *, hidden=DEFAULT_HIDDEN, epochs: int =
     The data order of each epoch is a permutation drawn from
     ``PRNGKey(seed)``; the initialisation too. Same seed → same network.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     th = _matrix("thetas", thetas)
@@ -141,7 +141,7 @@ _PROGRAMS: dict = {}
 
 def _fit_program(n: int, bs: int, lr: float, epochs: int):
     """One jitted training program per (N, batch, lr, epochs), reused across calls (e.g. across ε)."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     import optax
 

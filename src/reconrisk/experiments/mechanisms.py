@@ -124,7 +124,7 @@ class Comparison:
 
 # -- model -------------------------------------------------------------------------------------
 def _init(key, sizes):
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     keys = jax.random.split(key, len(sizes) - 1)
@@ -132,7 +132,7 @@ def _init(key, sizes):
 
 
 def _logits(params, x):
-    import jax
+    from .._jax import jax
 
     h = x
     for i, w in enumerate(params):
@@ -144,7 +144,7 @@ def _logits(params, x):
 
 def _make_fns(unravel, clip_norm: float):
     """(flat mean clipped gradient of a batch, per-example loss) for the no-bias sigmoid MLP."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
@@ -169,7 +169,7 @@ def _noise_param(mechanism: str, param, clip_norm: float, batch: int):
 
 def _privatise(key, g, mechanism: str, noise):
     """Privatise a flat gradient; ``noise`` is :func:`_noise_param`'s value (a traced float32 scalar)."""
-    import jax
+    from .._jax import jax
 
     from ..mechanisms.vmf import vmf_noise_jax
 
@@ -186,7 +186,7 @@ def _programs(data, cfg: CompareConfig, mechanism: str, cache: dict):
     The noise level is a traced argument, so one compilation serves every ε of a comparison (it was
     a constant baked into a fresh closure: ~2 compilations per trained model).
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     import optax
     from jax.flatten_util import ravel_pytree
@@ -239,7 +239,7 @@ def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float, ca
 
     ``cache`` (one dict per comparison) keeps the compiled programs between calls.
     """
-    import jax
+    from .._jax import jax
     from scipy.optimize import linear_sum_assignment
 
     from ..metrics import mse as _mse

@@ -264,7 +264,7 @@ def configure_compile_cache(path: str | None) -> None:
     """
     if not path:
         return
-    import jax
+    from .._jax import jax
 
     if jax.config.jax_compilation_cache_dir != str(path):
         jax.config.update("jax_compilation_cache_dir", str(path))
@@ -330,7 +330,7 @@ def run_chunk(task: dict) -> list[dict]:
     """
     t0 = time.perf_counter()
     configure_compile_cache(task.get("compile_cache"))
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     from ..train.dpsgd import OVERFLOW_MESSAGE

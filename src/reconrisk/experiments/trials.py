@@ -97,7 +97,7 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
     Cached on the static configuration; σ and the data are runtime arguments, so
     an ε grid compiles once.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
@@ -187,7 +187,7 @@ class _Inputs:
     """Host-side trial inputs (keys, priors, targets) for slices of the trial range."""
 
     def __init__(self, setting, dataset, pool_x, pool_y):
-        import jax
+        from .._jax import jax
 
         s = setting
         self.prior = s.prior
@@ -205,7 +205,7 @@ class _Inputs:
         self.trials = s.trials
 
     def batch(self, lo: int, size: int):
-        import jax
+        from .._jax import jax
         import jax.numpy as jnp
 
         ids = np.minimum(np.arange(lo, lo + size), self.trials - 1)  # pad the last batch by repeating a trial

@@ -279,7 +279,7 @@ def sample_vmf_jax(key, mu, kappa):
     Wood's rejection loop runs as a ``lax.while_loop``; the rotation is the
     Householder reflection, so memory is O(p).
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     p = mu.shape[0]

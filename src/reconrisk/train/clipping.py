@@ -41,7 +41,7 @@ CLIP_MODES = ("hard", "gelu")
 # ----------------------------------------------------------------------------------------
 def cross_entropy(logits, labels):
     """Per-example softmax cross-entropy with integer labels."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     logp = jax.nn.log_softmax(logits)
@@ -50,7 +50,7 @@ def cross_entropy(logits, labels):
 
 def signals(model: Model, params, x, y):
     """(taps, deltas, losses): layer inputs (B,P,K), output signals (B,P,O), per-example losses."""
-    import jax
+    from .._jax import jax
 
     def total(perturbations):
         logits, taps = model.apply(params, x, perturbations)
@@ -118,7 +118,7 @@ def grad_inner_products(taps, deltas, vectors):
 
 def clip_factors(sq_norms, clip_norm: float, mode: str = "hard"):
     """Per-example scale s_b with clip(∇ℓ_b) = s_b ∇ℓ_b."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     norms = jnp.sqrt(sq_norms)
@@ -159,7 +159,7 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
 
 def naive_clipped_sum(model: Model, params, x, y, clip_norm: float, weights=None, mode: str = "hard"):
     """Reference: materialise every per-example gradient with ``vmap(grad)``."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     def loss(p, xi, yi):

@@ -125,7 +125,7 @@ def pad_members(mask, cap: int | None):
 
 def poisson_batch(key, n: int, sample_rate: float, cap: int | None) -> Batch:
     """Each of n points independently with probability q; gathered into ``cap`` rows when q is small."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     if sample_rate >= 1.0:
@@ -179,7 +179,7 @@ def dpsgd_update(learning_rate: float, normalizer: float, momentum: float = 0.0)
     the simulator's θ − η·g/(qN). Momentum is post-processing of the released
     g_t, so it changes no privacy analysis (seed 001 uses μ = 0.5).
     """
-    import jax
+    from .._jax import jax
     import optax
 
     lr, mu, norm = learning_rate, momentum, normalizer
@@ -209,7 +209,7 @@ def step_optimizer(cfg: StepConfig):
 # ----------------------------------------------------------------------------------------
 def step_keys(key, t):
     """(batch key, noise key) of step t: ``fold_in(fold_in(key, t), 0 | 1)``."""
-    import jax
+    from .._jax import jax
 
     k = jax.random.fold_in(key, t)
     return jax.random.fold_in(k, 0), jax.random.fold_in(k, 1)
@@ -233,7 +233,7 @@ class StepInfo(NamedTuple):
 
 def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_norm: float, mode: str):
     """(sum, norms, head sum (flat)) over the rows ``head`` (hx, hy) followed by (x, y), full mask (no cap)."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
@@ -384,7 +384,7 @@ def check_data(model: Model, x, y, name: str = "x"):
 @functools.lru_cache(maxsize=32)
 def _chunk_runner(model: Model, cfg: StepConfig, hooks: tuple):
     """jit(scan) over a chunk of steps; cached on the static parts, so repeated runs and σ values compile once."""
-    import jax
+    from .._jax import jax
 
     def run_chunk(carry, ts, k_run, xs, ys, noise_std):
         def body(c, t):
@@ -476,7 +476,7 @@ def train(
     stacked outputs come back in the result. ``runs``: how many runs share
     the batch-overflow budget. ``progress(k)`` is called after each chunk of k steps.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 

@@ -94,7 +94,7 @@ def jacobian_sq_norm(f, z, method: str = "trace_sampled", *, key=None, num_coord
 
     ``key`` (a JAX PRNG key) is needed by ``trace_sampled`` and ``spectral``.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     d = z.shape[0]
@@ -124,7 +124,7 @@ def jacobian_sq_norm(f, z, method: str = "trace_sampled", *, key=None, num_coord
 def gaussian_mechanism_fil(f, z, noise_std: float, method: str = "trace_exact", *, key=None,
                            num_coords: int = DEFAULT_NUM_COORDS, power_iters: int = DEFAULT_POWER_ITERS) -> float:
     """FIL of ``h = f(z) + N(0, s²I)`` about z: the dFIL ``Tr(JᵀJ)/(d s²)`` or, with ``method="spectral"``, ``||JᵀJ||₂/s²``."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     method = v.choice("method", method, FIL_METHODS)
@@ -147,7 +147,7 @@ def clipped_grad_fn(model, params, clip_norm: float, clip_mode: str = "gelu"):
     :func:`~reconrisk.train.dpsgd.clip_factors`), so the function differentiated is
     the one the trainer sums.
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
@@ -176,7 +176,7 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
     ``s = noise_std`` (σC for DP-SGD). ``key`` is split per example.
     Traceable (use inside ``jax.jit``); no validation beyond the method.
     """
-    import jax
+    from .._jax import jax
 
     if method not in FIL_METHODS:
         raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
@@ -327,7 +327,7 @@ class FILHook(StepHook):
     clip_norm: float
 
     def step(self, state, info):
-        import jax
+        from .._jax import jax
         import jax.numpy as jnp
 
         acc, factor, noise_std, k_fil = state
@@ -416,7 +416,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
 
 def fil_run_keys(seed: int, run: int):
     """(trainer key, FIL key) of run r: ``split(fold_in(PRNGKey(seed), r))``; the trainer key feeds :func:`~.dpsgd.train`."""
-    import jax
+    from .._jax import jax
 
     k_train, k_fil = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(v.jax_seed(seed)), run))
     return k_train, k_fil

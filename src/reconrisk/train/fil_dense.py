@@ -37,7 +37,7 @@ from __future__ import annotations
 
 def _rest_signals(model, params, y):
     """s₁ (B, h) ↦ (δ₁ (B, h), taps of layers ≥ 2, their signals): the network above the first pre-activation."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     from .clipping import cross_entropy
@@ -62,7 +62,7 @@ def _rest_signals(model, params, y):
 
 def _clip_terms(sq, clip_norm, clip_mode: str):
     """(c, dc/d‖u‖²) of the trainer's clip factor at ``sq`` = ‖u‖² (+ eps)."""
-    import jax
+    from .._jax import jax
 
     from .clipping import clip_factors
 
@@ -71,7 +71,7 @@ def _clip_terms(sq, clip_norm, clip_mode: str):
 
 def dense_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, eps_sq: float):
     """(B,) ``‖J_g̃‖_F²`` (``idx=None``) or its Eq. 5 estimate ``(d/m)Σ_k ‖J_g̃ e_{idx_k}‖²`` (``idx`` (B, m))."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     w1 = params[0]["w"]  # (d, h)

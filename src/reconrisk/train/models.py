@@ -76,7 +76,7 @@ class Model:
     # -- parameters -----------------------------------------------------------
     def init(self, key):
         """LeCun-normal weights (std 1/sqrt(fan_in)), zero biases."""
-        import jax
+        from .._jax import jax
         import jax.numpy as jnp
 
         keys = jax.random.split(key, len(self.layers))
@@ -98,7 +98,7 @@ class Model:
         ``x`` is (B, H·W·C). ``perturbations`` (one (B, P, O) array per layer)
         are added to the layer outputs before the activation.
         """
-        import jax
+        from .._jax import jax
 
         b = x.shape[0]
         h = x

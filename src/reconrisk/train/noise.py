@@ -38,7 +38,7 @@ NoiseFn = Callable[..., object]
 
 def gaussian(key, summed, noise_std):
     """``summed + N(0, noise_std² I)`` (the noise is drawn in ``summed``'s dtype)."""
-    import jax
+    from .._jax import jax
 
     noise = jax.random.normal(key, summed.shape, summed.dtype) * noise_std
     return summed + noise

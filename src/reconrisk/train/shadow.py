@@ -131,7 +131,7 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
     norms, no zero-scale noise draw — which equals the clipped sum with every
     factor 1 to float rounding (tested).
     """
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     import optax
     from jax.flatten_util import ravel_pytree
@@ -207,7 +207,7 @@ _COMPILED: dict = {}
 
 
 def _vectorised(model: Model, cfg: ShadowConfig, n: int):
-    import jax
+    from .._jax import jax
 
     static = cfg.static(n)
     key = ("vmap", model, static)
@@ -218,7 +218,7 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int):
 
 
 def _single(model: Model, cfg: ShadowConfig, n: int):
-    import jax
+    from .._jax import jax
 
     static = cfg.static(n)
     key = ("one", model, static)
@@ -229,7 +229,7 @@ def _single(model: Model, cfg: ShadowConfig, n: int):
 
 def model_keys(seed: int, count: int, offset: int = 0):
     """Per-model keys fold_in(PRNGKey(seed), offset + i): model i's noise does not depend on the chunking."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
 
     base = jax.random.PRNGKey(v.integer("seed", seed, minimum=0))
@@ -294,7 +294,7 @@ def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_
 
 def shadow_accuracy(model: Model, thetas, x, y) -> np.ndarray:
     """Accuracy on (x, y) of each flat parameter vector in ``thetas`` (N, P)."""
-    import jax
+    from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
