@@ -182,13 +182,16 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
         raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
     b, d = x.shape
     keys = jax.random.split(key if key is not None else jax.random.PRNGKey(0), b)
-    if _reducible(model, method, num_coords):
+    route = _route(model, method, num_coords)
+    if route != "jvp":
         from .fil_dense import dense_trace_sq_norms
+        from .fil_ghost import ghost_trace_sq_norms
 
         idx = None
         if method == "trace_sampled":  # the same coordinates as the JVP path below draws
             idx = jax.vmap(lambda k: jax.random.randint(k, (num_coords,), 0, d))(keys)
-        sq = dense_trace_sq_norms(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
+        trace = dense_trace_sq_norms if route == "dense" else ghost_trace_sq_norms
+        sq = trace(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
         return sq / (noise_std**2 * d)
     g = clipped_grad_fn(model, params, clip_norm, clip_mode)
 
@@ -198,6 +201,20 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
 
     sq = jax.vmap(one)(x, y, keys)
     return sq / (noise_std**2 if method == "spectral" else noise_std**2 * d)
+
+
+def _route(model, method: str, num_coords: int) -> str:
+    """Which computation :func:`per_example_fil` uses: ``"dense"``, ``"ghost"`` or ``"jvp"``.
+
+    The trace estimators use the first-layer reduction (:mod:`reconrisk.train.fil_dense`)
+    where it is exact and cheaper (:func:`_reducible`), otherwise the batched
+    ghost tangents (:mod:`reconrisk.train.fil_ghost`), which equal the per-example
+    JVPs of :func:`jacobian_sq_norm` for any model. The spectral estimator uses the
+    JVP/VJP power iteration of :func:`jacobian_sq_norm`.
+    """
+    if method == "spectral":
+        return "jvp"
+    return "dense" if _reducible(model, method, num_coords) else "ghost"
 
 
 def _reducible(model, method: str, num_coords: int) -> bool:
