@@ -3,9 +3,10 @@
 Same coordinates (the same keys), same quantity: the two must agree to float32
 rounding for the CNN (conv first layer, where the first-layer reduction does not
 apply) and for a wide MLP, for the exact trace and seed 001's sampled Eq. 5,
-with clipping active and more probes than one block (the scanned path).
-(tests/test_fil_dense.py covers the hard clip and inactive clipping on the shared clip algebra.) A wrong term (a dropped clip derivative, a dropped
-cross term) must fail the same tolerance.
+with clipping active and more probes than one block (the scanned path);
+tests/test_fil_dense.py covers the hard clip and inactive clipping of the
+shared clip algebra. A wrong term (a dropped clip derivative, a dropped
+signal tangent) must fail the same tolerance.
 """
 
 from __future__ import annotations
