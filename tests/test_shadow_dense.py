@@ -22,7 +22,7 @@ def data():
     return d, (d.x[:30], d.y[:30], d.x[40:45], d.y[40:45])
 
 
-@pytest.mark.parametrize("name,random_init", [("mlp", False), ("mlp:12,7", True), ("logistic", False)])
+@pytest.mark.parametrize("name,random_init", [("mlp:12,7", True), ("logistic", False)])
 def test_dense_program_equals_the_generic_vmapped_program(data, name, random_init):
     d, (xf, yf, xt, yt) = data
     model = get_model(name, d.image_shape)
@@ -43,7 +43,9 @@ def test_every_sequential_baseline_trains_the_same_models(data):
     model = get_model("mlp", d.image_shape)
     cfg = shadow.ShadowConfig(steps=STEPS)
     vec = shadow.train_shadow_models(model, xf, yf, xt[:3], yt[:3], cfg)
-    for program in ("scan", "dense", "steps"):
+    # "steps" is the generic one-model program stepped from Python: for the default mlp it is the dense-vs-generic
+    # check; "dense" one model at a time is the stronger sequential baseline ("scan" is checked in test_reconn.py)
+    for program in ("dense", "steps"):
         seq = shadow.train_shadow_models_sequential(model, xf, yf, xt[:3], yt[:3], cfg, program=program)
         np.testing.assert_allclose(seq, vec, rtol=1e-4, atol=2e-5, err_msg=program)
 
