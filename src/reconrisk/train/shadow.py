@@ -5,8 +5,11 @@ algorithm A and its initialisation. It trains one *shadow model* per shadow
 target z_i and learns the inverse map θ → z from the pairs (θ_i, z_i)
 (:mod:`reconrisk.attacks.reconstructor`). The paper trained its shadow models
 one by one; here every model of a chunk is trained inside **one jitted
-program**: ``jax.vmap`` over (target image, target label, noise key) of a
-``lax.scan`` over the training steps.
+program**: for dense models without DP the batched matrix-product program of
+:mod:`reconrisk.train.shadow_dense` (the first layer kept in the span of the
+data), otherwise ``jax.vmap`` over (target image, target label, noise key) of
+a ``lax.scan`` over the training steps. Both train the same models to float
+rounding; ``benchmarks/bench_shadow.py`` times them against sequential loops.
 
 Training algorithm A (the same function for shadow and released models)
     Full-batch gradient descent with heavy-ball momentum on D⁻ ∪ {z}, starting

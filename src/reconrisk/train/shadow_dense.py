@@ -47,6 +47,7 @@ generic vmapped program of :mod:`reconrisk.train.shadow`.
 
 from __future__ import annotations
 
+from ..errors import ReconRiskError
 from .models import Model
 
 
@@ -80,7 +81,8 @@ def dense_program(model: Model, static: tuple):
 
     cfg, steps, init_seed, random_init = static
     if not supports(model, cfg):
-        raise ValueError("dense_program needs a dense model and a plain (non-DP) full-batch step config")
+        raise ReconRiskError(f"dense_program needs a dense model (found {model.name!r}) and a plain (non-DP) "
+                             f"full-batch step config (found clip_norm={cfg.clip_norm}, sample_rate={cfg.sample_rate})")
     lr, mu, norm = float(cfg.learning_rate), float(cfg.momentum), float(cfg.normalizer)
     nlayers = len(model.layers)
     classes = model.num_classes
