@@ -28,6 +28,18 @@ Three estimators of ``||J||²`` (the ``method`` argument)
       (20 iterations from a random normal start); ``||Jv||²`` estimates
       ``||J||₂²`` from below (power iteration converges from below).
 
+How the trace estimators are computed (:func:`_route`; same numbers, same coordinates)
+    * dense models whose first layer has h ≤ m (or ≤ d) units: the
+      first-layer reduction of :mod:`reconrisk.train.fil_dense`;
+    * any other model (the CNN, wide MLPs): batched ghost tangents
+      (:mod:`reconrisk.train.fil_ghost`): one vmapped linearised pass of the
+      batch's taps and signals for all probes, Gram-form norms, no per-example
+      gradient vectors;
+    * the per-example forward-over-reverse JVPs of :func:`jacobian_sq_norm`
+      (the reference; the spectral estimator always uses them).
+    The trainer's hook evaluates the padded Poisson gather in chunks of
+    :data:`ROW_CHUNK` rows and skips the chunks after the last member.
+
 Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     Per-step values are summed over the steps in which the example was in
     the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
