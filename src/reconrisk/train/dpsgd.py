@@ -259,6 +259,10 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
     parts and the head's part comes back as ``StepInfo.head_sum``, so that an
     observer who needs it (the adversary's known points) reuses it instead of
     evaluating it again — and a head shared by vmapped runs stays unbatched.
+    For an all-dense model the head's sum is computed feature-major
+    (:func:`~reconrisk.train.clipping.clipped_grad_sum_feature_major`, the
+    layout that suits a head shared by vmapped runs); the same sum up to float
+    rounding.
     """
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
