@@ -260,31 +260,66 @@ def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
     return jax.jit(metrics)
 
 
-def _explicit(arr, s, c, m, bias, sc, seed, progress, return_norms: bool = False, metrics: bool = False):
+@functools.lru_cache(maxsize=16)
+def _gathered_step(rows: int, dim: int, bias: bool, sc: str, metrics: bool):
+    """The explicit (metric) step reading its samples by index from a source array: ``step(p, src[loc], …)``.
+
+    With the data resident on the device, a chunk sends only indices (and keys)
+    across: the image is not copied once per reconstruction (``repeats``).
+    """
+    from .._jax import jax
+
+    step = (_explicit_metric_step if metrics else _explicit_step)(rows, dim, bias, sc)
+
+    def gathered(p, src, loc, key, idx, s, c):
+        return step(p, src[loc], key, idx, s, c)
+
+    return jax.jit(gathered)
+
+
+_RESIDENT_BYTES = 1 << 30  # data up to 1 GiB (float32) is sent to the device once; larger data chunk by chunk
+
+
+def _explicit(
+    arr, s, c, m, bias, sc, seed, progress, return_norms: bool = False, metrics: bool = False, repeats: int = 1
+):
+    """Run the explicit step on every sample ``repeats`` times (sample i's j-th draw is row i·repeats + j).
+
+    The noise key of row r is ``fold_in(key, r)``, so ``repeats=1`` gives the
+    rows of earlier versions bit for bit. Samples live on the device (sent
+    once) when they fit in :data:`_RESIDENT_BYTES`; chunks are dispatched ahead
+    so the device never waits for the host, and only each chunk's results
+    (3 numbers per row in ``metrics`` mode) come back.
+    """
     try:
         from .._jax import jax
         import jax.numpy as jnp
     except ImportError as exc:  # pragma: no cover - sim extra missing
         raise ReconRiskError("mode 'explicit' needs JAX (pip install 'reconrisk[sim]'); use mode='fast'") from exc
     n, dim = arr.shape
+    total = n * repeats
     k_w, k_noise = jax.random.split(jax.random.key(seed))
     params = {"W": 0.01 * jax.random.normal(k_w, (m, dim), dtype=jnp.float32)}  # value irrelevant: ∇_W = 1Xᵀ
     if bias:
         params["b"] = jnp.zeros((m,), dtype=jnp.float32)
-    step = (_explicit_metric_step if metrics else _explicit_step)(m, dim, bool(bias), sc)
-    chunk = max(1, min(n, _ELEMENTS_PER_CHUNK // (m * dim)))
-    out = np.empty((n, 2)) if metrics else np.empty_like(arr)
-    norms = np.empty(n)
-    x32 = arr.astype(np.float32)
+    step = _gathered_step(m, dim, bool(bias), sc, bool(metrics))
+    per_chunk = _ELEMENTS_PER_CHUNK * (1 if jax.default_backend() == "cpu" else 8)
+    chunk = max(1, min(total, per_chunk // (m * dim)))
+    out = np.empty((total, 2)) if metrics else np.empty((total, dim))
+    norms = np.empty(total)
+    x32 = np.ascontiguousarray(arr, dtype=np.float32)
+    resident = jnp.asarray(x32) if x32.nbytes <= _RESIDENT_BYTES else None
     s32, c32 = jnp.float32(s), jnp.float32(c)
     pending = None
-    for start in range(0, n, chunk):  # chunks are dispatched ahead: the device never waits for the host
-        stop = min(n, start + chunk)
-        xb = np.empty((chunk, dim), dtype=np.float32)
-        xb[: stop - start] = x32[start:stop]
-        xb[stop - start :] = x32[start]  # pad with a valid sample: no recompilation, no zero norm
+    for start in range(0, total, chunk):
+        stop = min(total, start + chunk)
+        rows = np.minimum(np.arange(start, start + chunk), total - 1) // repeats  # pad with a valid sample
+        if resident is not None:
+            src, loc = resident, jnp.asarray(rows, dtype=jnp.int32)
+        else:
+            src, loc = jnp.asarray(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-        call = (step(params, jnp.asarray(xb), k_noise, idx, s32, c32), start, stop)
+        call = (step(params, src, loc, k_noise, idx, s32, c32), start, stop)
         if pending is not None:
             _store(pending, out, norms, progress)
         pending = call
@@ -300,10 +335,25 @@ def _store(pending, out, norms, progress):
         progress(stop - start)
 
 
-def _law_metrics(arr: np.ndarray, var: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _centred_norms(arr: np.ndarray) -> np.ndarray:
+    """a = ‖X − mean(X)·1‖ for every sample (what :func:`_law_metrics` needs of the data)."""
+    dim = arr.shape[1]
+    # a² = ‖X‖² − N·mean² from two streaming passes (no centred copy of the data); where the cancellation would
+    # cost more than ~1e-8 relative (a² < 1e-8‖X‖²) the centred norm is computed directly for those rows
+    mean = arr.mean(axis=1)
+    sumsq = np.einsum("ij,ij->i", arr, arr)
+    a2 = sumsq - dim * mean * mean
+    bad = a2 < 1e-8 * sumsq
+    if bad.any():
+        a2[bad] = np.sum((arr[bad] - mean[bad, None]) ** 2, axis=1)
+    return np.sqrt(np.maximum(a2, 0.0))
+
+
+def _law_metrics(a: np.ndarray, dim: int, var: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(MSE, NCC) of ``X̂ = X + √v·Z``, Z ~ N(0, I_N), sampled from their exact joint law (3 variates per sample).
 
-    Write ``X_c = X − mean(X)·1`` (norm a) and split Z along the orthonormal
+    ``a`` holds each sample's centred norm (:func:`_centred_norms`). Write
+    ``X_c = X − mean(X)·1`` (norm a) and split Z along the orthonormal
     directions ``1/√N`` and ``e = X_c/a`` and their complement:
     ``w = Zᵀ1/√N``, ``u = Zᵀe`` ~ N(0, 1) and ``r² = ‖rest‖²`` ~ χ²_{N−2},
     all independent (rotation invariance of Z). Then
@@ -316,16 +366,7 @@ def _law_metrics(arr: np.ndarray, var: np.ndarray, rng: np.random.Generator) -> 
     gives; then u² + r² ~ χ²_{N−1} still holds for the MSE. Seed 003 states the
     MSE law (Prop. 3: v·χ²_N/N); the joint law with the NCC is derived here.
     """
-    n, dim = arr.shape
-    # a² = ‖X‖² − N·mean² from two streaming passes (no centred copy of the data); where the cancellation would
-    # cost more than ~1e-8 relative (a² < 1e-8‖X‖²) the centred norm is computed directly for those rows
-    mean = arr.mean(axis=1)
-    sumsq = np.einsum("ij,ij->i", arr, arr)
-    a2 = sumsq - dim * mean * mean
-    bad = a2 < 1e-8 * sumsq
-    if bad.any():
-        a2[bad] = np.sum((arr[bad] - mean[bad, None]) ** 2, axis=1)
-    a = np.sqrt(np.maximum(a2, 0.0))
+    n = a.shape[0]
     w = rng.standard_normal(n)
     u = rng.standard_normal(n) if dim >= 2 else np.zeros(n)
     r2 = rng.chisquare(dim - 2, n) if dim >= 3 else np.zeros(n)
@@ -380,6 +421,7 @@ class AnalyticSimulation:
     psnr: np.ndarray
     ncc: np.ndarray
     dim: int = field(default=0)
+    repeats: int = field(default=1)  # attacks per sample: rows i·repeats … of the arrays belong to sample i
 
     @property
     def optimal_variance(self) -> np.ndarray:
@@ -421,7 +463,8 @@ class AnalyticSimulation:
             "mode": self.mode,
             "data_range": self.data_range,
             "seed": self.seed,
-            "samples": int(self.norms.size),
+            "samples": int(self.norms.size) // self.repeats,
+            "repeats": self.repeats,
             "dim": self.dim,
             "min_norm": float(self.norms.min()),
             "max_norm": float(self.norms.max()),
@@ -438,7 +481,7 @@ class AnalyticSimulation:
                 rows.append(
                     {
                         "noise_multiplier": s,
-                        "sample": j,
+                        "sample": j // self.repeats,
                         "norm": float(self.norms[j]),
                         "mse": float(self.mse[i, j]),
                         "psnr": float(self.psnr[i, j]),
@@ -472,6 +515,7 @@ def simulate_success(
     mode: str = "fast",
     data_range=1.0,
     seed: int = 0,
+    repeats: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> AnalyticSimulation:
     """Attack every sample of ``x`` once per noise multiplier and measure MSE, PSNR, NCC (seed 003, Fig. 2).
@@ -481,6 +525,13 @@ def simulate_success(
     seed ``[seed, j]``. ``mode="law"`` (oracle scale only) samples the metrics
     from their exact joint law (:func:`_law_metrics`) instead of forming each
     reconstruction: O(1) random variates per sample instead of O(N).
+
+    ``repeats`` attacks every sample that many times with independent noise
+    (a Monte-Carlo count per image): the result holds ``len(x)·repeats`` rows,
+    sample i's draws at rows ``i·repeats … i·repeats + repeats − 1``. The
+    explicit mode keeps the data on the device and sends only indices, so
+    10⁴ reconstructions of one 224×224×3 image run as a few jitted calls;
+    ``repeats=1`` gives exactly the rows of earlier versions.
     """
     arr, _ = _data(x)
     if isinstance(noise_multipliers, (int, float)):
@@ -491,6 +542,11 @@ def simulate_success(
     c = val.positive("clip_norm", clip_norm)
     m = val.integer("rows", rows, minimum=1)
     sd = val.integer("seed", seed, minimum=0)
+    reps = val.integer("repeats", repeats, minimum=1)
+    if arr.shape[0] * reps > 10**8:
+        raise ReconRiskError(
+            f"repeats={reps} × {arr.shape[0]} samples = {arr.shape[0] * reps} reconstructions; at most 10^8 per call"
+        )
     mode = val.choice("mode", mode, SUCCESS_MODES)
     if mode == "law" and val.choice("scale", scale, SCALES) != "oracle":
         raise ReconRiskError("mode 'law' samples the oracle attack's exact law; found scale='ratio' (use fast or explicit)")
@@ -499,8 +555,13 @@ def simulate_success(
     ranges = (arr.max(axis=1) - arr.min(axis=1)) if dr is None else np.full(norms.shape, dr)
     if dr is None and (ranges == 0).any():
         raise ReconRiskError("data_range=None needs non-constant samples (per-sample range 0 found)")
-    var = np.empty((len(sig), arr.shape[0]))
-    res = {k: np.empty((len(sig), arr.shape[0])) for k in ("mse", "psnr", "ncc")}
+    centred = _centred_norms(arr) if mode == "law" else None
+    if reps > 1:  # per-row copies of the per-sample quantities (the data itself is not copied)
+        norms, ranges = np.repeat(norms, reps), np.repeat(ranges, reps)
+        centred = None if centred is None else np.repeat(centred, reps)
+    rows_total = arr.shape[0] * reps
+    var = np.empty((len(sig), rows_total))
+    res = {k: np.empty((len(sig), rows_total)) for k in ("mse", "psnr", "ncc")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SuboptimalRowsWarning)  # reported once below
         for i, s in enumerate(sig):
@@ -510,26 +571,27 @@ def simulate_success(
                 sc = val.choice("scale", scale, SCALES)
                 if sc == "ratio" and not bias:
                     raise ReconRiskError("scale 'ratio' (the bias trick, Eq. 15) needs bias=True; found bias=False")
-                out = _explicit(arr, s, c, m, bias, sc, jax_seed, progress, metrics=True)
+                out = _explicit(arr, s, c, m, bias, sc, jax_seed, progress, metrics=True, repeats=reps)
                 res["mse"][i] = out[:, 0]
                 with np.errstate(divide="ignore"):
                     res["psnr"][i] = 10.0 * (2.0 * np.log10(ranges) - np.log10(out[:, 0]))
                 res["ncc"][i] = out[:, 1]
                 continue
             if mode == "law":  # the exact joint law of (MSE, NCC); no reconstruction is formed
-                res["mse"][i], res["ncc"][i] = _law_metrics(arr, var[i], np.random.default_rng([sd, i]))
+                res["mse"][i], res["ncc"][i] = _law_metrics(centred, arr.shape[1], var[i], np.random.default_rng([sd, i]))
                 with np.errstate(divide="ignore"):
                     res["psnr"][i] = 10.0 * (2.0 * np.log10(ranges) - np.log10(res["mse"][i]))
                 if progress is not None:
-                    progress(arr.shape[0])
+                    progress(rows_total)
                 continue
+            ref = np.repeat(arr, reps, axis=0) if reps > 1 else arr  # the fast path forms every reconstruction
             xh = simulate_attack(
-                arr, s, c, m, bias=bias, scale=scale, mode=mode, seed=np.random.default_rng([sd, i]), progress=progress
+                ref, s, c, m, bias=bias, scale=scale, mode=mode, seed=np.random.default_rng([sd, i]), progress=progress
             )
-            res["mse"][i] = mse(arr, xh)
-            res["psnr"][i] = psnr(arr, xh, data_range=dr)
-            res["ncc"][i] = ncc(arr, xh)
+            res["mse"][i] = mse(ref, xh)
+            res["psnr"][i] = psnr(ref, xh, data_range=dr)
+            res["ncc"][i] = ncc(ref, xh)
     _warn_rows(norms, c, m, bias)
     return AnalyticSimulation(
-        sig, c, m, bool(bias), scale, mode, dr, sd, norms, ranges, var, res["mse"], res["psnr"], res["ncc"], arr.shape[1]
+        sig, c, m, bool(bias), scale, mode, dr, sd, norms, ranges, var, res["mse"], res["psnr"], res["ncc"], arr.shape[1], reps
     )

@@ -185,11 +185,15 @@ def simulate_cmd(
     rows: int = typer.Option(100, "--rows", help="M: rows of the linear layer."),
     clip_norm: Optional[float] = typer.Option(None, "--clip-norm", help="C; default from --clip-regime."),
     clip_regime: str = typer.Option("min", "--clip-regime", help="min (C = m) | sqrt_rows (C = √M·m) | large (10·√M·max‖X‖)."),
-    mode: str = typer.Option("fast", "--mode", help="fast (exact law, numpy) | explicit (JAX linear layer, real DP-SGD step)."),
+    mode: str = typer.Option(
+        "fast", "--mode",
+        help="fast (exact law, numpy) | explicit (JAX linear layer, real DP-SGD step) | law (metrics from their exact joint law, oracle scale).",
+    ),
     scale: str = typer.Option("oracle", "--scale", help="oracle (optimal) | ratio (naive bias trick; needs --bias)."),
     bias: bool = typer.Option(False, "--bias", help="Give the layer a learnable bias."),
     data_range: float = typer.Option(1.0, "--data-range", help="Fixed PSNR data range."),
     seed: int = typer.Option(0, "--seed", help="Seed of the data and the noise."),
+    repeats: int = typer.Option(1, "--repeats", help="Attacks per sample (independent noise); rows = samples × repeats."),
     out: Path = typer.Option(_DEFAULT_OUT, "--out", help="Output folder (CSV, JSON, PNG, SVG)."),
     figure: bool = typer.Option(True, "--figure/--no-figure", help="Write the Fig. 2-style figure."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict (no progress bar)."),
@@ -209,14 +213,19 @@ def simulate_cmd(
     for name, x in (("data_range", data_range), ("clip_norm", clip_norm)):  # x² must stay a finite double
         if x is not None:
             val.in_range(name, val.positive(name, x), 1e-100, 1e100, low_open=False, high_open=False)
-    val.choice("mode", mode, ("fast", "explicit"))
-    # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim; explicit mode adds rows × dim
-    val.memory("--samples × --dim", f"{n} × {dim}", 48 * len(sig) * n * dim + (48 * rows * dim if mode == "explicit" else 0))
+    val.choice("mode", mode, ("fast", "explicit", "law"))
+    reps = val.max_count("--repeats", val.integer("repeats", repeats, minimum=1), 10**7)
+    val.max_count("--samples × --repeats", n * reps, 10**7)
+    # data, reconstructions and per-sample laws: ~6 float64 arrays of samples × dim (× repeats in fast mode, which
+    # forms every reconstruction); explicit mode adds rows × dim; the CSV holds one line per row
+    formed = n * reps if mode == "fast" else n
+    val.memory("--samples × --dim", f"{n} × {dim}", 48 * len(sig) * formed * dim + (48 * rows * dim if mode == "explicit" else 0))
     x = _load_data(data, n, val.integer("dim", dim, minimum=1), val.integer("seed", seed, minimum=0))
     c = clip_norm if clip_norm is not None else clip_norm_for_regime(clip_regime, np.linalg.norm(x, axis=1), rows)
-    with progress(len(sig) * x.shape[0], f"simulating ({mode})", enabled=not as_json) as prog:
+    with progress(len(sig) * x.shape[0] * reps, f"simulating ({mode})", enabled=not as_json) as prog:
         sim = simulate_success(
-            x, sig, c, rows, bias=bias, scale=scale, mode=mode, data_range=data_range, seed=seed, progress=prog
+            x, sig, c, rows, bias=bias, scale=scale, mode=mode, data_range=data_range, seed=seed, repeats=reps,
+            progress=prog,
         )
     out = Path(out)
     paths = {"csv": str(sim.write_csv(out / "simulate.csv"))}
