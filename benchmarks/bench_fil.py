@@ -13,7 +13,11 @@ gradient (``jax.jacfwd``: d JVPs) and the spectral norm by power iteration
 Part 2 — overhead of FIL accounting relative to plain DP-SGD training: the
 same jitted ``lax.scan`` of :func:`reconrisk.train.dpsgd.dpsgd_step` on the
 digits training split (n = 1347, q = 0.05, T = 200 steps), without and with
-the FIL step, timed after compilation.
+the FIL step, timed after compilation, for each trace method on the route
+``per_example_fil`` takes (first-layer reduction for MLPs, batched ghost
+tangents for the CNN), and the per-example JVP path they replaced ("before",
+on fewer steps: it is slow; ratios are per step against plain DP-SGD on the
+same T). One verdict line per model: overhead ≤ ×10 (issue 8) or not.
 
     PYTHONPATH=src python benchmarks/bench_fil.py [--batch 64] [--quick]
 """
@@ -68,7 +72,27 @@ def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
     return rows
 
 
-def overhead(steps: int, repeats: int, names=("mlp", "cnn")) -> list[tuple]:
+def _fil_time(model, release, xtr, ytr, method: str, steps: int, repeats: int, route: str | None = None) -> float:
+    """Seconds of ``train_dpsgd_with_fil`` (after compilation); ``route`` forces one path of ``per_example_fil``."""
+    from reconrisk.train import dpsgd
+    from reconrisk.train import fil as F
+
+    conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
+    real = F._route
+    if route is not None:
+        F._route = lambda *a: route
+        dpsgd._chunk_runner.cache_clear()  # the compiled trainer is cached on (model, config, hook): rebuild it
+    try:
+        return _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps),
+                          repeats)
+    finally:
+        F._route = real
+        if route is not None:
+            dpsgd._chunk_runner.cache_clear()
+
+
+def overhead(steps: int, repeats: int, names=("mlp", "cnn"), before_steps: int = 20) -> list[tuple]:
+    """Per model: {label: (seconds, steps)} for plain DP-SGD, FIL by each trace method, and the JVP path ("before")."""
     import jax
     import jax.numpy as jnp
 
@@ -79,46 +103,43 @@ def overhead(steps: int, repeats: int, names=("mlp", "cnn")) -> list[tuple]:
     from reconrisk.train.dpsgd import dpsgd_step, make_step_config
 
     xtr, ytr, _, _, shape = digits_split(0)
-    release = Release(1.0, 0.05, steps, clip_norm=1.0)
     rows = []
     for name in names:
         model = models.get_model(name, shape)
-        cfg = make_step_config(release, xtr.shape[0], 0.5, "gelu")
-        xs, ys = jnp.asarray(xtr), jnp.asarray(ytr)
-        key = jax.random.PRNGKey(0)
-        noise_std = jnp.float32(release.noise_std)
+        out = {}
+        for n_steps in sorted({steps, before_steps}):
+            release = Release(1.0, 0.05, n_steps, clip_norm=1.0)
+            cfg = make_step_config(release, xtr.shape[0], 0.5, "gelu")
+            xs, ys = jnp.asarray(xtr), jnp.asarray(ytr)
+            key = jax.random.PRNGKey(0)
+            noise_std = jnp.float32(release.noise_std)
 
-        @jax.jit
-        def plain(params, ts):
-            def body(p, t):
-                return dpsgd_step(model, cfg, p, key, t, xs, ys, noise_std)[0], None
+            @jax.jit
+            def plain(params, ts):
+                def body(p, t):
+                    return dpsgd_step(model, cfg, p, key, t, xs, ys, noise_std)[0], None
 
-            return jax.lax.scan(body, params, ts)[0]
+                return jax.lax.scan(body, params, ts)[0]
 
-        params = model.init(key)
-        ts = jnp.arange(steps)
-        t_plain = _best_time(lambda: jax.block_until_ready(plain(params, ts)), repeats)
-        out = {"plain DP-SGD": t_plain}
-        for method in ("trace_sampled", "trace_exact"):
-            conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
-            t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps), repeats)
-            route = "first-layer reduction" if F._reducible(model, method, conf.num_coords) else "JVPs"
-            out[f"DP-SGD + FIL ({method}, {route})"] = t
-        if F._reducible(model, "trace_sampled", F.DEFAULT_NUM_COORDS):  # the JVP path it replaces, same run
-            conf = F.FILConfig(method="trace_sampled", learning_rate=0.5, momentum=0.0)
-            from reconrisk.train import dpsgd
-
-            reducible, F._reducible = F._reducible, lambda *a: False
-            dpsgd._chunk_runner.cache_clear()  # the compiled trainer is cached on (model, config, hook): rebuild it
-            try:
-                t = _best_time(lambda: F.train_dpsgd_with_fil(model, release, xtr, ytr, config=conf, chunk_steps=steps),
-                               repeats)
-            finally:
-                F._reducible = reducible
-                dpsgd._chunk_runner.cache_clear()
-            out["DP-SGD + FIL (trace_sampled, JVPs: before)"] = t
+            params = model.init(key)
+            ts = jnp.arange(n_steps)
+            t_plain = _best_time(lambda: jax.block_until_ready(plain(params, ts)), repeats)
+            if n_steps == steps:
+                out["plain DP-SGD"] = (t_plain, n_steps)
+                for method in ("trace_sampled", "trace_exact"):
+                    route = F._route(model, method, F.DEFAULT_NUM_COORDS)
+                    label = {"dense": "first-layer reduction", "ghost": "ghost tangents", "jvp": "JVPs"}[route]
+                    out[f"DP-SGD + FIL ({method}, {label})"] = (
+                        _fil_time(model, release, xtr, ytr, method, n_steps, repeats), n_steps)
+            if n_steps == before_steps:  # the per-example JVP path the fast routes replace, fewer steps (it is slow)
+                out[f"plain DP-SGD (T = {n_steps})"] = (t_plain, n_steps)
+                out["DP-SGD + FIL (trace_sampled, JVPs: before)"] = (
+                    _fil_time(model, release, xtr, ytr, "trace_sampled", n_steps, repeats, route="jvp"), n_steps)
         rows.append((name, out))
     return rows
+
+
+TARGET_OVERHEAD = 10.0  # issue 8: FIL accounting ≤ ×10 of plain DP-SGD on CPU, every model
 
 
 def main() -> None:
@@ -130,6 +151,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="digits shape only, fewer steps")
     ap.add_argument("--models", default="mlp,cnn", help="models of Part 2 (comma-separated)")
     ap.add_argument("--skip-part1", action="store_true", help="only the training overhead (Part 2)")
+    ap.add_argument("--before-steps", type=int, default=20, help="steps for the slow JVP path ('before')")
     args = ap.parse_args()
     import jax
 
@@ -148,11 +170,21 @@ def main() -> None:
     steps = 60 if args.quick else args.steps
     print(f"\nPart 2: training time on digits (n = 1347, q = 0.05, T = {steps}; seconds after compilation)")
     print(f"  (load average {os.getloadavg()[0]:.1f})")
-    for name, out in overhead(steps, args.repeats, tuple(args.models.split(","))):
-        base = out["plain DP-SGD"]
-        for k, val in out.items():
-            print(f"  {name:4} {k:32} {val:8.3f} s   ×{val / base:6.1f}   {1e3 * val / steps:7.2f} ms/step")
-
+    for name, out in overhead(steps, args.repeats, tuple(args.models.split(",")), args.before_steps):
+        base = out["plain DP-SGD"][0] / steps
+        base_before = next(v[0] / v[1] for k, v in out.items() if k.startswith("plain DP-SGD (T"))
+        worst = 0.0
+        for k, (val, n) in out.items():
+            if k.startswith("plain"):
+                ratio = 1.0
+            else:
+                ratio = (val / n) / (base_before if "before" in k else base)
+                if "before" not in k:
+                    worst = max(worst, ratio)
+            print(f"  {name:4} {k:50} T={n:<4d} {val:8.3f} s   ×{ratio:6.1f}   {1e3 * val / n:8.2f} ms/step")
+        verdict = "PASS" if worst <= TARGET_OVERHEAD else "FAIL"
+        print(f"  {name:4} verdict: FIL overhead ≤ ×{TARGET_OVERHEAD:g} of plain DP-SGD on every trace method: "
+              f"{verdict} (worst ×{worst:.1f}; load average {os.getloadavg()[0]:.1f})")
 
 if __name__ == "__main__":
     main()

@@ -19,11 +19,11 @@ def test_plain_gradient_equals_the_ghost_clipped_sum(monkeypatch):
     args = (model, d.x[:40], d.y[:40], d.x[50:54], d.y[50:54], cfg)
     assert shadow._plain_gradient(cfg.step_config(41))
     shadow._COMPILED.clear()
-    fast = shadow.train_shadow_models(*args, chunk=4)
+    fast = shadow.train_shadow_models(*args, chunk=4, program="vmap")  # the dense program: test_shadow_dense.py
     with monkeypatch.context() as m:
         m.setattr(shadow, "_plain_gradient", lambda c: False)
         shadow._COMPILED.clear()
-        ghost = shadow.train_shadow_models(*args, chunk=4)
+        ghost = shadow.train_shadow_models(*args, chunk=4, program="vmap")
         ghost_seq = shadow.train_shadow_models_sequential(*args)
     shadow._COMPILED.clear()
     init = np.asarray(shadow.flatten(model.init(__import__("jax").random.PRNGKey(cfg.init_seed))))

@@ -18,8 +18,13 @@ what the adversary recomputes — so it is evaluated once
 the adversary's deduction; D₋ then stays an unbatched operand under ``vmap``
 over trials (one large matrix product per layer instead of one per trial).
 This roughly halves the work of a q = 1 trial and changes the trainer's sum
-only by float rounding (the default audit's successes are unchanged). With a
-cap the adversary recomputes the deduction from its own padded gather.
+only by float rounding (the default audit's successes are unchanged). For an
+all-dense model that shared sum is computed feature-major
+(:func:`reconrisk.train.clipping.clipped_grad_sum_feature_major`: examples on
+the minor axis, so the vmapped (trials, units, |D₋|) arrays need no transpose
+between the matrix products and the elementwise stages; 2.2× fewer CPU-seconds
+per trial, the default audit's JSON unchanged). With a cap the adversary
+recomputes the deduction from its own padded gather.
 
 The compiled trial functions are cached on the static configuration; σ and
 σC are traced arguments, so an ε grid compiles once.

@@ -53,7 +53,9 @@ from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
     CLIP_MODES,
     clip_factors,
     clipped_grad_sum,
+    clipped_grad_sum_feature_major,
     cross_entropy,
+    feature_major,
     grad_inner_products,
     naive_clipped_sum,
     per_example_sq_norms,
@@ -239,7 +241,8 @@ def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_
 
     hx, hy = head
     k = hx.shape[0]
-    hsum, hnorms = clipped_grad_sum(model, params, hx, hy, clip_norm, batch.mask[:k], mode)
+    head_sum = clipped_grad_sum_feature_major if feature_major(model) else clipped_grad_sum
+    hsum, hnorms = head_sum(model, params, hx, hy, clip_norm, batch.mask[:k], mode)
     tsum, tnorms = clipped_grad_sum(model, params, x, y, clip_norm, batch.mask[k:], mode)
     summed = jax.tree_util.tree_map(jnp.add, hsum, tsum)
     return summed, jnp.concatenate([hnorms, tnorms]), ravel_pytree(hsum)[0]
@@ -256,6 +259,10 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
     parts and the head's part comes back as ``StepInfo.head_sum``, so that an
     observer who needs it (the adversary's known points) reuses it instead of
     evaluating it again — and a head shared by vmapped runs stays unbatched.
+    For an all-dense model the head's sum is computed feature-major
+    (:func:`~reconrisk.train.clipping.clipped_grad_sum_feature_major`, the
+    layout that suits a head shared by vmapped runs); the same sum up to float
+    rounding.
     """
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree

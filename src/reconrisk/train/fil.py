@@ -28,6 +28,18 @@ Three estimators of ``||J||²`` (the ``method`` argument)
       (20 iterations from a random normal start); ``||Jv||²`` estimates
       ``||J||₂²`` from below (power iteration converges from below).
 
+How the trace estimators are computed (:func:`_route`; same numbers, same coordinates)
+    * dense models whose first layer has h ≤ m (or ≤ d) units: the
+      first-layer reduction of :mod:`reconrisk.train.fil_dense`;
+    * any other model (the CNN, wide MLPs): batched ghost tangents
+      (:mod:`reconrisk.train.fil_ghost`): one vmapped linearised pass of the
+      batch's taps and signals for all probes, Gram-form norms, no per-example
+      gradient vectors;
+    * the per-example forward-over-reverse JVPs of :func:`jacobian_sq_norm`
+      (the reference; the spectral estimator always uses them).
+    The trainer's hook evaluates the padded Poisson gather in chunks of
+    :data:`ROW_CHUNK` rows and skips the chunks after the last member.
+
 Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     Per-step values are summed over the steps in which the example was in
     the batch and multiplied by ``κ = q/(q + (1 − q)e^{−ε})`` (Eq. 3) where
@@ -83,6 +95,8 @@ FIL_METHODS = ("trace_sampled", "trace_exact", "spectral")
 DEFAULT_NUM_COORDS = 50
 DEFAULT_POWER_ITERS = 20
 _NORM_EPS_SQ = 1e-14
+#: Rows of a padded Poisson batch evaluated together by :class:`FILHook` (chunks after the last member are skipped).
+ROW_CHUNK = 16
 
 
 # ----------------------------------------------------------------------------------------
@@ -180,15 +194,25 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
 
     if method not in FIL_METHODS:
         raise ReconRiskError(f"method must be one of {', '.join(map(repr, FIL_METHODS))}; found {method!r}")
-    b, d = x.shape
-    keys = jax.random.split(key if key is not None else jax.random.PRNGKey(0), b)
-    if _reducible(model, method, num_coords):
+    keys = jax.random.split(key if key is not None else jax.random.PRNGKey(0), x.shape[0])
+    return _fil_rows(model, params, x, y, keys, clip_norm, noise_std, method, num_coords, clip_mode, power_iters)
+
+
+def _fil_rows(model, params, x, y, keys, clip_norm, noise_std, method, num_coords, clip_mode, power_iters):
+    """:func:`per_example_fil` with one key per row given (so that row chunks reuse the keys of the whole batch)."""
+    from .._jax import jax
+
+    d = x.shape[1]
+    route = _route(model, method, num_coords)
+    if route != "jvp":
         from .fil_dense import dense_trace_sq_norms
+        from .fil_ghost import ghost_trace_sq_norms
 
         idx = None
         if method == "trace_sampled":  # the same coordinates as the JVP path below draws
             idx = jax.vmap(lambda k: jax.random.randint(k, (num_coords,), 0, d))(keys)
-        sq = dense_trace_sq_norms(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
+        trace = dense_trace_sq_norms if route == "dense" else ghost_trace_sq_norms
+        sq = trace(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
         return sq / (noise_std**2 * d)
     g = clipped_grad_fn(model, params, clip_norm, clip_mode)
 
@@ -198,6 +222,20 @@ def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, 
 
     sq = jax.vmap(one)(x, y, keys)
     return sq / (noise_std**2 if method == "spectral" else noise_std**2 * d)
+
+
+def _route(model, method: str, num_coords: int) -> str:
+    """Which computation :func:`per_example_fil` uses: ``"dense"``, ``"ghost"`` or ``"jvp"``.
+
+    The trace estimators use the first-layer reduction (:mod:`reconrisk.train.fil_dense`)
+    where it is exact and cheaper (:func:`_reducible`), otherwise the batched
+    ghost tangents (:mod:`reconrisk.train.fil_ghost`), which equal the per-example
+    JVPs of :func:`jacobian_sq_norm` for any model. The spectral estimator uses the
+    JVP/VJP power iteration of :func:`jacobian_sq_norm`.
+    """
+    if method == "spectral":
+        return "jvp"
+    return "dense" if _reducible(model, method, num_coords) else "ghost"
 
 
 def _reducible(model, method: str, num_coords: int) -> bool:
@@ -334,15 +372,35 @@ class FILHook(StepHook):
         kt = jax.random.fold_in(k_fil, info.t)
         batch = info.batch
 
-        def fil_of(x, y):
-            return per_example_fil(self.model, info.params, x, y, clip_norm=self.clip_norm, noise_std=noise_std,
-                                   method=self.method, key=kt, num_coords=self.num_coords, clip_mode=self.clip_mode,
-                                   power_iters=self.power_iters)
+        def fil_of(x, y, keys):
+            return _fil_rows(self.model, info.params, x, y, keys, self.clip_norm, noise_std, self.method,
+                             self.num_coords, self.clip_mode, self.power_iters)
 
         if batch.index is None:  # evaluate every example, keep the members
-            acc = acc + factor * fil_of(info.x, info.y) * batch.mask
-        else:
-            acc = acc.at[batch.index].add(factor * fil_of(info.x[batch.index], info.y[batch.index]) * batch.valid)
+            keys = jax.random.split(kt, info.x.shape[0])
+            acc = acc + factor * fil_of(info.x, info.y, keys) * batch.mask
+            return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
+        # The padded gather holds the members first (pad_members), then padding: evaluate it in chunks of
+        # ROW_CHUNK rows and stop after the last chunk holding a member (a Poisson batch fills about half of
+        # its cap), with the keys of the whole gather, so the numbers do not depend on the chunking.
+        cap = batch.index.shape[0]
+        r = min(ROW_CHUNK, cap)
+        nchunk = -(-cap // r)
+        pad = nchunk * r - cap
+        index = jnp.concatenate([batch.index, jnp.zeros((pad,), batch.index.dtype)])
+        valid = jnp.concatenate([batch.valid, jnp.zeros((pad,), batch.valid.dtype)])
+        keys = jax.random.split(kt, cap)
+        keys = jnp.concatenate([keys, jnp.broadcast_to(keys[:1], (pad,) + keys.shape[1:])])
+        count = jnp.sum(batch.valid).astype(jnp.int32)
+
+        def body(carry):
+            j, acc = carry
+            rows = jax.lax.dynamic_slice_in_dim(index, j * r, r)
+            ks = jax.lax.dynamic_slice_in_dim(keys, j * r, r)
+            ok = jax.lax.dynamic_slice_in_dim(valid, j * r, r)
+            return j + 1, acc.at[rows].add(factor * fil_of(info.x[rows], info.y[rows], ks) * ok)
+
+        _, acc = jax.lax.while_loop(lambda c: c[0] * r < count, body, (jnp.int32(0), acc))
         return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
 
 

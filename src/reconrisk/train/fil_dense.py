@@ -107,9 +107,11 @@ def dense_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
         ju = d * d1sq + 2.0 * jnp.einsum("bk,bk->b", s, x @ w1) + jnp.einsum("bkl,kl->b", hmat, gram)
         jtu = d1sq[:, None] * x + r @ w1.T  # (B, d): J_uᵀu
         return c * c * ju + kappa * jnp.sum(jtu * jtu, axis=1)
-    q = w1[idx]  # (B, m, h): W₁ᵀe_i for each sampled coordinate
-    xi = jnp.take_along_axis(x, idx, axis=1)  # (B, m)
-    ju = d1sq[:, None] + 2.0 * xi * jnp.einsum("bk,bmk->bm", s, q) + jnp.einsum("bmk,bkl,bml->bm", q, hmat, q)
-    utj = xi * d1sq[:, None] + jnp.einsum("bk,bmk->bm", r, q)
-    per = c[:, None] ** 2 * ju + kappa[:, None] * utj * utj
-    return d * jnp.mean(per, axis=1)
+    # Eq. 5: ‖J_g̃ e_i‖² for every coordinate i at once (shared-W₁ matrix products, no per-probe batched
+    # contractions), then the sampled ones: the same numbers as evaluating only the m probes, and on XLA CPU
+    # faster than the (B, m, h) per-probe form even for m < d.
+    quad = jnp.sum(jnp.einsum("ik,bkl->bil", w1, hmat) * w1[None], axis=-1)  # (B, d): W₁[i]ᵀ H W₁[i]
+    ju = d1sq[:, None] + 2.0 * x * (s @ w1.T) + quad
+    utj = x * d1sq[:, None] + r @ w1.T
+    per = c[:, None] ** 2 * ju + kappa[:, None] * utj * utj  # (B, d)
+    return d * jnp.mean(jnp.take_along_axis(per, idx, axis=1), axis=1)

@@ -5,8 +5,11 @@ algorithm A and its initialisation. It trains one *shadow model* per shadow
 target z_i and learns the inverse map θ → z from the pairs (θ_i, z_i)
 (:mod:`reconrisk.attacks.reconstructor`). The paper trained its shadow models
 one by one; here every model of a chunk is trained inside **one jitted
-program**: ``jax.vmap`` over (target image, target label, noise key) of a
-``lax.scan`` over the training steps.
+program**: for dense models without DP the batched matrix-product program of
+:mod:`reconrisk.train.shadow_dense` (the first layer kept in the span of the
+data), otherwise ``jax.vmap`` over (target image, target label, noise key) of
+a ``lax.scan`` over the training steps. Both train the same models to float
+rounding; ``benchmarks/bench_shadow.py`` times them against sequential loops.
 
 Training algorithm A (the same function for shadow and released models)
     Full-batch gradient descent with heavy-ball momentum on D⁻ ∪ {z}, starting
@@ -116,7 +119,17 @@ def _plain_gradient(cfg) -> bool:
 
 
 def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noise_std, key):
-    """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able).
+    """A(D⁻ ∪ {z}) for one target: the flat final parameters (jit/vmap-able): a ``lax.scan`` of :func:`_step`."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    carry, body = _step(model, static, x_fixed, y_fixed, x_target, y_target, noise_std, key)
+    (params, _), _ = jax.lax.scan(body, carry, jnp.arange(static[1]))
+    return flatten(params)
+
+
+def _step(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noise_std, key):
+    """(initial carry, ``body(carry, t) -> (carry, None)``): one step of A on D⁻ ∪ {z}, the generic program.
 
     Each step is the shared DP-SGD step of :mod:`reconrisk.train.dpsgd`, stage
     by stage: the clipped sum (``batch_clipped_sum``; full batch), the noise
@@ -129,7 +142,8 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
     ``release_step`` on the concatenated data). Without DP (C = inf, noise
     std 0) the step is the plain gradient of the summed loss — no per-example
     norms, no zero-scale noise draw — which equals the clipped sum with every
-    factor 1 to float rounding (tested).
+    factor 1 to float rounding (tested). Called once per step from Python it
+    is also the benchmark's "ordinary training loop" baseline.
     """
     from .._jax import jax
     import jax.numpy as jnp
@@ -161,8 +175,7 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
             updates, state = opt.update(jax.grad(loss)(p), state, p)
             return (optax.apply_updates(p, updates), state), None
 
-        (params, _), _ = jax.lax.scan(plain, (params, opt.init(params)), jnp.arange(steps))
-        return flatten(params)
+        return (params, opt.init(params)), plain
 
     def body(carry, t):
         p, state = carry
@@ -174,8 +187,7 @@ def _train_one(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target
         updates, state = opt.update(unravel(g), state, p)
         return (optax.apply_updates(p, updates), state), None
 
-    (params, _), _ = jax.lax.scan(body, (params, opt.init(params)), jnp.arange(steps))
-    return flatten(params)
+    return (params, opt.init(params)), body
 
 
 def flatten(params):
@@ -206,14 +218,33 @@ def _check(model: Model, x_fixed, y_fixed, x_targets, y_targets):
 _COMPILED: dict = {}
 
 
-def _vectorised(model: Model, cfg: ShadowConfig, n: int):
+def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
+    """The jitted program for a chunk of models: (xf, yf, xt (M, d), yt (M,), noise std, keys (M, 2)) -> (M, P).
+
+    ``program``: ``"dense"`` (:mod:`reconrisk.train.shadow_dense`: the batched
+    matrix-product program, dense models without DP), ``"vmap"`` (``jax.vmap``
+    of the one-model program: any model, DP or not) or ``"auto"`` (dense
+    where it applies).
+    """
     from .._jax import jax
 
+    from . import shadow_dense
+
     static = cfg.static(n)
-    key = ("vmap", model, static)
+    if program == "auto":
+        program = "dense" if shadow_dense.supports(model, static[0]) else "vmap"
+    if program not in ("dense", "vmap"):
+        raise ReconRiskError(f"program must be 'auto', 'dense' or 'vmap'; found {program!r}")
+    key = (program, model, static)
     if key not in _COMPILED:
-        one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
-        _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
+        if program == "dense":
+            if not shadow_dense.supports(model, static[0]):
+                raise ReconRiskError(f"program 'dense' needs a dense model ({model.name}) without DP")
+            run = shadow_dense.dense_program(model, static)
+            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k))
+        else:
+            one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
+            _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
     return _COMPILED[key]
 
 
@@ -237,10 +268,15 @@ def model_keys(seed: int, count: int, offset: int = 0):
 
 
 def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *, seed: int = 0,
-                        offset: int = 0, chunk: int = 128, pad_chunks: bool = False, progress=None) -> np.ndarray:
+                        offset: int = 0, chunk: int = 128, pad_chunks: bool = False, progress=None,
+                        program: str = "auto") -> np.ndarray:
     """θ_i = A(D⁻ ∪ {z_i}) for every row of ``x_targets``: flat parameters (N, P), float32.
 
-    One jitted ``vmap`` per chunk of ``chunk`` models (the last chunk is padded
+    One jitted program per chunk of ``chunk`` models: for dense models
+    without DP the batched matrix-product program of
+    :mod:`reconrisk.train.shadow_dense`, otherwise ``jax.vmap`` of the
+    one-model program (``program="dense"|"vmap"`` forces one; the two train
+    the same models to float rounding). The last chunk is padded
     so that one compiled program serves every chunk; with ``pad_chunks`` even
     fewer than ``chunk`` models are padded up to it, so that calls with
     different N share the program). Model i uses the key
@@ -260,7 +296,7 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     n = xt.shape[0]
     if not pad_chunks:
         chunk = min(chunk, n)
-    fn = _vectorised(model, cfg, xf.shape[0] + 1)
+    fn = _vectorised(model, cfg, xf.shape[0] + 1, program)
     keys = model_keys(seed, n, offset)
     noise = jnp.float32(cfg.noise_std)
     out = np.empty((n, model.num_params), np.float32)
@@ -277,19 +313,56 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
 
 
 def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *,
-                                   seed: int = 0, offset: int = 0) -> np.ndarray:
-    """The same models one by one (a Python loop over one jitted single-model program): the benchmark's baseline."""
+                                   seed: int = 0, offset: int = 0, program: str = "scan") -> np.ndarray:
+    """The same models one by one, in a Python loop: the benchmark's sequential baselines.
+
+    ``program``: ``"scan"`` — one jitted whole-training program (``lax.scan``
+    over the steps) per model, the generic one-model program; ``"dense"`` —
+    the batched program of :mod:`reconrisk.train.shadow_dense` called with
+    one model at a time (dense models without DP); ``"steps"`` — the ordinary
+    training loop: a jitted step function called ``steps`` times per model.
+    """
     import jax.numpy as jnp
 
     xf, yf, xt, yt = _check(model, x_fixed, y_fixed, x_targets, y_targets)
-    fn = _single(model, cfg, xf.shape[0] + 1)
+    n = xf.shape[0] + 1
     keys = model_keys(seed, xt.shape[0], v.integer("offset", offset, minimum=0))
     xf_j, yf_j = jnp.asarray(xf), jnp.asarray(yf)
     noise = jnp.float32(cfg.noise_std)
     out = np.empty((xt.shape[0], model.num_params), np.float32)
-    for i in range(xt.shape[0]):
-        out[i] = np.asarray(fn(xf_j, yf_j, jnp.asarray(xt[i]), jnp.asarray(yt[i]), noise, keys[i]))
+    if program == "scan":
+        fn = _single(model, cfg, n)
+        for i in range(xt.shape[0]):
+            out[i] = np.asarray(fn(xf_j, yf_j, jnp.asarray(xt[i]), jnp.asarray(yt[i]), noise, keys[i]))
+    elif program == "dense":
+        fn = _vectorised(model, cfg, n, "dense")
+        for i in range(xt.shape[0]):
+            out[i] = np.asarray(fn(xf_j, yf_j, jnp.asarray(xt[i : i + 1]), jnp.asarray(yt[i : i + 1]), noise,
+                                   keys[i : i + 1]))[0]
+    elif program == "steps":
+        init, step = _stepwise(model, cfg, n)
+        for i in range(xt.shape[0]):
+            args = (xf_j, yf_j, jnp.asarray(xt[i]), jnp.asarray(yt[i]), noise, keys[i])
+            carry = init(*args)
+            for t in range(cfg.steps):
+                carry = step(carry, jnp.int32(t), *args)
+            out[i] = np.asarray(flatten(carry[0]))
+    else:
+        raise ReconRiskError(f"program must be 'scan', 'dense' or 'steps'; found {program!r}")
     return out
+
+
+def _stepwise(model: Model, cfg: ShadowConfig, n: int):
+    """(jitted init, jitted one-step function) of the generic program: the ordinary per-step training loop."""
+    from .._jax import jax
+
+    static = cfg.static(n)
+    key = ("steps", model, static)
+    if key not in _COMPILED:
+        init = jax.jit(lambda *a: _step(model, static, *a)[0])
+        step = jax.jit(lambda carry, t, *a: _step(model, static, *a)[1](carry, t)[0])
+        _COMPILED[key] = (init, step)
+    return _COMPILED[key]
 
 
 def shadow_accuracy(model: Model, thetas, x, y) -> np.ndarray:

@@ -1,0 +1,82 @@
+"""The batched ghost-tangent path of FIL's trace estimators (train/fil_ghost.py) against the JVP path it replaces.
+
+Same coordinates (the same keys), same quantity: the two must agree to float32
+rounding for the CNN (conv first layer, where the first-layer reduction does not
+apply) and for a wide MLP, for the exact trace and seed 001's sampled Eq. 5,
+with clipping active and more probes than one block (the scanned path);
+tests/test_fil_dense.py covers the hard clip and inactive clipping of the
+shared clip algebra. A wrong term (a dropped clip derivative, a dropped
+signal tangent) must fail the same tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+from reconrisk.data import load_digits  # noqa: E402
+from reconrisk.train import fil as F  # noqa: E402
+from reconrisk.train import fil_ghost, models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = load_digits()
+    return d.image_shape, jnp.asarray(d.x[:6]), jnp.asarray(d.y[:6])
+
+
+def _both(monkeypatch, model, params, x, y, **kw):
+    fast = np.asarray(F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3), **kw))
+    with monkeypatch.context() as m:
+        m.setattr(F, "_route", lambda *a: "jvp")
+        ref = np.asarray(F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3), **kw))
+    return fast, ref
+
+
+@pytest.mark.parametrize("name, clip_mode, clip_norm, method, m", [
+    ("cnn", "gelu", 0.05, "trace_sampled", 70),  # clipping active; 70 > PROBE_BLOCK: scanned blocks, zero-weighted pad
+    ("mlp:80", "gelu", 0.5, "trace_exact", 20),  # h > d: not reducible; all d probes (the CNN's exact trace
+    # is the same code with idx=None; its JVP reference, jacfwd, takes ~50 s to compile here)
+])
+def test_ghost_path_equals_jvp_path(monkeypatch, data, name, clip_mode, clip_norm, method, m):
+    shape, x, y = data
+    model = models.get_model(name, shape)
+    params = model.init(jax.random.PRNGKey(2))
+    assert F._route(model, method, m) == "ghost"
+    fast, ref = _both(monkeypatch, model, params, x, y, clip_norm=clip_norm, method=method, num_coords=m,
+                      clip_mode=clip_mode)
+    assert (ref > 0).all()
+    np.testing.assert_allclose(fast, ref, rtol=2e-5)
+
+
+def test_routes():
+    shape = (8, 8, 1)
+    assert F._route(models.get_model("cnn", shape), "trace_sampled", 50) == "ghost"
+    assert F._route(models.get_model("mlp", shape), "trace_sampled", 50) == "dense"
+    assert F._route(models.get_model("cnn", shape), "spectral", 50) == "jvp"
+
+
+@pytest.mark.parametrize("broken", ["clip_derivative", "delta_tangent"])
+def test_a_wrong_term_would_be_caught(monkeypatch, data, broken):
+    """Power: dropping the clip derivative or the signals' tangent moves the CNN result well beyond 2e-5."""
+    shape, x, y = data
+    model = models.get_model("cnn", shape)
+    params = model.init(jax.random.PRNGKey(2))
+
+    def run():
+        return np.asarray(fil_ghost.ghost_trace_sq_norms(model, params, x, y, 0.05, "gelu", None, 1e-14))
+
+    good = run()
+    if broken == "clip_derivative":
+        from reconrisk.train import fil_dense
+
+        real = fil_dense._clip_terms
+        monkeypatch.setattr(fil_dense, "_clip_terms", lambda *a: (real(*a)[0], 0.0 * real(*a)[1]))
+    else:
+        real = fil_ghost._layer_terms
+        monkeypatch.setattr(fil_ghost, "_layer_terms", lambda a, d, da, dd: real(a, d, da, 0.0 * dd))
+    bad = run()
+    assert np.max(np.abs(bad / good - 1)) > 1e-2
