@@ -22,8 +22,9 @@ def digits():
     return load_digits()
 
 
-fast_sum = jax.jit(dpsgd.clipped_grad_sum, static_argnums=(0, 4, 6))
-naive_sum = jax.jit(dpsgd.naive_clipped_sum, static_argnums=(0, 4, 6))
+# the clip norm is traced (it only enters arithmetic), so both clip values of a test share one compilation
+fast_sum = jax.jit(dpsgd.clipped_grad_sum, static_argnums=(0, 6))
+naive_sum = jax.jit(dpsgd.naive_clipped_sum, static_argnums=(0, 6))
 step = jax.jit(dpsgd.dpsgd_step, static_argnums=(0, 1))
 
 

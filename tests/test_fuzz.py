@@ -515,7 +515,10 @@ def test_cli_numeric_flags_fuzz(capsys, which, flag_index, value):
         assert code == 2 and len(lines) == 1 and lines[0].startswith("reconrisk: error: "), (argv, code, err)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 10 examples (was 15): each accepted value of --samples/--dim/--rows is a new shape, i.e. a fresh JAX
+# compile (the slowest fuzz test); simulate's one-line exit-2 path is also checked with named bad values
+# in tests/test_analytic_cli.py
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=NUMERIC_TEXT, flag=st.sampled_from(["--samples", "--dim", "--rows", "--seed", "--data-range",
                                                   "--noise-multipliers"]))
 def test_cli_simulate_flags_fuzz(capsys, tmp_path_factory, value, flag):
