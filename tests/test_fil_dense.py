@@ -11,25 +11,15 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-import jax.numpy as jnp  # noqa: E402
 
-from reconrisk.data import load_digits  # noqa: E402
+from _fil_routes import digits_head, fast_and_jvp as _both  # noqa: E402
 from reconrisk.train import fil as F  # noqa: E402
 from reconrisk.train import models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def data():
-    d = load_digits()
-    return d.image_shape, jnp.asarray(d.x[:12]), jnp.asarray(d.y[:12])
-
-
-def _both(monkeypatch, model, params, x, y, **kw):
-    fast = np.asarray(F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3), **kw))
-    with monkeypatch.context() as m:
-        m.setattr(F, "_route", lambda *a: "jvp")
-        ref = np.asarray(F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3), **kw))
-    return fast, ref
+    return digits_head(12)
 
 
 @pytest.mark.parametrize("name, clip_mode, clip_norm", [
