@@ -335,13 +335,12 @@ def _store(pending, out, norms, progress):
         progress(stop - start)
 
 
-def _centred_norms(arr: np.ndarray) -> np.ndarray:
-    """a = ‖X − mean(X)·1‖ for every sample (what :func:`_law_metrics` needs of the data)."""
+def _centred_norms(arr: np.ndarray, sumsq: np.ndarray) -> np.ndarray:
+    """a = ‖X − mean(X)·1‖ for every sample (what :func:`_law_metrics` needs), given ``sumsq`` = ‖X‖²."""
     dim = arr.shape[1]
     # a² = ‖X‖² − N·mean² from two streaming passes (no centred copy of the data); where the cancellation would
     # cost more than ~1e-8 relative (a² < 1e-8‖X‖²) the centred norm is computed directly for those rows
     mean = arr.mean(axis=1)
-    sumsq = np.einsum("ij,ij->i", arr, arr)
     a2 = sumsq - dim * mean * mean
     bad = a2 < 1e-8 * sumsq
     if bad.any():
@@ -551,11 +550,12 @@ def simulate_success(
     if mode == "law" and val.choice("scale", scale, SCALES) != "oracle":
         raise ReconRiskError("mode 'law' samples the oracle attack's exact law; found scale='ratio' (use fast or explicit)")
     dr = None if data_range is None else val.positive("data_range", data_range)
-    norms = np.sqrt(np.einsum("ij,ij->i", arr, arr)) if mode == "law" else np.linalg.norm(arr, axis=1)
+    sumsq = np.einsum("ij,ij->i", arr, arr) if mode == "law" else None  # one pass: the norms and the centred norms
+    norms = np.sqrt(sumsq) if mode == "law" else np.linalg.norm(arr, axis=1)
     ranges = (arr.max(axis=1) - arr.min(axis=1)) if dr is None else np.full(norms.shape, dr)
     if dr is None and (ranges == 0).any():
         raise ReconRiskError("data_range=None needs non-constant samples (per-sample range 0 found)")
-    centred = _centred_norms(arr) if mode == "law" else None
+    centred = _centred_norms(arr, sumsq) if mode == "law" else None
     if reps > 1:  # per-row copies of the per-sample quantities (the data itself is not copied)
         norms, ranges = np.repeat(norms, reps), np.repeat(ranges, reps)
         centred = None if centred is None else np.repeat(centred, reps)
