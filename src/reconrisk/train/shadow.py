@@ -238,9 +238,7 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     key = (program, model, static)
     if key not in _COMPILED:
         if program == "dense":
-            if not shadow_dense.supports(model, static[0]):
-                raise ReconRiskError(f"program 'dense' needs a dense model ({model.name}) without DP")
-            run = shadow_dense.dense_program(model, static)
+            run = shadow_dense.dense_program(model, static)  # refuses a model or config it does not support
             _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k))
         else:
             one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731

@@ -81,7 +81,7 @@ def dense_program(model: Model, static: tuple):
 
     cfg, steps, init_seed, random_init = static
     if not supports(model, cfg):
-        raise ReconRiskError(f"dense_program needs a dense model (found {model.name!r}) and a plain (non-DP) "
+        raise ReconRiskError(f"program 'dense' needs a dense model (found {model.name!r}) and a plain (non-DP) "
                              f"full-batch step config (found clip_norm={cfg.clip_norm}, sample_rate={cfg.sample_rate})")
     lr, mu, norm = float(cfg.learning_rate), float(cfg.momentum), float(cfg.normalizer)
     nlayers = len(model.layers)
