@@ -128,7 +128,8 @@ def overhead(steps: int, repeats: int, names=("mlp", "cnn"), before_steps: int =
                 out["plain DP-SGD"] = (t_plain, n_steps)
                 for method in ("trace_sampled", "trace_exact"):
                     route = F._route(model, method, F.DEFAULT_NUM_COORDS)
-                    label = {"dense": "first-layer reduction", "ghost": "ghost tangents", "jvp": "JVPs"}[route]
+                    label = {"dense": "first-layer reduction", "pixel": "pixel tables", "ghost": "ghost tangents",
+                             "jvp": "JVPs"}[route]
                     out[f"DP-SGD + FIL ({method}, {label})"] = (
                         _fil_time(model, release, xtr, ytr, method, n_steps, repeats), n_steps)
             if n_steps == before_steps:  # the per-example JVP path the fast routes replace, fewer steps (it is slow)

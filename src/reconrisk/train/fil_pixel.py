@@ -150,7 +150,6 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     g1 = _gather_fn(model, 0)
     a1t = g1(jnp.eye(d, dtype=dt))  # (d, P1, K1): im2col(e_i)
     ds1 = a1t @ params[0]["w"]  # (d, P1, O1)
-    l1 = layers[0]
     # ---- second layer: the tap tangent da₂(i) = I₂(E₁) ⊙ C(i), never formed
     g2 = _gather_fn(model, 1)
     ctab = g2(ds1.reshape(d, -1))  # (d, P2, K2)
@@ -181,26 +180,35 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
         da = _gather_fn(model, l)(dh)
         da_rows.append(da.reshape(d, b, *da.shape[1:]))
         ds.append((da @ params[l]["w"]).reshape(d, b, *pre[l].shape[1:]))
-    # ---- backward signal tangents
+    # ---- backward signal tangents down to layer 2 (layer 1's is never formed, see below)
     dsl = ds[-1]  # (d, B, 1, classes)
     pr = prob[None, :, None, :]
     dd = [None] * nl
     dd[-1] = pr * dsl - pr * jnp.sum(pr * dsl, axis=-1, keepdims=True)
-    for l in range(nl - 1, 0, -1):
+    for l in range(nl - 1, 1, -1):
         dg = _scatter_fn(model, l, n, dt)((dd[l] @ params[l]["w"].T).reshape(n, *taps[l].shape[1:]))
         dg = dg.reshape(d, b, *pre[l - 1].shape[1:])
         gl = grads[l].reshape(pre[l - 1].shape)
-        dsp = ds[l - 1] if l - 1 > 0 else ds1[:, None]
-        dd[l - 1] = dg * e[l - 1][0][None] + (gl * e[l - 1][1])[None] * dsp
+        dd[l - 1] = dg * e[l - 1][0][None] + (gl * e[l - 1][1])[None] * ds[l - 1]
 
-    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ (K1 × O1 per pixel and example)
+    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (K1+1 rows × O1)
+    # dδ₁ = E₁ ⊙ col2im(dδ₂W₂ᵀ) + g₁ ⊙ elu''(s₁) ⊙ ds₁. The first part enters [a₁ | 1]ᵀdδ₁ through the
+    # per-example matrix N (P2·O2 × (K1+1)·O1): N[(q,o),(k,c)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
+    # with ã = [a₁ | 1] (the adjoint of col2im is im2col), so it is one GEMM per example, no col2im.
     a1, dl1 = taps[0], deltas[0]
-    dk1 = jnp.einsum("ipk,bpo->ibko", a1t, dl1) + jnp.einsum("bpk,ibpo->ibko", a1, dd[0])
-    db1 = jnp.sum(dd[0], axis=2)
-    kern1 = jnp.einsum("bpk,bpo->bko", a1, dl1)
-    sq = jnp.sum(dk1 * dk1, axis=(2, 3)) + jnp.sum(db1 * db1, axis=-1)
-    udu = jnp.sum(dk1 * kern1[None], axis=(2, 3)) + jnp.sum(db1 * jnp.sum(dl1, axis=1)[None], axis=-1)
-    del l1
+    k1, o1 = a1.shape[2], dl1.shape[2]
+    aug = jnp.concatenate([a1, jnp.ones_like(a1[..., :1])], axis=-1)  # (B, P1, K1+1)
+    img = (aug[:, :, :, None] * e[0][0][:, :, None, :]).transpose(0, 2, 1, 3).reshape(b * (k1 + 1), -1)
+    itil = g2(img).reshape(b, k1 + 1, p2, o1, -1)  # (B, K1+1, P2, O1, k²)
+    w2r = w2.reshape(o1, -1, w2.shape[1])  # (O1, k², O2): C-major features
+    nmat = jnp.einsum("bkqcf,cfo->bqokc", itil, w2r).reshape(b, -1, (k1 + 1) * o1)
+    y1 = jnp.einsum("ibn,bnm->ibm", dd[1].reshape(d, b, -1), nmat).reshape(d, b, k1 + 1, o1)
+    gh1 = grads[1].reshape(pre[0].shape) * e[0][1]  # g₁ ⊙ elu''(s₁) (B, P1, O1)
+    y1 = y1 + jnp.einsum("ipc,bpkc->ibkc", ds1, aug[:, :, :, None] * gh1[:, :, None, :])
+    y1 = y1.at[:, :, :k1].add(jnp.einsum("ipk,bpc->ibkc", a1t, dl1))  # da₁ᵀδ₁
+    kern1 = jnp.concatenate([jnp.einsum("bpk,bpo->bko", a1, dl1), jnp.sum(dl1, axis=1)[:, None]], axis=1)
+    sq = jnp.sum(y1 * y1, axis=(2, 3))
+    udu = jnp.sum(y1 * kern1[None], axis=(2, 3))
     # ---- layer 2: Gram form from the GEMM products
     d2 = dd[1]  # (d, B, P2, O2)
     gdd = jnp.einsum("bpo,bqo->bpq", dl2, dl2)
