@@ -31,7 +31,11 @@ Three estimators of ``||J||²`` (the ``method`` argument)
 How the trace estimators are computed (:func:`_route`; same numbers, same coordinates)
     * dense models whose first layer has h ≤ m (or ≤ d) units: the
       first-layer reduction of :mod:`reconrisk.train.fil_dense`;
-    * any other model (the CNN, wide MLPs): batched ghost tangents
+    * small conv-first models (the digits CNN: d ≤ 256 pixels, and d ≤ 2m
+      for Eq. 5): every pixel's ``‖J e_i‖²`` from first-layer tangent tables
+      (:mod:`reconrisk.train.fil_pixel`): the second layer's tap tangent is
+      never formed, quantities linear in it are GEMMs with a per-step table;
+    * any other model (the CNN on larger inputs, wide MLPs): batched ghost tangents
       (:mod:`reconrisk.train.fil_ghost`): one vmapped linearised pass of the
       batch's taps and signals for all probes, Gram-form norms, no per-example
       gradient vectors;
