@@ -48,12 +48,16 @@ def cross_entropy(logits, labels):
     return -jnp.take_along_axis(logp, labels[:, None].astype(jnp.int32), axis=1)[:, 0]
 
 
-def signals(model: Model, params, x, y):
-    """(taps, deltas, losses): layer inputs (B,P,K), output signals (B,P,O), per-example losses."""
+def signals(model: Model, params, x, y, tap_major: bool = False):
+    """(taps, deltas, losses): layer inputs (B,P,K), output signals (B,P,O), per-example losses.
+
+    ``tap_major``: conv taps in tap-major feature order (see
+    :meth:`Model.apply <reconrisk.train.models.Model.apply>`).
+    """
     from .._jax import jax
 
     def total(perturbations):
-        logits, taps = model.apply(params, x, perturbations)
+        logits, taps = model.apply(params, x, perturbations, tap_major=tap_major)
         losses = cross_entropy(logits, y)
         return losses.sum(), (taps, losses)
 
@@ -133,10 +137,16 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
     """(Σ_b weights_b · clip_C(∇ℓ_b) as a pytree, per-example gradient norms).
 
     ``weights`` (B,) is the batch mask (1 = in the batch); default all ones.
+    Convolutions are evaluated on tap-major taps (the cheaper gather on CPU,
+    :func:`~reconrisk.train.models.im2col`); their kernel sums are permuted
+    back to the kernel's C-major rows, so only float rounding differs from
+    the C-major evaluation.
     """
     import jax.numpy as jnp
 
-    taps, deltas, _ = signals(model, params, x, y)
+    from .models import tap_major_rows
+
+    taps, deltas, _ = signals(model, params, x, y, tap_major=True)
     sq, explicit = 0.0, []
     for a, d in zip(taps, deltas):
         if _explicit_kernel(a, d):  # the per-example kernel gradients are formed for the norm: reuse them for the sum
@@ -154,6 +164,9 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
         dw = d * scale[:, None, None]
         w = jnp.einsum("bpk,bpo->ko", a, dw) if g is None else jnp.tensordot(scale, g, axes=1)
         out.append({"w": w, "b": jnp.sum(dw, axis=(0, 1))})
+    for i, layer in enumerate(model.layers):
+        if layer.kind == "conv" and layer.in_channels > 1:
+            out[i]["w"] = tap_major_rows(layer, out[i]["w"], inverse=True)
     return tuple(out), jnp.sqrt(sq)
 
 
