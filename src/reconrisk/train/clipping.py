@@ -150,9 +150,11 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
     sq, explicit = 0.0, []
     for a, d in zip(taps, deltas):
         if _explicit_kernel(a, d):  # the per-example kernel gradients are formed for the norm: reuse them for the sum
-            g = jnp.einsum("bpk,bpo->bko", a, d)
+            # (B, O, K) or (B, K, O): XLA:CPU's batched product is faster with the longer axis minor (profiled)
+            k_minor = a.shape[-1] >= d.shape[-1]
+            g = jnp.einsum("bpo,bpk->bok", d, a) if k_minor else jnp.einsum("bpk,bpo->bko", a, d)
             sq = sq + jnp.sum(g * g, axis=(1, 2)) + jnp.sum(jnp.sum(d, axis=1) ** 2, axis=-1)
-            explicit.append(g)
+            explicit.append((g, k_minor))
         else:
             sq = sq + _layer_sq_norms(a, d)
             explicit.append(None)
@@ -160,9 +162,14 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
     if weights is not None:
         scale = scale * weights
     out = []
-    for a, d, g in zip(taps, deltas, explicit):
+    for a, d, e in zip(taps, deltas, explicit):
         dw = d * scale[:, None, None]
-        w = jnp.einsum("bpk,bpo->ko", a, dw) if g is None else jnp.tensordot(scale, g, axes=1)
+        if e is None:
+            w = jnp.einsum("bpk,bpo->ko", a, dw)
+        else:
+            g, k_minor = e
+            w = jnp.tensordot(scale, g, axes=1)
+            w = w.T if k_minor else w
         out.append({"w": w, "b": jnp.sum(dw, axis=(0, 1))})
     for i, layer in enumerate(model.layers):
         if layer.kind == "conv" and layer.in_channels > 1:
