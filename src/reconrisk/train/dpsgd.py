@@ -32,7 +32,14 @@ The step is four stages, each a function a variant can reuse or replace::
 
 :class:`StepConfig` holds only static choices (q, C, η, clip mode, noise
 family, cap, normaliser, momentum); the noise scale ``noise_std`` is a traced
-argument, so an ε grid compiles once. Clipping algebra lives in
+argument, so an ε grid compiles once.
+
+Speed notes (XLA:CPU, profiled on the 2-core machine): the flat θ_t and g_t
+are assembled by :func:`ravel` (in-place copies; ``ravel_pytree``'s
+concatenate was emitted as a per-element operand search), and a
+convolution's clipped sum runs on tap-major patches
+(:func:`~reconrisk.train.clipping.clipped_grad_sum`); both give the same
+numbers (ravel: bit for bit; tap-major: up to float rounding, CNN only). Clipping algebra lives in
 :mod:`reconrisk.train.clipping`, transcript I/O in
 :mod:`reconrisk.train.transcript` (both re-exported here).
 """

@@ -105,8 +105,9 @@ class Model:
         rounding (the K terms of each dot are summed in another order); a
         caller who forms per-example kernel gradients from these taps gets
         them in tap-major row order and must permute back
-        (:func:`tap_major_rows`). Used by the DP-SGD step's clipped sum, where
-        the tap-major gather is 2–3× cheaper (its backward, a pad-and-add, too).
+        (:func:`tap_major_rows`). Used by the DP-SGD step's clipped sum: on
+        the 28×28 CNN's second layer the tap-major gather measured 1.5× and
+        its backward (a pad-and-add) 3× cheaper on CPU.
         """
         from .._jax import jax
 
