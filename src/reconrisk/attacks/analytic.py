@@ -43,7 +43,6 @@ and the reconstruction carries "over-proportional" noise.
 from __future__ import annotations
 
 import csv
-import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -57,6 +56,7 @@ from ..bounds.analytic import ncc_bound, reconstruction_variance
 from ..metrics import mse, ncc, psnr  # noqa: F401  (seed 003 Defs. 3-5; re-exported)
 from ..bounds.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
+from .analytic_step import _explicit_step, _gathered_step, _sample_stats  # noqa: F401  (the jitted steps)
 
 __all__ = [
     "SuboptimalRowsWarning",
@@ -192,91 +192,6 @@ def _fast(arr, norms, s, c, m, bias, sc, rng) -> np.ndarray:
     return w / b
 
 
-@functools.lru_cache(maxsize=16)
-def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
-    """The jitted, vmapped DP-SGD step + estimator for one layer shape; σ, C, keys and params are traced.
-
-    The clip-and-noise stages are the simulator's (:func:`reconrisk.train.clipping.clip_factors`,
-    :func:`reconrisk.train.noise.gaussian`); the gradient norm over the M·N
-    elements is a pairwise float32 sum (:func:`~reconrisk.train.clipping.pairwise_sum`).
-    """
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    from ..train.clipping import clip_factors, pairwise_sum
-    from ..train.noise import gaussian
-
-    def loss(p, xi):  # L = 1ᵀ(W X + b)
-        out = p["W"] @ xi
-        if bias:
-            out = out + p["b"]
-        return jnp.sum(out)
-
-    grad = jax.grad(loss)
-
-    def one(p, xi, key, s, c):
-        g = grad(p, xi)  # per-example gradient: every row of ∇_W is X, ∇_b = 1
-        # ‖g‖² over M·N ≈ 10⁸ float32 terms: a plain reduction is off by ~1e-4 relative (rounding, thread
-        # split dependent: the "wrong norm under load" of earlier versions); the pairwise sum is not.
-        sq = pairwise_sum(jnp.ravel(g["W"]) ** 2)
-        if bias:
-            sq = sq + pairwise_sum(g["b"] ** 2)
-        gnorm = jnp.sqrt(sq)
-        beta = clip_factors(sq, c, "hard")  # Eq. 10: min(1, C/‖g‖) (Opacus adds 1e-6 to the norm; negligible)
-        kw, kb = jax.random.split(key)
-        noisy_w = gaussian(kw, beta * g["W"], s * c)  # Eq. 11
-        if sc == "oracle":
-            return jnp.mean(noisy_w, axis=0) / beta, gnorm  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
-        noisy_b = gaussian(kb, beta * g["b"], s * c)  # Eq. 12
-        return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b), gnorm  # Eq. 15, rows summed first
-
-    def batch(p, xb, base_key, idx, s, c):
-        keys = jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
-        return jax.vmap(one, in_axes=(None, 0, 0, None, None))(p, xb, keys, s, c)
-
-    return jax.jit(batch)
-
-
-@functools.lru_cache(maxsize=16)
-def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
-    """The explicit step followed by each sample's MSE and NCC on the device (pairwise float32 sums):
-    only 3 numbers per sample come back to the host instead of the N-pixel reconstruction."""
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    from ..train.clipping import pairwise_sum
-
-    step = _explicit_step(rows, dim, bias, sc)
-
-    def metrics(p, xb, key, idx, s, c):
-        xh, gnorm = step(p, xb, key, idx, s, c)
-        d = xh - xb
-        err = pairwise_sum(d * d) / dim  # seed 003 Def. 3
-        xc = xb - (pairwise_sum(xb) / dim)[:, None]
-        hc = xh - (pairwise_sum(xh) / dim)[:, None]
-        corr = pairwise_sum(xc * hc) / jnp.sqrt(pairwise_sum(xc * xc) * pairwise_sum(hc * hc))  # Def. 5
-        return jnp.stack([err, corr], axis=1), gnorm
-
-    return jax.jit(metrics)
-
-
-@functools.lru_cache(maxsize=16)
-def _gathered_step(rows: int, dim: int, bias: bool, sc: str, metrics: bool):
-    """The explicit (metric) step reading its samples by index from a source array: ``step(p, src[loc], …)``.
-
-    With the data resident on the device, a chunk sends only indices (and keys)
-    across: the image is not copied once per reconstruction (``repeats``).
-    """
-    from .._jax import jax
-
-    step = (_explicit_metric_step if metrics else _explicit_step)(rows, dim, bias, sc)
-
-    def gathered(p, src, loc, key, idx, s, c):
-        return step(p, src[loc], key, idx, s, c)
-
-    return jax.jit(gathered)
-
-
 _RESIDENT_BYTES = 1 << 30  # data up to 1 GiB (float32) is sent to the device once; larger data chunk by chunk
 
 
@@ -289,7 +204,8 @@ def _explicit(
     rows of earlier versions bit for bit. Samples live on the device (sent
     once) when they fit in :data:`_RESIDENT_BYTES`; chunks are dispatched ahead
     so the device never waits for the host, and only each chunk's results
-    (3 numbers per row in ``metrics`` mode) come back.
+    (3 numbers per row in ``metrics`` mode) come back. The jitted step and the
+    metric algebra live in :mod:`reconrisk.attacks.analytic_step`.
     """
     try:
         from .._jax import jax
@@ -309,17 +225,20 @@ def _explicit(
     norms = np.empty(total)
     x32 = np.ascontiguousarray(arr, dtype=np.float32)
     resident = jnp.asarray(x32) if x32.nbytes <= _RESIDENT_BYTES else None
+    stats = _sample_stats(dim) if metrics else (lambda xs: None)  # the metrics' per-sample sums, once per sample
+    resident_stats = None if resident is None else stats(resident)
     s32, c32 = jnp.float32(s), jnp.float32(c)
     pending = None
     for start in range(0, total, chunk):
         stop = min(total, start + chunk)
         rows = np.minimum(np.arange(start, start + chunk), total - 1) // repeats  # pad with a valid sample
         if resident is not None:
-            src, loc = resident, jnp.asarray(rows, dtype=jnp.int32)
+            src, st, loc = resident, resident_stats, jnp.asarray(rows, dtype=jnp.int32)
         else:
             src, loc = jnp.asarray(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
+            st = stats(src)
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-        call = (step(params, src, loc, k_noise, idx, s32, c32), start, stop)
+        call = (step(params, src, st, loc, k_noise, idx, s32, c32), start, stop)
         if pending is not None:
             _store(pending, out, norms, progress)
         pending = call
