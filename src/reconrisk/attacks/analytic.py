@@ -227,7 +227,8 @@ def _explicit(
     out = np.empty((total, 2)) if metrics else np.empty((total, dim))
     norms = np.empty(total)
     x32 = np.ascontiguousarray(arr, dtype=np.float32)
-    resident = jnp.asarray(x32) if x32.nbytes <= _RESIDENT_BYTES else None
+    # jax.device_put, not jnp.asarray: the same bits, but 30 MB went across in ~5 ms instead of ~35 ms (CPU backend)
+    resident = jax.device_put(x32) if x32.nbytes <= _RESIDENT_BYTES else None
     stats = _sample_stats(dim) if metrics else (lambda xs: None)  # the metrics' per-sample sums, once per sample
     resident_stats = None if resident is None else stats(resident)
     s32, c32 = jnp.float32(s), jnp.float32(c)
@@ -238,7 +239,7 @@ def _explicit(
         if resident is not None:
             src, st, loc = resident, resident_stats, jnp.asarray(rows, dtype=jnp.int32)
         else:
-            src, loc = jnp.asarray(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
+            src, loc = jax.device_put(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
             st = stats(src)
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
         call = (step(params, src, st, loc, k_noise, idx, s32, c32), start, stop)
