@@ -12,9 +12,10 @@ estimator is Eq. 16 (oracle scale β: the row mean over β) or Eq. 15 (the
 ratio of the row-summed weight and bias gradients).
 
 Layout (why it is fast on CPU)
-    A chunk of reconstructions runs as ``lax.map`` over *blocks* of
+    On CPU a chunk of reconstructions runs as ``lax.map`` over *blocks* of
     :data:`BLOCK_ELEMENTS` // (M·N) reconstructions (one image of
-    224×224×3 per block), not as one ``vmap`` over the chunk. Under ``vmap``
+    224×224×3 per block), not as one ``vmap`` over the chunk (accelerators
+    keep the one ``vmap``: :func:`block_rows`). Under ``vmap``
     XLA materialised the erfinv of the noise for the whole chunk (tens of MB)
     and, in the metric step, generated the noise again for each of the
     reductions that read it (three times); per block every intermediate stays
@@ -50,8 +51,19 @@ import functools
 BLOCK_ELEMENTS = 1 << 18
 
 
-def block_rows(rows: int, dim: int) -> int:
-    """Reconstructions per ``lax.map`` iteration for an M×N layer (≥ 1)."""
+#: rows per iteration on accelerators: the whole chunk in one ``vmap`` (a GPU needs the parallel width; the
+#: cache argument is the CPU's). This is the earlier layout, measured at 0.045 s per 10⁴ reconstructions on an H100.
+_ACCELERATOR_BLOCK = 1 << 30
+
+
+def block_rows(rows: int, dim: int, backend: str | None = None) -> int:
+    """Reconstructions per ``lax.map`` iteration for an M×N layer (≥ 1) on ``backend`` (default: JAX's)."""
+    if backend is None:
+        from .._jax import jax
+
+        backend = jax.default_backend()
+    if backend != "cpu":
+        return _ACCELERATOR_BLOCK
     return max(1, BLOCK_ELEMENTS // (rows * dim))
 
 
