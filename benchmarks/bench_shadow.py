@@ -8,7 +8,9 @@ parameters agree:
 * vectorised: ``train_shadow_models`` — for dense models without DP the
   batched program of ``train/shadow_dense.py`` (the first layer in the span
   of the data: one shared (M·h × n)(n × n) product per step), otherwise
-  ``jax.vmap`` of the one-model program; one jitted call per chunk of models;
+  ``jax.vmap`` of the one-model program; one jitted call per chunk of models,
+  on CPU one chunk per core at a time (a thread pool: the per-model products
+  are too small for XLA to split one program over both cores);
 * (a) sequential, one jitted whole-training program per model, called in a
   Python loop. Two such programs exist and the FASTER one is baseline (a):
   ``scan`` (the generic one-model ``lax.scan``) and ``dense`` (the batched
@@ -20,7 +22,9 @@ parameters agree:
 The ≥ 10× target line is measured against (a), the strongest sequential
 baseline. Compilation is excluded (each program is warmed up first) and
 reported. Rates are per wall second and per CPU second of this process (the
-latter steadier on a shared machine); rounds interleave all paths.
+latter steadier on a shared machine, and free of the thread pool's use of the
+second core); "cores busy" = CPU seconds / wall seconds; rounds interleave all
+paths.
 
     PYTHONPATH=src python3.11 benchmarks/bench_shadow.py [--models 1024] [--steps 30] [--dp]
     # GPU (the lead): 10⁴ shadow models, vectorised path only, figure in models/s
@@ -70,6 +74,7 @@ def main() -> None:
     idx = np.random.default_rng(0).integers(args.fixed, len(ds), args.models)
     xt, yt = ds.x[idx], ds.y[idx]
     dev = jax.devices()[0]
+    shadow_threads = sh._chunk_workers()
     print(f"device: {dev.platform} ({dev.device_kind}); jax {jax.__version__}")
     print(f"cpu cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}")
     print(f"model: {model.name} on digits ({model.num_params} parameters), |D-| = {args.fixed}, steps = {args.steps}, "
@@ -118,13 +123,15 @@ def main() -> None:
     med = {k: float(np.median(w)) for k, w in wall.items()}
     medc = {k: float(np.median(c)) for k, c in cpu.items()}
     print(f"vectorised: {med['vectorised']:.1f} shadow models/s (wall), {medc['vectorised']:.1f} per CPU-second "
-          f"[N = {args.models}, {dev.platform}]")
+          f"[N = {args.models}, {dev.platform}; {shadow_threads} chunk thread(s); "
+          f"{med['vectorised'] / medc['vectorised']:.2f} cores busy]")
     if not seq_programs:
         print(f"load average after: {os.getloadavg()[0]:.2f}")
         return
     for prog in seq_programs:
         err = float(np.abs(results["vectorised"][: seq_programs[prog]] - results[prog]).max())
-        print(f"sequential {prog:5s}: {med[prog]:7.1f} models/s (wall), {medc[prog]:7.1f} per CPU-second; "
+        print(f"sequential {prog:5s}: {med[prog]:7.1f} models/s (wall), {medc[prog]:7.1f} per CPU-second "
+              f"({med[prog] / medc[prog]:.2f} cores busy); "
               f"vectorised / this: {med['vectorised'] / med[prog]:5.1f}x wall, "
               f"{medc['vectorised'] / medc[prog]:5.1f}x per CPU-second; max |vectorised - this| = {err:.1e}")
     one_program = [p for p in seq_programs if p != "steps"]

@@ -238,8 +238,11 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     key = (program, model, static)
     if key not in _COMPILED:
         if program == "dense":
+            from .._jax import CPU_DOT_FUSIONS_ONLY, cpu_compiler_options
+
             run = shadow_dense.dense_program(model, static)  # refuses a model or config it does not support
-            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k))
+            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k),
+                                     compiler_options=cpu_compiler_options(CPU_DOT_FUSIONS_ONLY))
         else:
             one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
             _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
@@ -282,9 +285,12 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     ``cfg.random_init``): the same numbers whatever ``chunk`` is. Give the
     released models a different ``seed`` or ``offset`` than the shadow models
     (the adversary does not know the released model's noise).
-    ``progress(k)`` is called after each chunk of k models.
+    ``progress(k)`` is called after each chunk of k models (in order). On
+    CPU, chunks run in a pool of one thread per core (the compiled program is
+    shared; each chunk writes its own rows, so the result does not depend on
+    the threads).
     """
-    import jax.numpy as jnp
+    from .._jax import jax
 
     if not isinstance(cfg, ShadowConfig):
         raise ReconRiskError(f"cfg must be a ShadowConfig; found {type(cfg).__name__}")
@@ -295,19 +301,48 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     if not pad_chunks:
         chunk = min(chunk, n)
     fn = _vectorised(model, cfg, xf.shape[0] + 1, program)
-    keys = model_keys(seed, n, offset)
-    noise = jnp.float32(cfg.noise_std)
+    keys = np.asarray(model_keys(seed, n, offset))
     out = np.empty((n, model.num_params), np.float32)
-    xf_j, yf_j = jnp.asarray(xf), jnp.asarray(yf)
-    for start in range(0, n, chunk):
+    xf_j, yf_j, noise = jax.device_put((xf, yf, np.float32(cfg.noise_std)))
+    starts = list(range(0, n, chunk))
+
+    def one_chunk(start: int) -> int:
         stop = min(n, start + chunk)
-        pad = chunk - (stop - start)
-        idx = np.concatenate([np.arange(start, stop), np.full(pad, start)])
-        res = fn(xf_j, yf_j, jnp.asarray(xt[idx]), jnp.asarray(yt[idx]), noise, keys[idx])
-        out[start:stop] = np.asarray(res)[: stop - start]
-        if progress is not None:
-            progress(stop - start)
+        idx = np.concatenate([np.arange(start, stop), np.full(chunk - (stop - start), start)])
+        out[start:stop] = np.asarray(fn(xf_j, yf_j, xt[idx], yt[idx], noise, keys[idx]))[: stop - start]
+        return stop - start
+
+    workers = min(len(starts), _chunk_workers())
+    if workers <= 1:
+        done = map(one_chunk, starts)
+    else:  # XLA releases the GIL while a program runs: one chunk per core at a time
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconrisk-shadow")
+        done = pool.map(one_chunk, starts)
+    try:
+        for k in done:
+            if progress is not None:
+                progress(k)
+    finally:
+        if workers > 1:
+            pool.shutdown(wait=True, cancel_futures=True)
     return out
+
+
+def _chunk_workers() -> int:
+    """Chunks trained at once: one per CPU core on the CPU backend (each program mostly runs on one core:
+    its small per-model products do not split), one elsewhere (an accelerator runs one program at a time)."""
+    import os
+
+    from .._jax import jax
+
+    if jax.default_backend() != "cpu":
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
 
 
 def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *,
