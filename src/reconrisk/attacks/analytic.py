@@ -43,7 +43,6 @@ and the reconstruction carries "over-proportional" noise.
 from __future__ import annotations
 
 import csv
-import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -57,6 +56,7 @@ from ..bounds.analytic import ncc_bound, reconstruction_variance
 from ..metrics import mse, ncc, psnr  # noqa: F401  (seed 003 Defs. 3-5; re-exported)
 from ..bounds.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
+from .analytic_step import _explicit_step, _gathered_step, _sample_stats  # noqa: F401  (the jitted steps)
 
 __all__ = [
     "SuboptimalRowsWarning",
@@ -102,7 +102,8 @@ def average_reconstructions(reconstructions) -> np.ndarray:
 # ----------------------------------------------------------------------------
 
 
-def _data(x) -> tuple[np.ndarray, bool]:
+def _data(x) -> tuple[np.ndarray, bool, np.ndarray]:
+    """(samples (n, N), whether x was one sample, ‖X‖² per sample from one streaming pass)."""
     if isinstance(x, (str, bool)) or x is None:
         raise ReconRiskError(f"x must be an array of shape (N,) or (n, N); found {x!r}")
     arr = np.asarray(x, dtype=float)
@@ -116,7 +117,7 @@ def _data(x) -> tuple[np.ndarray, bool]:
     if (sq == 0).any():
         i = int(np.flatnonzero(sq == 0)[0])
         raise ReconRiskError(f"x must have nonzero norm (seed 003 excludes X = 0); found norm 0 at sample {i}")
-    return arr, single
+    return arr, single, sq
 
 
 def _generator(seed) -> np.random.Generator:
@@ -160,7 +161,7 @@ def simulate_attack(
     not depend on the chunking). ``progress`` is called with the number of
     samples finished after each chunk.
     """
-    arr, single = _data(x)
+    arr, single, sq = _data(x)
     s = val.positive("noise_multiplier", noise_multiplier)
     c = val.positive("clip_norm", clip_norm)
     m = val.integer("rows", rows, minimum=1)
@@ -169,7 +170,9 @@ def simulate_attack(
     if sc == "ratio" and not bias:
         raise ReconRiskError("scale 'ratio' (the bias trick, Eq. 15) needs bias=True; found bias=False")
     rng = _generator(seed)
-    norms = np.linalg.norm(arr, axis=1)
+    # explicit mode: the norms only feed the rows warning (the step computes its own); ‖X‖² is at hand. The fast
+    # path keeps np.linalg.norm, so its numbers stay those of earlier versions bit for bit.
+    norms = np.sqrt(sq) if md == "explicit" else np.linalg.norm(arr, axis=1)
     _warn_rows(norms, c, m, bias)
     if md == "fast":
         out = _fast(arr, norms, s, c, m, bias, sc, rng)
@@ -192,91 +195,6 @@ def _fast(arr, norms, s, c, m, bias, sc, rng) -> np.ndarray:
     return w / b
 
 
-@functools.lru_cache(maxsize=16)
-def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
-    """The jitted, vmapped DP-SGD step + estimator for one layer shape; σ, C, keys and params are traced.
-
-    The clip-and-noise stages are the simulator's (:func:`reconrisk.train.clipping.clip_factors`,
-    :func:`reconrisk.train.noise.gaussian`); the gradient norm over the M·N
-    elements is a pairwise float32 sum (:func:`~reconrisk.train.clipping.pairwise_sum`).
-    """
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    from ..train.clipping import clip_factors, pairwise_sum
-    from ..train.noise import gaussian
-
-    def loss(p, xi):  # L = 1ᵀ(W X + b)
-        out = p["W"] @ xi
-        if bias:
-            out = out + p["b"]
-        return jnp.sum(out)
-
-    grad = jax.grad(loss)
-
-    def one(p, xi, key, s, c):
-        g = grad(p, xi)  # per-example gradient: every row of ∇_W is X, ∇_b = 1
-        # ‖g‖² over M·N ≈ 10⁸ float32 terms: a plain reduction is off by ~1e-4 relative (rounding, thread
-        # split dependent: the "wrong norm under load" of earlier versions); the pairwise sum is not.
-        sq = pairwise_sum(jnp.ravel(g["W"]) ** 2)
-        if bias:
-            sq = sq + pairwise_sum(g["b"] ** 2)
-        gnorm = jnp.sqrt(sq)
-        beta = clip_factors(sq, c, "hard")  # Eq. 10: min(1, C/‖g‖) (Opacus adds 1e-6 to the norm; negligible)
-        kw, kb = jax.random.split(key)
-        noisy_w = gaussian(kw, beta * g["W"], s * c)  # Eq. 11
-        if sc == "oracle":
-            return jnp.mean(noisy_w, axis=0) / beta, gnorm  # Eq. 16 with the oracle scale β·∂L/∂f_j = β
-        noisy_b = gaussian(kb, beta * g["b"], s * c)  # Eq. 12
-        return jnp.sum(noisy_w, axis=0) / jnp.sum(noisy_b), gnorm  # Eq. 15, rows summed first
-
-    def batch(p, xb, base_key, idx, s, c):
-        keys = jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
-        return jax.vmap(one, in_axes=(None, 0, 0, None, None))(p, xb, keys, s, c)
-
-    return jax.jit(batch)
-
-
-@functools.lru_cache(maxsize=16)
-def _explicit_metric_step(rows: int, dim: int, bias: bool, sc: str):
-    """The explicit step followed by each sample's MSE and NCC on the device (pairwise float32 sums):
-    only 3 numbers per sample come back to the host instead of the N-pixel reconstruction."""
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    from ..train.clipping import pairwise_sum
-
-    step = _explicit_step(rows, dim, bias, sc)
-
-    def metrics(p, xb, key, idx, s, c):
-        xh, gnorm = step(p, xb, key, idx, s, c)
-        d = xh - xb
-        err = pairwise_sum(d * d) / dim  # seed 003 Def. 3
-        xc = xb - (pairwise_sum(xb) / dim)[:, None]
-        hc = xh - (pairwise_sum(xh) / dim)[:, None]
-        corr = pairwise_sum(xc * hc) / jnp.sqrt(pairwise_sum(xc * xc) * pairwise_sum(hc * hc))  # Def. 5
-        return jnp.stack([err, corr], axis=1), gnorm
-
-    return jax.jit(metrics)
-
-
-@functools.lru_cache(maxsize=16)
-def _gathered_step(rows: int, dim: int, bias: bool, sc: str, metrics: bool):
-    """The explicit (metric) step reading its samples by index from a source array: ``step(p, src[loc], …)``.
-
-    With the data resident on the device, a chunk sends only indices (and keys)
-    across: the image is not copied once per reconstruction (``repeats``).
-    """
-    from .._jax import jax
-
-    step = (_explicit_metric_step if metrics else _explicit_step)(rows, dim, bias, sc)
-
-    def gathered(p, src, loc, key, idx, s, c):
-        return step(p, src[loc], key, idx, s, c)
-
-    return jax.jit(gathered)
-
-
 _RESIDENT_BYTES = 1 << 30  # data up to 1 GiB (float32) is sent to the device once; larger data chunk by chunk
 
 
@@ -285,11 +203,16 @@ def _explicit(
 ):
     """Run the explicit step on every sample ``repeats`` times (sample i's j-th draw is row i·repeats + j).
 
-    The noise key of row r is ``fold_in(key, r)``, so ``repeats=1`` gives the
-    rows of earlier versions bit for bit. Samples live on the device (sent
+    The noise key of row r is ``fold_in(key, r)``, so ``repeats=1`` draws the
+    noise of earlier versions bit for bit; the reconstructions equal theirs up
+    to float32 rounding of the clip factor β (the pairwise norm is now summed
+    one reconstruction at a time on CPU, not over a whole chunk, so its last
+    bit can differ; for the benchmark's image and the tested shapes it does
+    not). Samples live on the device (sent
     once) when they fit in :data:`_RESIDENT_BYTES`; chunks are dispatched ahead
     so the device never waits for the host, and only each chunk's results
-    (3 numbers per row in ``metrics`` mode) come back.
+    (3 numbers per row in ``metrics`` mode) come back. The jitted step and the
+    metric algebra live in :mod:`reconrisk.attacks.analytic_step`.
     """
     try:
         from .._jax import jax
@@ -308,18 +231,22 @@ def _explicit(
     out = np.empty((total, 2)) if metrics else np.empty((total, dim))
     norms = np.empty(total)
     x32 = np.ascontiguousarray(arr, dtype=np.float32)
-    resident = jnp.asarray(x32) if x32.nbytes <= _RESIDENT_BYTES else None
+    # jax.device_put, not jnp.asarray: the same bits, but 30 MB went across in ~5 ms instead of ~35 ms (CPU backend)
+    resident = jax.device_put(x32) if x32.nbytes <= _RESIDENT_BYTES else None
+    stats = _sample_stats(dim) if metrics else (lambda xs: None)  # the metrics' per-sample sums, once per sample
+    resident_stats = None if resident is None else stats(resident)
     s32, c32 = jnp.float32(s), jnp.float32(c)
     pending = None
     for start in range(0, total, chunk):
         stop = min(total, start + chunk)
         rows = np.minimum(np.arange(start, start + chunk), total - 1) // repeats  # pad with a valid sample
         if resident is not None:
-            src, loc = resident, jnp.asarray(rows, dtype=jnp.int32)
+            src, st, loc = resident, resident_stats, jnp.asarray(rows, dtype=jnp.int32)
         else:
-            src, loc = jnp.asarray(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
+            src, loc = jax.device_put(x32[rows]), jnp.arange(chunk, dtype=jnp.int32)
+            st = stats(src)
         idx = jnp.arange(start, start + chunk, dtype=jnp.uint32)
-        call = (step(params, src, loc, k_noise, idx, s32, c32), start, stop)
+        call = (step(params, src, st, loc, k_noise, idx, s32, c32), start, stop)
         if pending is not None:
             _store(pending, out, norms, progress)
         pending = call
@@ -530,9 +457,10 @@ def simulate_success(
     sample i's draws at rows ``i·repeats … i·repeats + repeats − 1``. The
     explicit mode keeps the data on the device and sends only indices, so
     10⁴ reconstructions of one 224×224×3 image run as a few jitted calls;
-    ``repeats=1`` gives exactly the rows of earlier versions.
+    ``repeats=1`` attacks with the noise of earlier versions (MSE and NCC equal
+    theirs to float32 rounding, ~2e-7 relative: see analytic_step).
     """
-    arr, _ = _data(x)
+    arr, _, sq = _data(x)
     if isinstance(noise_multipliers, (int, float)):
         noise_multipliers = [noise_multipliers]
     sig = tuple(val.positive("noise_multipliers", s) for s in noise_multipliers)
@@ -550,7 +478,7 @@ def simulate_success(
     if mode == "law" and val.choice("scale", scale, SCALES) != "oracle":
         raise ReconRiskError("mode 'law' samples the oracle attack's exact law; found scale='ratio' (use fast or explicit)")
     dr = None if data_range is None else val.positive("data_range", data_range)
-    sumsq = np.einsum("ij,ij->i", arr, arr) if mode == "law" else None  # one pass: the norms and the centred norms
+    sumsq = sq if mode == "law" else None  # the norms and the centred norms from _data's one pass
     norms = np.sqrt(sumsq) if mode == "law" else np.linalg.norm(arr, axis=1)
     ranges = (arr.max(axis=1) - arr.min(axis=1)) if dr is None else np.full(norms.shape, dr)
     if dr is None and (ranges == 0).any():

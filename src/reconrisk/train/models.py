@@ -92,11 +92,22 @@ class Model:
         return tuple(jnp.zeros((batch, layer.positions, layer.out_features), jnp.float32) for layer in self.layers)
 
     # -- forward --------------------------------------------------------------
-    def apply(self, params, x, perturbations=None):
+    def apply(self, params, x, perturbations=None, tap_major: bool = False):
         """Logits (B, classes) and the taps: per layer its input, shaped (B, P, K).
 
         ``x`` is (B, H·W·C). ``perturbations`` (one (B, P, O) array per layer)
         are added to the layer outputs before the activation.
+
+        ``tap_major=True``: a convolution's taps come with their K = C·k·k
+        features in **tap-major** order (index ``t·C + c`` instead of the
+        kernel's ``c·k² + t``; see :func:`im2col`) and the layer multiplies
+        them by the kernel's rows permuted to match. Same outputs up to float
+        rounding (the K terms of each dot are summed in another order); a
+        caller who forms per-example kernel gradients from these taps gets
+        them in tap-major row order and must permute back
+        (:func:`tap_major_rows`). Used by the DP-SGD step's clipped sum: on
+        the 28×28 CNN's second layer the tap-major gather measured 1.5× and
+        its backward (a pad-and-add) 3× cheaper on CPU.
         """
         from .._jax import jax
 
@@ -104,13 +115,17 @@ class Model:
         h = x
         taps = []
         for i, (layer, p) in enumerate(zip(self.layers, params)):
+            w = p["w"]
             if layer.kind == "conv":
                 img = h.reshape(b, layer.in_hw[0], layer.in_hw[1], layer.in_channels)
-                a = im2col(img, layer.kernel, layer.stride, layer.out_hw)
+                permute = tap_major and layer.in_channels > 1
+                a = im2col(img, layer.kernel, layer.stride, layer.out_hw, tap_major=permute)
+                if permute:
+                    w = tap_major_rows(layer, w)
             else:
                 a = h.reshape(b, 1, layer.in_features)
             taps.append(a)
-            s = a @ p["w"] + p["b"]
+            s = a @ w + p["b"]
             if perturbations is not None:
                 s = s + perturbations[i]
             if i < len(self.layers) - 1:
@@ -125,12 +140,31 @@ class Model:
         return {"name": self.name, "num_params": self.num_params, "input_shape": list(self.input_shape)}
 
 
-def im2col(img, kernel: int, stride: int, out_hw):
+def tap_major_rows(layer: Layer, w, inverse: bool = False):
+    """A conv kernel's (C·k², O) rows reordered from C-major (``c·k² + t``) to tap-major (``t·C + c``), or back.
+
+    Works on any array whose second-to-last axis is the layer's K rows (a
+    kernel (K, O) or per-example kernel gradients (B, K, O)); the values are
+    only moved.
+    """
+    c, t = layer.in_channels, layer.kernel * layer.kernel
+    lead, o = w.shape[:-2], w.shape[-1]
+    order = (c, t) if not inverse else (t, c)
+    n = len(lead)
+    perm = tuple(range(n)) + (n + 1, n, n + 2)
+    return w.reshape(*lead, *order, o).transpose(perm).reshape(*lead, c * t, o)
+
+
+def im2col(img, kernel: int, stride: int, out_hw, tap_major: bool = False):
     """(B, H, W, C) → (B, P, C·k·k) patches for a SAME-padded k×k convolution, C-major features.
 
     Built from k² strided slices of the padded image, so both the forward pass
     and its transpose (a pad-and-add) are memory moves, not convolutions; the
     layer is then one large matrix product (B·P × K) @ (K × O).
+    ``tap_major=True`` orders the features ``t·C + c`` (tap t = i·k + j):
+    the k² slices are concatenated whole along the channel axis, which XLA
+    (CPU) writes 1.5× faster, and whose transpose is ~3× faster, than the
+    C-major interleave.
     """
     import jax.numpy as jnp
 
@@ -143,6 +177,8 @@ def im2col(img, kernel: int, stride: int, out_hw):
     x = jnp.pad(img, ((0, 0), pads[0], pads[1], (0, 0)))
     cols = [x[:, i : i + stride * (oh - 1) + 1 : stride, j : j + stride * (ow - 1) + 1 : stride, :]
             for i in range(kernel) for j in range(kernel)]
+    if tap_major:
+        return jnp.concatenate(cols, axis=-1).reshape(b, oh * ow, kernel * kernel * c)
     patches = jnp.stack(cols, axis=-1)  # (B, oh, ow, C, k·k)
     return patches.reshape(b, oh * ow, c * kernel * kernel)
 
