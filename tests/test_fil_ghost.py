@@ -27,7 +27,8 @@ def data():
 
 
 @pytest.mark.parametrize("name, clip_mode, clip_norm, method, m", [
-    ("cnn", "gelu", 0.05, "trace_sampled", 70),  # clipping active; 70 > PROBE_BLOCK: scanned blocks, zero-weighted pad
+    ("cnn", "gelu", 0.05, "trace_sampled", 70),  # clipping active; 70 > PROBE_BLOCK: scanned blocks, zero-weighted pad;
+    # the all-pixel route (train/fil_pixel.py) is compared with the same JVP reference here
     ("mlp:80", "gelu", 0.5, "trace_exact", 20),  # h > d: not reducible; all d probes (the CNN's exact trace
     # is the same code with idx=None; its JVP reference, jacfwd, takes ~50 s to compile here)
 ])
@@ -35,16 +36,24 @@ def test_ghost_path_equals_jvp_path(monkeypatch, data, name, clip_mode, clip_nor
     shape, x, y = data
     model = models.get_model(name, shape)
     params = model.init(jax.random.PRNGKey(2))
+    pixel = None
+    if F._route(model, method, m) == "pixel":  # the CNN on 8×8 inputs takes the all-pixel route: compare it too
+        pixel = np.asarray(F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3),
+                                             clip_norm=clip_norm, method=method, num_coords=m, clip_mode=clip_mode))
+        monkeypatch.setattr(F, "_route", lambda *a: "ghost")
     assert F._route(model, method, m) == "ghost"
     fast, ref = _both(monkeypatch, model, params, x, y, clip_norm=clip_norm, method=method, num_coords=m,
                       clip_mode=clip_mode)
     assert (ref > 0).all()
     np.testing.assert_allclose(fast, ref, rtol=2e-5)
+    if pixel is not None:  # train/fil_pixel.py against the same JVP reference (one costly JVP compile for both)
+        np.testing.assert_allclose(pixel, ref, rtol=2e-5)
 
 
 def test_routes():
     shape = (8, 8, 1)
-    assert F._route(models.get_model("cnn", shape), "trace_sampled", 50) == "ghost"
+    assert F._route(models.get_model("cnn", shape), "trace_sampled", 50) == "pixel"
+    assert F._route(models.get_model("cnn", (28, 28, 1)), "trace_sampled", 50) == "ghost"
     assert F._route(models.get_model("mlp", shape), "trace_sampled", 50) == "dense"
     assert F._route(models.get_model("cnn", shape), "spectral", 50) == "jvp"
 

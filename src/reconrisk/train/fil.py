@@ -31,7 +31,11 @@ Three estimators of ``||J||²`` (the ``method`` argument)
 How the trace estimators are computed (:func:`_route`; same numbers, same coordinates)
     * dense models whose first layer has h ≤ m (or ≤ d) units: the
       first-layer reduction of :mod:`reconrisk.train.fil_dense`;
-    * any other model (the CNN, wide MLPs): batched ghost tangents
+    * small conv-first models (the digits CNN: d ≤ 256 pixels, and d ≤ 2m
+      for Eq. 5): every pixel's ``‖J e_i‖²`` from first-layer tangent tables
+      (:mod:`reconrisk.train.fil_pixel`): the second layer's tap tangent is
+      never formed, quantities linear in it are GEMMs with a per-step table;
+    * any other model (the CNN on larger inputs, wide MLPs): batched ghost tangents
       (:mod:`reconrisk.train.fil_ghost`): one vmapped linearised pass of the
       batch's taps and signals for all probes, Gram-form norms, no per-example
       gradient vectors;
@@ -207,11 +211,12 @@ def _fil_rows(model, params, x, y, keys, clip_norm, noise_std, method, num_coord
     if route != "jvp":
         from .fil_dense import dense_trace_sq_norms
         from .fil_ghost import ghost_trace_sq_norms
+        from .fil_pixel import pixel_trace_sq_norms
 
         idx = None
         if method == "trace_sampled":  # the same coordinates as the JVP path below draws
             idx = jax.vmap(lambda k: jax.random.randint(k, (num_coords,), 0, d))(keys)
-        trace = dense_trace_sq_norms if route == "dense" else ghost_trace_sq_norms
+        trace = {"dense": dense_trace_sq_norms, "pixel": pixel_trace_sq_norms, "ghost": ghost_trace_sq_norms}[route]
         sq = trace(model, params, x, y, clip_norm, clip_mode, idx, _NORM_EPS_SQ)
         return sq / (noise_std**2 * d)
     g = clipped_grad_fn(model, params, clip_norm, clip_mode)
@@ -225,17 +230,22 @@ def _fil_rows(model, params, x, y, keys, clip_norm, noise_std, method, num_coord
 
 
 def _route(model, method: str, num_coords: int) -> str:
-    """Which computation :func:`per_example_fil` uses: ``"dense"``, ``"ghost"`` or ``"jvp"``.
+    """Which computation :func:`per_example_fil` uses: ``"dense"``, ``"pixel"``, ``"ghost"`` or ``"jvp"``.
 
     The trace estimators use the first-layer reduction (:mod:`reconrisk.train.fil_dense`)
-    where it is exact and cheaper (:func:`_reducible`), otherwise the batched
-    ghost tangents (:mod:`reconrisk.train.fil_ghost`), which equal the per-example
-    JVPs of :func:`jacobian_sq_norm` for any model. The spectral estimator uses the
-    JVP/VJP power iteration of :func:`jacobian_sq_norm`.
+    where it is exact and cheaper (:func:`_reducible`), the all-pixel tables of
+    :mod:`reconrisk.train.fil_pixel` for small conv-first models (:func:`.fil_pixel.applies`),
+    otherwise the batched ghost tangents (:mod:`reconrisk.train.fil_ghost`), which equal
+    the per-example JVPs of :func:`jacobian_sq_norm` for any model. The spectral
+    estimator uses the JVP/VJP power iteration of :func:`jacobian_sq_norm`.
     """
+    from .fil_pixel import applies
+
     if method == "spectral":
         return "jvp"
-    return "dense" if _reducible(model, method, num_coords) else "ghost"
+    if _reducible(model, method, num_coords):
+        return "dense"
+    return "pixel" if applies(model, method, num_coords) else "ghost"
 
 
 def _reducible(model, method: str, num_coords: int) -> bool:

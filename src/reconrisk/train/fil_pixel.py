@@ -1,0 +1,240 @@
+"""‖J e_i‖² of the clipped per-example gradient for every input pixel i at once, for conv-first models (the CNN).
+
+Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
+(seed 001 Eq. 5 and the exact trace) when :func:`applies` (a convolution
+first whose per-example kernel gradient is cheaper explicitly, a second layer
+in Gram form, and few pixels). Same quantity as the forward-over-reverse
+JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm` — the same basis
+directions e_i; for Eq. 5 the same sampled coordinates are read out of the
+per-pixel values — tested equal to float32 rounding. What changes is the
+arithmetic (one example; layer l has taps ``a_l`` (P_l × K_l), signals
+``δ_l``, pre-activations ``s_l``, eLU derivatives ``E_l = elu'(s_l)``):
+
+* **the first layer's tangent is a table.** The probe e_i enters as the tap
+  tangent ``da₁(i) = im2col(e_i)`` — a constant 0/1 pattern, nonzero at ≤ 4
+  positions for a 3×3/2 convolution — and ``ds₁(i) = da₁(i) W₁`` is the same
+  for every example of the batch (d × P₁ × O₁ numbers per step).
+* **the second layer's tap tangent is never formed.** ``da₂(i) = I₂(E₁ ⊙ ds₁(i))
+  = I₂(E₁) ⊙ C(i)`` with ``I₂`` the second layer's im2col (a gather, so it
+  commutes with ⊙) and ``C(i) = I₂(ds₁(i))`` per step, not per example. Every
+  quantity linear in da₂ — the next pre-activation tangent ``ds₂ = da₂ W₂``,
+  ``da₂,p·a₂,q``, ``da₂,p·(Uδ₂,p)`` — is a matrix product of the constant
+  (d × K₂) table C with a per-example (K₂ × ·) operand, one GEMM per position
+  for the whole batch; ``da₂,p·da₂,q`` likewise with ``C_p ⊙ C_q``.
+* the signal tangents ``dδ_l`` run backwards through the layers as matrix
+  products on rows (pixel, example): ``dδ_L = p ⊙ ds_L − p(p·ds_L)`` (softmax
+  cross-entropy), ``dδ_{l−1} = E_{l−1} ⊙ col2im(dδ_l W_lᵀ) + col2im(δ_l W_lᵀ) ⊙
+  elu''(s_{l−1}) ⊙ ds_{l−1}``.
+* norms as in :mod:`~reconrisk.train.fil_ghost`: the first layer from its
+  explicit K₁×O₁ kernel tangent ``dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁``, the second in Gram form
+  ``Σ_pq (da_p·da_q)(δ_p·δ_q) + 2(da_p·a_q)(δ_p·dδ_q) + (a_p·a_q + 1)(dδ_p·dδ_q)``,
+  later ones by :func:`~reconrisk.train.fil_ghost._layer_terms`; the clip by
+  ``‖J_g̃ t‖² = c²‖J_u t‖² + (4cc' + 4c'²‖u‖²)(uᵀJ_u t)²``.
+
+All d pixels are evaluated (the exact trace sums them; Eq. 5 takes the m
+sampled ones, with repeats, and multiplies their mean by d), so the route is
+used only where d is at most :data:`MAX_PIXELS_PER_PROBE` × m (or d ≤
+:data:`MAX_PIXELS` for the exact trace).
+
+Cost (digits CNN, d = 64; measured on the shared 2-core CPU): ~0.6 ms of CPU
+per example against ~1.0 ms for the ghost tangents, ~3.5 M multiply-adds per
+example, most of it in two dense products per pixel: the second layer's
+pre-activation tangent (C @ (I₂(E₁) ⊙ W₂), K₂ = 144 → O₂ = 32 per position) and
+the second layer's signal tangent pulled back into layer 1 (dδ₂ @ N, 128 → 160).
+Both ignore structure still left: ds₂(i) is nonzero only at the conv-2
+positions whose patches contain a conv-1 position touched by pixel i (1.9 of
+4 on average on 8×8 inputs), and dδ₂(i) = E₂ ⊙ (W₃ dδ₃(i)) + g₂ ⊙ elu''(s₂) ⊙ ds₂(i)
+is a rank-10 map of ds₂(i) plus a diagonal one; grouping pixels by their
+position pattern and splitting off the low-rank part would roughly halve
+both products (not done).
+"""
+
+from __future__ import annotations
+
+#: Largest input dimension d evaluated pixel by pixel (arrays of d × batch × layer-1 outputs per example).
+MAX_PIXELS = 256
+#: Eq. 5 uses this route only if d ≤ this × m (all d pixels are evaluated for m sampled ones).
+MAX_PIXELS_PER_PROBE = 2
+
+
+def applies(model, method: str, num_coords: int) -> bool:
+    """Whether :func:`pixel_trace_sq_norms` handles ``model`` (and is expected to be cheaper than the ghost tangents)."""
+    from .fil_ghost import _gram_form
+
+    layers = model.layers
+    if method == "spectral" or len(layers) < 2 or layers[0].kind != "conv":
+        return False
+    l1, l2 = layers[0], layers[1]
+    if _gram_form(l1.positions, l1.in_features, l1.out_features):
+        return False  # the first layer's kernel tangent is formed explicitly
+    if l2.positions > 1 and not _gram_form(l2.positions, l2.in_features, l2.out_features):
+        return False
+    d = model.input_dim
+    if d > MAX_PIXELS:
+        return False
+    return method == "trace_exact" or d <= MAX_PIXELS_PER_PROBE * num_coords
+
+
+def _gather_fn(model, l: int):
+    """(N, flat input of layer l) ↦ (N, P_l, K_l): the layer's im2col (conv) or reshape (dense)."""
+    from .models import im2col
+
+    layer = model.layers[l]
+
+    def f(h):
+        n = h.shape[0]
+        if layer.kind == "conv":
+            return im2col(h.reshape(n, layer.in_hw[0], layer.in_hw[1], layer.in_channels), layer.kernel,
+                          layer.stride, layer.out_hw)
+        return h.reshape(n, 1, layer.in_features)
+
+    return f
+
+
+def _scatter_fn(model, l: int, n: int, dtype):
+    """The transpose of :func:`_gather_fn` (col2im: a pad-and-add) for n rows: (n, P_l, K_l) ↦ (n, flat input)."""
+    from .._jax import jax
+
+    layer = model.layers[l]
+    flat = layer.in_features if layer.kind == "dense" else layer.in_hw[0] * layer.in_hw[1] * layer.in_channels
+    g = _gather_fn(model, l)
+    t = jax.linear_transpose(g, jax.ShapeDtypeStruct((n, flat), dtype))
+    return lambda v: t(v)[0]
+
+
+def _elu_d(s):
+    """(elu'(s), elu''(s)) as JAX differentiates ``jax.nn.elu`` (the s ≤ 0 branch at s = 0)."""
+    import jax.numpy as jnp
+
+    e = jnp.exp(jnp.minimum(s, 0.0))
+    pos = s > 0
+    return jnp.where(pos, 1.0, e), jnp.where(pos, 0.0, e)
+
+
+def _primal(model, params, x, y):
+    """Per layer: taps a (B,P,K), pre-activations s (B,P,O), signals δ (B,P,O), back-propagated tap gradients
+    g = col2im(δ W ᵀ) of the layer's input (B, flat) for layers ≥ 2; and the softmax p (B, classes)."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    layers = model.layers
+    b = x.shape[0]
+    h, taps, pre = x, [], []
+    for l, (layer, p) in enumerate(zip(layers, params)):
+        a = _gather_fn(model, l)(h)
+        s = a @ p["w"] + p["b"]
+        taps.append(a)
+        pre.append(s)
+        h = jax.nn.elu(s).reshape(b, -1) if l < len(layers) - 1 else s.reshape(b, -1)
+    prob = jax.nn.softmax(h, axis=-1)
+    delta = (prob - jax.nn.one_hot(y, h.shape[-1], dtype=h.dtype)).reshape(pre[-1].shape)
+    deltas, grads = [None] * len(layers), [None] * len(layers)
+    deltas[-1] = delta
+    for l in range(len(layers) - 1, 0, -1):
+        g = _scatter_fn(model, l, b, x.dtype)(deltas[l] @ params[l]["w"].T)  # ∂ℓ/∂h_{l-1}, flat
+        grads[l] = g
+        deltas[l - 1] = g.reshape(pre[l - 1].shape) * _elu_d(pre[l - 1])[0]
+    return taps, pre, deltas, grads, prob
+
+
+def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, eps_sq: float):
+    """(B,) ``‖J_g̃‖_F²`` (``idx=None``) or Eq. 5's ``(d/m)Σ_k ‖J_g̃ e_{idx_k}‖²`` (``idx`` (B, m)).
+
+    Traceable. Same quantity as :func:`reconrisk.train.fil_ghost.ghost_trace_sq_norms`.
+    """
+    import jax.numpy as jnp
+
+    from .clipping import per_example_sq_norms
+    from .fil_dense import _clip_terms
+    from .fil_ghost import _layer_terms
+
+    layers = model.layers
+    nl = len(layers)
+    b, d = x.shape
+    dt = x.dtype
+    taps, pre, deltas, grads, prob = _primal(model, params, x, y)
+    u_sq = per_example_sq_norms(taps, deltas)
+    c, c1 = _clip_terms(u_sq + eps_sq, clip_norm, clip_mode)
+    kappa = 4.0 * c * c1 + 4.0 * c1 * c1 * u_sq
+    e = [_elu_d(s) for s in pre[:-1]]  # (elu', elu'') of the hidden layers
+
+    # ---- first layer: constant tap tangents, per-step pre-activation tangents (rows: pixel i)
+    g1 = _gather_fn(model, 0)
+    a1t = g1(jnp.eye(d, dtype=dt))  # (d, P1, K1): im2col(e_i)
+    ds1 = a1t @ params[0]["w"]  # (d, P1, O1)
+    # ---- second layer: the tap tangent da₂(i) = I₂(E₁) ⊙ C(i), never formed
+    g2 = _gather_fn(model, 1)
+    ctab = g2(ds1.reshape(d, -1))  # (d, P2, K2)
+    ie1 = g2(e[0][0].reshape(b, -1))  # (B, P2, K2)
+    a2, dl2 = taps[1], deltas[1]
+    w2 = params[1]["w"]
+    p2 = a2.shape[1]
+    kern2 = jnp.einsum("bpk,bpo->bko", a2, dl2)  # U (B, K2, O2)
+    u1 = jnp.einsum("bko,bpo->bpk", kern2, dl2)  # U δ_p
+    # one GEMM per position p: C_p (d × K2) @ [I₂(E₁)_p ⊙ (a₂,q for all q | Uδ_p | W₂ columns)]
+    rhs = jnp.concatenate([ie1[:, :, :, None] * a2[:, None, :, :].transpose(0, 1, 3, 2),  # (B,P,K,Q)
+                           (ie1 * u1)[..., None],
+                           ie1[..., None] * w2[None, None]], axis=-1)  # (B, P2, K2, P2 + 1 + O2)
+    prod = jnp.einsum("ipk,bpkn->ibpn", ctab, rhs)  # (d, B, P2, n)
+    xa = prod[..., :p2]  # da_p·a_q
+    du2 = jnp.sum(prod[..., p2], axis=-1)  # Σ_p da_p·(Uδ_p)
+    ds2 = prod[..., p2 + 1:]  # (d, B, P2, O2)
+    cc = ctab[:, :, None, :] * ctab[:, None, :, :]  # (d, P, Q, K2)
+    ee = ie1[:, :, None, :] * ie1[:, None, :, :]  # (B, P, Q, K2)
+    dada = jnp.einsum("ipqk,bpqk->ibpq", cc, ee)
+
+    # ---- forward tangents of layers ≥ 3 (rows (d, B) flattened)
+    n = d * b
+    ds = [ds1, ds2]  # ds1 is per pixel only; broadcast over examples where used
+    da_rows = [None, None]
+    for l in range(2, nl):
+        dh = (e[l - 1][0][None] * ds[l - 1]).reshape(n, -1)
+        da = _gather_fn(model, l)(dh)
+        da_rows.append(da.reshape(d, b, *da.shape[1:]))
+        ds.append((da @ params[l]["w"]).reshape(d, b, *pre[l].shape[1:]))
+    # ---- backward signal tangents down to layer 2 (layer 1's is never formed, see below)
+    dsl = ds[-1]  # (d, B, 1, classes)
+    pr = prob[None, :, None, :]
+    dd = [None] * nl
+    dd[-1] = pr * dsl - pr * jnp.sum(pr * dsl, axis=-1, keepdims=True)
+    for l in range(nl - 1, 1, -1):
+        dg = _scatter_fn(model, l, n, dt)((dd[l] @ params[l]["w"].T).reshape(n, *taps[l].shape[1:]))
+        dg = dg.reshape(d, b, *pre[l - 1].shape[1:])
+        gl = grads[l].reshape(pre[l - 1].shape)
+        dd[l - 1] = dg * e[l - 1][0][None] + (gl * e[l - 1][1])[None] * ds[l - 1]
+
+    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (K1+1 rows × O1)
+    # dδ₁ = E₁ ⊙ col2im(dδ₂W₂ᵀ) + g₁ ⊙ elu''(s₁) ⊙ ds₁. The first part enters [a₁ | 1]ᵀdδ₁ through the
+    # per-example matrix N (P2·O2 × (K1+1)·O1): N[(q,o),(k,c)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
+    # with ã = [a₁ | 1] (the adjoint of col2im is im2col), so it is one GEMM per example, no col2im.
+    a1, dl1 = taps[0], deltas[0]
+    k1, o1 = a1.shape[2], dl1.shape[2]
+    aug = jnp.concatenate([a1, jnp.ones_like(a1[..., :1])], axis=-1)  # (B, P1, K1+1)
+    img = (aug[:, :, :, None] * e[0][0][:, :, None, :]).transpose(0, 2, 1, 3).reshape(b * (k1 + 1), -1)
+    itil = g2(img).reshape(b, k1 + 1, p2, o1, -1)  # (B, K1+1, P2, O1, k²)
+    w2r = w2.reshape(o1, -1, w2.shape[1])  # (O1, k², O2): C-major features
+    nmat = jnp.einsum("bkqcf,cfo->bqokc", itil, w2r).reshape(b, -1, (k1 + 1) * o1)
+    y1 = jnp.einsum("ibn,bnm->ibm", dd[1].reshape(d, b, -1), nmat).reshape(d, b, k1 + 1, o1)
+    gh1 = grads[1].reshape(pre[0].shape) * e[0][1]  # g₁ ⊙ elu''(s₁) (B, P1, O1)
+    y1 = y1 + jnp.einsum("ipc,bpkc->ibkc", ds1, aug[:, :, :, None] * gh1[:, :, None, :])
+    y1 = y1.at[:, :, :k1].add(jnp.einsum("ipk,bpc->ibkc", a1t, dl1))  # da₁ᵀδ₁
+    kern1 = jnp.concatenate([jnp.einsum("bpk,bpo->bko", a1, dl1), jnp.sum(dl1, axis=1)[:, None]], axis=1)
+    sq = jnp.sum(y1 * y1, axis=(2, 3))
+    udu = jnp.sum(y1 * kern1[None], axis=(2, 3))
+    # ---- layer 2: Gram form from the GEMM products
+    d2 = dd[1]  # (d, B, P2, O2)
+    gdd = jnp.einsum("bpo,bqo->bpq", dl2, dl2)
+    gaa = jnp.einsum("bpk,bqk->bpq", a2, a2) + 1.0
+    yd = jnp.einsum("bpo,ibqo->ibpq", dl2, d2)  # δ_p·dδ_q
+    dddd = jnp.einsum("ibpo,ibqo->ibpq", d2, d2)
+    sq = sq + jnp.sum(dada * gdd[None] + dddd * gaa[None] + 2.0 * xa * yd, axis=(2, 3))
+    ub2 = jnp.einsum("bpk,bko->bpo", a2, kern2) + jnp.sum(dl2, axis=1)[:, None, :]
+    udu = udu + du2 + jnp.sum(d2 * ub2[None], axis=(2, 3))
+    # ---- layers ≥ 3
+    for l in range(2, nl):
+        s, ud = _layer_terms(taps[l], deltas[l], da_rows[l], dd[l])
+        sq, udu = sq + s, udu + ud
+    per = c[None] ** 2 * sq + kappa[None] * udu * udu  # (d, B): ‖J_g̃ e_i‖²
+    if idx is None:
+        return jnp.sum(per, axis=0)
+    return d * jnp.mean(jnp.take_along_axis(per.T, idx, axis=1), axis=1)
