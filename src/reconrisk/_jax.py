@@ -115,27 +115,3 @@ def _install() -> bool:
 
 
 INSTALLED = _install()
-
-#: XLA:CPU compile option: hand only matrix products to YNNPACK library fusions. By default XLA:CPU also
-#: fuses reductions and elementwise chains into YNNPACK calls; for programs made of many small per-model
-#: products and softmaxes (the batched shadow models) those fused calls measured 2–4× slower than XLA's own
-#: loop fusions, and they keep one core busy where XLA's loops split across both.
-CPU_DOT_FUSIONS_ONLY = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
-_OPTION_OK: dict = {}
-
-
-def cpu_compiler_options(options: dict) -> dict:
-    """``options`` if the default backend is CPU and this jaxlib accepts them, else ``{}`` (for ``jax.jit(...,
-    compiler_options=...)``). The options are experimental XLA flags: a jaxlib that drops one compiles the
-    program with its defaults instead of failing (checked once on a one-line program)."""
-    key = tuple(sorted(options.items()))
-    if key not in _OPTION_OK:
-        ok = False
-        try:
-            if jax.default_backend() == "cpu":
-                jax.jit(lambda a: a + 1, compiler_options=dict(options))(jax.numpy.zeros(1)).block_until_ready()
-                ok = True
-        except Exception:  # pragma: no cover - a jaxlib without the flag
-            ok = False
-        _OPTION_OK[key] = ok
-    return dict(options) if _OPTION_OK[key] else {}

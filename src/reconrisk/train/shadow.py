@@ -238,11 +238,8 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     key = (program, model, static)
     if key not in _COMPILED:
         if program == "dense":
-            from .._jax import CPU_DOT_FUSIONS_ONLY, cpu_compiler_options
-
             run = shadow_dense.dense_program(model, static)  # refuses a model or config it does not support
-            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k),
-                                     compiler_options=cpu_compiler_options(CPU_DOT_FUSIONS_ONLY))
+            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k))
         else:
             one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
             _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
