@@ -9,7 +9,7 @@ parameters agree:
   batched program of ``train/shadow_dense.py`` (the first layer in the span
   of the data: one shared (M·h × n)(n × n) product per step), otherwise
   ``jax.vmap`` of the one-model program; one jitted call per chunk of models,
-  on CPU one chunk per core at a time (a thread pool: the per-model products
+  on CPU two chunks per core at a time (a thread pool: the per-model products
   are too small for XLA to split one program over both cores);
 * (a) sequential, one jitted whole-training program per model, called in a
   Python loop. Two such programs exist and the FASTER one is baseline (a):

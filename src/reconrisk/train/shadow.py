@@ -283,7 +283,7 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     released models a different ``seed`` or ``offset`` than the shadow models
     (the adversary does not know the released model's noise).
     ``progress(k)`` is called after each chunk of k models (in order). On
-    CPU, chunks run in a pool of one thread per core (the compiled program is
+    CPU, chunks run in a pool of two threads per core (the compiled program is
     shared; each chunk writes its own rows, so the result does not depend on
     the threads).
     """
@@ -328,8 +328,10 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
 
 
 def _chunk_workers() -> int:
-    """Chunks trained at once: one per CPU core on the CPU backend (each program mostly runs on one core:
-    its small per-model products do not split), one elsewhere (an accelerator runs one program at a time)."""
+    """Chunks trained at once: two per CPU core on the CPU backend, one elsewhere (an accelerator runs one
+    program at a time). Each program mostly runs on one core (its small per-model products do not split);
+    a second thread per core fills the gaps while the first copies its inputs in and its parameters out
+    (measured on 2 cores, chunks of 128: 4 threads +5–14 % over 2, 6–8 no better)."""
     import os
 
     from .._jax import jax
@@ -337,9 +339,10 @@ def _chunk_workers() -> int:
     if jax.default_backend() != "cpu":
         return 1
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return 2 * max(1, cores)
 
 
 def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *,
