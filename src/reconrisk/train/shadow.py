@@ -309,14 +309,18 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
         out[start:stop] = np.asarray(fn(xf_j, yf_j, xt[idx], yt[idx], noise, keys[idx]))[: stop - start]
         return stop - start
 
-    workers = min(len(starts), _chunk_workers())
+    # the first chunk runs here (it compiles the program once), the others in a pool if there are several
+    workers = min(len(starts) - 1, _chunk_workers())
+    first = one_chunk(starts[0])
+    if progress is not None:
+        progress(first)
     if workers <= 1:
-        done = map(one_chunk, starts)
-    else:  # XLA releases the GIL while a program runs: one chunk per core at a time
+        done = map(one_chunk, starts[1:])
+    else:  # XLA releases the GIL while a program runs: two chunks per core at a time
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconrisk-shadow")
-        done = pool.map(one_chunk, starts)
+        done = pool.map(one_chunk, starts[1:])
     try:
         for k in done:
             if progress is not None:
