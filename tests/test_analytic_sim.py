@@ -158,7 +158,6 @@ def test_same_seed_same_numbers_and_chunking_invariance(monkeypatch):
         assert np.array_equal(a, b) and not np.allclose(a, c)
     full = simulate_attack(x, 0.1, 1.0, 3, mode="explicit", seed=42)
     monkeypatch.setattr(atk, "_ELEMENTS_PER_CHUNK", 2 * 3 * 5)  # two samples per chunk, last one padded
-    atk._explicit_step.cache_clear()
     chunked = simulate_attack(x, 0.1, 1.0, 3, mode="explicit", seed=42)
     assert np.allclose(full, chunked, rtol=1e-6, atol=1e-7)
 

@@ -44,16 +44,16 @@ def _host_metrics(x, xh):
 def test_blocked_step_equals_vmapped_step(rows, dim, bias, sc, block, monkeypatch):
     if block is not None:  # two reconstructions per lax.map iteration: 7 rows = 3 blocks + a remainder of 1
         monkeypatch.setattr(st, "BLOCK_ELEMENTS", block * rows * dim)
-        st._explicit_step.cache_clear()
+        st._gathered_step.cache_clear()
     x = jnp.asarray(np.random.default_rng(dim).uniform(0, 1, (7, dim)), jnp.float32)
     p = {"W": jnp.zeros((rows, dim), jnp.float32), "b": jnp.zeros((rows,), jnp.float32)}
     if not bias:
         p.pop("b")
     key, idx = jax.random.key(11), jnp.arange(5, 12, dtype=jnp.uint32)
-    args = (p, x, key, idx, jnp.float32(0.3), jnp.float32(0.5))
-    got_xh, got_n = st._explicit_step(rows, dim, bias, sc)(*args)
-    want_xh, want_n = _reference_step(rows, dim, bias, sc)(*args)
-    st._explicit_step.cache_clear()
+    s, c = jnp.float32(0.3), jnp.float32(0.5)
+    got_xh, got_n = st._gathered_step(rows, dim, bias, sc, False)(p, x, None, jnp.arange(7), key, idx, s, c)
+    want_xh, want_n = _reference_step(rows, dim, bias, sc)(p, x, key, idx, s, c)
+    st._gathered_step.cache_clear()
     np.testing.assert_allclose(np.asarray(got_n), np.asarray(want_n), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(got_xh), np.asarray(want_xh), rtol=1e-6, atol=1e-6)
     assert not np.allclose(np.asarray(got_xh[0]), np.asarray(got_xh[1]))  # independent keys per row

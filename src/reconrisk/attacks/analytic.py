@@ -56,7 +56,7 @@ from ..bounds.analytic import ncc_bound, reconstruction_variance
 from ..metrics import mse, ncc, psnr  # noqa: F401  (seed 003 Defs. 3-5; re-exported)
 from ..bounds.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
-from .analytic_step import _explicit_step, _gathered_step, _sample_stats  # noqa: F401  (the jitted steps)
+from .analytic_step import _gathered_step, _sample_stats
 
 __all__ = [
     "SuboptimalRowsWarning",

@@ -108,25 +108,6 @@ def _keys(base_key, idx):
     return jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
 
 
-@functools.lru_cache(maxsize=16)
-def _explicit_step(rows: int, dim: int, bias: bool, sc: str):
-    """``step(p, xb, base_key, idx, s, c) -> (x̂ (B, N), ‖g‖ (B,))`` for one layer shape, jitted.
-
-    Row r's noise key is ``fold_in(base_key, idx[r])``; σ, C, keys and params
-    are traced. The rows run in blocks of :func:`block_rows` (``lax.map``).
-    """
-    from .._jax import jax
-    from jax import lax
-
-    one = _one_step(rows, dim, bias, sc)
-
-    def batch(p, xb, base_key, idx, s, c):
-        keys = _keys(base_key, idx)
-        return lax.map(lambda a: one(p, a[0], a[1], s, c), (xb, keys), batch_size=block_rows(rows, dim))
-
-    return jax.jit(batch)
-
-
 def _metric_row(one, dim: int):
     """``row(p, xi, stats_i, key, s, c) -> ([MSE, NCC], ‖g‖)`` for one reconstruction (see the module docstring)."""
     import jax.numpy as jnp

@@ -172,7 +172,7 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
             w = w.T if k_minor else w
         out.append({"w": w, "b": jnp.sum(dw, axis=(0, 1))})
     for i, layer in enumerate(model.layers):
-        if layer.kind == "conv" and layer.in_channels > 1:
+        if layer.kind == "conv":  # a no-op reorder for one input channel (both orders coincide)
             out[i]["w"] = tap_major_rows(layer, out[i]["w"], inverse=True)
     return tuple(out), jnp.sqrt(sq)
 

@@ -269,7 +269,6 @@ def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_
     """(sum, norms, head sum (flat)) over the rows ``head`` (hx, hy) followed by (x, y), full mask (no cap)."""
     from .._jax import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
     hx, hy = head
     k = hx.shape[0]
@@ -277,7 +276,7 @@ def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_
     hsum, hnorms = head_sum(model, params, hx, hy, clip_norm, batch.mask[:k], mode)
     tsum, tnorms = clipped_grad_sum(model, params, x, y, clip_norm, batch.mask[k:], mode)
     summed = jax.tree_util.tree_map(jnp.add, hsum, tsum)
-    return summed, jnp.concatenate([hnorms, tnorms]), ravel_pytree(hsum)[0]
+    return summed, jnp.concatenate([hnorms, tnorms]), ravel(hsum)
 
 
 def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std, head=None):
@@ -297,7 +296,6 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
     rounding.
     """
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
     k_batch, k_noise = step_keys(key, t)
     n = x.shape[0] + (0 if head is None else head[0].shape[0])
