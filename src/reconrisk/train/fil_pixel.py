@@ -51,6 +51,8 @@ both products (not done).
 
 from __future__ import annotations
 
+import numpy as np
+
 #: Largest input dimension d evaluated pixel by pixel (arrays of d × batch × layer-1 outputs per example).
 MAX_PIXELS = 256
 #: Eq. 5 uses this route only if d ≤ this × m (all d pixels are evaluated for m sampled ones).
@@ -67,7 +69,7 @@ def applies(model, method: str, num_coords: int) -> bool:
     l1, l2 = layers[0], layers[1]
     if _gram_form(l1.positions, l1.in_features, l1.out_features):
         return False  # the first layer's kernel tangent is formed explicitly
-    if l2.positions > 1 and not _gram_form(l2.positions, l2.in_features, l2.out_features):
+    if l2.kind != "conv" or (l2.positions > 1 and not _gram_form(l2.positions, l2.in_features, l2.out_features)):
         return False
     d = model.input_dim
     if d > MAX_PIXELS:
@@ -137,6 +139,45 @@ def _primal(model, params, x, y):
     return taps, pre, deltas, grads, prob
 
 
+def _eye_taps(model):
+    """(d, P1, K1) numpy 0/1: the first layer's im2col of every basis image e_i (static, from the geometry)."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    with jax.ensure_compile_time_eval():
+        return np.asarray(_gather_fn(model, 0)(jnp.eye(model.input_dim, dtype=jnp.float32)))
+
+
+def _pixel_slots(model):
+    """Static (d, S) rows ``j·K1 + t`` of the first-layer taps (position j, tap t) that hold pixel i, and a (d, S)
+    validity mask (pixels on fewer than S positions are padded with row 0, masked out)."""
+    taps = _eye_taps(model)
+    d = taps.shape[0]
+    lists = [np.flatnonzero(taps[i].reshape(-1) > 0) for i in range(d)]
+    s = max(1, max(len(r) for r in lists))
+    rows = np.zeros((d, s), np.int64)
+    ok = np.zeros((d, s), bool)
+    for i, r in enumerate(lists):
+        rows[i, : len(r)], ok[i, : len(r)] = r, True
+    return rows, ok
+
+
+def _overlapping_pairs(model):
+    """Static (p, q) index arrays: the second-layer position pairs whose tap tangents da₂(i)_p, da₂(i)_q can
+    share a nonzero tap for some pixel i. Depends only on the geometry (supports of the two im2cols), not on
+    the weights; for 3×3/2 convolutions only p = q (the patches of two conv-2 positions share no conv-1
+    position touched by one pixel)."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    o1 = model.layers[0].out_features
+    touched = np.sum(_eye_taps(model), axis=-1) > 0  # (d, P1): conv-1 positions holding pixel i
+    with jax.ensure_compile_time_eval():
+        img = jnp.asarray(np.repeat(touched.astype(np.float32), o1, axis=1))  # (d, P1·O1)
+        sup = (np.asarray(_gather_fn(model, 1)(img)) > 0).astype(np.int64)  # (d, P2, K2) support of C(i)
+    return np.nonzero(np.einsum("ipk,iqk->pq", sup, sup) > 0)
+
+
 def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, eps_sq: float):
     """(B,) ``‖J_g̃‖_F²`` (``idx=None``) or Eq. 5's ``(d/m)Σ_k ‖J_g̃ e_{idx_k}‖²`` (``idx`` (B, m)).
 
@@ -147,6 +188,7 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     from .clipping import per_example_sq_norms
     from .fil_dense import _clip_terms
     from .fil_ghost import _layer_terms
+    from .models import im2col
 
     layers = model.layers
     nl = len(layers)
@@ -179,9 +221,9 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     xa = prod[..., :p2]  # da_p·a_q
     du2 = jnp.sum(prod[..., p2], axis=-1)  # Σ_p da_p·(Uδ_p)
     ds2 = prod[..., p2 + 1:]  # (d, B, P2, O2)
-    cc = ctab[:, :, None, :] * ctab[:, None, :, :]  # (d, P, Q, K2)
-    ee = ie1[:, :, None, :] * ie1[:, None, :, :]  # (B, P, Q, K2)
-    dada = jnp.einsum("ipqk,bpqk->ibpq", cc, ee)
+    # da_p·da_q = Σ_k (C_p ⊙ C_q)(I₂(E₁)_p ⊙ I₂(E₁)_q), only on the pairs that can overlap (p = q here)
+    pp, qq = _overlapping_pairs(model)
+    dada = jnp.einsum("ink,bnk->ibn", ctab[:, pp] * ctab[:, qq], ie1[:, pp] * ie1[:, qq])  # (d, B, pairs)
 
     # ---- forward tangents of layers ≥ 3 (rows (d, B) flattened)
     n = d * b
@@ -203,31 +245,50 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
         gl = grads[l].reshape(pre[l - 1].shape)
         dd[l - 1] = dg * e[l - 1][0][None] + (gl * e[l - 1][1])[None] * ds[l - 1]
 
-    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (K1+1 rows × O1)
+    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (O1 × (K1+1) per row)
     # dδ₁ = E₁ ⊙ col2im(dδ₂W₂ᵀ) + g₁ ⊙ elu''(s₁) ⊙ ds₁. The first part enters [a₁ | 1]ᵀdδ₁ through the
-    # per-example matrix N (P2·O2 × (K1+1)·O1): N[(q,o),(k,c)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
+    # per-example matrix N ((K1+1)·O1 × P2·O2): N[(c,k),(q,o)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
     # with ã = [a₁ | 1] (the adjoint of col2im is im2col), so it is one GEMM per example, no col2im.
     a1, dl1 = taps[0], deltas[0]
     k1, o1 = a1.shape[2], dl1.shape[2]
     aug = jnp.concatenate([a1, jnp.ones_like(a1[..., :1])], axis=-1)  # (B, P1, K1+1)
-    img = (aug[:, :, :, None] * e[0][0][:, :, None, :]).transpose(0, 2, 1, 3).reshape(b * (k1 + 1), -1)
-    itil = g2(img).reshape(b, k1 + 1, p2, o1, -1)  # (B, K1+1, P2, O1, k²)
+    # I₂(ã ⊙ E₁) = I₂(ã) ⊙ I₂(E₁) (im2col is a gather), formed from the small I₂(ã) (B, P2, K1+1, k²)
+    l1, l2 = layers[0], layers[1]
+    augs = im2col(aug.reshape(b, l1.out_hw[0], l1.out_hw[1], k1 + 1), l2.kernel, l2.stride, l2.out_hw)
+    itil = ie1.reshape(b, p2, o1, 1, -1) * augs.reshape(b, p2, 1, k1 + 1, -1)  # (B, P2, O1, K1+1, k²)
+    itil = itil.transpose(0, 2, 3, 1, 4)  # (B, O1, K1+1, P2, k²)
     w2r = w2.reshape(o1, -1, w2.shape[1])  # (O1, k², O2): C-major features
-    nmat = jnp.einsum("bkqcf,cfo->bqokc", itil, w2r).reshape(b, -1, (k1 + 1) * o1)
-    y1 = jnp.einsum("ibn,bnm->ibm", dd[1].reshape(d, b, -1), nmat).reshape(d, b, k1 + 1, o1)
+    # N[b,(c,k),(q,o)] as products batched over (example, layer-1 channel c)
+    w2b = jnp.broadcast_to(w2r[None], (b,) + w2r.shape)
+    nmat = jnp.einsum("bckqf,bcfo->bckqo", itil, w2b).reshape(b, o1 * (k1 + 1), -1)
+    y1 = jnp.einsum("ibn,bmn->bim", dd[1].reshape(d, b, -1), nmat).reshape(b, d, o1, k1 + 1)
+    # the rest of dK₁ involves only the conv-1 positions j holding pixel i (at tap t = t(i, j)):
+    # Σ_j F[b,j,t(i,j)] with F[b,j,t,c,k] = W₁[t,c] (g₁ ⊙ elu''(s₁))[b,j,c] ã[b,j,k] + [k = t] δ₁[b,j,c],
+    # gathered slot by slot (one row of F per pixel and slot)
     gh1 = grads[1].reshape(pre[0].shape) * e[0][1]  # g₁ ⊙ elu''(s₁) (B, P1, O1)
-    y1 = y1 + jnp.einsum("ipc,bpkc->ibkc", ds1, aug[:, :, :, None] * gh1[:, :, None, :])
-    y1 = y1.at[:, :, :k1].add(jnp.einsum("ipk,bpc->ibkc", a1t, dl1))  # da₁ᵀδ₁
+    f1 = (params[0]["w"][None, None, :, :, None] * (gh1[:, :, None, :, None] * aug[:, :, None, None, :])
+          + jnp.eye(k1, k1 + 1, dtype=dt)[None, None, :, None, :] * dl1[:, :, None, :, None])
+    p1 = a1.shape[1]
+    f1 = f1.reshape(b * p1 * k1, o1 * (k1 + 1))  # rows (b, j, t)
+    slot_rows, slot_ok = _pixel_slots(model)
+    rest = 0.0
+    for s_ in range(slot_rows.shape[1]):
+        rows = (np.arange(b)[:, None] * (p1 * k1) + slot_rows[None, :, s_]).reshape(-1).astype(np.int32)
+        part = jnp.take(f1, jnp.asarray(rows), axis=0)
+        ok = slot_ok[:, s_]
+        rest = rest + (part if ok.all() else part * jnp.asarray(np.tile(ok, b), dt)[:, None])
+    y1 = y1 + rest.reshape(y1.shape)
     kern1 = jnp.concatenate([jnp.einsum("bpk,bpo->bko", a1, dl1), jnp.sum(dl1, axis=1)[:, None]], axis=1)
-    sq = jnp.sum(y1 * y1, axis=(2, 3))
-    udu = jnp.sum(y1 * kern1[None], axis=(2, 3))
+    sq = jnp.sum(y1 * y1, axis=(2, 3)).T  # (d, B)
+    udu = jnp.sum(y1 * kern1.swapaxes(1, 2)[:, None], axis=(2, 3)).T
     # ---- layer 2: Gram form from the GEMM products
     d2 = dd[1]  # (d, B, P2, O2)
     gdd = jnp.einsum("bpo,bqo->bpq", dl2, dl2)
     gaa = jnp.einsum("bpk,bqk->bpq", a2, a2) + 1.0
     yd = jnp.einsum("bpo,ibqo->ibpq", dl2, d2)  # δ_p·dδ_q
     dddd = jnp.einsum("ibpo,ibqo->ibpq", d2, d2)
-    sq = sq + jnp.sum(dada * gdd[None] + dddd * gaa[None] + 2.0 * xa * yd, axis=(2, 3))
+    sq = sq + jnp.sum(dada * gdd[:, pp, qq][None], axis=2)
+    sq = sq + jnp.sum(dddd * gaa[None] + 2.0 * xa * yd, axis=(2, 3))
     ub2 = jnp.einsum("bpk,bko->bpo", a2, kern2) + jnp.sum(dl2, axis=1)[:, None, :]
     udu = udu + du2 + jnp.sum(d2 * ub2[None], axis=(2, 3))
     # ---- layers ≥ 3
