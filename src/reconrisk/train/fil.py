@@ -84,6 +84,7 @@ Models
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,7 +106,7 @@ ROW_CHUNK = 16
 #: Chunks per iteration of :class:`FILHook`'s loop, evaluated side by side as independent computations.
 LOOP_CHUNKS = 2
 #: At most this many chunks are evaluated side by side before the loop (:func:`lead_chunks`).
-MAX_LEAD_CHUNKS = 4
+MAX_LEAD_CHUNKS = 8
 
 
 # ----------------------------------------------------------------------------------------
@@ -399,8 +400,8 @@ class FILHook(StepHook):
         # The padded gather holds the members first (pad_members), then padding. It is evaluated in chunks of
         # ROW_CHUNK rows, several chunks side by side as independent computations (XLA:CPU runs independent
         # operations concurrently: on 2 cores this measured ~1.8x the throughput of one chunk at a time, and
-        # less CPU time than one computation over the same rows): first ``lead_chunks`` chunks (about the
-        # expected batch size), then LOOP_CHUNKS chunks per loop iteration until the last member. The keys
+        # less CPU time than one computation over the same rows): first ``lead_chunks`` chunks (enough for
+        # the expected batch size), then LOOP_CHUNKS chunks per loop iteration until the last member. The keys
         # are those of the whole gather, so the numbers do not depend on the chunking.
         cap = batch.index.shape[0]
         r = min(ROW_CHUNK, cap)
@@ -433,9 +434,10 @@ class FILHook(StepHook):
 
 
 def lead_chunks(n: int, sample_rate: float) -> int:
-    """ROW_CHUNK-row chunks :class:`FILHook` evaluates before its loop: about the expected batch q·n, 1 to
-    :data:`MAX_LEAD_CHUNKS`."""
-    return int(min(MAX_LEAD_CHUNKS, max(1, (sample_rate * n) // ROW_CHUNK)))
+    """ROW_CHUNK-row chunks :class:`FILHook` evaluates before its loop: enough for the expected batch q·n
+    (⌈q·n / ROW_CHUNK⌉), 1 to :data:`MAX_LEAD_CHUNKS`. Measured on the digits CNN (q·n = 67): 5 chunks
+    18.2–18.7 ms per step, 4 chunks and the loop for the rest 27 ms, 6 chunks 23 ms."""
+    return int(min(MAX_LEAD_CHUNKS, max(1, math.ceil(sample_rate * n / ROW_CHUNK))))
 
 
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
