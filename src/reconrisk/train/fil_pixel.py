@@ -2,8 +2,8 @@
 
 Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
 (seed 001 Eq. 5 and the exact trace) when :func:`applies` (a convolution
-first whose per-example kernel gradient is cheaper explicitly, a second layer
-in Gram form, and few pixels). Same quantity as the forward-over-reverse
+first whose per-example kernel gradient is cheaper explicitly, a second
+convolution in Gram form, and few pixels). Same quantity as the forward-over-reverse
 JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm` — the same basis
 directions e_i; for Eq. 5 the same sampled coordinates are read out of the
 per-pixel values — tested equal to float32 rounding. What changes is the
@@ -36,17 +36,32 @@ sampled ones, with repeats, and multiplies their mean by d), so the route is
 used only where d is at most :data:`MAX_PIXELS_PER_PROBE` × m (or d ≤
 :data:`MAX_PIXELS` for the exact trace).
 
-Cost (digits CNN, d = 64; measured on the shared 2-core CPU): ~0.6 ms of CPU
-per example against ~1.0 ms for the ghost tangents, ~3.5 M multiply-adds per
-example, most of it in two dense products per pixel: the second layer's
-pre-activation tangent (C @ (I₂(E₁) ⊙ W₂), K₂ = 144 → O₂ = 32 per position) and
-the second layer's signal tangent pulled back into layer 1 (dδ₂ @ N, 128 → 160).
-Both ignore structure still left: ds₂(i) is nonzero only at the conv-2
-positions whose patches contain a conv-1 position touched by pixel i (1.9 of
-4 on average on 8×8 inputs), and dδ₂(i) = E₂ ⊙ (W₃ dδ₃(i)) + g₂ ⊙ elu''(s₂) ⊙ ds₂(i)
-is a rank-10 map of ds₂(i) plus a diagonal one; grouping pixels by their
-position pattern and splitting off the low-rank part would roughly halve
-both products (not done).
+Structure taken from the geometry (static index tables built at trace time):
+``da₂,p·da₂,q`` is formed only for the position pairs whose tap tangents can
+share a tap for some pixel (:func:`_overlapping_pairs`: p = q for 3×3/2
+convolutions — the rest is exactly zero), and the part of dK₁ that does not go
+through dδ₂ (``da₁ᵀδ₁`` and ``[a₁|1]ᵀ(g₁ ⊙ elu''(s₁) ⊙ ds₁)``) is summed over
+the ≤ 4 (conv-1 position, tap) slots that hold each pixel
+(:func:`_pixel_slots`), one gathered row of a per-example table per slot.
+
+Cost (digits CNN, d = 64, 16-example chunks; shared 2-core CPU, one XLA
+thread, interleaved in one process): 3.7–5.2 ms of CPU per chunk against
+5.2–7.6 ms for the previous revision (×0.67–0.72), ~3.1 M multiply-adds per
+example. Most of it is still two dense products per pixel, both efficient
+GEMMs now (~0.45 and ~0.75 ms per chunk): the second layer's pre-activation
+tangent C @ (I₂(E₁) ⊙ [a₂ | Uδ | W₂]) (K₂ = 144 → 37 columns per position)
+and dδ₂ @ N (128 → 160); the rest is ~40 small fusions of 0.05–0.3 ms each,
+mostly layout changes between the pixel-major products (shared table C) and
+the example-major ones (per-example N). Tried and measured slower: conv-2
+tangents from per-(position, slot, tap) tables contracted with W₁ and gathered
+per (pixel, position) (7× fewer multiply-adds for the first product, but the
+K = 16, N = 9 GEMM and the gathers cost more than the dense GEMM: 6.8 against
+6.6 ms per chunk); N as a product over the k² taps per (example, position)
+(K = 9, N = 10: 1.7 ms against 0.2 ms batched over (example, channel)). Not
+tried: splitting dδ₂ = E₂ ⊙ (W₃ dδ₃) + g₂ ⊙ elu''(s₂) ⊙ ds₂ into a rank-10 part
+and a part on the ~1.9 of 4 positions each pixel reaches (at most ~30 % of
+the second product). :class:`~reconrisk.train.fil.FILHook` runs several
+chunks side by side, which XLA:CPU executes concurrently.
 """
 
 from __future__ import annotations
