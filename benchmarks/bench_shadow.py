@@ -5,9 +5,10 @@ with momentum (seed 000's MLP input→10→10 on the 8×8 digits, |D⁻| = 50) �
 in the same process on the same CPU, and the script checks that their
 parameters agree:
 
-* vectorised: ``train_shadow_models`` — for dense models without DP the
-  batched program of ``train/shadow_dense.py`` (the first layer in the span
-  of the data: one shared (M·h × n)(n × n) product per step), otherwise
+* vectorised: ``train_shadow_models`` — for dense models (with or without
+  DP) the batched program of ``train/shadow_dense.py`` (the first layer as
+  one shared product per step for all models: (M·h × n)(n × n) in the span
+  of the data while |D⁻| < 2d, else (M·h × d)(d × n)), otherwise
   ``jax.vmap`` of the one-model program; one jitted call per chunk of models,
   on CPU two chunks per core at a time (a thread pool: the per-model products
   are too small for XLA to split one program over both cores);
