@@ -54,7 +54,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--fixed", type=int, nargs="+", default=[50],
                     help="|D-| (several values: one measurement each, then a summary line per value)")
-    ap.add_argument("--chunk", type=int, default=128, help="models per vectorised program call")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="models per vectorised program call (default: the library's, train.shadow.default_chunk)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (medians are reported)")
     ap.add_argument("--program", default="auto", choices=("auto", "dense", "vmap"), help="vectorised program")
     ap.add_argument("--dp", action="store_true", help="DP-GD (σ = 2, C = 1) instead of plain GD")
@@ -90,13 +91,14 @@ def measure(args, ds, model, fixed: int) -> str:
     xt, yt = ds.x[idx], ds.y[idx]
     dev = jax.devices()[0]
     shadow_threads = sh._chunk_workers()
+    chunk = args.chunk or sh.default_chunk(model, cfg, fixed)
     print(f"model: {model.name} on digits ({model.num_params} parameters), |D-| = {fixed}, steps = {args.steps}, "
-          f"{'DP-GD' if args.dp else 'GD'} + momentum; vectorised program: {args.program}, chunk {args.chunk}")
+          f"{'DP-GD' if args.dp else 'GD'} + momentum; vectorised program: {args.program}, chunk {chunk}")
 
-    vec_run = lambda: sh.train_shadow_models(model, xf, yf, xt, yt, cfg, chunk=args.chunk, pad_chunks=True,  # noqa
+    vec_run = lambda: sh.train_shadow_models(model, xf, yf, xt, yt, cfg, chunk=chunk, pad_chunks=True,  # noqa
                                              program=args.program)
     t = time.perf_counter()
-    sh.train_shadow_models(model, xf, yf, xt[:1], yt[:1], cfg, chunk=args.chunk, pad_chunks=True,
+    sh.train_shadow_models(model, xf, yf, xt[:1], yt[:1], cfg, chunk=chunk, pad_chunks=True,
                            program=args.program)
     print(f"compile (excluded below): vectorised {time.perf_counter() - t:.1f} s", end="")
 
@@ -113,8 +115,8 @@ def measure(args, ds, model, fixed: int) -> str:
             print(f", sequential {prog} {time.perf_counter() - t:.1f} s", end="")
     print()
     # untimed warm-up of every path as timed (the first use of the chunk thread pool and of fresh buffers is slow)
-    warm = min(args.models, 2 * args.chunk)
-    sh.train_shadow_models(model, xf, yf, xt[:warm], yt[:warm], cfg, chunk=args.chunk, pad_chunks=True,
+    warm = min(args.models, 2 * chunk)
+    sh.train_shadow_models(model, xf, yf, xt[:warm], yt[:warm], cfg, chunk=chunk, pad_chunks=True,
                            program=args.program)
     for prog in seq_programs:
         sh.train_shadow_models_sequential(model, xf, yf, xt[:2], yt[:2], cfg, program=prog)

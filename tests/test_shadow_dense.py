@@ -121,3 +121,16 @@ def test_chunks_on_several_threads_give_the_same_rows_in_order(data, monkeypatch
     np.testing.assert_array_equal(many, one)
     assert seen == [2, 2, 1]  # every chunk reported once, in order
     assert np.abs(one - one[:1]).max() > 1e-2  # rows differ: a swapped chunk would fail the equality
+
+
+def test_default_chunk_keeps_a_chunk_of_activations_cache_sized_on_cpu(data):
+    from reconrisk._jax import jax
+
+    d, _ = data
+    cfg = shadow.ShadowConfig(steps=2)
+    if jax.default_backend() != "cpu":
+        pytest.skip("the cache-sized rule is for the CPU backend")
+    mlp = get_model("mlp", d.image_shape)  # widest layer 10: chunk × (|D⁻| + 1) × 10 ≈ 2^16
+    assert [shadow.default_chunk(mlp, cfg, n) for n in (10, 50, 100, 200, 500, 5000)] == [128, 128, 64, 32, 16, 8]
+    assert shadow.default_chunk(get_model("mlp:256", d.image_shape), cfg, 50) == 8
+    assert shadow.default_chunk(get_model("cnn", d.image_shape), cfg, 500) == 128  # the vmapped program keeps 128
