@@ -5,9 +5,10 @@ with momentum (seed 000's MLP input→10→10 on the 8×8 digits, |D⁻| = 50) �
 in the same process on the same CPU, and the script checks that their
 parameters agree:
 
-* vectorised: ``train_shadow_models`` — for dense models without DP the
-  batched program of ``train/shadow_dense.py`` (the first layer in the span
-  of the data: one shared (M·h × n)(n × n) product per step), otherwise
+* vectorised: ``train_shadow_models`` — for dense models (with or without
+  DP) the batched program of ``train/shadow_dense.py`` (the first layer as
+  one shared product per step for all models: (M·h × n)(n × n) in the span
+  of the data while |D⁻| < 2d, else (M·h × d)(d × n)), otherwise
   ``jax.vmap`` of the one-model program; one jitted call per chunk of models,
   on CPU two chunks per core at a time (a thread pool: the per-model products
   are too small for XLA to split one program over both cores);
@@ -51,8 +52,10 @@ def main() -> None:
     ap.add_argument("--sequential", type=int, default=128, help="models in each sequential loop (rate extrapolates)")
     ap.add_argument("--stepwise", type=int, default=16, help="models in the per-step loop (b)")
     ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--fixed", type=int, default=50)
-    ap.add_argument("--chunk", type=int, default=128, help="models per vectorised program call")
+    ap.add_argument("--fixed", type=int, nargs="+", default=[50],
+                    help="|D-| (several values: one measurement each, then a summary line per value)")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="models per vectorised program call (default: the library's, train.shadow.default_chunk)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (medians are reported)")
     ap.add_argument("--program", default="auto", choices=("auto", "dense", "vmap"), help="vectorised program")
     ap.add_argument("--dp", action="store_true", help="DP-GD (σ = 2, C = 1) instead of plain GD")
@@ -61,28 +64,41 @@ def main() -> None:
 
     from reconrisk._jax import jax
     from reconrisk.data import load_digits
-    from reconrisk.release import Release
-    from reconrisk.train import shadow as sh
     from reconrisk.train.models import get_model
 
     ds = load_digits()
     model = get_model("mlp", ds.image_shape)
+    dev = jax.devices()[0]
+    print(f"device: {dev.platform} ({dev.device_kind}); jax {jax.__version__}")
+    print(f"cpu cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}")
+    summary = [measure(args, ds, model, fixed) for fixed in args.fixed]
+    if len(summary) > 1 and not args.device_only:
+        print("summary (wall speed-ups; target >= 10x against (a)):")
+        for fixed, line in zip(args.fixed, summary):
+            print(f"  |D-| = {fixed:4d}: {line}")
+
+
+def measure(args, ds, model, fixed: int) -> str:
+    """Time every path at |D⁻| = ``fixed``; print the figures; return a one-line summary."""
+    from reconrisk._jax import jax
+    from reconrisk.release import Release
+    from reconrisk.train import shadow as sh
+
     rel = Release(2.0, 1.0, args.steps, clip_norm=1.0) if args.dp else None
     cfg = sh.ShadowConfig(steps=args.steps, release=rel)
-    xf, yf = ds.x[: args.fixed], ds.y[: args.fixed]
-    idx = np.random.default_rng(0).integers(args.fixed, len(ds), args.models)
+    xf, yf = ds.x[:fixed], ds.y[:fixed]
+    idx = np.random.default_rng(0).integers(fixed, len(ds), args.models)
     xt, yt = ds.x[idx], ds.y[idx]
     dev = jax.devices()[0]
     shadow_threads = sh._chunk_workers()
-    print(f"device: {dev.platform} ({dev.device_kind}); jax {jax.__version__}")
-    print(f"cpu cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}")
-    print(f"model: {model.name} on digits ({model.num_params} parameters), |D-| = {args.fixed}, steps = {args.steps}, "
-          f"{'DP-GD' if args.dp else 'GD'} + momentum; vectorised program: {args.program}, chunk {args.chunk}")
+    chunk = args.chunk or sh.default_chunk(model, cfg, fixed)
+    print(f"model: {model.name} on digits ({model.num_params} parameters), |D-| = {fixed}, steps = {args.steps}, "
+          f"{'DP-GD' if args.dp else 'GD'} + momentum; vectorised program: {args.program}, chunk {chunk}")
 
-    vec_run = lambda: sh.train_shadow_models(model, xf, yf, xt, yt, cfg, chunk=args.chunk, pad_chunks=True,  # noqa
+    vec_run = lambda: sh.train_shadow_models(model, xf, yf, xt, yt, cfg, chunk=chunk, pad_chunks=True,  # noqa
                                              program=args.program)
     t = time.perf_counter()
-    sh.train_shadow_models(model, xf, yf, xt[:1], yt[:1], cfg, chunk=args.chunk, pad_chunks=True,
+    sh.train_shadow_models(model, xf, yf, xt[:1], yt[:1], cfg, chunk=chunk, pad_chunks=True,
                            program=args.program)
     print(f"compile (excluded below): vectorised {time.perf_counter() - t:.1f} s", end="")
 
@@ -90,7 +106,7 @@ def main() -> None:
     if not args.device_only:
         seq_programs["scan"] = min(args.sequential, args.models)
         from reconrisk.train import shadow_dense
-        if shadow_dense.supports(model, cfg.step_config(args.fixed + 1)):
+        if shadow_dense.supports(model, cfg.step_config(fixed + 1)):
             seq_programs["dense"] = min(args.sequential, args.models)
         seq_programs["steps"] = min(args.stepwise, args.models)
         for prog in seq_programs:
@@ -98,6 +114,12 @@ def main() -> None:
             sh.train_shadow_models_sequential(model, xf, yf, xt[:1], yt[:1], cfg, program=prog)
             print(f", sequential {prog} {time.perf_counter() - t:.1f} s", end="")
     print()
+    # untimed warm-up of every path as timed (the first use of the chunk thread pool and of fresh buffers is slow)
+    warm = min(args.models, 2 * chunk)
+    sh.train_shadow_models(model, xf, yf, xt[:warm], yt[:warm], cfg, chunk=chunk, pad_chunks=True,
+                           program=args.program)
+    for prog in seq_programs:
+        sh.train_shadow_models_sequential(model, xf, yf, xt[:2], yt[:2], cfg, program=prog)
 
     wall: dict[str, list] = {"vectorised": [], **{p: [] for p in seq_programs}}
     cpu: dict[str, list] = {k: [] for k in wall}
@@ -126,7 +148,7 @@ def main() -> None:
           f"{med['vectorised'] / medc['vectorised']:.2f} cores busy]")
     if not seq_programs:
         print(f"load average after: {os.getloadavg()[0]:.2f}")
-        return
+        return f"{med['vectorised']:.1f} models/s"
     for prog in seq_programs:
         err = float(np.abs(results["vectorised"][: seq_programs[prog]] - results[prog]).max())
         print(f"sequential {prog:5s}: {med[prog]:7.1f} models/s (wall), {medc[prog]:7.1f} per CPU-second "
@@ -142,6 +164,9 @@ def main() -> None:
           f"speed-up {med['vectorised'] / med['steps']:.1f}x wall, "
           f"{medc['vectorised'] / medc['steps']:.1f}x per CPU-second")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return (f"(a) {med['vectorised'] / med[best]:5.1f}x ('{best}'), against 'scan' "
+            f"{med['vectorised'] / med['scan']:5.1f}x, (b) {med['vectorised'] / med['steps']:5.1f}x; "
+            f"{med['vectorised']:.0f} models/s")
 
 
 if __name__ == "__main__":

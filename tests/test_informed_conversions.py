@@ -86,6 +86,19 @@ def test_log_kappa_keeps_tiny_priors_finite():
     assert 0 < out["upper"] < 1e-100
 
 
+@pytest.mark.parametrize("source,kw", [("dp", {"epsilon": 800.0}), ("dp", {"epsilon": 1e308}),
+                                       ("rdp", {"epsilon": 1e300, "order": 2.0}),
+                                       ("rdp", {"epsilon": 3000.0, "order": 1.0001})])
+def test_huge_epsilon_caps_at_one_instead_of_overflowing(source, kw):
+    # min(1, e^x) is taken as e^min(0, x): math.exp(800) raised OverflowError before (an internal error in the CLI)
+    assert rero_from_guarantee(source, 0.5, **kw)["upper"] == 1.0
+    assert rero_from_dp(0.5, 1e308)[0] == 1.0
+    assert rero_from_rdp(0.5, [2.0, 8.0], [1e300, 1e300])[0] == 1.0
+    assert rero_from_rdp_order(0.5, 1e300, 2.0) == 1.0
+    # the cap is not reached below it: κ e^ε < 1 is returned as is
+    assert rero_from_guarantee("dp", 1e-300, epsilon=600.0)["upper"] == pytest.approx(math.exp(600.0 - 300 * math.log(10)))
+
+
 # ---------------------------------------------------------------------------------------- Theorem 5
 def test_theorem5_table():
     assert dp_from_two_point_rero(0.5, 0.6) == pytest.approx((0.0, 0.2), abs=1e-12)

@@ -50,14 +50,58 @@ def test_every_sequential_baseline_trains_the_same_models(data):
         np.testing.assert_allclose(seq, vec, rtol=1e-4, atol=2e-5, err_msg=program)
 
 
-def test_dp_and_conv_models_keep_the_generic_program_and_bad_programs_are_refused(data):
+@pytest.mark.parametrize("name,random_init", [("mlp:12,7", True), ("logistic", False)])
+def test_dp_dense_program_equals_the_generic_program_noise_bits_and_clipping_included(data, name, random_init):
+    d, (xf, yf, xt, yt) = data
+    model = get_model(name, d.image_shape)
+    dp = shadow.ShadowConfig(steps=STEPS, learning_rate=0.3, momentum=0.7, random_init=random_init,
+                             release=Release(0.7, 1.0, STEPS, clip_norm=0.3))
+    assert shadow_dense.supports(model, dp.step_config(31))
+    fast = shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=5, program="dense")
+    ref = shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=5, program="vmap")
+    np.testing.assert_allclose(fast, ref, rtol=1e-4, atol=2e-5)
+    np.testing.assert_array_equal(shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=5), fast)  # auto: dense
+    # power: other noise keys, or no clipping and no noise, move the parameters far beyond the tolerance
+    other = shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=6, program="dense")
+    assert np.abs(other - ref).max() > 1e-2
+    tiny = shadow.ShadowConfig(steps=STEPS, learning_rate=0.3, momentum=0.7, random_init=random_init,
+                               release=Release(1e-6, 1.0, STEPS, clip_norm=0.3))
+    plain = shadow.ShadowConfig(steps=STEPS, learning_rate=0.3, momentum=0.7, random_init=random_init)
+    clipped = shadow.train_shadow_models(model, xf, yf, xt, yt, tiny, seed=5, program="dense")
+    np.testing.assert_allclose(clipped, shadow.train_shadow_models(model, xf, yf, xt, yt, tiny, seed=5, program="vmap"),
+                               rtol=1e-4, atol=2e-5)
+    assert np.abs(clipped - shadow.train_shadow_models(model, xf, yf, xt, yt, plain, seed=5)).max() > 1e-2
+
+
+def test_direct_first_layer_equals_the_kernel_form_and_is_chosen_for_large_fixed_sets(data):
+    from reconrisk._jax import jax
+
+    d, (xf, yf, xt, yt) = data
+    model = get_model("mlp:12,7", d.image_shape)
+    cfg = shadow.ShadowConfig(steps=STEPS, learning_rate=0.3, momentum=0.7)
+    keys = shadow.model_keys(2, len(xt))
+    out = {form: np.asarray(jax.jit(shadow_dense.dense_program(model, cfg.static(31), form=form))(
+        xf, yf, xt, yt, 0.0, keys)) for form in ("kernel", "direct")}
+    np.testing.assert_allclose(out["direct"], out["kernel"], rtol=1e-4, atol=2e-5)
+    assert np.abs(out["kernel"] - out["kernel"][:1]).max() > 1e-2
+    # n²h (kernel) against 2ndh (direct) multiply-adds per model and step; DP noise leaves the data's span
+    assert shadow_dense.first_layer_form(127, 64, dp=False) == "kernel"
+    assert shadow_dense.first_layer_form(128, 64, dp=False) == "direct"
+    assert shadow_dense.first_layer_form(10, 64, dp=True) == "direct"
+
+
+def test_conv_models_keep_the_generic_program_and_bad_programs_are_refused(data):
     d, (xf, yf, xt, yt) = data
     mlp = get_model("mlp", d.image_shape)
     dp = shadow.ShadowConfig(steps=2, release=Release(2.0, 1.0, 2, clip_norm=1.0))
-    assert not shadow_dense.supports(mlp, dp.step_config(31))
-    assert not shadow_dense.supports(get_model("cnn", d.image_shape), shadow.ShadowConfig().step_config(31))
+    cnn = get_model("cnn", d.image_shape)
+    assert not shadow_dense.supports(cnn, shadow.ShadowConfig().step_config(31))
     with pytest.raises(ReconRiskError, match="program 'dense'"):
-        shadow.train_shadow_models(mlp, xf, yf, xt, yt, dp, program="dense")
+        shadow.train_shadow_models(cnn, xf, yf, xt, yt, shadow.ShadowConfig(steps=2), program="dense")
+    with pytest.raises(ReconRiskError, match="form 'kernel'"):
+        shadow_dense.dense_program(mlp, dp.static(31), form="kernel")
+    with pytest.raises(ReconRiskError, match="form must be"):
+        shadow_dense.dense_program(mlp, dp.static(31), form="gram")
     with pytest.raises(ReconRiskError, match="program must be"):
         shadow.train_shadow_models(mlp, xf, yf, xt, yt, dp, program="fast")
     with pytest.raises(ReconRiskError, match="program must be"):
@@ -77,3 +121,16 @@ def test_chunks_on_several_threads_give_the_same_rows_in_order(data, monkeypatch
     np.testing.assert_array_equal(many, one)
     assert seen == [2, 2, 1]  # every chunk reported once, in order
     assert np.abs(one - one[:1]).max() > 1e-2  # rows differ: a swapped chunk would fail the equality
+
+
+def test_default_chunk_keeps_a_chunk_of_activations_cache_sized_on_cpu(data):
+    from reconrisk._jax import jax
+
+    d, _ = data
+    cfg = shadow.ShadowConfig(steps=2)
+    if jax.default_backend() != "cpu":
+        pytest.skip("the cache-sized rule is for the CPU backend")
+    mlp = get_model("mlp", d.image_shape)  # widest layer 10: chunk × (|D⁻| + 1) × 10 ≈ 2^16
+    assert [shadow.default_chunk(mlp, cfg, n) for n in (10, 50, 100, 200, 500, 5000)] == [128, 128, 64, 32, 16, 8]
+    assert shadow.default_chunk(get_model("mlp:256", d.image_shape), cfg, 50) == 8
+    assert shadow.default_chunk(get_model("cnn", d.image_shape), cfg, 500) == 128  # the vmapped program keeps 128

@@ -253,7 +253,7 @@ class ReconnResult:
 def run_reconn(dataset, *, fixed_size: int = 50, shadow_models: int = 256, targets: int = 64,
                epsilons=(None,), steps: int | None = None, learning_rate: float | None = None,
                clip_norm: float = 1.0, delta: float = 1e-5, model: str = "mlp", hidden=DEFAULT_HIDDEN,
-               epochs: int = 100, chunk: int = 128, seed: int = 0, confidence: float = 0.95,
+               epochs: int = 100, chunk: int | None = None, seed: int = 0, confidence: float = 0.95,
                progress=None) -> ReconnResult:
     """Seed 002's RecoNN experiment on ``dataset`` (a :class:`reconrisk.data.Dataset`), per ε in ``epsilons``.
 

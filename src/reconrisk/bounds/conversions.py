@@ -32,14 +32,13 @@ def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
     a = np.asarray(orders, dtype=float)[None, :]
     e = np.asarray(rdp_epsilons, dtype=float)[None, :]
     log_g = (a - 1) / a * (np.log(kappa)[:, None] + e)
-    return np.minimum(1.0, np.exp(np.min(log_g, axis=1)))
+    return np.exp(np.minimum(0.0, np.min(log_g, axis=1)))  # min(1, e^x) = e^min(0, x): no overflow
 
 
 def rero_from_dp(kappa, epsilon: float, delta: float = 0.0) -> np.ndarray:
     """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (seed 002 Cor. 3; δ = 0 is pure ε-DP)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-    with np.errstate(over="ignore"):
-        return np.minimum(1.0, np.exp(np.log(kappa) + float(epsilon)) + float(delta))
+    return np.minimum(1.0, np.exp(np.minimum(0.0, np.log(kappa) + float(epsilon))) + float(delta))
 
 
 def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
@@ -62,8 +61,7 @@ def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
         return (a - 1) / a * (np.log(kappa)[:, None] + e[None, :])
 
     best, _ = minimise_over_orders(segments, objective, orders)
-    with np.errstate(over="ignore"):
-        return np.minimum(1.0, np.exp(best))
+    return np.exp(np.minimum(0.0, best))
 
 
 # ----------------------------------------------------------------------------------------
@@ -102,7 +100,7 @@ def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, lo
     a = v.real("order", order)
     if not a > 1 or math.isinf(a):
         _raise_range("order", order, "> 1 and finite")
-    return float(min(1.0, math.exp((a - 1) / a * (lk + e))))
+    return math.exp(min(0.0, (a - 1) / a * (lk + e)))  # min(1, e^x) = e^min(0, x): no overflow at large ε
 
 
 def zcdp_optimal_order(kappa: float, rho: float) -> float:
@@ -176,7 +174,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
         e = v.real("epsilon", epsilon)
         if e < 0 or math.isinf(e):
             _raise_range("epsilon", epsilon, ">= 0 and finite")
-        out.update(epsilon=e, upper=float(min(1.0, math.exp(lk + e))),
+        out.update(epsilon=e, upper=math.exp(min(0.0, lk + e)),
                    formula="min(1, kappa * e^epsilon) (seed 002 Cor. 3)")
         return out
     eps_list = list(np.atleast_1d(epsilon)) if not isinstance(epsilon, str) else [epsilon]

@@ -5,9 +5,9 @@ algorithm A and its initialisation. It trains one *shadow model* per shadow
 target z_i and learns the inverse map θ → z from the pairs (θ_i, z_i)
 (:mod:`reconrisk.attacks.reconstructor`). The paper trained its shadow models
 one by one; here every model of a chunk is trained inside **one jitted
-program**: for dense models without DP the batched matrix-product program of
-:mod:`reconrisk.train.shadow_dense` (the first layer kept in the span of the
-data), otherwise ``jax.vmap`` over (target image, target label, noise key) of
+program**: for dense models (with or without DP) the batched matrix-product program of
+:mod:`reconrisk.train.shadow_dense` (the first layer one shared product per
+step for all models), otherwise ``jax.vmap`` over (target image, target label, noise key) of
 a ``lax.scan`` over the training steps. Both train the same models to float
 rounding; ``benchmarks/bench_shadow.py`` times them against sequential loops.
 
@@ -222,7 +222,7 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     """The jitted program for a chunk of models: (xf, yf, xt (M, d), yt (M,), noise std, keys (M, 2)) -> (M, P).
 
     ``program``: ``"dense"`` (:mod:`reconrisk.train.shadow_dense`: the batched
-    matrix-product program, dense models without DP), ``"vmap"`` (``jax.vmap``
+    matrix-product program, dense models), ``"vmap"`` (``jax.vmap``
     of the one-model program: any model, DP or not) or ``"auto"`` (dense
     where it applies).
     """
@@ -239,7 +239,7 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     if key not in _COMPILED:
         if program == "dense":
             run = shadow_dense.dense_program(model, static)  # refuses a model or config it does not support
-            _COMPILED[key] = jax.jit(lambda xf, yf, xt, yt, s, k: run(xf, yf, xt, yt, k))
+            _COMPILED[key] = jax.jit(run)
         else:
             one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
             _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
@@ -266,12 +266,13 @@ def model_keys(seed: int, count: int, offset: int = 0):
 
 
 def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cfg: ShadowConfig, *, seed: int = 0,
-                        offset: int = 0, chunk: int = 128, pad_chunks: bool = False, progress=None,
+                        offset: int = 0, chunk: int | None = None, pad_chunks: bool = False, progress=None,
                         program: str = "auto") -> np.ndarray:
     """θ_i = A(D⁻ ∪ {z_i}) for every row of ``x_targets``: flat parameters (N, P), float32.
 
-    One jitted program per chunk of ``chunk`` models: for dense models
-    without DP the batched matrix-product program of
+    One jitted program per chunk of ``chunk`` models (default
+    :func:`default_chunk`): for dense models the
+    batched matrix-product program of
     :mod:`reconrisk.train.shadow_dense`, otherwise ``jax.vmap`` of the
     one-model program (``program="dense"|"vmap"`` forces one; the two train
     the same models to float rounding). The last chunk is padded
@@ -292,7 +293,7 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     if not isinstance(cfg, ShadowConfig):
         raise ReconRiskError(f"cfg must be a ShadowConfig; found {type(cfg).__name__}")
     xf, yf, xt, yt = _check(model, x_fixed, y_fixed, x_targets, y_targets)
-    chunk = v.integer("chunk", chunk, minimum=1)
+    chunk = default_chunk(model, cfg, xf.shape[0]) if chunk is None else v.integer("chunk", chunk, minimum=1)
     offset = v.integer("offset", offset, minimum=0)
     n = xt.shape[0]
     if not pad_chunks:
@@ -331,6 +332,28 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     return out
 
 
+#: On CPU a dense-program chunk holds about this many activations per layer (models × (|D⁻| + 1) × widest
+#: layer), so that a step's arrays stay in a core's L2 cache (digits MLP, 2-core CPU: at |D⁻| = 500, chunks of
+#: 16 trained ~40 % more models per second than chunks of 128; at |D⁻| = 50, 64–128 were best).
+CPU_CHUNK_ACTIVATIONS = 1 << 16
+
+
+def default_chunk(model: Model, cfg: ShadowConfig, n_fixed: int) -> int:
+    """Models per program call: 128, except for the dense program on CPU: the power of two in [8, 128]
+    nearest (in log scale) to :data:`CPU_CHUNK_ACTIVATIONS` / ((|D⁻| + 1) × widest layer)."""
+    import math
+
+    from .._jax import jax
+
+    from . import shadow_dense
+
+    if jax.default_backend() != "cpu" or not shadow_dense.supports(model, cfg.step_config(n_fixed + 1)):
+        return 128
+    width = max(layer.out_features for layer in model.layers)
+    fit = CPU_CHUNK_ACTIVATIONS / ((n_fixed + 1) * width)
+    return int(2 ** min(7, max(3, round(math.log2(fit)))))
+
+
 def _chunk_workers() -> int:
     """Chunks trained at once: two per CPU core on the CPU backend, one elsewhere (an accelerator runs one
     program at a time). Each program mostly runs on one core (its small per-model products do not split);
@@ -356,7 +379,7 @@ def train_shadow_models_sequential(model: Model, x_fixed, y_fixed, x_targets, y_
     ``program``: ``"scan"`` — one jitted whole-training program (``lax.scan``
     over the steps) per model, the generic one-model program; ``"dense"`` —
     the batched program of :mod:`reconrisk.train.shadow_dense` called with
-    one model at a time (dense models without DP); ``"steps"`` — the ordinary
+    one model at a time (dense models); ``"steps"`` — the ordinary
     training loop: a jitted step function called ``steps`` times per model.
     """
     import jax.numpy as jnp
