@@ -72,3 +72,59 @@ def test_pixel_route_only_where_it_applies():
     assert F._route(small, "spectral", 50) == "jvp"
     assert F._route(large, "trace_sampled", 50) == "ghost"  # d = 784
     assert F._route(models.get_model("mlp:80", (8, 8, 1)), "trace_exact", 50) == "ghost"  # dense first layer
+
+
+def test_static_structure_matches_the_dense_tables(cnn_data):
+    """The geometry tables the route relies on: the pixel slots rebuild the first layer's im2col of every e_i,
+    and the second-layer position pairs left out of da_p·da_q are exactly zero for every pixel."""
+    import jax.numpy as jnp
+
+    model = cnn_data[0]
+    d = model.input_dim
+    taps = np.asarray(fil_pixel._gather_fn(model, 0)(jnp.eye(d)))  # (d, P1, K1)
+    rows, ok = fil_pixel._pixel_slots(model)
+    rebuilt = np.zeros((d, taps.shape[1] * taps.shape[2]))
+    for i in range(d):
+        rebuilt[i, rows[i, ok[i]]] += 1.0
+    np.testing.assert_array_equal(rebuilt.reshape(taps.shape), taps)
+    assert ok.sum(axis=1).max() == rows.shape[1] and not ok.all()  # some pixels sit on fewer positions
+    rng = np.random.default_rng(0)
+    w1 = jnp.asarray(rng.normal(size=(taps.shape[2], model.layers[0].out_features)), jnp.float32)
+    ctab = np.asarray(fil_pixel._gather_fn(model, 1)((jnp.asarray(taps) @ w1).reshape(d, -1)))  # (d, P2, K2)
+    overlap = np.einsum("ipk,iqk->pq", np.abs(ctab), np.abs(ctab)) > 0
+    pp, qq = fil_pixel._overlapping_pairs(model)
+    kept = np.zeros_like(overlap)
+    kept[pp, qq] = True
+    np.testing.assert_array_equal(kept, overlap)
+
+
+@pytest.mark.parametrize("broken", ["pair", "slot"])
+def test_a_dropped_block_would_be_caught(monkeypatch, cnn_data, broken):
+    """Leaving out one second-layer position pair of da_p·da_q, or one first-layer slot of the pixels, moves the
+    result far beyond the tolerance of the equality tests."""
+    model, params, x, y = cnn_data
+    good = _pixel(model, params, x, y)
+    if broken == "pair":
+        real = fil_pixel._overlapping_pairs
+        monkeypatch.setattr(fil_pixel, "_overlapping_pairs", lambda m: tuple(a[1:] for a in real(m)))
+    else:
+        real = fil_pixel._pixel_slots
+        monkeypatch.setattr(fil_pixel, "_pixel_slots", lambda m: tuple(a[:, :-1] for a in real(m)))
+    bad = _pixel(model, params, x, y)
+    assert np.max(np.abs(bad / good - 1)) > 1e-3
+
+
+def test_pixel_route_on_another_geometry():
+    """Odd input size (padding on both convolutions) and two input channels: the route's static tables are
+    built from the geometry, so its Eq. 5 estimate (every pixel evaluated, a few read out) still equals the ghost
+    route's with the same coordinates."""
+    model = models.get_model("cnn", (6, 6, 2))
+    assert F._route(model, "trace_exact", 50) == "pixel"
+    params = model.init(jax.random.PRNGKey(4))
+    x = jax.random.uniform(jax.random.PRNGKey(5), (3, model.input_dim))
+    y = jax.numpy.asarray([0, 3, 7])
+    idx = jax.random.randint(jax.random.PRNGKey(6), (3, 12), 0, model.input_dim)
+    ref = np.asarray(jax.jit(lambda: fil_ghost.ghost_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))())
+    assert (ref > 0).all()
+    got = jax.jit(lambda: fil_pixel.pixel_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))()
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5)

@@ -42,7 +42,8 @@ How the trace estimators are computed (:func:`_route`; same numbers, same coordi
     * the per-example forward-over-reverse JVPs of :func:`jacobian_sq_norm`
       (the reference; the spectral estimator always uses them).
     The trainer's hook evaluates the padded Poisson gather in chunks of
-    :data:`ROW_CHUNK` rows and skips the chunks after the last member.
+    :data:`ROW_CHUNK` rows, several side by side (independent computations,
+    which XLA:CPU runs concurrently), and skips the chunks after the last member.
 
 Composition and subsampling (Theorems 3–4, Eqs. 2–4)
     Per-step values are summed over the steps in which the example was in
@@ -83,6 +84,7 @@ Models
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,6 +103,10 @@ DEFAULT_POWER_ITERS = 20
 _NORM_EPS_SQ = 1e-14
 #: Rows of a padded Poisson batch evaluated together by :class:`FILHook` (chunks after the last member are skipped).
 ROW_CHUNK = 16
+#: Chunks per iteration of :class:`FILHook`'s loop, evaluated side by side as independent computations.
+LOOP_CHUNKS = 2
+#: At most this many chunks are evaluated side by side before the loop (:func:`lead_chunks`).
+MAX_LEAD_CHUNKS = 8
 
 
 # ----------------------------------------------------------------------------------------
@@ -373,6 +379,7 @@ class FILHook(StepHook):
     power_iters: int
     clip_mode: str
     clip_norm: float
+    lead_chunks: int = 1  # chunks evaluated side by side before the loop (:func:`lead_chunks`)
 
     def step(self, state, info):
         from .._jax import jax
@@ -390,28 +397,47 @@ class FILHook(StepHook):
             keys = jax.random.split(kt, info.x.shape[0])
             acc = acc + factor * fil_of(info.x, info.y, keys) * batch.mask
             return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
-        # The padded gather holds the members first (pad_members), then padding: evaluate it in chunks of
-        # ROW_CHUNK rows and stop after the last chunk holding a member (a Poisson batch fills about half of
-        # its cap), with the keys of the whole gather, so the numbers do not depend on the chunking.
+        # The padded gather holds the members first (pad_members), then padding. It is evaluated in chunks of
+        # ROW_CHUNK rows, several chunks side by side as independent computations (XLA:CPU runs independent
+        # operations concurrently: on 2 cores this measured ~1.8x the throughput of one chunk at a time, and
+        # less CPU time than one computation over the same rows): first ``lead_chunks`` chunks (enough for
+        # the expected batch size), then LOOP_CHUNKS chunks per loop iteration until the last member. The keys
+        # are those of the whole gather, so the numbers do not depend on the chunking.
         cap = batch.index.shape[0]
         r = min(ROW_CHUNK, cap)
-        nchunk = -(-cap // r)
-        pad = nchunk * r - cap
+        lead = max(1, min(self.lead_chunks, -(-cap // r)))
+        span = LOOP_CHUNKS * r
+        nloop = -(-max(cap - lead * r, 0) // span)
+        pad = lead * r + nloop * span - cap
         index = jnp.concatenate([batch.index, jnp.zeros((pad,), batch.index.dtype)])
         valid = jnp.concatenate([batch.valid, jnp.zeros((pad,), batch.valid.dtype)])
         keys = jax.random.split(kt, cap)
         keys = jnp.concatenate([keys, jnp.broadcast_to(keys[:1], (pad,) + keys.shape[1:])])
         count = jnp.sum(batch.valid).astype(jnp.int32)
 
+        def add_chunks(acc, start, nchunks):  # rows [start, start + nchunks·r), one computation per chunk
+            rows = jax.lax.dynamic_slice_in_dim(index, start, nchunks * r)
+            ks = jax.lax.dynamic_slice_in_dim(keys, start, nchunks * r)
+            ok = jax.lax.dynamic_slice_in_dim(valid, start, nchunks * r)
+            vals = jnp.concatenate([fil_of(info.x[rows[c * r:(c + 1) * r]], info.y[rows[c * r:(c + 1) * r]],
+                                           ks[c * r:(c + 1) * r]) for c in range(nchunks)])
+            return acc.at[rows].add(factor * vals * ok)
+
+        acc = add_chunks(acc, 0, lead)
+
         def body(carry):
             j, acc = carry
-            rows = jax.lax.dynamic_slice_in_dim(index, j * r, r)
-            ks = jax.lax.dynamic_slice_in_dim(keys, j * r, r)
-            ok = jax.lax.dynamic_slice_in_dim(valid, j * r, r)
-            return j + 1, acc.at[rows].add(factor * fil_of(info.x[rows], info.y[rows], ks) * ok)
+            return j + 1, add_chunks(acc, lead * r + j * span, LOOP_CHUNKS)
 
-        _, acc = jax.lax.while_loop(lambda c: c[0] * r < count, body, (jnp.int32(0), acc))
+        _, acc = jax.lax.while_loop(lambda c: lead * r + c[0] * span < count, body, (jnp.int32(0), acc))
         return (acc, factor, noise_std, jnp.asarray(k_fil)), ()
+
+
+def lead_chunks(n: int, sample_rate: float) -> int:
+    """ROW_CHUNK-row chunks :class:`FILHook` evaluates before its loop: enough for the expected batch q·n
+    (⌈q·n / ROW_CHUNK⌉), 1 to :data:`MAX_LEAD_CHUNKS`. Measured on the digits CNN (q·n = 67): 5 chunks
+    18.2–18.7 ms per step, 4 chunks and the loop for the rest 27 ms, 6 chunks 23 ms."""
+    return int(min(MAX_LEAD_CHUNKS, max(1, math.ceil(sample_rate * n / ROW_CHUNK))))
 
 
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
@@ -447,7 +473,8 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         sub = subsampling_factor(sigma, q, T, cfg.delta, n=n, sensitivity_factor=2 * overshoot)
         factor = sub.value
     rdp_eps = release_rdp_alpha2(release, sensitivity=overshoot)
-    hook = FILHook(model, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode, release.clip_norm)
+    hook = FILHook(model, cfg.method, cfg.num_coords, cfg.power_iters, cfg.clip_mode, release.clip_norm,
+                   lead_chunks(n, q))
     fil_runs = np.zeros((cfg.runs, n))
     accs = []
     params_runs = []

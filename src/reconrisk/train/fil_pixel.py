@@ -2,8 +2,8 @@
 
 Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
 (seed 001 Eq. 5 and the exact trace) when :func:`applies` (a convolution
-first whose per-example kernel gradient is cheaper explicitly, a second layer
-in Gram form, and few pixels). Same quantity as the forward-over-reverse
+first whose per-example kernel gradient is cheaper explicitly, a second
+convolution in Gram form, and few pixels). Same quantity as the forward-over-reverse
 JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm` — the same basis
 directions e_i; for Eq. 5 the same sampled coordinates are read out of the
 per-pixel values — tested equal to float32 rounding. What changes is the
@@ -36,20 +36,37 @@ sampled ones, with repeats, and multiplies their mean by d), so the route is
 used only where d is at most :data:`MAX_PIXELS_PER_PROBE` × m (or d ≤
 :data:`MAX_PIXELS` for the exact trace).
 
-Cost (digits CNN, d = 64; measured on the shared 2-core CPU): ~0.6 ms of CPU
-per example against ~1.0 ms for the ghost tangents, ~3.5 M multiply-adds per
-example, most of it in two dense products per pixel: the second layer's
-pre-activation tangent (C @ (I₂(E₁) ⊙ W₂), K₂ = 144 → O₂ = 32 per position) and
-the second layer's signal tangent pulled back into layer 1 (dδ₂ @ N, 128 → 160).
-Both ignore structure still left: ds₂(i) is nonzero only at the conv-2
-positions whose patches contain a conv-1 position touched by pixel i (1.9 of
-4 on average on 8×8 inputs), and dδ₂(i) = E₂ ⊙ (W₃ dδ₃(i)) + g₂ ⊙ elu''(s₂) ⊙ ds₂(i)
-is a rank-10 map of ds₂(i) plus a diagonal one; grouping pixels by their
-position pattern and splitting off the low-rank part would roughly halve
-both products (not done).
+Structure taken from the geometry (static index tables built at trace time):
+``da₂,p·da₂,q`` is formed only for the position pairs whose tap tangents can
+share a tap for some pixel (:func:`_overlapping_pairs`: p = q for 3×3/2
+convolutions — the rest is exactly zero), and the part of dK₁ that does not go
+through dδ₂ (``da₁ᵀδ₁`` and ``[a₁|1]ᵀ(g₁ ⊙ elu''(s₁) ⊙ ds₁)``) is summed over
+the ≤ 4 (conv-1 position, tap) slots that hold each pixel
+(:func:`_pixel_slots`), one gathered row of a per-example table per slot.
+
+Cost (digits CNN, d = 64, 16-example chunks; shared 2-core CPU, one XLA
+thread, interleaved in one process): 3.7–5.2 ms of CPU per chunk against
+5.2–7.6 ms for the previous revision (×0.67–0.72), ~3.1 M multiply-adds per
+example. Most of it is still two dense products per pixel, both efficient
+GEMMs now (~0.45 and ~0.75 ms per chunk): the second layer's pre-activation
+tangent C @ (I₂(E₁) ⊙ [a₂ | Uδ | W₂]) (K₂ = 144 → 37 columns per position)
+and dδ₂ @ N (128 → 160); the rest is ~40 small fusions of 0.05–0.3 ms each,
+mostly layout changes between the pixel-major products (shared table C) and
+the example-major ones (per-example N). Tried and measured slower: conv-2
+tangents from per-(position, slot, tap) tables contracted with W₁ and gathered
+per (pixel, position) (7× fewer multiply-adds for the first product, but the
+K = 16, N = 9 GEMM and the gathers cost more than the dense GEMM: 6.8 against
+6.6 ms per chunk); N as a product over the k² taps per (example, position)
+(K = 9, N = 10: 1.7 ms against 0.2 ms batched over (example, channel)). Not
+tried: splitting dδ₂ = E₂ ⊙ (W₃ dδ₃) + g₂ ⊙ elu''(s₂) ⊙ ds₂ into a rank-10 part
+and a part on the ~1.9 of 4 positions each pixel reaches (at most ~30 % of
+the second product). :class:`~reconrisk.train.fil.FILHook` runs several
+chunks side by side, which XLA:CPU executes concurrently.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 #: Largest input dimension d evaluated pixel by pixel (arrays of d × batch × layer-1 outputs per example).
 MAX_PIXELS = 256
@@ -67,7 +84,7 @@ def applies(model, method: str, num_coords: int) -> bool:
     l1, l2 = layers[0], layers[1]
     if _gram_form(l1.positions, l1.in_features, l1.out_features):
         return False  # the first layer's kernel tangent is formed explicitly
-    if l2.positions > 1 and not _gram_form(l2.positions, l2.in_features, l2.out_features):
+    if l2.kind != "conv" or (l2.positions > 1 and not _gram_form(l2.positions, l2.in_features, l2.out_features)):
         return False
     d = model.input_dim
     if d > MAX_PIXELS:
@@ -137,6 +154,45 @@ def _primal(model, params, x, y):
     return taps, pre, deltas, grads, prob
 
 
+def _eye_taps(model):
+    """(d, P1, K1) numpy 0/1: the first layer's im2col of every basis image e_i (static, from the geometry)."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    with jax.ensure_compile_time_eval():
+        return np.asarray(_gather_fn(model, 0)(jnp.eye(model.input_dim, dtype=jnp.float32)))
+
+
+def _pixel_slots(model):
+    """Static (d, S) rows ``j·K1 + t`` of the first-layer taps (position j, tap t) that hold pixel i, and a (d, S)
+    validity mask (pixels on fewer than S positions are padded with row 0, masked out)."""
+    taps = _eye_taps(model)
+    d = taps.shape[0]
+    lists = [np.flatnonzero(taps[i].reshape(-1) > 0) for i in range(d)]
+    s = max(1, max(len(r) for r in lists))
+    rows = np.zeros((d, s), np.int64)
+    ok = np.zeros((d, s), bool)
+    for i, r in enumerate(lists):
+        rows[i, : len(r)], ok[i, : len(r)] = r, True
+    return rows, ok
+
+
+def _overlapping_pairs(model):
+    """Static (p, q) index arrays: the second-layer position pairs whose tap tangents da₂(i)_p, da₂(i)_q can
+    share a nonzero tap for some pixel i. Depends only on the geometry (supports of the two im2cols), not on
+    the weights; for 3×3/2 convolutions only p = q (the patches of two conv-2 positions share no conv-1
+    position touched by one pixel)."""
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    o1 = model.layers[0].out_features
+    touched = np.sum(_eye_taps(model), axis=-1) > 0  # (d, P1): conv-1 positions holding pixel i
+    with jax.ensure_compile_time_eval():
+        img = jnp.asarray(np.repeat(touched.astype(np.float32), o1, axis=1))  # (d, P1·O1)
+        sup = (np.asarray(_gather_fn(model, 1)(img)) > 0).astype(np.int64)  # (d, P2, K2) support of C(i)
+    return np.nonzero(np.einsum("ipk,iqk->pq", sup, sup) > 0)
+
+
 def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, eps_sq: float):
     """(B,) ``‖J_g̃‖_F²`` (``idx=None``) or Eq. 5's ``(d/m)Σ_k ‖J_g̃ e_{idx_k}‖²`` (``idx`` (B, m)).
 
@@ -147,6 +203,7 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     from .clipping import per_example_sq_norms
     from .fil_dense import _clip_terms
     from .fil_ghost import _layer_terms
+    from .models import im2col
 
     layers = model.layers
     nl = len(layers)
@@ -179,9 +236,9 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     xa = prod[..., :p2]  # da_p·a_q
     du2 = jnp.sum(prod[..., p2], axis=-1)  # Σ_p da_p·(Uδ_p)
     ds2 = prod[..., p2 + 1:]  # (d, B, P2, O2)
-    cc = ctab[:, :, None, :] * ctab[:, None, :, :]  # (d, P, Q, K2)
-    ee = ie1[:, :, None, :] * ie1[:, None, :, :]  # (B, P, Q, K2)
-    dada = jnp.einsum("ipqk,bpqk->ibpq", cc, ee)
+    # da_p·da_q = Σ_k (C_p ⊙ C_q)(I₂(E₁)_p ⊙ I₂(E₁)_q), only on the pairs that can overlap (p = q here)
+    pp, qq = _overlapping_pairs(model)
+    dada = jnp.einsum("ink,bnk->ibn", ctab[:, pp] * ctab[:, qq], ie1[:, pp] * ie1[:, qq])  # (d, B, pairs)
 
     # ---- forward tangents of layers ≥ 3 (rows (d, B) flattened)
     n = d * b
@@ -203,31 +260,50 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
         gl = grads[l].reshape(pre[l - 1].shape)
         dd[l - 1] = dg * e[l - 1][0][None] + (gl * e[l - 1][1])[None] * ds[l - 1]
 
-    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (K1+1 rows × O1)
+    # ---- layer 1: explicit kernel tangent dK₁ = da₁ᵀδ₁ + a₁ᵀdδ₁ and bias tangent 1ᵀdδ₁ (O1 × (K1+1) per row)
     # dδ₁ = E₁ ⊙ col2im(dδ₂W₂ᵀ) + g₁ ⊙ elu''(s₁) ⊙ ds₁. The first part enters [a₁ | 1]ᵀdδ₁ through the
-    # per-example matrix N (P2·O2 × (K1+1)·O1): N[(q,o),(k,c)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
+    # per-example matrix N ((K1+1)·O1 × P2·O2): N[(c,k),(q,o)] = Σ_off W₂[(c,off),o] I₂(ã_k ⊙ E₁)[q,(c,off)]
     # with ã = [a₁ | 1] (the adjoint of col2im is im2col), so it is one GEMM per example, no col2im.
     a1, dl1 = taps[0], deltas[0]
     k1, o1 = a1.shape[2], dl1.shape[2]
     aug = jnp.concatenate([a1, jnp.ones_like(a1[..., :1])], axis=-1)  # (B, P1, K1+1)
-    img = (aug[:, :, :, None] * e[0][0][:, :, None, :]).transpose(0, 2, 1, 3).reshape(b * (k1 + 1), -1)
-    itil = g2(img).reshape(b, k1 + 1, p2, o1, -1)  # (B, K1+1, P2, O1, k²)
+    # I₂(ã ⊙ E₁) = I₂(ã) ⊙ I₂(E₁) (im2col is a gather), formed from the small I₂(ã) (B, P2, K1+1, k²)
+    l1, l2 = layers[0], layers[1]
+    augs = im2col(aug.reshape(b, l1.out_hw[0], l1.out_hw[1], k1 + 1), l2.kernel, l2.stride, l2.out_hw)
+    itil = ie1.reshape(b, p2, o1, 1, -1) * augs.reshape(b, p2, 1, k1 + 1, -1)  # (B, P2, O1, K1+1, k²)
+    itil = itil.transpose(0, 2, 3, 1, 4)  # (B, O1, K1+1, P2, k²)
     w2r = w2.reshape(o1, -1, w2.shape[1])  # (O1, k², O2): C-major features
-    nmat = jnp.einsum("bkqcf,cfo->bqokc", itil, w2r).reshape(b, -1, (k1 + 1) * o1)
-    y1 = jnp.einsum("ibn,bnm->ibm", dd[1].reshape(d, b, -1), nmat).reshape(d, b, k1 + 1, o1)
+    # N[b,(c,k),(q,o)] as products batched over (example, layer-1 channel c)
+    w2b = jnp.broadcast_to(w2r[None], (b,) + w2r.shape)
+    nmat = jnp.einsum("bckqf,bcfo->bckqo", itil, w2b).reshape(b, o1 * (k1 + 1), -1)
+    y1 = jnp.einsum("ibn,bmn->bim", dd[1].reshape(d, b, -1), nmat).reshape(b, d, o1, k1 + 1)
+    # the rest of dK₁ involves only the conv-1 positions j holding pixel i (at tap t = t(i, j)):
+    # Σ_j F[b,j,t(i,j)] with F[b,j,t,c,k] = W₁[t,c] (g₁ ⊙ elu''(s₁))[b,j,c] ã[b,j,k] + [k = t] δ₁[b,j,c],
+    # gathered slot by slot (one row of F per pixel and slot)
     gh1 = grads[1].reshape(pre[0].shape) * e[0][1]  # g₁ ⊙ elu''(s₁) (B, P1, O1)
-    y1 = y1 + jnp.einsum("ipc,bpkc->ibkc", ds1, aug[:, :, :, None] * gh1[:, :, None, :])
-    y1 = y1.at[:, :, :k1].add(jnp.einsum("ipk,bpc->ibkc", a1t, dl1))  # da₁ᵀδ₁
+    f1 = (params[0]["w"][None, None, :, :, None] * (gh1[:, :, None, :, None] * aug[:, :, None, None, :])
+          + jnp.eye(k1, k1 + 1, dtype=dt)[None, None, :, None, :] * dl1[:, :, None, :, None])
+    p1 = a1.shape[1]
+    f1 = f1.reshape(b * p1 * k1, o1 * (k1 + 1))  # rows (b, j, t)
+    slot_rows, slot_ok = _pixel_slots(model)
+    rest = 0.0
+    for s_ in range(slot_rows.shape[1]):
+        rows = (np.arange(b)[:, None] * (p1 * k1) + slot_rows[None, :, s_]).reshape(-1).astype(np.int32)
+        part = jnp.take(f1, jnp.asarray(rows), axis=0)
+        ok = slot_ok[:, s_]
+        rest = rest + (part if ok.all() else part * jnp.asarray(np.tile(ok, b), dt)[:, None])
+    y1 = y1 + rest.reshape(y1.shape)
     kern1 = jnp.concatenate([jnp.einsum("bpk,bpo->bko", a1, dl1), jnp.sum(dl1, axis=1)[:, None]], axis=1)
-    sq = jnp.sum(y1 * y1, axis=(2, 3))
-    udu = jnp.sum(y1 * kern1[None], axis=(2, 3))
+    sq = jnp.sum(y1 * y1, axis=(2, 3)).T  # (d, B)
+    udu = jnp.sum(y1 * kern1.swapaxes(1, 2)[:, None], axis=(2, 3)).T
     # ---- layer 2: Gram form from the GEMM products
     d2 = dd[1]  # (d, B, P2, O2)
     gdd = jnp.einsum("bpo,bqo->bpq", dl2, dl2)
     gaa = jnp.einsum("bpk,bqk->bpq", a2, a2) + 1.0
     yd = jnp.einsum("bpo,ibqo->ibpq", dl2, d2)  # δ_p·dδ_q
     dddd = jnp.einsum("ibpo,ibqo->ibpq", d2, d2)
-    sq = sq + jnp.sum(dada * gdd[None] + dddd * gaa[None] + 2.0 * xa * yd, axis=(2, 3))
+    sq = sq + jnp.sum(dada * gdd[:, pp, qq][None], axis=2)
+    sq = sq + jnp.sum(dddd * gaa[None] + 2.0 * xa * yd, axis=(2, 3))
     ub2 = jnp.einsum("bpk,bko->bpo", a2, kern2) + jnp.sum(dl2, axis=1)[:, None, :]
     udu = udu + du2 + jnp.sum(d2 * ub2[None], axis=(2, 3))
     # ---- layers ≥ 3
