@@ -96,7 +96,7 @@ def measure(args, ds, model, fixed: int) -> str:
     xt, yt = ds.x[idx], ds.y[idx]
     dev = jax.devices()[0]
     shadow_threads = sh._chunk_workers()
-    chunk = args.chunk or sh.default_chunk(model, cfg, fixed)
+    chunk = args.chunk or sh.default_chunk(model, cfg, fixed, args.program)
     print(f"model: {model.name} on digits ({model.num_params} parameters), |D-| = {fixed}, steps = {args.steps}, "
           f"{'DP-GD' if args.dp else 'GD'} + momentum; vectorised program: {args.program}, chunk {chunk}")
 

@@ -231,10 +231,7 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     from . import shadow_dense
 
     static = cfg.static(n)
-    if program == "auto":
-        program = "dense" if shadow_dense.supports(model, static[0]) else "vmap"
-    if program not in ("dense", "vmap"):
-        raise ReconRiskError(f"program must be 'auto', 'dense' or 'vmap'; found {program!r}")
+    program = _program(model, cfg, n, program)
     key = (program, model, static)
     if key not in _COMPILED:
         if program == "dense":
@@ -244,6 +241,17 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
             one = lambda xf, yf, xt, yt, s, k: _train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
             _COMPILED[key] = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)))
     return _COMPILED[key]
+
+
+def _program(model: Model, cfg: ShadowConfig, n: int, program: str) -> str:
+    """``"dense"`` or ``"vmap"``: ``program`` checked, ``"auto"`` resolved (dense where it applies)."""
+    from . import shadow_dense
+
+    if program == "auto":
+        return "dense" if shadow_dense.supports(model, cfg.step_config(n)) else "vmap"
+    if program not in ("dense", "vmap"):
+        raise ReconRiskError(f"program must be 'auto', 'dense' or 'vmap'; found {program!r}")
+    return program
 
 
 def _single(model: Model, cfg: ShadowConfig, n: int):
@@ -293,7 +301,7 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
     if not isinstance(cfg, ShadowConfig):
         raise ReconRiskError(f"cfg must be a ShadowConfig; found {type(cfg).__name__}")
     xf, yf, xt, yt = _check(model, x_fixed, y_fixed, x_targets, y_targets)
-    chunk = default_chunk(model, cfg, xf.shape[0]) if chunk is None else v.integer("chunk", chunk, minimum=1)
+    chunk = default_chunk(model, cfg, xf.shape[0], program) if chunk is None else v.integer("chunk", chunk, minimum=1)
     offset = v.integer("offset", offset, minimum=0)
     n = xt.shape[0]
     if not pad_chunks:
@@ -338,16 +346,14 @@ def train_shadow_models(model: Model, x_fixed, y_fixed, x_targets, y_targets, cf
 CPU_CHUNK_ACTIVATIONS = 1 << 16
 
 
-def default_chunk(model: Model, cfg: ShadowConfig, n_fixed: int) -> int:
+def default_chunk(model: Model, cfg: ShadowConfig, n_fixed: int, program: str = "auto") -> int:
     """Models per program call: 128, except for the dense program on CPU: the power of two in [8, 128]
     nearest (in log scale) to :data:`CPU_CHUNK_ACTIVATIONS` / ((|D⁻| + 1) × widest layer)."""
     import math
 
     from .._jax import jax
 
-    from . import shadow_dense
-
-    if jax.default_backend() != "cpu" or not shadow_dense.supports(model, cfg.step_config(n_fixed + 1)):
+    if jax.default_backend() != "cpu" or _program(model, cfg, n_fixed + 1, program) != "dense":
         return 128
     width = max(layer.out_features for layer in model.layers)
     fit = CPU_CHUNK_ACTIVATIONS / ((n_fixed + 1) * width)
