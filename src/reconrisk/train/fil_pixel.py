@@ -57,11 +57,28 @@ tangents from per-(position, slot, tap) tables contracted with W₁ and gathered
 per (pixel, position) (7× fewer multiply-adds for the first product, but the
 K = 16, N = 9 GEMM and the gathers cost more than the dense GEMM: 6.8 against
 6.6 ms per chunk); N as a product over the k² taps per (example, position)
-(K = 9, N = 10: 1.7 ms against 0.2 ms batched over (example, channel)). Not
-tried: splitting dδ₂ = E₂ ⊙ (W₃ dδ₃) + g₂ ⊙ elu''(s₂) ⊙ ds₂ into a rank-10 part
-and a part on the ~1.9 of 4 positions each pixel reaches (at most ~30 % of
-the second product). :class:`~reconrisk.train.fil.FILHook` runs several
-chunks side by side, which XLA:CPU executes concurrently.
+(K = 9, N = 10: 1.7 ms against 0.2 ms batched over (example, channel)).
+Also measured (one pinned core, 16-example chunks, interleaved with this
+revision, equal results to 2e-7), none adopted:
+
+* the first product only on the pixels that reach each conv-2 position (a
+  rectangle of the image per position: 121 of the 256 (pixel, position) pairs
+  at 8×8), one GEMM per position: 7–13 % less time per chunk, but no change
+  of the training step beyond its noise (18.9–20.9 against 19.6–20.3 ms);
+* the pixel index as the minor axis throughout: slower (XLA transposes the
+  operands back to its own GEMM layouts);
+* the slot gathers replaced by the transpose of a tap-major im2col (a
+  pad-and-add over 160 channels): 6.1 against 3.3 ms per chunk;
+* N batched over channels only, over (example, position), through
+  Z = dδ₂W₂ᵀ, or unrolled over the k² taps: 1.7–2.3 against 1.0 ms for N and
+  the product together.
+
+Not tried: splitting dδ₂ = E₂ ⊙ (W₃ dδ₃) + g₂ ⊙ elu''(s₂) ⊙ ds₂ into a
+rank-10 part and a part on the ~1.9 of 4 positions each pixel reaches (at most
+~30 % of the second product). :class:`~reconrisk.train.fil.FILHook` runs
+several chunks side by side, which XLA:CPU executes concurrently (on this
+2-core machine the second core gives ~1.6×: 25–32 ms per step on one core,
+15–20 ms on two).
 """
 
 from __future__ import annotations
