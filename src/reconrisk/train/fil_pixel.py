@@ -233,9 +233,7 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     e = [_elu_d(s) for s in pre[:-1]]  # (elu', elu'') of the hidden layers
 
     # ---- first layer: constant tap tangents, per-step pre-activation tangents (rows: pixel i)
-    g1 = _gather_fn(model, 0)
-    a1t = g1(jnp.eye(d, dtype=dt))  # (d, P1, K1): im2col(e_i)
-    ds1 = a1t @ params[0]["w"]  # (d, P1, O1)
+    ds1 = jnp.asarray(_eye_taps(model), dt) @ params[0]["w"]  # (d, P1, O1): im2col(e_i) W₁
     # ---- second layer: the tap tangent da₂(i) = I₂(E₁) ⊙ C(i), never formed
     g2 = _gather_fn(model, 1)
     ctab = g2(ds1.reshape(d, -1))  # (d, P2, K2)
