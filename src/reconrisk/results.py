@@ -1,0 +1,76 @@
+"""The one result shape of reconrisk: a frozen :class:`Bound`.
+
+Every certified number (a two-sided bracket from the privacy-loss
+distributions, an exact closed form, an upper bound only, a Monte-Carlo
+confidence interval, an empirical lower bound from an audit) is a
+:class:`Bound`. Its fields say what a reader needs to trust it:
+
+``lower``, ``upper``
+    The interval that contains the quantity (``None`` where one side is not
+    bounded: an RDP conversion gives an upper end only, an audit a lower end
+    only). For an exact value ``lower == upper``.
+``estimate``, ``confidence``
+    A point estimate and the level of the interval when the interval is a
+    confidence interval (Monte Carlo, attacks); ``None`` for certified
+    brackets, which hold with certainty.
+``method``, ``formula``
+    How it was computed (``"pld"``, ``"closed_form"``, ``"rdp"``, ``"mc"``, …)
+    and the formula with its source, cited by the papers' authors.
+``converged``
+    Whether a bracket met its width target (the ends are certified either way).
+``details``
+    Everything measure-specific (κ, the prior size, the discretisation, the
+    order of an RDP conversion, …), flattened into :meth:`to_dict`.
+
+``quantity`` names what is bounded (``"reconstruction"``, ``"epsilon"``,
+``"membership_advantage"``, …).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``lower ≤ quantity ≤ upper`` (certified, or at level ``confidence`` when that is set)."""
+
+    quantity: str
+    lower: float | None
+    upper: float | None
+    estimate: float | None = None
+    confidence: float | None = None
+    method: str = ""
+    formula: str = ""
+    converged: bool | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def width(self) -> float | None:
+        """``upper − lower`` (``None`` when one side is open)."""
+        if self.lower is None or self.upper is None:
+            return None
+        return self.upper - self.lower
+
+    @property
+    def exact(self) -> bool:
+        return self.lower is not None and self.lower == self.upper and self.confidence is None
+
+    def __getattr__(self, name: str) -> Any:
+        # measure-specific fields (kappa, prior_size, baseline, discretization, …) read like attributes
+        details = self.__dict__.get("details")
+        if details is not None and name in details:
+            return details[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the fixed fields, ``width``, then ``details`` flattened (a detail never hides a field)."""
+        out: dict[str, Any] = {
+            "quantity": self.quantity, "method": self.method, "lower": self.lower, "upper": self.upper,
+            "width": self.width, "estimate": self.estimate, "confidence": self.confidence,
+            "converged": self.converged, "formula": self.formula,
+        }
+        for k, x in self.details.items():
+            out.setdefault(k, x)
+        return out
