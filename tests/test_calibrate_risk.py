@@ -9,7 +9,7 @@ from reconrisk.bounds.calibrate_risk import calibrate_risk
 from reconrisk.bounds.risk import risk
 from reconrisk.errors import ReconRiskError
 
-MEASURES = [("reconstruction", {"prior_size": 10}), ("membership-tpr", {"fpr": 0.01}), ("membership-advantage", {}),
+MEASURES = [("reconstruction", {"prior_size": 10}), ("membership_tpr", {"fpr": 0.01}), ("membership_advantage", {}),
             ("rad", {"prior": [0.5, 0.3, 0.2]})]
 
 
@@ -38,7 +38,7 @@ def test_steps_and_sample_rate_meet_target(sigma, target):
 
 
 def test_bayes_security_target_is_a_minimum():
-    out = calibrate_risk("bayes-security", 0.9, "noise-multiplier", sample_rate=1.0, steps=100)
+    out = calibrate_risk("bayes_security", 0.9, "noise-multiplier", sample_rate=1.0, steps=100)
     assert out["lower"] >= 0.9 and out["noise_multiplier"] > 0
 
 
@@ -51,8 +51,8 @@ def test_bayes_security_target_is_a_minimum():
         (("reconstruction", 0.5, "steps"), {"kappa": 0.1, "sample_rate": 0.1}, "noise_multiplier"),
         (("reconstruction", 1.5, "steps"), {"kappa": 0.1}, "target"),
         (("nope", 0.5, "steps"), {}, "measure"),
-        (("membership-advantage", 0.5, "epochs"), {}, "solve"),
-        (("membership-advantage", 0.01, "steps"), {"noise_multiplier": 0.1, "sample_rate": 1.0}, "steps=1"),
+        (("membership_advantage", 0.5, "epochs"), {}, "solve"),
+        (("membership_advantage", 0.01, "steps"), {"noise_multiplier": 0.1, "sample_rate": 1.0}, "steps=1"),
     ],
 )
 def test_bad_input(args, kw, word):

@@ -43,7 +43,7 @@ def test_every_measure_contains_its_closed_form(release, n, fpr):
     for m in ("reconstruction", "reidentification", "attribute"):
         _in(R.risk(release, m, prior_size=n), exact_b)
     _in(R.risk(release, "attribute", baseline=b), exact_b)
-    _in(R.risk(release, "membership-tpr", fpr=fpr), float(exact_power(release, np.array([fpr]))[0]))
+    _in(R.risk(release, "membership_tpr", fpr=fpr), float(exact_power(release, np.array([fpr]))[0]))
     tv = _exact_tv(release)
     _in(R.membership_advantage(release), tv)
     bs = R.bayes_security(release)
@@ -57,7 +57,7 @@ def test_every_measure_contains_its_closed_form(release, n, fpr):
 def test_pld_measures_agree_with_the_curve(release):
     """Advantage = max_α (1 − α − f(α)): the curve's certified values on a grid can never beat the TV bracket."""
     adv = R.membership_advantage(release)
-    assert adv.details["method"] == "pld" and 0 < adv.lower <= adv.upper < 1
+    assert adv.method == "pld" and 0 < adv.lower <= adv.upper < 1
     a = np.linspace(1e-4, 0.999, 400)
     t = tradeoff(release, a)
     assert float(np.max(t.power_lower - a)) <= adv.upper + 1e-12
@@ -97,7 +97,7 @@ def test_rad_pld_path_is_two_sided_and_refines_rero():
     r = Release(1.0, 0.02, 300)
     prior = [0.4, 0.3, 0.2, 0.1]
     rad = R.reconstruction_advantage(r, prior=prior)
-    assert rad.details["method"] == "pld"
+    assert rad.method == "pld"
     assert 0 <= rad.lower <= rad.upper
     assert rad.upper - rad.lower < 1e-3
     rero = R.reconstruction_risk(r, kappa=0.4)
@@ -117,18 +117,34 @@ def test_cherubin_baseline_is_exact_at_q1():
 
 
 def test_json_shape():
-    d = R.risk(Release(1.0, 0.01, 100), "reconstruction", prior_size=100).to_dict()
-    for k in ("measure", "baseline", "lower", "upper", "formula", "noise_multiplier", "sample_rate", "steps"):
+    """Every risk is the one result shape (reconrisk.results.Bound): fixed fields, measure-specific details."""
+    b = R.risk(Release(1.0, 0.01, 100), "reconstruction", prior_size=100)
+    d = b.to_dict()
+    for k in ("quantity", "method", "lower", "upper", "width", "estimate", "confidence", "converged", "formula",
+              "baseline", "prior_size"):
         assert k in d
+    assert d["quantity"] == "reconstruction" and d["baseline"] == b.baseline == 0.01
+    assert "Hayes, Mahloujifar & Balle 2023" in d["formula"]
+
+
+def test_python_names_and_the_cli_spelling_map_in_one_place():
+    r = Release(1.0, 0.01, 100)
+    assert R.risk(r, "membership_advantage").quantity == "membership_advantage"
+    with pytest.warns(DeprecationWarning, match="membership_advantage"):
+        old = R.risk(r, "membership-advantage")
+    assert old == R.risk(r, "membership_advantage")
+    assert R.canonical_measure("bayes-security", cli=True) == "bayes_security"
+    with pytest.raises(ReconRiskError, match="measure must be one of"):
+        R.canonical_measure("membership advantage")
 
 
 @pytest.mark.parametrize(
     "measure, kw, word",
     [
         ("nope", {}, "measure"),
-        ("membership-tpr", {}, "fpr"),
-        ("membership-tpr", {"fpr": 1.5}, "fpr"),
-        ("membership-advantage", {"fpr": 0.1}, "fpr"),
+        ("membership_tpr", {}, "fpr"),
+        ("membership_tpr", {"fpr": 1.5}, "fpr"),
+        ("membership_advantage", {"fpr": 0.1}, "fpr"),
         ("reconstruction", {}, "exactly one"),
         ("reconstruction", {"kappa": 0.1, "prior_size": 10}, "exactly one"),
         ("attribute", {"prior": [0.5, 0.6]}, "sum to 1"),

@@ -5,8 +5,9 @@ the simulation layer (DP-SGD simulator, attacks) needs the ``sim`` extra (JAX)
 and is imported lazily.
 """
 
-from .api import calibrate_noise, epsilon, noise_multiplier_for_epsilon, rero_bound
+from .api import PrivacyAnalysis, analyse, calibrate, calibrate_noise, epsilon, noise_multiplier_for_epsilon, rero_bound
 from .bounds.rero import ReroBound
+from .results import Bound
 from .errors import ReconRiskError
 from .priors import kappa_from_points, kappa_from_samples, kappa_uniform, log_kappa_coordinate_match
 from .release import Release, Segment
@@ -85,6 +86,10 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
+    "Bound",
+    "PrivacyAnalysis",
+    "analyse",
+    "calibrate",
     "MSELaw",
     "PSNRLaw",
     "ReconRiskError",

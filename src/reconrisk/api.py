@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Callable
 
 from . import _validate as v
-from .accounting import epsilon, noise_multiplier_for_epsilon
-from .bounds.calibrate import Calibration, noise_multiplier_for_rero
+from .accounting import epsilon
+from .bounds.analysis import PrivacyAnalysis, analyse
+from .bounds.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
 from .bounds.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
 from .errors import ReconRiskError
 from .priors import resolve_kappa
@@ -73,16 +74,24 @@ def calibrate_noise(
 ) -> dict:
     """Smallest noise multiplier with certified ReRo ≤ ``target_rero``, and the ε it implies.
 
-    Returns a dict with ``noise_multiplier``, ``rero_upper`` (the certified
-    bound at that σ), ``epsilon`` (PLD accountant at ``delta``) and the inputs.
+    ``calibrate("reconstruction", target_rero, sample_rate=…, steps=…, kappa=…)`` — the one calibrator —
+    as a dict: ``noise_multiplier``, ``rero`` (the certified bound at that σ, as ``reconrisk bound`` prints
+    it), ``rero_upper``, ``epsilon`` (the PLD accountant's, at ``delta``) and the inputs.
     """
     k = resolve_kappa(kappa, prior_size)
+    v.in_range("target_rero", target_rero, k, 1.0)
     delta = v.probability_open("delta", delta)
-    cal: Calibration = noise_multiplier_for_rero(target_rero, k, sample_rate, steps, rel_tol=rel_tol)
-    out = cal.to_dict()
-    out["delta"] = delta
-    out["epsilon"] = epsilon(cal.noise_multiplier, cal.sample_rate, cal.steps, delta)
-    return out
+    cal: Calibration = calibrate("reconstruction", target_rero, sample_rate=sample_rate, steps=steps, kappa=k,
+                                 rel_tol=rel_tol)
+    b = cal.bound
+    return {
+        "noise_multiplier": cal.noise_multiplier, "target_rero": cal.target, "kappa": k,
+        "sample_rate": cal.sample_rate, "steps": cal.steps, "rero_upper": b.upper,
+        "rero": {"method": b.method, "lower": b.lower, "upper": b.upper, "converged": b.converged},
+        "bracket": list(cal.bracket), "method": b.method, "evaluations": cal.evaluations,
+        "delta": delta, "epsilon": PrivacyAnalysis(cal.release).epsilon(delta).upper,
+    }
 
 
-__all__ = ["rero_bound", "calibrate_noise", "epsilon", "noise_multiplier_for_epsilon"]
+__all__ = ["rero_bound", "calibrate_noise", "calibrate", "epsilon", "noise_multiplier_for_epsilon", "PrivacyAnalysis",
+           "analyse"]

@@ -59,6 +59,18 @@ class ReconRiskAccountant:
 
     def __init__(self) -> None:
         self.history: list[tuple[float, float, int]] = []
+        self._analysis = None  # the PrivacyAnalysis of the history as it stood when last asked
+
+    @property
+    def analysis(self):
+        """The :class:`~reconrisk.bounds.analysis.PrivacyAnalysis` of the history so far: every question
+        (ε, ReRo, the trade-off curve, the risks) asked between two steps shares its distributions."""
+        from .bounds.analysis import PrivacyAnalysis
+
+        rel = self.release
+        if self._analysis is None or self._analysis.release != rel:
+            self._analysis = PrivacyAnalysis(rel)
+        return self._analysis
 
     # -- Opacus accountant interface ------------------------------------------------------
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
@@ -76,6 +88,8 @@ class ReconRiskAccountant:
         delta = v.probability_open("delta", delta)
         if not self.history:
             return 0.0
+        if accountant == "pld":
+            return float(self.analysis.epsilon(delta).upper)
         from .accounting import epsilon
 
         return float(epsilon(release=self.release, delta=delta, accountant=accountant))
@@ -122,22 +136,15 @@ class ReconRiskAccountant:
 
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None):
         """Certified ReRo bracket of the history so far (same as ``reconrisk bound`` for that release)."""
-        from .bounds.rero import rero_bounds
-        from .priors import resolve_kappa
-
-        return rero_bounds(self.release, resolve_kappa(kappa, prior_size))[0]
+        return self.analysis.rero(kappa, prior_size=prior_size)
 
     def tradeoff(self, alphas):
         """Certified trade-off curve of the history so far (:func:`reconrisk.bounds.tradeoff.tradeoff`)."""
-        from .bounds.tradeoff import tradeoff
-
-        return tradeoff(self.release, alphas)
+        return self.analysis.tradeoff(alphas)
 
     def risk(self, measure: str = "reconstruction", **kwargs):
         """Certified bracket on one risk measure (:func:`reconrisk.bounds.risk.risk`)."""
-        from .bounds.risk import risk
-
-        return risk(self.release, measure, **kwargs)
+        return self.analysis.risk(measure, **kwargs)
 
 
 def make_private_with_risk(
@@ -161,9 +168,9 @@ def make_private_with_risk(
 
     The sample rate is Opacus's own, 1/len(data_loader) (Poisson sampling),
     and the number of steps is ``epochs · len(data_loader)``. Returns what
-    ``privacy_engine.make_private`` returns; the calibration (a dict with
-    ``noise_multiplier``, ``sample_rate``, ``steps``, ``upper`` …) is kept on
-    ``privacy_engine.reconrisk_calibration``.
+    ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
+    :class:`~reconrisk.bounds.calibrate.Calibration` as a dict: ``noise_multiplier``,
+    ``sample_rate``, ``steps``, ``bound`` …) is kept on ``privacy_engine.reconrisk_calibration``.
     """
     from .bounds.calibrate_risk import calibrate_risk
 
@@ -180,7 +187,7 @@ def make_private_with_risk(
                       "fresh start, so the final risk will be higher than the target", stacklevel=2)
     kw = {k: x for k, x in dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr).items()
           if x is not None}
-    cal = calibrate_risk(measure, target, "noise-multiplier", sample_rate=1.0 / n_batches, steps=epochs * n_batches, **kw)
+    cal = calibrate_risk(measure, target, "noise_multiplier", sample_rate=1.0 / n_batches, steps=epochs * n_batches, **kw)
     privacy_engine.reconrisk_calibration = cal
     return privacy_engine.make_private(
         module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=cal["noise_multiplier"],

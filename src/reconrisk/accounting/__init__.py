@@ -8,6 +8,6 @@
 This package sits below :mod:`reconrisk.bounds`: bounds read accountants, never the reverse.
 """
 
-from .epsilon import ACCOUNTANTS, EPSILON_CAP, PLD_DISCRETIZATION, epsilon, noise_multiplier_for_epsilon
+from .epsilon import ACCOUNTANTS, EPSILON_CAP, PLD_DISCRETIZATION, epsilon
 
-__all__ = ["ACCOUNTANTS", "EPSILON_CAP", "PLD_DISCRETIZATION", "epsilon", "noise_multiplier_for_epsilon"]
+__all__ = ["ACCOUNTANTS", "EPSILON_CAP", "PLD_DISCRETIZATION", "epsilon"]

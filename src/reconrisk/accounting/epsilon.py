@@ -30,7 +30,6 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from .._roots import bisect_log
 from . import pld as _pld
 from .rdp import minimise_over_orders
 from ..errors import ReconRiskError
@@ -54,14 +53,55 @@ def _release(noise_multiplier, sample_rate, steps, release) -> Release:
 SIGMA_GRID_RANGE = (1e-100, 1e100)
 
 
-def _pld_epsilon(release: Release, delta: float, h: float) -> float:
+def pld_grid(release: Release, h: float) -> float:
+    """The accountant's loss grid: ``h``, coarsened so that each step's loss grid stays below ~1e6 atoms (small σ)."""
+    for seg in release.segments:
+        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
+    return h
+
+
+def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False):
+    """The PLD accountant's ε at ``delta`` on its grid (see :func:`_pld_epsilon`), its grid limit said in the
+    user's terms (issue 10). ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches)."""
+    try:
+        return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower)
+    except ReconRiskError as exc:
+        if "value_discretization" not in str(exc):
+            raise
+        sig = min(s.noise_multiplier for s in release.segments)
+        raise ReconRiskError(
+            f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
+            "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
+            "or a larger noise_multiplier"
+        ) from None
+
+
+def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with_lower: bool = False):
+    """ε(δ) of the pessimistic PLDs (max over both directions); with ``with_lower`` also the optimistic
+    remove-direction ε, a certified lower end (``(lower, upper, method, h)``). ``compose`` is the composer
+    (``PrivacyAnalysis.pmf``, which caches; default: compose afresh)."""
+    if compose is None:
+        def compose(h, **kw):
+            return _pld.compose_segments(release.segments, h, **kw)
+    up, method, h = _pld_epsilon_upper(release, delta, h, compose)
+    if not with_lower:
+        return up
+    if method != "pld":
+        return up, up, method, None
+    o = compose(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
+    lo = o.epsilon(delta + o.slack) if delta + o.slack < 1 else 0.0
+    return min(lo, up), up, method, h
+
+
+def _pld_epsilon_upper(release: Release, delta: float, h: float, compose) -> tuple[float, str, float | None]:
     sigmas = [s.noise_multiplier for s in release.segments]
     if min(sigmas) < SIGMA_GRID_RANGE[0]:
         # the loss of a step that samples the target exceeds 1e199: with probability P(sampled ever)
         # the privacy loss is beyond EPSILON_CAP, so ε(δ) = inf for every δ below it
         p_ever = -math.expm1(sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in release.segments))
         if delta < p_ever:
-            return math.inf
+            return math.inf, "analytic", None
         raise ReconRiskError(
             f"noise_multiplier={min(sigmas):g} is below {SIGMA_GRID_RANGE[0]:g} and delta={delta:g} is at least the "
             f"probability {p_ever:.3g} that the target is ever sampled; epsilon is not computed in this corner"
@@ -70,16 +110,13 @@ def _pld_epsilon(release: Release, delta: float, h: float) -> float:
         from .gaussian import gaussian_eps  # exact GDP profile, in log space
 
         mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))
-        return 0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)
-    # keep each step's loss grid below ~1e6 atoms for very small σ
-    for seg in release.segments:
-        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
-        h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
+        return (0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)), "closed_form", None
+    h = pld_grid(release, h)
     eps = 0.0
     for direction in ("remove", "add"):
-        pmf = _pld.compose_segments(release.segments, h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
+        pmf = compose(h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
         eps = max(eps, pmf.epsilon(delta))
-    return eps
+    return eps, "pld", h
 
 
 def _rdp_epsilon(release: Release, delta: float) -> float:
@@ -119,63 +156,7 @@ def epsilon(
     delta = v.probability_open("delta", delta)
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     if accountant == "pld":
-        try:
-            return _pld_epsilon(rel, delta, PLD_DISCRETIZATION)
-        except ReconRiskError as exc:  # the engine's grid limit, said in the user's terms (issue 10)
-            if "value_discretization" not in str(exc):
-                raise
-            sig = min(s.noise_multiplier for s in rel.segments)
-            raise ReconRiskError(
-                f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
-                "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
-                "or a larger noise_multiplier"
-            ) from None
+        return pld_epsilon(rel, delta)
     if accountant == "rdp":
         return _rdp_epsilon(rel, delta)
     return _dp_accounting_epsilon(rel, delta)
-
-
-def _epsilon_of(sigma: float, q: float, t: int, delta: float, accountant: str, h: float | None = None) -> float:
-    if h is not None:
-        return _pld_epsilon(Release(sigma, q, t), delta, h)
-    return epsilon(sigma, q, t, delta, accountant)
-
-
-def noise_multiplier_for_epsilon(
-    epsilon: float,
-    sample_rate: float = 1.0,
-    steps: int = 1,
-    delta: float = 1e-5,
-    accountant: str = "pld",
-    *,
-    rel_tol: float = 1e-4,
-) -> float:
-    """Smallest noise multiplier σ with ε(σ, q, T, δ) ≤ ``epsilon``.
-
-    Monotone bisection on log σ; the returned σ satisfies the target (it is the
-    upper end of a bracket of relative width ≤ ``rel_tol``).
-    """
-    target = v.epsilon("epsilon", epsilon)
-    q = v.sample_rate("sample_rate", sample_rate)
-    t = v.steps("steps", steps)
-    delta = v.probability_open("delta", delta)
-    accountant = v.choice("accountant", accountant, ACCOUNTANTS)
-    rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
-    if q == 1.0 and accountant == "pld":
-        from .gaussian import gaussian_sigma  # exact: ε depends on μ = √T/σ only
-
-        return gaussian_sigma(target, delta, steps=t)
-    # coarse grid first (cheap), then the accountant's own grid inside a narrow bracket
-    if accountant == "pld":
-        lo_c, hi_c = bisect_log(
-            lambda s: _epsilon_of(s, q, t, delta, accountant, 1e-3) <= target, 0.1, 1.0, rel_tol=5e-3,
-            name="noise_multiplier",
-        )
-        lo0, hi0 = lo_c / 1.02, hi_c * 1.02
-    else:
-        lo0, hi0 = 0.1, 1.0
-    _, hi = bisect_log(
-        lambda s: _epsilon_of(s, q, t, delta, accountant) <= target, lo0, hi0, rel_tol=rel_tol,
-        name="noise_multiplier",
-    )
-    return hi

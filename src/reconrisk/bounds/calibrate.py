@@ -1,113 +1,353 @@
-"""Calibration: the smallest noise multiplier that keeps reconstruction risk below a target.
+"""One calibrator: the σ, T or q at which a certified quantity of a release meets a target.
 
-"Smallest σ with γ ≤ γ* at κ" (issue 2, §4): γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) is
-non-increasing in σ, so a bisection on log σ brackets the answer. The
-returned σ is the *upper* end of the final bracket, at which the certified
-upper end of the PLD bracket (or the exact closed form) is ≤ γ*; the
-calibration is therefore sound whatever the discretisation error.
+:func:`calibrate` ``(quantity, target, solve=…)`` is the only calibrator of
+reconrisk: ``reconrisk calibrate`` (``--target-rero`` and ``--measure``),
+``reconrisk analytic calibrate``'s search, :func:`reconrisk.calibrate_noise`,
+``reconrisk.opacus.make_private_with_risk``, ``noise_multiplier_for_epsilon``
+and the risk report all call it, so the same question through any door gets
+the same answer to the last bit.
 
-Floating point: the returned σ is checked against the same function that
-``rero_bound`` evaluates (closed form for q = 1, the certified PLD upper end
-otherwise) and stepped up by ulps until that value is ≤ γ* *exactly*, so
-``rero_bound(σ).upper <= target`` holds as printed (issue 9).
+The predicate is certified and monotone: "the bound of the release at the
+candidate meets the target", evaluated by the release's
+:class:`~reconrisk.bounds.analysis.PrivacyAnalysis` — the upper end of the
+measure's bracket ≤ target for the risks and for ε (``bayes_security``, a
+security level: the lower end ≥ target). More noise, fewer steps or a smaller
+sample rate is a post-processing-dominated release, so the exact quantity is
+monotone in each parameter and a bisection brackets the answer. The answer
+returned is always a point **at which the predicate was evaluated and held**,
+so the bound reported at the answer meets the target exactly in floating
+point, whatever the discretisation error; and "does this release meet the
+target?" is decided by the same bound at the release (:func:`meets`), never by
+comparing σ values.
+
+Search: the smallest σ (relative tolerance ``rel_tol``), the largest T
+(exact), the largest q (relative ``rel_tol``). Where a closed form gives the
+answer (every q = 1 for the curve measures and ε) the search starts there and
+steps up by ulps until the certified predicate holds; otherwise it starts at a
+central-limit guess and widens geometrically — only the number of evaluations
+depends on the guess, never the answer's validity.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any, Callable
 
-import numpy as np
 from scipy import special
 
 from .. import _validate as v
-from .._roots import bisect_log
 from ..errors import ReconRiskError
 from ..release import Release
-from .rero import closed_form, pld_upper, rero_bounds
+from ..results import Bound
+from .analysis import PrivacyAnalysis
+from .risk import MEASURES, canonical_measure
 
-
-#: Smallest κ the PLD calibration search accepts (q < 1); q = 1 has a closed form for any κ.
+#: What can be calibrated: every risk measure and ε at δ.
+QUANTITIES = MEASURES + ("epsilon",)
+SOLVE = ("noise_multiplier", "steps", "sample_rate")
+#: Largest number of steps searched when solving for steps.
+MAX_STEPS = 10**7
+#: Range of noise multipliers searched.
+MIN_NOISE_MULTIPLIER = 1e-2
+MAX_NOISE_MULTIPLIER = 1e6
+#: Smallest sample rate searched when solving for the sample rate.
+MIN_SAMPLE_RATE = 1e-9
+#: Smallest κ the PLD search accepts (q < 1); q = 1 has a closed form for any κ.
 MIN_KAPPA_PLD = 1e-12
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Result of :func:`noise_multiplier_for_rero`."""
+    """The answer of :func:`calibrate`: the release found, and the certified bound at it."""
 
+    quantity: str
+    target: float
+    solve: str
     noise_multiplier: float
-    target_rero: float
-    kappa: float
     sample_rate: float
     steps: int
-    rero_upper: float
+    bound: Bound
     bracket: tuple[float, float]
-    method: str
+    evaluations: int
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["bracket"] = list(self.bracket)
-        return d
+    @property
+    def release(self) -> Release:
+        return Release(self.noise_multiplier, self.sample_rate, self.steps)
+
+    @property
+    def value(self) -> float:
+        """The solved parameter."""
+        return getattr(self, self.solve)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quantity": self.quantity, "target": self.target, "solve": self.solve,
+            "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
+            "bracket": list(self.bracket), "evaluations": self.evaluations, "bound": self.bound.to_dict(),
+        }
 
 
-def noise_multiplier_for_rero(
-    target_rero: float,
-    kappa: float,
-    sample_rate: float,
-    steps: int,
+def meets(bound: Bound, target: float) -> bool:
+    """Whether a certified bound meets a target: upper ≤ target (a security level: lower ≥ target)."""
+    if bound.quantity == "bayes_security":
+        return bound.lower is not None and bound.lower >= target
+    return bound.upper is not None and bound.upper <= target
+
+
+def quantity_bound(analysis: PrivacyAnalysis, quantity: str, args: dict) -> Bound:
+    """The certified bound of ``quantity`` that :func:`calibrate` holds against its target."""
+    if quantity == "epsilon":
+        return analysis.epsilon(args.get("delta", 1e-5))
+    return analysis.risk(quantity, **args)
+
+
+def canonical_quantity(quantity) -> str:
+    if quantity == "epsilon":
+        return quantity
+    try:
+        return canonical_measure(quantity)
+    except ReconRiskError:
+        raise ReconRiskError(f"quantity must be a risk measure or 'epsilon', one of {list(QUANTITIES)}; found {quantity!r}") from None
+
+
+def calibrate(
+    quantity: str,
+    target: float,
+    solve: str = "noise_multiplier",
     *,
-    rel_tol: float = 1e-3,
+    noise_multiplier: float | None = None,
+    sample_rate: float | None = None,
+    steps: int | None = None,
+    rel_tol: float | None = None,
+    **args,
 ) -> Calibration:
-    """Smallest σ (to relative ``rel_tol``) with certified γ ≤ ``target_rero``."""
+    """The σ (smallest), T (largest) or q (largest) at which ``quantity`` meets ``target``; give the other two.
+
+    ``quantity``: a risk measure of :func:`reconrisk.bounds.risk.risk`
+    (``"reconstruction"``, ``"membership_advantage"``, …) with its own
+    arguments in ``args`` (``kappa``, ``prior_size``, ``baseline``, ``prior``,
+    ``fpr``), or ``"epsilon"`` with ``delta`` (default 1e-5). ``rel_tol``: the
+    relative tolerance of a real-valued answer (default 1e-3; 1e-4 for ε).
+    """
+    quantity = canonical_quantity(quantity)
+    solve = v.choice("solve", solve.replace("-", "_") if isinstance(solve, str) else solve, SOLVE)
+    target = v.epsilon("target", target) if quantity == "epsilon" else v.probability_open("target", target)
+    rel_tol = v.in_range("rel_tol", (1e-4 if quantity == "epsilon" else 1e-3) if rel_tol is None else rel_tol, 0.0, 1.0)
+    if quantity == "epsilon":
+        extra = sorted(set(args) - {"delta"})
+        if extra:
+            raise ReconRiskError(f"quantity 'epsilon' takes delta; found {', '.join(extra)}")
+        args = {"delta": v.probability_open("delta", args.get("delta", 1e-5))}
+    given = dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
+    if given[solve] is not None:
+        raise ReconRiskError(f"{solve} is what solve={solve!r} computes; do not give it (found {given[solve]})")
+    for k in SOLVE:
+        if k != solve and given[k] is None:
+            raise ReconRiskError(f"solving for {solve} needs {k} (found none)")
+    sigma = None if noise_multiplier is None else v.noise_multiplier("noise_multiplier", noise_multiplier)
+    q = None if sample_rate is None else v.sample_rate("sample_rate", sample_rate)
+    t = None if steps is None else v.steps("steps", steps)
+    floor = _check_target(quantity, target, args)
+
+    cache: dict[tuple, Bound] = {}
+
+    def at(s: float, r: float, n: int) -> Bound:
+        key = (s, r, n)
+        if key not in cache:
+            cache[key] = quantity_bound(PrivacyAnalysis(Release(s, r, n)), quantity, args)
+        return cache[key]
+
+    if solve == "noise_multiplier":
+        if q < 1.0 and floor < MIN_KAPPA_PLD and quantity in _CURVE:
+            raise ReconRiskError(
+                f"the baseline must be >= {MIN_KAPPA_PLD:g} (prior_size <= 10^12) to calibrate at sample_rate < 1: "
+                f"smaller baselines need PLD grids this search cannot afford; found {floor:g}")
+        if q < 1.0 and quantity in _CURVE:
+            top = -math.expm1(t * math.log1p(-q) + math.log1p(-floor))  # no noise: was the target ever sampled?
+            if target >= top:
+                raise ReconRiskError(
+                    f"target must be < {top:.6g}, the success without any noise at sample_rate={q:g}, steps={t}; "
+                    f"found {target:g} (every noise multiplier meets it)")
+        exact = _closed_form_sigma(quantity, target, q, t, args, floor)
+
+        def ok_sigma(s: float) -> bool:
+            return meets(at(s, q, t), target)
+
+        if exact is not None:
+            sigma = _strict_up(exact, ok_sigma)
+            lo = hi = sigma
+        else:
+            lo, hi = _smallest(ok_sigma, _sigma_guess(quantity, target, q, t, args, floor), rel_tol,
+                               MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER, "noise_multiplier")
+            sigma = hi
+    elif solve == "steps":
+        if not meets(at(sigma, q, 1), target):
+            raise ReconRiskError(f"even steps=1 exceeds target {target:g} for {quantity} at noise_multiplier={sigma:g}, "
+                                 f"sample_rate={q:g}; raise the noise or lower the sample rate")
+        lo, hi = 1, 2
+        while hi <= MAX_STEPS and meets(at(sigma, q, hi), target):
+            lo, hi = hi, hi * 2
+        if hi > MAX_STEPS:
+            raise ReconRiskError(f"more than {MAX_STEPS} steps meet target {target:g}; the search stops there")
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if meets(at(sigma, q, mid), target):
+                lo = mid
+            else:
+                hi = mid
+        t = lo
+        lo, hi = float(lo), float(hi)
+    else:
+        if meets(at(sigma, 1.0, t), target):
+            q = lo = hi = 1.0
+        else:
+            # the largest q is the smallest 1/q: the same search on x = 1/q ∈ [1, 1/MIN_SAMPLE_RATE]
+            def ok_inv(x: float) -> bool:
+                return meets(at(sigma, 1.0 / x, t), target)
+
+            xlo, xhi = _smallest(ok_inv, 4.0, rel_tol, 1.0, 1.0 / MIN_SAMPLE_RATE, "1/sample_rate",
+                                 none_msg=f"even sample_rate={MIN_SAMPLE_RATE:g} exceeds target {target:g} for {quantity}")
+            q = 1.0 / xhi
+            lo, hi = q, 1.0 / xlo
+    b = at(sigma, q, t)
+    if not meets(b, target):  # pragma: no cover - every answer is a point where the predicate held
+        raise ReconRiskError(f"internal error: the calibrated release does not meet target {target:g}")
+    return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache))
+
+
+def _check_target(quantity: str, target: float, args: dict) -> float:
+    """Refuse targets no release can meet or every release meets; return the blind-guess floor."""
+    if quantity == "epsilon":
+        return 0.0
+    probe = PrivacyAnalysis(Release(1.0, 1.0, 1)).risk(quantity, **args)  # validates the measure's arguments
+    base = float(probe.details.get("baseline", 0.0))
+    if quantity == "bayes_security":
+        if target >= 1.0:
+            raise ReconRiskError(f"target must be < 1 for bayes_security; found {target}")
+        return 0.0
+    floor = 0.0 if quantity in ("rad", "membership_advantage") else base
+    if target <= floor:
+        raise ReconRiskError(f"target must exceed the measure's blind-guess value {floor:.6g} (reached only without any "
+                             f"release); found {target:g}")
+    if quantity == "rad" and target >= 1.0 - base:
+        raise ReconRiskError(f"target must be < {1.0 - base:.6g} for rad (1 − the largest prior mass); found {target:g}")
+    return base
+
+
+_CURVE = ("reconstruction", "reidentification", "attribute", "membership_tpr")
+
+
+def _closed_form_sigma(quantity, target, q, t, args, base) -> float | None:
+    """The exact smallest σ where one exists (every q = 1: Gaussian DP), else None."""
+    if q != 1.0:
+        return None
+    if quantity == "epsilon":
+        from ..accounting.gaussian import gaussian_sigma
+
+        return gaussian_sigma(target, args["delta"], steps=t)
+    if quantity in _CURVE:
+        # Φ(Φ⁻¹(b) + √T/σ) = target  ⇔  σ = √T / (Φ⁻¹(target) − Φ⁻¹(b))
+        gap = float(special.ndtri(target) - special.ndtri(base))
+        if not gap > 0 or not math.isfinite(math.sqrt(t) / gap):
+            raise ReconRiskError(f"target={target!r} is indistinguishable from the baseline {base!r} in floating point; "
+                                 "no finite noise multiplier is needed to be told apart from it — raise the target")
+        return math.sqrt(t) / gap
+    return None
+
+
+def _sigma_guess(quantity, target, q, t, args, base) -> float:
+    """Where the search starts: for ε, the answer on a 10× coarser loss grid (a pessimistic ε on any grid is an
+    upper bound, so that σ already meets the target and the search only walks down); for the curve measures the
+    central-limit GDP approximation (Bu et al. 2020); σ = 1 otherwise. Only the number of evaluations depends on it."""
+    if quantity == "epsilon":
+        from .._roots import bisect_log
+        from ..accounting.epsilon import _pld_epsilon
+
+        return bisect_log(lambda s: _pld_epsilon(Release(s, q, t), args["delta"], 1e-3) <= target, 0.1, 1.0,
+                          rel_tol=5e-3, name="noise_multiplier")[1]
+    if quantity in _CURVE and 0 < base < target < 1:
+        mu = float(special.ndtri(target) - special.ndtri(base))
+        if mu > 0 and q < 1:
+            return 1.0 / math.sqrt(max(math.log1p(mu * mu / (q * q * t)), 1e-12))
+        if mu > 0:
+            return math.sqrt(t) / mu
+    return 1.0
+
+
+def _smallest(ok: Callable[[float], bool], start: float, rel_tol: float, low: float, high: float, name: str,
+              none_msg: str | None = None) -> tuple[float, float]:
+    """(lo, hi) with ``ok(hi)`` true, ``ok(lo)`` false and hi/lo − 1 ≤ rel_tol, for ``ok`` monotone in x > 0.
+
+    Widens geometrically from ``start`` (factor 1.05, doubling its exponent each time), then bisects in log x.
+    """
+    x = min(max(start, low), high)
+    step = 1.05
+    if ok(x):
+        hi = x
+        while True:
+            lo = max(hi / step, low)
+            if lo == hi:
+                raise ReconRiskError(f"every {name} down to {low:g} meets the target")
+            if not ok(lo):
+                break
+            hi, step = lo, step * step
+    else:
+        lo = x
+        while True:
+            hi = min(lo * step, high)
+            if hi == lo:
+                raise ReconRiskError(none_msg or f"no {name} up to {high:g} meets the target")
+            if ok(hi):
+                break
+            lo, step = hi, step * step
+    while hi / lo - 1 > rel_tol:
+        mid = math.sqrt(lo * hi)
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def _strict_up(x: float, ok: Callable[[float], bool]) -> float:
+    """Step ``x`` up until ``ok(x)`` holds exactly in floating point (``ok`` monotone; ``x`` the exact answer)."""
+    for step in range(200):
+        if ok(x):
+            return x
+        x = math.nextafter(x, math.inf) if step < 8 else x * (1 + 1e-9 * 2 ** min(step - 8, 40))
+    raise ReconRiskError(f"could not meet the target in floating point near {x:g}")  # pragma: no cover
+
+
+# -- the calibrations of earlier releases, as views of the one calibrator -----------------------------
+def noise_multiplier_for_rero(target_rero: float, kappa: float, sample_rate: float, steps: int, *,
+                              rel_tol: float = 1e-3) -> Calibration:
+    """Smallest σ with certified ReRo ≤ ``target_rero`` at κ: ``calibrate("reconstruction", …)``."""
     kappa = v.probability_open("kappa", kappa)
-    target = v.in_range("target_rero", target_rero, kappa, 1.0)
+    v.in_range("target_rero", target_rero, kappa, 1.0)
+    return calibrate("reconstruction", target_rero, "noise_multiplier", sample_rate=sample_rate, steps=steps,
+                     rel_tol=rel_tol, kappa=kappa)
+
+
+def noise_multiplier_for_epsilon(epsilon: float, sample_rate: float = 1.0, steps: int = 1, delta: float = 1e-5,
+                                 accountant: str = "pld", *, rel_tol: float = 1e-4) -> float:
+    """Smallest noise multiplier σ with ε(σ, q, T, δ) ≤ ``epsilon``.
+
+    ``accountant="pld"`` (default): ``calibrate("epsilon", …)`` — the one calibrator, on the certified upper end
+    of :meth:`PrivacyAnalysis.epsilon` (exact Gaussian DP at q = 1). ``"rdp"`` / ``"dp_accounting"``: the same
+    search on that accountant's ε.
+    """
+    from ..accounting.epsilon import ACCOUNTANTS, epsilon as eps_of
+
+    accountant = v.choice("accountant", accountant, ACCOUNTANTS)
+    epsilon = v.epsilon("epsilon", epsilon)
+    if accountant == "pld":
+        return calibrate("epsilon", epsilon, sample_rate=sample_rate, steps=steps, delta=delta,
+                         rel_tol=rel_tol).noise_multiplier
+    target = v.epsilon("epsilon", epsilon)
     q = v.sample_rate("sample_rate", sample_rate)
     t = v.steps("steps", steps)
-    if q < 1.0 and kappa < MIN_KAPPA_PLD:  # issue 10: prior_size 2^64 ran for minutes
-        raise ReconRiskError(
-            f"kappa must be >= {MIN_KAPPA_PLD:g} (prior_size <= 10^12) to calibrate at sample_rate < 1: smaller "
-            f"baselines need PLD grids this search cannot afford; found kappa={kappa:g}"
-        )
+    delta = v.probability_open("delta", delta)
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
-    if q == 1.0:
-        # Φ(Φ⁻¹(κ) + √T/σ) = γ*  ⇔  σ = √T / (Φ⁻¹(γ*) − Φ⁻¹(κ))
-        gap = float(special.ndtri(target) - special.ndtri(kappa))
-        sigma = math.sqrt(t) / gap if gap > 0 else math.inf
-        if not math.isfinite(sigma):
-            raise ReconRiskError(
-                f"target_rero={target!r} is indistinguishable from kappa={kappa!r} in floating point; "
-                "no finite noise multiplier is needed to be told apart from it — raise target_rero"
-            )
-        sigma, up = _strict(sigma, lambda s: float(closed_form(Release(s, 1.0, t), np.array([kappa]))[0]), target)
-        return Calibration(sigma, target, kappa, q, t, up, (sigma, sigma), "closed_form")
-
-    # as σ → 0 the adversary sees exactly whether the target was ever sampled
-    gamma_max = 1.0 - (1.0 - q) ** t * (1.0 - kappa)
-    if target >= gamma_max:
-        raise ReconRiskError(
-            f"target_rero must be < {gamma_max:.6g}, the reconstruction success without any noise at "
-            f"sample_rate={q:g}, steps={t}, kappa={kappa:g}; found {target:g} (every noise multiplier meets it)"
-        )
-
-    def ok(sigma: float) -> bool:
-        return bool(pld_upper(Release(sigma, q, t), np.array([kappa]))[0] <= target)
-
-    try:
-        lo, hi = bisect_log(ok, 0.2, 2.0, rel_tol=rel_tol, name="noise_multiplier")
-    except ReconRiskError as exc:  # pragma: no cover - target > kappa always reachable
-        raise ReconRiskError(f"cannot reach target_rero={target} at kappa={kappa}: {exc}") from None
-    hi, up = _strict(hi, lambda s: float(rero_bounds(Release(s, q, t), kappa)[0].upper), target)
-    return Calibration(hi, target, kappa, q, t, up, (lo, hi), "pld")
-
-
-def _strict(sigma: float, bound, target: float) -> tuple[float, float]:
-    """Step σ up until ``bound(σ) <= target`` holds exactly in floating point (bound non-increasing in σ)."""
-    up = bound(sigma)
-    for step in range(200):
-        if up <= target:
-            return sigma, up
-        sigma = math.nextafter(sigma, math.inf) if step < 8 else sigma * (1 + 1e-9 * 2 ** min(step - 8, 40))
-        up = bound(sigma)
-    raise ReconRiskError(  # pragma: no cover - the bound decreases to kappa < target
-        f"could not meet target_rero={target} in floating point near noise_multiplier={sigma:g}"
-    )
+    return _smallest(lambda s: eps_of(s, q, t, delta, accountant) <= target, 1.0, rel_tol, MIN_NOISE_MULTIPLIER,
+                     MAX_NOISE_MULTIPLIER, "noise_multiplier")[1]

@@ -30,16 +30,17 @@ the data. Methods:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 from scipy import special
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release, gaussian_release
+from ..release import Release
+from ..results import Bound
 from ..accounting import pld as _pld
+from .analysis import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import mc_rero
 from .conversions import rdp_rero_bound
@@ -57,49 +58,19 @@ H_FINEST_REL = 1e-5
 MAX_REFINED_ATOMS = 2_000_000
 
 
-@dataclass(frozen=True)
-class ReroBound:
-    """A bound on the probability γ that an informed adversary reconstructs the target.
+#: The result of every ReRo method: a :class:`reconrisk.results.Bound` with ``quantity="reconstruction"``
+#: (κ, the prior size and the method's details in ``details``; ``b.kappa`` reads them).
+ReroBound = Bound
 
-    ``lower``/``upper`` bracket the exact blow-up value B_κ (for ``mc`` they are a
-    confidence interval at level ``confidence``; for ``rdp`` only ``upper`` is
-    set). ``estimate`` is the point estimate of ``mc``.
-    """
-
-    method: str
-    kappa: float
-    lower: float | None
-    upper: float
-    estimate: float | None = None
-    confidence: float | None = None
-    release: dict = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
-    #: ``pld``: whether the bracket met its width target (False: stopped short, still certified).
-    converged: bool | None = None
-
-    @property
-    def width(self) -> float | None:
-        return None if self.lower is None else self.upper - self.lower
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["width"] = self.width
-        return d
-
-    def summary(self) -> dict[str, Any]:
-        """The ``rero: {method, lower, upper, …}`` shape of ``reconrisk bound --json`` (and of the report)."""
-        d: dict[str, Any] = {"method": self.method, "lower": self.lower, "upper": self.upper}
-        if self.estimate is not None:
-            d.update(estimate=self.estimate, confidence=self.confidence, samples=self.details.get("samples"),
-                     seed=self.details.get("seed"))
-        if self.lower is not None:
-            d["width"] = self.width
-        if self.converged is not None:
-            d["converged"] = self.converged
-        if self.method == "pld":
-            d["discretization"] = self.details.get("discretization")
-            d["target_rel_width"] = self.details.get("target_rel_width")
-        return d
+FORMULAS = {
+    "pld": "B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)], bracketed by the pessimistic and optimistic PLDs "
+           "(Hayes, Mahloujifar & Balle 2023, Cor. 4)",
+    "closed_form": "q = 1: Phi(Phi^-1(kappa) + mu_GDP), mu_GDP = sqrt(sum T_i/sigma_i^2); T = 1: "
+                   "(1-q) kappa + q Phi(Phi^-1(kappa) + 1/sigma) (Hayes, Mahloujifar & Balle 2023, Cor. 4)",
+    "mc": "complement estimator of Hayes, Mahloujifar & Balle 2023, Alg. 1 (corrected) with a DKW + Clopper-Pearson "
+          "interval",
+    "rdp": "min over orders a of (kappa e^eps_a)^((a-1)/a) (Hayes, Mahloujifar & Balle 2023, Eq. 2)",
+}
 
 
 def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
@@ -123,7 +94,7 @@ def has_closed_form(release: Release) -> bool:
 
 
 def pld_bracket(
-    release: Release,
+    release: Release | PrivacyAnalysis,
     kappa: np.ndarray,
     *,
     rel_tol: float = DEFAULT_REL_TOL,
@@ -145,7 +116,14 @@ def pld_bracket(
     certified whatever the grid; the details report the achieved
     ``max_width``, ``max_rel_width``, whether the target was met
     (``converged``) and the number of grids tried (``rounds``).
+
+    The distributions come from the release's :class:`PrivacyAnalysis`
+    (``release`` may be one): grids are a ladder h₀·2⁻ᵏ from
+    :func:`first_discretization`, so a second question about the same release
+    finds the grids the first one composed.
     """
+    analysis = analyse(release)
+    release = analysis.release
     if release.full_batch:
         exact = closed_form(release, kappa)
         return exact, exact, {
@@ -175,7 +153,7 @@ def pld_bracket(
     note = None
     while True:
         try:
-            lower, upper, informative = _bracket_at(release.segments, kappa, h, cap, a_lo, a_up, rel_tol)
+            lower, upper, informative = _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol)
         except ReconRiskError as exc:  # the composed window would not fit the memory target
             if discretization is not None:
                 raise
@@ -207,14 +185,13 @@ def pld_bracket(
     return lower, upper, det
 
 
-def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL) -> tuple[np.ndarray, np.ndarray, bool]:
+def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL) -> tuple[np.ndarray, np.ndarray, bool]:
     # round-off allowance affordable without extra work: a tenth of the target width at the smallest
     # certified lower end (B ≥ a_lo ≥ κ), so it never decides convergence
     budget = 0.1 * rel_tol * float(np.min(np.maximum(a_lo, kappa)))
-    upper_pmf = _pld.compose_segments(segments, h, pessimistic=True, loss_cap=cap, slack_budget=budget)
+    upper_pmf = analysis.pmf(h, pessimistic=True, loss_cap=cap, slack_budget=budget)
     upper = np.minimum(np.maximum(upper_pmf.blowup(kappa), kappa), a_up)
-    del upper_pmf
-    lower_pmf = _pld.compose_segments(segments, h, pessimistic=False, loss_cap=cap, slack_budget=budget)
+    lower_pmf = analysis.pmf(h, pessimistic=False, loss_cap=cap, slack_budget=budget)
     raw = lower_pmf.blowup(kappa)
     lower = np.minimum(np.maximum(raw, a_lo), upper)
     return lower, upper, bool(np.all(raw >= a_lo))
@@ -222,7 +199,7 @@ def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL) ->
 
 def _refinement_factor(upper, lower, rel_tol, tol) -> float:
     """Next grid as a fraction of this one: both ends err like h² (connect-the-dots on both sides),
-    so h·√(target/width) with a safety factor 0.7, between 1/4 and 1/2 (pre-asymptotic grids can
+    so h·√(target/width) with a safety factor 0.7, snapped to 1/2 or 1/4 (pre-asymptotic grids can
     be far off the h² law). Grid choice only: never affects soundness."""
     w = upper - lower
     target = rel_tol * upper
@@ -230,7 +207,8 @@ def _refinement_factor(upper, lower, rel_tol, tol) -> float:
         target = np.maximum(target, tol)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = float(np.nanmin(np.where(w > 0, target / w, np.inf)))
-    return min(0.5, max(0.25, 0.7 * math.sqrt(max(ratio, 0.0))))
+    # snapped to the ladder h₀·2⁻ᵏ (1/2 or 1/4), so that questions asked of one release share grids
+    return 0.5 if 0.7 * math.sqrt(max(ratio, 0.0)) >= 0.35 else 0.25
 
 
 def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap):
@@ -372,20 +350,22 @@ def _atoms_per_step(release: Release, h: float) -> float:
     return worst
 
 
-def pld_upper(release: Release, kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
-    """The certified upper end alone (pessimistic PLD on one grid); used by calibration."""
+def pld_upper(release: Release | PrivacyAnalysis, kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
+    """The certified upper end alone (pessimistic PLD on one grid)."""
+    analysis = analyse(release)
+    release = analysis.release
     if release.full_batch:
         return closed_form(release, kappa)
     _, a_up = analytic_bracket(release, kappa)
     if not _pld_feasible(release):
         return a_up
     h = discretization if discretization is not None else start_discretization(release)
-    pmf = _pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=loss_cap(kappa))
+    pmf = analysis.pmf(h, pessimistic=True, loss_cap=loss_cap(kappa))
     return np.minimum(np.maximum(pmf.blowup(kappa), kappa), a_up)
 
 
 def rero_bounds(
-    release: Release,
+    release: Release | PrivacyAnalysis,
     kappa,
     *,
     method: str = "pld",
@@ -395,32 +375,38 @@ def rero_bounds(
     tol: float | None = DEFAULT_TOL,
     rel_tol: float = DEFAULT_REL_TOL,
     progress: Callable[[int], None] | None = None,
-) -> list[ReroBound]:
-    """ReRo bounds of a :class:`Release` for one or many κ (vectorised)."""
-    gaussian_release(release, "the ReRo bound of seed 000")
+) -> list[Bound]:
+    """ReRo bounds of a :class:`Release` (or of its :class:`PrivacyAnalysis`) for one or many κ (vectorised).
+
+    Each result is a :class:`~reconrisk.results.Bound` with ``quantity="reconstruction"`` and
+    ``details["kappa"]``.
+    """
+    analysis = analyse(release)
+    release = analysis.release
     method = v.choice("method", method, METHODS)
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
     tol = None if tol is None else v.positive("tol", tol)
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
-    rel = release.to_dict()
-    out: list[ReroBound] = []
+
+    def bound(k, lo, up, *, converged=None, estimate=None, conf=None, **det) -> Bound:
+        return Bound("reconstruction", lo, up, estimate=estimate, confidence=conf, method=method,
+                     formula=FORMULAS[method], converged=converged, details={"kappa": float(k), **det})
+
     if method == "closed_form":
         val = closed_form(release, kappas)
-        return [
-            ReroBound("closed_form", float(k), float(x), float(x), release=rel, converged=True) for k, x in zip(kappas, val)
-        ]
+        return [bound(k, float(x), float(x), converged=True) for k, x in zip(kappas, val)]
     if method == "pld":
-        lo, up, det = pld_bracket(release, kappas, tol=tol, rel_tol=rel_tol)
+        lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
         out = []
         for k, a, b in zip(kappas, lo, up):
             ok = bool(b - a <= rel_tol * b or (tol is not None and b - a <= tol))
-            out.append(ReroBound("pld", float(k), float(a), float(b), release=rel, details=det, converged=ok))
+            out.append(bound(k, float(a), float(b), converged=ok, **{x: y for x, y in det.items() if x != "converged"}))
         return out
     if method == "rdp":
         up = rdp_rero_bound(release.segments, kappas)
-        note = "exact Eq. (2) (q = 1)" if release.full_batch else "integer orders 2..1024"
-        return [ReroBound("rdp", float(k), None, float(b), release=rel, details={"orders": note}) for k, b in zip(kappas, up)]
+        note = "exact Eq. (2) (q = 1)" if release.full_batch else "real orders, minimised numerically"
+        return [bound(k, None, float(b), orders=note) for k, b in zip(kappas, up)]
     # Monte Carlo
     samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)
     seed = v.seed("seed", seed, allow_none=True)
@@ -428,12 +414,6 @@ def rero_bounds(
     v.memory("samples", samples, 48 * samples)
     v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
     res = mc_rero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence, progress=progress)
-    det = {"samples": samples, "seed": seed, "dkw_tau": res["dkw_tau"]}
-    for i, k in enumerate(kappas):
-        out.append(
-            ReroBound(
-                "mc", float(k), float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
-                confidence=confidence, release=rel, details=det,
-            )
-        )
-    return out
+    return [bound(k, float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
+                  conf=confidence, samples=samples, seed=seed, dkw_tau=res["dkw_tau"])
+            for i, k in enumerate(kappas)]

@@ -10,15 +10,15 @@ with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement
     reconstruction risks in differential privacy"). b = κ for
     reconstruction, b = 1/N for re-identification among N candidates,
     b = max_v π(v) for attribute inference with a prior π over K values.
-``membership-tpr``
+``membership_tpr``
     TPR ≤ 1 − f(α) at FPR α (the definition of f; Dong, Roth, Su 2022).
-``membership-advantage``
+``membership_advantage``
     max_α (1 − α − f(α)) = max_α (g(α) − α) = TV(μ, ν) = δ_{μ‖ν}(0): the
     conjugate identity sup_t (g(t) − e^ε t) = δ(ε) at ε = 0, so the maximum of
     the *whole* certified curve is read off the pessimistic / optimistic PLDs'
     hockey-stick divergence at 0, which bracket it soundly.
     Closed forms: q = 1: 2Φ(μ_GDP/2) − 1; T = 1: q(2Φ(1/(2σ)) − 1).
-``bayes-security``
+``bayes_security``
     β* = 1 − TV(μ, ν) (Chatzikokolakis et al. 2023). Printed baseline:
     Cherubin et al. (USENIX Sec. 2024)'s closed form for membership,
     β* ≈ 1 − erf(q√T/(√2·σ)·Δ/2) with Δ = 1 for add/remove neighbours (their
@@ -51,8 +51,7 @@ with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+import warnings
 
 import numpy as np
 from scipy import special
@@ -60,50 +59,70 @@ from scipy import special
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
-from ..release import Release, gaussian_release
+from ..release import Release
+from ..results import Bound
 from ..accounting import pld as _pld
 from ..accounting.pmf import _nu_mass
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
+from .analysis import PrivacyAnalysis, analyse
 from .tradeoff import tradeoff
 
+#: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
     "reconstruction",
     "reidentification",
     "attribute",
-    "membership-tpr",
-    "membership-advantage",
+    "membership_tpr",
+    "membership_advantage",
     "rad",
-    "bayes-security",
+    "bayes_security",
 )
+#: The CLI's spelling of each measure (``reconrisk risk --measure membership-advantage``): the one mapping.
+CLI_NAMES = {m: m.replace("_", "-") for m in MEASURES}
+_FROM_CLI = {c: m for m, c in CLI_NAMES.items()}
 #: Default target width of the δ-based brackets (advantage, Bayes security, RAD).
 DEFAULT_TOL = 1e-4
 #: The δ-based brackets halve the engine's first loss grid at most this many times.
 MAX_HALVINGS = 8
 
 
-@dataclass(frozen=True)
-class RiskBound:
-    """Certified ``lower ≤ risk ≤ upper`` of one measure; ``baseline`` is its blind-guess value."""
+def canonical_measure(measure, *, cli: bool = False) -> str:
+    """The Python name of a risk measure.
 
-    measure: str
-    baseline: float
-    lower: float
-    upper: float
-    formula: str
-    release: dict = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
+    ``cli=True``: the CLI's hyphenated spelling (``membership-advantage``) is
+    the accepted one. In Python the hyphenated spelling still works for one
+    release with a ``DeprecationWarning``.
+    """
+    if isinstance(measure, str):
+        if measure in MEASURES and not cli:
+            return measure
+        if measure in _FROM_CLI:
+            if not cli and measure not in MEASURES:
+                warnings.warn(f"measure {measure!r} is the CLI spelling; in Python use {_FROM_CLI[measure]!r} "
+                              "(the hyphenated name is deprecated and will be removed)", DeprecationWarning, stacklevel=3)
+            return _FROM_CLI[measure]
+        if cli and measure in MEASURES:
+            return measure
+    names = sorted(CLI_NAMES.values()) if cli else list(MEASURES)
+    raise ReconRiskError(f"measure must be one of {names}; found {measure!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {"measure": self.measure, "baseline": self.baseline, "lower": self.lower, "upper": self.upper,
-               "formula": self.formula}
-        out.update(self.release)
-        out.update(self.details)
-        return out
+
+#: Kept for one release: the risk result is the one :class:`~reconrisk.results.Bound`.
+RiskBound = Bound
 
 
-def _check_release(release) -> Release:
-    return gaussian_release(release, "a risk measure")
+def _risk_bound(measure: str, baseline: float, lower: float, upper: float, formula: str, det: dict) -> Bound:
+    """A measure's bracket as the one result shape (``det``'s ``method`` and ``converged`` become fields)."""
+    det = dict(det)
+    method = det.pop("method", "pld")
+    converged = det.pop("converged", True)
+    return Bound(measure, lower, upper, method=method, formula=formula, converged=converged,
+                 details={"baseline": baseline, **det})
+
+
+def _check_release(release) -> PrivacyAnalysis:
+    return analyse(release)
 
 
 def _single_step(release: Release) -> bool:
@@ -128,54 +147,58 @@ def normalize_prior(prior) -> np.ndarray:
 
 
 # -- the curve at one baseline --------------------------------------------------------------
-def _curve_point(release: Release, b: float, measure: str, formula: str, extra: dict) -> RiskBound:
-    """1 − f(b): the exact closed form where one exists, else the ReRo engine's bracket with its default
-    target — the very numbers ``reconrisk bound`` prints for κ = b."""
+def _curve_point(analysis: PrivacyAnalysis, b: float, measure: str, formula: str, extra: dict) -> Bound:
+    """1 − f(b): the exact closed form where one exists, else the analysis's ReRo bracket at κ = b with its
+    default target — the very numbers ``reconrisk bound`` prints for κ = b (the same cached computation)."""
+    release = analysis.release
     if _rero.has_closed_form(release):
-        t = tradeoff(release, np.array([b]), method="closed_form")
+        t = tradeoff(analysis, np.array([b]), method="closed_form")
         lo = up = float(t.power_upper[0])
         det = {"method": "closed_form", **extra}
     else:
-        r = _rero.rero_bounds(release, b)[0]
+        r = analysis.rero(b)
         lo, up = float(r.lower), float(r.upper)
         det = {"method": "pld", **extra, "discretization": r.details.get("discretization")}
-        if getattr(r, "converged", None) is not None:
+        if r.converged is not None:
             det["converged"] = r.converged
-    return RiskBound(measure, b, lo, up, formula, release.to_dict(), det)
+    return _risk_bound(measure, b, lo, up, formula, det)
 
 
-def reconstruction_risk(release: Release, *, kappa: float | None = None, prior_size: int | None = None) -> RiskBound:
-    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (seed 000, Cor. 4)."""
-    _check_release(release)
+_CITE_CURVE = "Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al. 2025"
+
+
+def reconstruction_risk(release, *, kappa: float | None = None, prior_size: int | None = None) -> Bound:
+    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
+    an = _check_release(release)
     k = resolve_kappa(kappa, prior_size)
-    return _curve_point(release, k, "reconstruction", "1 - f(kappa)", {"kappa": k, "prior_size": prior_size})
+    return _curve_point(an, k, "reconstruction", f"1 - f(kappa) ({_CITE_CURVE})", {"kappa": k, "prior_size": prior_size})
 
 
-def reidentification_risk(release: Release, *, prior_size: int) -> RiskBound:
+def reidentification_risk(release, *, prior_size: int) -> Bound:
     """Certified bracket on re-identification among N candidates: 1 − f(1/N) (Kulynych et al. 2025)."""
-    _check_release(release)
+    an = _check_release(release)
     n = v.integer("prior_size", prior_size, minimum=2)
-    return _curve_point(release, 1.0 / n, "reidentification", "1 - f(1/N)", {"prior_size": n})
+    return _curve_point(an, 1.0 / n, "reidentification", "1 - f(1/N) (Kulynych et al. 2025)", {"prior_size": n})
 
 
-def attribute_risk(release: Release, *, prior=None, baseline: float | None = None) -> RiskBound:
+def attribute_risk(release, *, prior=None, baseline: float | None = None) -> Bound:
     """Certified bracket on attribute inference: 1 − f(max_v π(v)) (Kulynych et al. 2025).
 
     Give the prior over the attribute's K values as ``prior`` or its largest
     mass as ``baseline``.
     """
-    _check_release(release)
+    an = _check_release(release)
     if (prior is None) == (baseline is None):
         raise ReconRiskError("give exactly one of prior (probabilities over the K values) or baseline (max prior mass)")
     b = float(normalize_prior(prior).max()) if prior is not None else v.probability_open("baseline", baseline)
-    return _curve_point(release, b, "attribute", "1 - f(max_v prior(v))", {})
+    return _curve_point(an, b, "attribute", "1 - f(max_v prior(v)) (Kulynych et al. 2025)", {})
 
 
-def membership_tpr(release: Release, *, fpr: float) -> RiskBound:
-    """Certified bracket on the TPR of any membership attack at FPR α: 1 − f(α)."""
-    _check_release(release)
+def membership_tpr(release, *, fpr: float) -> Bound:
+    """Certified bracket on the TPR of any membership attack at FPR α: 1 − f(α) (Dong, Roth & Su 2022)."""
+    an = _check_release(release)
     a = v.probability_open("fpr", fpr)
-    return _curve_point(release, a, "membership-tpr", "1 - f(fpr)", {"fpr": a})
+    return _curve_point(an, a, "membership_tpr", "1 - f(fpr) (Dong, Roth & Su 2022)", {"fpr": a})
 
 
 # -- hockey-stick based measures ----------------------------------------------------------
@@ -225,12 +248,14 @@ class _Pmf:
         return self.pmf.blowup(t)
 
 
-def _pmf_pair(release: Release, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
-    """Pessimistic and optimistic curves, the grid refined until ``width_fn(up, lo) ≤ tol`` (as the ReRo bracket)."""
-    h = h0 = _rero.start_discretization(release)
+def _pmf_pair(analysis: PrivacyAnalysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
+    """Pessimistic and optimistic curves of the analysis, on the ReRo bracket's grid ladder (so the report's
+    questions share distributions), refined until ``width_fn(up, lo) ≤ tol``."""
+    release = analysis.release
+    h = h0 = _rero.first_discretization(release)
     while True:
-        up = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=True, loss_cap=cap))
-        lo = _Pmf(_pld.compose_segments(release.segments, h, pessimistic=False, loss_cap=cap))
+        up = _Pmf(analysis.pmf(h, pessimistic=True, loss_cap=cap))
+        lo = _Pmf(analysis.pmf(h, pessimistic=False, loss_cap=cap))
         width = float(width_fn(up, lo))
         if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
             break  # both ends stay certified; only the width may miss the target
@@ -239,10 +264,15 @@ def _pmf_pair(release: Release, cap: float, tol: float, width_fn) -> tuple[_Pmf,
                     "converged": bool(width <= tol)}
 
 
-def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
+def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
     """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α))."""
-    _check_release(release)
+    an = _check_release(release)
     tol = v.positive("tol", tol)
+    return an._memoised(("total_variation", tol), lambda: _total_variation(an, tol))
+
+
+def _total_variation(an: PrivacyAnalysis, tol: float) -> tuple[float, float, dict]:
+    release = an.release
     if release.full_batch:
         x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
         return x, x, {"method": "closed_form"}
@@ -253,7 +283,7 @@ def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[floa
     if _extreme(release):
         return _tv_analytic(release)
     zero = np.zeros(1)
-    up, lo, det = _pmf_pair(release, 50.0, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
+    up, lo, det = _pmf_pair(an, 50.0, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
     hi = float(up.delta(zero)[0])
     return min(float(lo.delta(zero)[0]), hi), hi, det
 
@@ -282,10 +312,11 @@ def _tv_analytic(release: Release) -> tuple[float, float, dict]:
     return max(0.0, min(lower, upper)), upper, {"method": "analytic (extreme noise)"}
 
 
-def membership_advantage(release: Release, *, tol: float = DEFAULT_TOL) -> RiskBound:
+def membership_advantage(release, *, tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on the best membership advantage TPR − FPR = TV(μ, ν)."""
     lo, up, det = total_variation(release, tol=tol)
-    return RiskBound("membership-advantage", 0.0, lo, up, "max_a (1 - a - f(a)) = TV = delta(0)", release.to_dict(), det)
+    return _risk_bound("membership_advantage", 0.0, lo, up,
+                       "max_a (1 - a - f(a)) = TV = delta(0) (Dong, Roth & Su 2022)", det)
 
 
 def cherubin_bayes_security(release: Release) -> float:
@@ -298,11 +329,13 @@ def cherubin_bayes_security(release: Release) -> float:
     return float(1.0 - special.erf(mu / (2 * math.sqrt(2))))
 
 
-def bayes_security(release: Release, *, tol: float = DEFAULT_TOL) -> RiskBound:
+def bayes_security(release, *, tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
-    lo, up, det = total_variation(release, tol=tol)
-    det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(release)}}
-    return RiskBound("bayes-security", 1.0, 1.0 - up, 1.0 - lo, "1 - TV = 1 - max_a (1 - a - f(a))", release.to_dict(), det)
+    an = _check_release(release)
+    lo, up, det = total_variation(an, tol=tol)
+    det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}
+    return _risk_bound("bayes_security", 1.0, 1.0 - up, 1.0 - lo,
+                       "1 - TV = 1 - max_a (1 - a - f(a)) (Chatzikokolakis et al. 2023)", det)
 
 
 def _prior_groups(prior) -> tuple[np.ndarray, np.ndarray]:
@@ -361,14 +394,15 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
     return base + max(extra, 0.0)
 
 
-def reconstruction_advantage(release: Release, *, prior=None, prior_size: int | None = None,
-                             tol: float = DEFAULT_TOL) -> RiskBound:
+def reconstruction_advantage(release, *, prior=None, prior_size: int | None = None,
+                             tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on the reconstruction advantage for a finite prior (see the module docstring).
 
     ``prior``: probabilities of the candidate values (non-uniform allowed);
     ``prior_size`` N: the uniform prior over N candidates (then RAD = ReRo(1/N) − 1/N).
     """
-    _check_release(release)
+    an = _check_release(release)
+    release = an.release
     tol = v.positive("tol", tol)
     if (prior is None) == (prior_size is None):
         raise ReconRiskError("give exactly one of prior (probabilities) or prior_size (an integer >= 2)")
@@ -394,25 +428,26 @@ def reconstruction_advantage(release: Release, *, prior=None, prior_size: int | 
         def width(pu, pl):
             return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
 
-        cu, cl, det = _pmf_pair(release, cap, tol, width)
+        cu, cl, det = _pmf_pair(an, cap, tol, width)
         up, u = _dual_upper(cu, vals, counts)
         lo = _primal_lower(cl, vals, counts)
     lo = min(max(lo, b), up)
     det = {**det, "success_lower": lo, "success_upper": up, "lambda": math.exp(u), "prior_values": int(counts.sum())}
-    return RiskBound("rad", b, lo - b, up - b,
-                     "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z)", release.to_dict(), det)
+    return _risk_bound("rad", b, lo - b, up - b,
+                       "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z) (Guerra-Balboa et al. 2026)", det)
 
 
-def risk(release: Release, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
-         baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = DEFAULT_TOL) -> RiskBound:
+def risk(release, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
+         baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = DEFAULT_TOL) -> Bound:
     """One entry point for every measure (the ``reconrisk risk`` command).
 
     The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
     (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
-    ``membership-tpr``; ``prior``/``prior_size`` for ``rad``.
+    ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` may be a
+    :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis` (whose distributions are then reused).
     """
-    _check_release(release)
-    measure = v.choice("measure", measure, MEASURES)
+    release = _check_release(release)
+    measure = canonical_measure(measure)
     given = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior, fpr=fpr).items()
              if x is not None}
 
@@ -431,34 +466,35 @@ def risk(release: Release, measure: str, *, kappa: float | None = None, prior_si
             return attribute_risk(release, prior=prior, baseline=baseline)
         b = (resolve_kappa(kappa, prior_size) if (kappa is not None or prior_size is not None)
              else v.probability_open("baseline", baseline) if baseline is not None else float(normalize_prior(prior).max()))
-        formula = {"reconstruction": "1 - f(kappa)", "reidentification": "1 - f(1/N)", "attribute": "1 - f(max_v prior(v))"}
+        formula = {"reconstruction": f"1 - f(kappa) ({_CITE_CURVE})", "reidentification": "1 - f(1/N) (Kulynych et al. 2025)",
+                   "attribute": "1 - f(max_v prior(v)) (Kulynych et al. 2025)"}
         return _curve_point(release, b, measure, formula[measure], {"prior_size": prior_size} if prior_size else {})
-    if measure == "membership-tpr":
+    if measure == "membership_tpr":
         only("fpr")
         if fpr is None:
-            raise ReconRiskError("measure 'membership-tpr' needs fpr (the false-positive rate, in (0, 1))")
+            raise ReconRiskError("measure 'membership_tpr' needs fpr (the false-positive rate, in (0, 1))")
         return membership_tpr(release, fpr=fpr)
-    if measure == "membership-advantage":
+    if measure == "membership_advantage":
         only()
         return membership_advantage(release, tol=tol)
-    if measure == "bayes-security":
+    if measure == "bayes_security":
         only()
         return bayes_security(release, tol=tol)
     only("prior", "prior_size")
     return reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol)
 
 
-def all_risks(release: Release, *, kappa: float | None = None, prior_size: int | None = None,
+def all_risks(release, *, kappa: float | None = None, prior_size: int | None = None,
               baseline: float | None = None, prior=None, fpr: float | None = None,
-              tol: float = DEFAULT_TOL) -> list[RiskBound]:
+              tol: float = DEFAULT_TOL) -> list[Bound]:
     """Every measure side by side for one release (``reconrisk risk --measure all``).
 
     The curve measures use the one baseline given (``prior_size``, ``kappa``,
-    ``baseline`` or ``prior``); ``membership-tpr`` needs ``fpr``; ``rad`` needs
+    ``baseline`` or ``prior``); ``membership_tpr`` needs ``fpr``; ``rad`` needs
     ``prior`` or ``prior_size``. Measures whose argument is missing are left out.
     """
-    _check_release(release)
-    out: list[RiskBound] = []
+    release = _check_release(release)
+    out: list[Bound] = []
     base = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior).items()
             if x is not None}
     if len(base) > 1:

@@ -128,7 +128,7 @@ def _alphas(alphas) -> np.ndarray:
     return arr
 
 
-def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
+def tradeoff(release, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
     """Certified two-sided bracket on the trade-off curve f(α) of ``release``, all α at once.
 
     ``alphas``: one or many type-I errors in (0, 1) (e.g. ``np.logspace(-12,
@@ -139,7 +139,10 @@ def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | Non
     = 1e-3: a curve of many α is drawn fast; both ends are certified at any
     width).
     """
-    gaussian_release(release, "the trade-off curve")
+    from .analysis import analyse
+
+    analysis = analyse(release)  # ``release`` may be a Release or its PrivacyAnalysis
+    release = analysis.release
     method = v.choice("method", method, METHODS)
     a = _alphas(alphas)
     rel = release.to_dict()
@@ -148,7 +151,7 @@ def tradeoff(release: Release, alphas, *, method: str = "auto", tol: float | Non
         b = exact_beta(release, a)
         return TradeOff(a, b, b.copy(), p, p.copy(), "closed_form", rel, {"formula": _formula(release)})
     tol = CURVE_TOL if tol is None else v.positive("tol", tol)
-    lo, up, det = pld_bracket(release, a, tol=tol)
+    lo, up, det = pld_bracket(analysis, a, tol=tol)
     lo = np.asarray(lo, dtype=float)
     up = np.asarray(up, dtype=float)
     # 1 − B is rounded outward by one ulp (round-to-nearest errs by at most half of one)

@@ -36,8 +36,9 @@ def bound_cmd(
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
     from ..accounting import epsilon
+    from ..bounds.analysis import PrivacyAnalysis
     from ..bounds.conversions import rero_from_dp
-    from ..bounds.rero import has_closed_form, rero_bounds
+    from ..bounds.rero import has_closed_form
     from ..release import Release
 
     method = v.choice("method", method, _METHODS)
@@ -49,12 +50,13 @@ def bound_cmd(
         v.memory("--samples", samples, 48 * samples)
     k = _kappa(kappa, prior_size)
     release = Release(noise_multiplier, sample_rate, steps)
+    analysis = PrivacyAnalysis(release)
     delta = v.probability_open("delta", delta)
     from ..errors import ReconRiskError
 
     accountant = "PLD"
     try:
-        eps = epsilon(release=release, delta=delta)
+        eps = analysis.epsilon(delta).upper
     except ReconRiskError as exc:
         if "too small for the PLD accountant" not in str(exc):
             raise
@@ -66,10 +68,10 @@ def bound_cmd(
     results = {}
     for m in methods:
         if m == "mc":
-            results[m] = _run_mc(release, k, samples, seed, confidence, quiet=json_out)
+            results[m] = _run_mc(analysis, k, samples, seed, confidence, quiet=json_out)
         else:
-            results[m] = rero_bounds(release, k, method=m)[0]
-    rdp = rero_bounds(release, k, method="rdp")[0]
+            results[m] = analysis.rero(k, method=m)
+    rdp = analysis.rero(k, method="rdp")
     primary = results[methods[0]]
 
     payload = {
@@ -81,16 +83,16 @@ def bound_cmd(
         "noise_multiplier": release.noise_multiplier,
         "sample_rate": release.sample_rate,
         "steps": release.steps,
-        "rero": primary.summary(),
+        "rero": primary.to_dict(),
         "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
         "baseline_formulas": {
-            "rdp": "min over orders a of (kappa*exp(eps_a))^((a-1)/a)",
-            "dp": "kappa*exp(epsilon) + delta",
+            "rdp": rdp.formula,
+            "dp": "kappa*exp(epsilon) + delta (Balle, Cherubin & Hayes 2022)",
         },
     }
     _warn_unconverged(results.values())
     if len(methods) > 1:
-        payload["methods"] = {m: r.summary() for m, r in results.items()}
+        payload["methods"] = {m: r.to_dict() for m, r in results.items()}
     if json_out:
         print_json(payload)
         return
@@ -119,12 +121,12 @@ def _warn_unconverged(results) -> None:
             )
 
 
-def _run_mc(release, k, samples, seed, confidence, *, quiet: bool):
+def _run_mc(analysis, k, samples, seed, confidence, *, quiet: bool):
     from ..bounds.rero import rero_bounds
 
-    with progress(2 * samples * release.steps, "Monte Carlo", enabled=not quiet) as bar:
+    with progress(2 * samples * analysis.release.steps, "Monte Carlo", enabled=not quiet) as bar:
         return rero_bounds(
-            release, k, method="mc", samples=samples, seed=seed, confidence=confidence, progress=bar
+            analysis, k, method="mc", samples=samples, seed=seed, confidence=confidence, progress=bar
         )[0]
 
 
@@ -146,52 +148,15 @@ def calibrate_cmd(
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
 ) -> None:
     """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
-    from ..api import calibrate_noise
-    from ..errors import ReconRiskError
+    from .risk import calibrate_measure
 
-    if measure is not None or target is not None:
-        from .risk import calibrate_measure
+    if target_rero is not None and (sample_rate is None or steps is None) and solve == "noise-multiplier":
+        from ..errors import ReconRiskError
 
-        calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
-                          dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out)
-        return
-    if target_rero is None or sample_rate is None or steps is None:
         raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
-    k = _kappa(kappa, prior_size)
-    out = calibrate_noise(target_rero, sample_rate, steps, kappa=k, delta=delta)
-    payload = _calibration_payload(out, prior_size)
-    if json_out:
-        print_json(payload)
-        return
-    print_table(
-        f"Calibration for γ* = {target_rero:g} at κ = {k:.4g}, q = {sample_rate:g}, T = {steps}",
-        ["quantity", "value"],
-        [
-            ["noise_multiplier", payload["noise_multiplier"]],
-            ["certified rero at that σ (upper)", payload["rero"]["upper"]],
-            ["certified rero at that σ (lower)", payload["rero"].get("lower")],
-            [f"epsilon (δ={delta:g})", payload["epsilon"]],
-        ],
-    )
-
-
-def _calibration_payload(out: dict, prior_size: Optional[int]) -> dict:
-    """The calibration as JSON, with the certified bound at the chosen σ in the one ``rero`` shape of ``bound``."""
-    from ..bounds.rero import rero_bounds
-    from ..release import Release
-
-    d = dict(out)
-    d["prior_size"] = prior_size
-    if "bracket" in d:  # the bisection bracket is on σ, not on the bound
-        d["noise_multiplier_bracket"] = d.pop("bracket")
-    if "rero" not in d:
-        upper = d.pop("rero_upper")
-        method = d.pop("method", "pld")
-        rel = Release(d["noise_multiplier"], d["sample_rate"], d["steps"])
-        b = rero_bounds(rel, d["kappa"], method="closed_form" if method == "closed_form" else "pld")[0]
-        # the calibration's own certified upper end is the one checked against the target; both are certified
-        d["rero"] = {"method": method, "lower": b.lower, "upper": min(upper, b.upper)}
-    return d
+    calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
+                      dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out,
+                      delta=delta)
 
 
 @app.command("curve")

@@ -46,46 +46,46 @@ def risk_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Certified two-sided bound on one operational risk (or --measure all), read off the release's trade-off curve."""
-    from ..bounds.risk import risk
+    from ..bounds.analysis import PrivacyAnalysis
+    from ..bounds.risk import CLI_NAMES, canonical_measure
     from ..release import Release
 
-    release = Release(noise_multiplier, sample_rate, steps)
+    analysis = PrivacyAnalysis(Release(noise_multiplier, sample_rate, steps))
     if measure == "all":
-        _all(release, measure_kwargs(prior_size, kappa, baseline, prior, fpr), json_out)
+        _all(analysis, measure_kwargs(prior_size, kappa, baseline, prior, fpr), json_out)
         return
-    r = risk(release, measure, **measure_kwargs(prior_size, kappa, baseline, prior, fpr))
-    payload = r.to_dict()
+    r = analysis.risk(canonical_measure(measure, cli=True), **measure_kwargs(prior_size, kappa, baseline, prior, fpr))
+    payload = {"measure": CLI_NAMES[r.quantity], **r.to_dict(), **analysis.release.to_dict()}
     if json_out:
         print_json(payload)
         return
-    rows = [[r.measure, r.baseline, r.lower, r.upper]]
+    rows = [[CLI_NAMES[r.quantity], r.baseline, r.lower, r.upper]]
     for name, val in payload.get("baselines", {}).items():
         rows.append([f"{name} (baseline)", None, None, val])
     print_table(
-        f"{r.measure}: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
+        f"{CLI_NAMES[r.quantity]}: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
         ["method", "blind guess", "lower", "upper"], rows, caption=r.formula,
     )
 
 
-def _all(release, kw, json_out: bool) -> None:
-    from ..accounting import epsilon
-    from ..bounds.risk import all_risks
-
+def _all(analysis, kw, json_out: bool) -> None:
+    from ..bounds.risk import CLI_NAMES, all_risks
     from ..errors import ReconRiskError
 
-    risks = all_risks(release, **kw)
+    release = analysis.release
+    risks = all_risks(analysis, **kw)
     try:
-        eps = epsilon(release=release, delta=1e-5)
+        eps = analysis.epsilon(1e-5).upper
     except ReconRiskError:  # an accountant corner (e.g. extreme noise): the risks stand on their own
         eps = None
     if json_out:
         payload = {"measure": "all", **release.to_dict(), "epsilon": eps, "delta": 1e-5,
-                   "risks": [{k: x for k, x in r.to_dict().items() if k not in release.to_dict()} for r in risks]}
+                   "risks": [{"measure": CLI_NAMES[r.quantity], **r.to_dict()} for r in risks]}
         print_json(payload)
         return
     rows = []
     for r in risks:
-        rows.append([_MEANING.get(r.measure, r.measure), r.baseline, r.lower, r.upper])
+        rows.append([_MEANING.get(r.quantity, r.quantity), r.baseline, r.lower, r.upper])
         for name, val in r.details.get("baselines", {}).items():
             rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
     print_table(
@@ -100,10 +100,10 @@ _MEANING = {
     "reconstruction": "reconstruction success",
     "reidentification": "re-identification among N",
     "attribute": "attribute inference",
-    "membership-tpr": "membership TPR at the FPR",
-    "membership-advantage": "membership advantage TPR − FPR",
+    "membership_tpr": "membership TPR at the FPR",
+    "membership_advantage": "membership advantage TPR − FPR",
     "rad": "reconstruction advantage",
-    "bayes-security": "Bayes security (1 = perfect)",
+    "bayes_security": "Bayes security (1 = perfect)",
 }
 
 
@@ -133,7 +133,9 @@ def tradeoff_cmd(
     if lo >= hi:
         raise ReconRiskError(f"alpha_min must be < alpha_max; found alpha_min={lo:g}, alpha_max={hi:g}")
     n = v.integer("points", points, minimum=2, maximum=100_000)
-    curve = tradeoff(release, np.logspace(np.log10(lo), np.log10(hi), n))
+    from ..bounds.analysis import PrivacyAnalysis
+
+    curve = PrivacyAnalysis(release).tradeoff(np.logspace(np.log10(lo), np.log10(hi), n))
     files = None
     if out is not None:
         from ..report.tradeoff import write_tradeoff
@@ -153,25 +155,48 @@ def tradeoff_cmd(
                 ["α (FPR)", "f(α) lower", "f(α) upper", "TPR ≤"], rows, caption=caption)
 
 
-def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args, json_out):
-    """``reconrisk calibrate --measure M --target X --solve …`` (called from the calibrate command)."""
-    from ..bounds.calibrate_risk import calibrate_risk
+def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args,
+                      json_out, delta: float = 1e-5):
+    """``reconrisk calibrate`` — both routes (``--target-rero`` and ``--measure M --target X``) call this, and it
+    calls the one calibrator, :func:`reconrisk.bounds.calibrate.calibrate`."""
+    from ..bounds.analysis import PrivacyAnalysis
+    from ..bounds.calibrate import calibrate
+    from ..bounds.risk import CLI_NAMES, canonical_measure
     from ..errors import ReconRiskError
 
-    if measure is None or target is None:
-        raise ReconRiskError("calibrating a risk measure needs both --measure and --target")
     if target_rero is not None:
-        raise ReconRiskError("give --target with --measure, not --target-rero")
+        if measure is not None or target is not None:
+            raise ReconRiskError("give either --target-rero or --measure M --target X, not both")
+        measure, target = "reconstruction", target_rero
+        if baseline_args["prior_size"] is not None or baseline_args["kappa"] is not None:
+            from .. import _validate as v
+            from ..priors import resolve_kappa
+
+            v.in_range("target_rero", target_rero, resolve_kappa(baseline_args["kappa"], baseline_args["prior_size"]), 1.0)
+    elif measure is None or target is None:
+        raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X "
+                             "--solve ...)")
+    quantity = canonical_measure(measure, cli=True)
     kw = measure_kwargs(baseline_args["prior_size"], baseline_args["kappa"], baseline_args["baseline"],
                         baseline_args["prior"], baseline_args["fpr"])
-    out = calibrate_risk(measure, target, solve, noise_multiplier=noise_multiplier, sample_rate=sample_rate,
-                         steps=steps, **kw)
+    cal = calibrate(quantity, target, solve.replace("-", "_"), noise_multiplier=noise_multiplier,
+                    sample_rate=sample_rate, steps=steps, **kw)
+    b = cal.bound
+    payload = cal.to_dict()
+    payload.update(measure=CLI_NAMES[quantity], lower=b.lower, upper=b.upper, prior_size=baseline_args["prior_size"])
+    if quantity == "reconstruction":  # the one ``rero`` shape of ``reconrisk bound``
+        payload["rero"] = {"method": b.method, "lower": b.lower, "upper": b.upper, "converged": b.converged}
+    payload["epsilon"] = PrivacyAnalysis(cal.release).epsilon(delta).upper
+    payload["delta"] = delta
     if json_out:
-        print_json(out)
+        print_json(payload)
         return
+    solved = cal.solve
     print_table(
-        f"Calibration of {out['measure']} to {target:g}: solved {out['solve']}",
+        f"Calibration of {CLI_NAMES[quantity]} to {target:g}: solved {solved}",
         ["quantity", "value"],
-        [["noise_multiplier", out["noise_multiplier"]], ["sample_rate", out["sample_rate"]], ["steps", out["steps"]],
-         [f"{out['measure']} lower", out["lower"]], [f"{out['measure']} upper (certified)", out["upper"]]],
+        [["noise_multiplier", cal.noise_multiplier], ["sample_rate", cal.sample_rate], ["steps", cal.steps],
+         [f"{CLI_NAMES[quantity]} lower", b.lower], [f"{CLI_NAMES[quantity]} upper (certified)", b.upper],
+         [f"epsilon (δ={delta:g})", payload["epsilon"]]],
+        caption=b.formula,
     )

@@ -110,11 +110,12 @@ class Certificate:
 
 def certify(setting: AuditSetting) -> Certificate:
     """ε (the calibrated target, else the PLD ε of the release) and the certified bound (seed 000, Cor. 4)."""
-    from .. import accounting, rero_bound
+    from ..bounds.analysis import PrivacyAnalysis
 
     s = setting
-    bound = rero_bound(release=s.release, prior_size=s.prior_size)
-    eps = s.epsilon if s.epsilon is not None else accounting.epsilon(delta=s.delta, release=s.release)
+    analysis = PrivacyAnalysis(s.release)
+    bound = analysis.rero(prior_size=s.prior_size)
+    eps = s.epsilon if s.epsilon is not None else analysis.epsilon(s.delta).upper
     return Certificate(float(eps), 1.0 / s.prior_size, bound)
 
 
@@ -211,7 +212,7 @@ def calibrated_settings(
     **kwargs,
 ) -> list[AuditSetting]:
     """One :class:`AuditSetting` per ε (σ calibrated with ``accountant``) or per given σ."""
-    from .. import accounting
+    from ..bounds.calibrate import noise_multiplier_for_epsilon
 
     if (epsilons is None) == (noise_multipliers is None):
         raise ReconRiskError("give either epsilons or noise_multipliers")
@@ -219,7 +220,7 @@ def calibrated_settings(
     if epsilons is not None:
         for eps in epsilons:
             eps = v.positive("epsilon", eps)
-            sigma = accounting.noise_multiplier_for_epsilon(eps, sample_rate, steps, delta, accountant)
+            sigma = noise_multiplier_for_epsilon(eps, sample_rate, steps, delta, accountant)
             out.append(AuditSetting.of(sigma, sample_rate, steps, clip_norm, epsilon=eps, delta=delta, **kwargs))
     else:
         for sigma in noise_multipliers:

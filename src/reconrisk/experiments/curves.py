@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..accounting import noise_multiplier_for_epsilon
+from ..bounds.calibrate import noise_multiplier_for_epsilon
 from ..bounds.conversions import rdp_rero_bound
 from ..bounds.rero import pld_bracket
 from ..errors import ReconRiskError

@@ -105,7 +105,7 @@ register(Recipe(
 def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     import numpy as np
 
-    from ..accounting import noise_multiplier_for_epsilon
+    from ..bounds.calibrate import noise_multiplier_for_epsilon
     from ..bounds.rero import pld_bracket
     from ..release import Release
 
@@ -163,7 +163,7 @@ register(Recipe(
 # Fig. 5
 # ----------------------------------------------------------------------------------------
 def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..accounting import noise_multiplier_for_epsilon
+    from ..bounds.calibrate import noise_multiplier_for_epsilon
     from ..api import rero_bound
 
     rows = []

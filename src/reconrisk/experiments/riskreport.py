@@ -45,6 +45,7 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
+from ..bounds.analysis import PrivacyAnalysis
 from ..release import Release, gaussian_release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
@@ -113,12 +114,14 @@ def _na(reason: str, **extra) -> dict:
 
 
 # -- ε and ReRo -------------------------------------------------------------------------------
-def epsilon_entry(release: Release, delta: float) -> dict:
+def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
     """ε at δ as ``reconrisk bound`` reports it (PLD, RDP where the PLD grid cannot hold the loss range)."""
     from ..accounting import epsilon
 
+    release = analysis.release
     try:
-        out = {"value": epsilon(release=release, delta=delta), "accountant": "pld", "delta": delta}
+        b = analysis.epsilon(delta)
+        out = {"value": b.upper, "lower": b.lower, "accountant": "pld", "delta": delta}
     except ReconRiskError as exc:
         if "too small for the PLD accountant" not in str(exc):
             raise
@@ -128,45 +131,38 @@ def epsilon_entry(release: Release, delta: float) -> dict:
     return out
 
 
-def rero_entry(release: Release, cfg: ReportConfig, eps: dict, progress: Callable[[int], None] | None = None) -> dict:
+def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
+               progress: Callable[[int], None] | None = None) -> dict:
     """Every ReRo method of ``bound`` at κ, with the ε-based baselines."""
     from ..bounds.conversions import rero_from_dp
     from ..bounds.rero import has_closed_form, rero_bounds
 
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
-    out["pld"] = rero_bounds(release, k, method="pld")[0].summary()
-    out["pld"]["formula"] = "B_kappa(mu, nu) bracketed by pessimistic/optimistic PLDs (seed 000 Cor. 4)"
-    if has_closed_form(release):
-        out["closed_form"] = rero_bounds(release, k, method="closed_form")[0].summary()
-        out["closed_form"]["formula"] = "Phi(Phi^-1(kappa) + mu_GDP), mu_GDP = sqrt(sum T_s/sigma_s^2) (q = 1)"
-    rdp = rero_bounds(release, k, method="rdp")[0]
-    out["rdp"] = {"method": "rdp", "lower": None, "upper": rdp.upper, "orders": rdp.details.get("orders"),
-                  "formula": "min over orders a of (kappa*exp(eps_a))^((a-1)/a) (seed 000 Eq. 2)"}
+    out["pld"] = analysis.rero(k).to_dict()
+    if has_closed_form(analysis.release):
+        out["closed_form"] = analysis.rero(k, method="closed_form").to_dict()
+    out["rdp"] = analysis.rero(k, method="rdp").to_dict()
     out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
-                 "formula": "kappa*exp(epsilon) + delta"}
+                 "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
     if cfg.samples:
-        mc = rero_bounds(release, k, method="mc", samples=cfg.samples, seed=cfg.seed, confidence=cfg.confidence,
-                         progress=progress)[0]
-        out["mc"] = mc.summary()
-        out["mc"]["formula"] = ("complement estimator of seed 000 Alg. 1 (corrected) with a DKW + Clopper-Pearson "
-                                f"{cfg.confidence:g} interval")
+        out["mc"] = rero_bounds(analysis, k, method="mc", samples=cfg.samples, seed=cfg.seed,
+                                confidence=cfg.confidence, progress=progress)[0].to_dict()
     else:
         out["mc"] = _na("Monte Carlo skipped (samples = 0)")
     out["headline"] = "closed_form" if "closed_form" in out else "pld"
     return out
 
 
-def rero_vs_prior(release: Release, prior_sizes=PRIOR_SIZES) -> dict:
+def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
-    from ..bounds.rero import rero_bounds
-
-    ns = [int(n) for n in prior_sizes]
-    kap = np.array([1.0 / n for n in ns])
     from ..bounds.fano import fano_bound, kl_mutual_information
 
-    pld = rero_bounds(release, kap, method="pld")
-    rdp = rero_bounds(release, kap, method="rdp")
+    release = analysis.release
+    ns = [int(n) for n in prior_sizes]
+    kap = np.array([1.0 / n for n in ns])
+    pld = analysis.rero_many(kap, method="pld")
+    rdp = analysis.rero_many(kap, method="rdp")
     kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
     fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success_upper for n in ns]
     return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld], "upper": [r.upper for r in pld],
@@ -184,26 +180,25 @@ def _closed_form_mi(release: Release, n: int) -> float:
 
 
 # -- curve and operational risks ---------------------------------------------------------------
-def tradeoff_entry(release: Release) -> dict:
-    from ..bounds.tradeoff import tradeoff
-
+def tradeoff_entry(analysis: PrivacyAnalysis) -> dict:
     lo, hi, n = TRADEOFF_ALPHA
-    d = tradeoff(release, np.logspace(np.log10(lo), np.log10(hi), n)).to_dict()
+    d = analysis.tradeoff(np.logspace(np.log10(lo), np.log10(hi), n)).to_dict()
     d["formula"] = ("beta_lower <= f(alpha) <= beta_upper: exact GDP curve (q = 1) or the optimistic/pessimistic "
                     "PLDs' Neyman-Pearson tests (Dong, Roth, Su 2022)")
     return d
 
 
-def risks_entry(release: Release, cfg: ReportConfig) -> list[dict]:
+def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
     """``risk --measure all`` (with the report's baseline and --fpr) and attribute inference at its baseline."""
-    from ..bounds.risk import all_risks, risk
+    from ..bounds.risk import all_risks
 
     base = {"prior_size": cfg.prior_size} if cfg.prior_size is not None else {"kappa": cfg.kappa}
-    rows = [r.to_dict() for r in all_risks(release, fpr=cfg.fpr, **base)]
+    rows = [r.to_dict() for r in all_risks(analysis, fpr=cfg.fpr, **base)]
+    from ..bounds.risk import CLI_NAMES
+
     rows.insert(2 if cfg.prior_size is not None else 1,
-                risk(release, "attribute", baseline=cfg.attribute_baseline).to_dict())
-    rel_keys = set(release.to_dict())
-    return [{k: x for k, x in r.items() if k not in rel_keys} for r in rows]
+                analysis.risk("attribute", baseline=cfg.attribute_baseline).to_dict())
+    return [{"measure": CLI_NAMES[r["quantity"]], **r} for r in rows]
 
 
 # -- information-theoretic and MSE families ----------------------------------------------------
@@ -277,11 +272,15 @@ def capacity_entry(release: Release, cfg: ReportConfig) -> dict:
 
 
 # -- calibration and the empirical attack ------------------------------------------------------
-def calibration_entry(release: Release, cfg: ReportConfig) -> dict:
-    """``calibrate --target-rero``: the smallest σ at this q, T with certified ReRo ≤ target, ε and the bound."""
-    from ..api import calibrate_noise
-    from ..bounds.rero import rero_bounds
+def calibration_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> dict:
+    """``calibrate --target-rero``: the smallest σ at this q, T with certified ReRo ≤ target, ε and the bound there.
 
+    Whether this release meets the target is decided by the certified bound **at this release** (the same
+    bound the calibrator holds against the target), never by comparing σ values.
+    """
+    from ..bounds.calibrate import calibrate, meets
+
+    release = analysis.release
     if cfg.target_rero is None:
         return _na("no target risk given (--target-rero)")
     if not release.homogeneous:
@@ -290,22 +289,24 @@ def calibration_entry(release: Release, cfg: ReportConfig) -> dict:
     if cfg.target_rero <= k:
         return _na(f"target_rero={cfg.target_rero:g} is at or below the blind guess kappa={k:g}: no noise reaches it")
     try:
-        d = calibrate_noise(cfg.target_rero, release.sample_rate, release.steps, kappa=k, delta=cfg.delta)
+        cal = calibrate("reconstruction", cfg.target_rero, sample_rate=release.sample_rate, steps=release.steps,
+                        kappa=k)
     except ReconRiskError as exc:  # e.g. a target above the noiseless success at this q, T: say so on the page
         return _na(f"calibrate: {exc}")
-    d["prior_size"] = cfg.prior_size
-    d["noise_multiplier_bracket"] = d.pop("bracket")
-    upper = d.pop("rero_upper")
-    method = d.pop("method", "pld")
-    b = rero_bounds(Release(d["noise_multiplier"], d["sample_rate"], d["steps"]), d["kappa"],
-                    method="closed_form" if method == "closed_form" else "pld")[0]
-    d["rero"] = {"method": method, "lower": b.lower, "upper": min(upper, b.upper)}
-    d["applicable"] = True
-    d["formula"] = ("bisection on log sigma of the certified ReRo upper end (closed form solved exactly at q = 1); "
-                    "error: noise_multiplier_bracket")
-    d["current_noise_multiplier"] = release.noise_multiplier
-    d["meets_target_now"] = release.noise_multiplier >= d["noise_multiplier"]
-    return d
+    now = analysis.risk("reconstruction", kappa=k)
+    b = cal.bound
+    return {
+        "applicable": True, "target_rero": cal.target, "kappa": k, "prior_size": cfg.prior_size,
+        "noise_multiplier": cal.noise_multiplier, "sample_rate": cal.sample_rate, "steps": cal.steps,
+        "noise_multiplier_bracket": list(cal.bracket), "evaluations": cal.evaluations,
+        "rero": {"method": b.method, "lower": b.lower, "upper": b.upper},
+        "delta": cfg.delta, "epsilon": PrivacyAnalysis(cal.release).epsilon(cfg.delta).upper,
+        "formula": ("smallest sigma whose certified ReRo upper end is <= the target (bisection on log sigma; closed form "
+                    "at q = 1); error: noise_multiplier_bracket"),
+        "current_noise_multiplier": release.noise_multiplier,
+        "current_rero": {"method": now.method, "lower": now.lower, "upper": now.upper},
+        "meets_target_now": meets(now, cal.target),
+    }
 
 
 def attack_entry(release: Release, cfg: ReportConfig, progress: Callable[[int], None] | None = None) -> dict:
@@ -347,31 +348,39 @@ def summary_entry(report: dict, cfg: ReportConfig) -> dict:
     return out
 
 
-def risk_report(release: Release, config: ReportConfig | None = None, *,
+def risk_report(release, config: ReportConfig | None = None, *,
                 progress: Callable[[str], None] | None = None,
                 mc_progress: Callable[[int], None] | None = None) -> dict:
-    """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each."""
-    gaussian_release(release, "reconrisk report")
+    """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each.
+
+    ``release``: a :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis`. Every family asks the
+    one analysis, so the release's privacy-loss distributions are composed at most once per discretisation
+    level; ``out["analysis"]["compositions"]`` says how many were made.
+    """
+    analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
+        else release
+    release = analysis.release
     cfg = config or ReportConfig()
     note = progress or (lambda stage: None)
     out: dict = {"release": release.to_dict(), "config": cfg.to_dict()}
     note("epsilon")
-    out["epsilon"] = epsilon_entry(release, cfg.delta)
+    out["epsilon"] = epsilon_entry(analysis, cfg.delta)
     note("ReRo")
-    out["rero"] = rero_entry(release, cfg, out["epsilon"], mc_progress)
-    out["rero_vs_prior"] = rero_vs_prior(release)
+    out["rero"] = rero_entry(analysis, cfg, out["epsilon"], mc_progress)
+    out["rero_vs_prior"] = rero_vs_prior(analysis)
     note("trade-off curve")
-    out["tradeoff"] = tradeoff_entry(release)
+    out["tradeoff"] = tradeoff_entry(analysis)
     note("risk measures")
-    out["risks"] = risks_entry(release, cfg)
+    out["risks"] = risks_entry(analysis, cfg)
     note("Fano, MSE, analytic, capacity")
     out["fano"] = fano_entry(release, cfg)
     out["mse"] = mse_entry(release, cfg)
     out["analytic"] = analytic_entry(release, cfg)
     out["capacity"] = capacity_entry(release, cfg)
     note("calibration")
-    out["calibration"] = calibration_entry(release, cfg)
+    out["calibration"] = calibration_entry(analysis, cfg)
     note("attack")
     out["attack"] = attack_entry(release, cfg)
     out["summary"] = summary_entry(out, cfg)
+    out["analysis"] = {"compositions": analysis.composition_count}
     return out

@@ -238,9 +238,9 @@ def parse_sweep(spec: dict, *, source: str = "<dict>", base: Path | None = None)
     for combo in itertools.product(*axes.values()):
         cfg = dict(zip(axes, combo))
         if noise_key == "epsilon":
-            from .. import accounting
+            from ..bounds.calibrate import noise_multiplier_for_epsilon
 
-            cfg["noise_multiplier"] = float(accounting.noise_multiplier_for_epsilon(
+            cfg["noise_multiplier"] = float(noise_multiplier_for_epsilon(
                 cfg["epsilon"], cfg["sample_rate"], cfg["steps"], cfg["delta"], "pld"))
         else:
             cfg["epsilon"] = None
@@ -390,12 +390,12 @@ class SweepRun:
 
 def certify_point(p: dict) -> dict:
     """ε at δ (the target, else the release's PLD ε) and the certified ReRo bound (seed 000, Cor. 4) of a point."""
-    from .. import accounting, rero_bound
+    from ..bounds.analysis import PrivacyAnalysis
     from ..release import Release
 
-    release = Release(p["noise_multiplier"], p["sample_rate"], p["steps"], p["clip_norm"])
-    bound = rero_bound(release=release, prior_size=p["prior_size"])
-    eps = p["epsilon"] if p["epsilon"] is not None else accounting.epsilon(delta=p["delta"], release=release)
+    analysis = PrivacyAnalysis(Release(p["noise_multiplier"], p["sample_rate"], p["steps"], p["clip_norm"]))
+    bound = analysis.rero(prior_size=p["prior_size"])
+    eps = p["epsilon"] if p["epsilon"] is not None else analysis.epsilon(p["delta"]).upper
     return {"epsilon": float(eps), "kappa": 1.0 / p["prior_size"], "rero_method": bound.method,
             "rero_lower": float(bound.lower), "rero_upper": float(bound.upper)}
 

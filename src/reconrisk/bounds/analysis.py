@@ -1,0 +1,254 @@
+"""The privacy of one release, analysed once: :class:`PrivacyAnalysis`.
+
+Modelled on ``dp_accounting``'s ``PLDAccountant`` (events are composed once,
+then asked many questions) and on riskcal's "build the PLD once, query it many
+times". Built from a :class:`~reconrisk.release.Release`, the analysis
+
+* composes the pessimistic and optimistic privacy-loss distributions (PLDs)
+  of the release **lazily and once per discretisation level** — every
+  question that needs the distributions at a loss grid ``h`` asks
+  :meth:`PrivacyAnalysis.pmf`, which composes on the first request and serves
+  the cached distribution afterwards (a finer grid is composed only when a
+  question needs more precision than the cached ones give);
+* uses the exact closed forms where they apply (every q = 1: Gaussian DP with
+  μ = √(Σ T_i/σ_i²); T = 1: the subsampled Gaussian's exact curve);
+* answers every question reconrisk asks of a release, each as a
+  :class:`~reconrisk.results.Bound`: :meth:`epsilon` (δ) and :meth:`delta`
+  (ε) with a certified two-sided range, :meth:`rero` (κ) (Hayes, Mahloujifar &
+  Balle 2023, Cor. 4), the whole trade-off curve :meth:`tradeoff` (α)
+  (Dong, Roth & Su 2022), every risk measure of ``reconrisk risk``
+  (:meth:`risk`), and a certified Gaussian-DP μ range (:meth:`gdp_mu`).
+
+``bound``, ``risk``, ``tradeoff``, ``calibrate``, ``report``, ``curve``, the
+Opacus accountant and the sweep all ask an analysis; none of them composes a
+PLD itself. :attr:`compositions` counts the compositions per
+(grid, side, direction), so a test can hold the "once per level" promise.
+
+Soundness does not depend on the cache: a pessimistic distribution composed
+with a larger loss cap or a smaller round-off budget than a question needs
+is still pessimistic (more atoms kept, less slack), so serving it is sound,
+and an optimistic one likewise stays below the truth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from .. import _validate as v
+from ..accounting import pld as _pld
+from ..accounting.epsilon import EPSILON_CAP, SIGMA_GRID_RANGE
+from ..accounting.gaussian import gaussian_delta, release_gdp_mu
+from ..accounting.pmf import REFINE_ABOVE
+from ..errors import ReconRiskError
+from ..release import Release, gaussian_release
+from ..results import Bound
+
+#: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
+#: questions at smaller priors than the first one asked reuse it.
+MIN_LOSS_CAP = 40.0 - math.log(1e-12)
+
+
+class PrivacyAnalysis:
+    """Everything reconrisk certifies about one :class:`~reconrisk.release.Release`, composed once.
+
+    >>> from reconrisk import Release
+    >>> a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
+    >>> b = a.rero(prior_size=100)
+    >>> b.lower <= b.upper, a.composition_count
+    (True, 2)
+    >>> _ = a.risk("reconstruction", prior_size=100); a.composition_count  # the same distributions, asked again
+    2
+    """
+
+    def __init__(self, release: Release) -> None:
+        self.release = gaussian_release(release, "a privacy analysis")
+        self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
+        self._memo: dict[tuple, Any] = {}
+        #: compositions made, per (h, pessimistic, direction)
+        self.compositions: Counter = Counter()
+
+    def __repr__(self) -> str:
+        return f"PrivacyAnalysis({self.release!r}, compositions={self.composition_count})"
+
+    # -- the distributions -------------------------------------------------------------------
+    @property
+    def composition_count(self) -> int:
+        """Number of PLD compositions made so far (all grids, both sides, both directions)."""
+        return int(sum(self.compositions.values()))
+
+    def pmf(self, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf,
+            slack_budget: float = 0.0, **options):
+        """The composed PLD of the release on loss grid ``h``: composed on first request, then served.
+
+        A cached distribution serves a request when its loss cap is at least
+        the one asked for and its round-off threshold at most the one asked
+        for (both make it more accurate, never less sound). Otherwise it is
+        composed again with the larger cap and the smaller threshold (counted).
+        """
+        need = slack_budget if slack_budget > 0 else REFINE_ABOVE
+        key = (float(h), bool(pessimistic), direction, tuple(sorted(options.items())))
+        hit = self._pmfs.get(key)
+        if hit is not None and hit[0] >= loss_cap and hit[1] <= need:
+            return hit[2]
+        cap = max(loss_cap, MIN_LOSS_CAP if loss_cap < EPSILON_CAP else loss_cap)
+        if hit is not None:
+            cap = max(cap, hit[0])
+        budget = min(need, REFINE_ABOVE)
+        pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
+                                    loss_cap=cap, slack_budget=budget, **options)
+        self.compositions[key[:3]] += 1
+        self._pmfs[key] = (cap, budget, pmf)
+        return pmf
+
+    def _memoised(self, key: tuple, compute):
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    # -- (ε, δ) --------------------------------------------------------------------------------
+    def _p_ever(self) -> float:
+        return -math.expm1(sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf
+                               for s in self.release.segments))
+
+    def _closed_form_gdp(self) -> float | None:
+        """μ when the curve is exactly μ-GDP (every q = 1, or σ beyond the grid's range), else None."""
+        sigmas = [s.noise_multiplier for s in self.release.segments]
+        if max(sigmas) > SIGMA_GRID_RANGE[1] or self.release.full_batch:
+            return math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in self.release.segments))
+        return None
+
+    def epsilon(self, delta: float) -> Bound:
+        """Certified range of the smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions).
+
+        ``upper`` is the pessimistic PLD's ε (what ``dp_accounting``'s
+        ``PLDAccountant`` reports, with reconrisk's own engine), ``lower`` the
+        optimistic PLD's (remove direction; ε is the max over both, so this is a lower end). Every q = 1: the exact Gaussian-DP profile
+        (Balle & Wang 2018), lower == upper.
+        """
+        delta = v.probability_open("delta", delta)
+        return self._memoised(("epsilon", delta), lambda: self._epsilon(delta))
+
+    def _epsilon(self, delta: float) -> Bound:
+        from ..accounting.epsilon import pld_epsilon
+
+        lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True)
+        formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
+                   "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
+                                  "(Balle & Wang 2018)",
+                   "analytic": "delta < P(target ever sampled): the loss is beyond any eps with that probability"}[method]
+        det = {"delta": delta, "accountant": "pld"}
+        if h is not None:
+            det["discretization"] = h
+        return Bound("epsilon", lo, up, method=method, formula=formula, converged=True, details=det)
+
+    def delta(self, epsilon: float) -> Bound:
+        """Certified range of δ(ε) = max over both directions of the hockey-stick divergence (``lower``: the
+        remove direction's optimistic PLD, the one an optimistic discretisation exists for)."""
+        eps = v.real("epsilon", epsilon)
+        return self._memoised(("delta", eps), lambda: self._delta(eps))
+
+    def _delta(self, eps: float) -> Bound:
+        mu = self._closed_form_gdp()
+        if mu is not None:
+            d = 0.0 if mu == 0.0 else float(gaussian_delta(eps, 1.0 / mu))
+            return Bound("delta", d, d, method="closed_form", converged=True,
+                         formula="Gaussian DP: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)",
+                         details={"epsilon": eps, "mu": mu})
+        if min(s.noise_multiplier for s in self.release.segments) < SIGMA_GRID_RANGE[0]:
+            p = self._p_ever()
+            return Bound("delta", p, 1.0, method="analytic", converged=False, formula="P(target ever sampled) <= delta",
+                         details={"epsilon": eps})
+        from ..accounting.epsilon import PLD_DISCRETIZATION, pld_grid
+
+        h = pld_grid(self.release, PLD_DISCRETIZATION)
+        up = max(float(self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP).delta([eps])[0])
+                 for d in ("remove", "add"))
+        lo = float(self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP).delta([eps])[0])
+        return Bound("delta", min(lo, up), up, method="pld", converged=True,
+                     formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs",
+                     details={"epsilon": eps, "discretization": h})
+
+    # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
+    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, method: str = "pld",
+             rel_tol: float | None = None, tol: float | None = None, **mc) -> Bound:
+        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.bounds.rero.rero_bounds`."""
+        from ..priors import resolve_kappa
+        from .rero import DEFAULT_REL_TOL
+
+        k = resolve_kappa(kappa, prior_size)
+        rel_tol = DEFAULT_REL_TOL if rel_tol is None else rel_tol
+        key = ("rero", k, method, rel_tol, tol, tuple(sorted(mc.items())))
+        b = self._memoised(key, lambda: self.rero_many([k], method=method, rel_tol=rel_tol, tol=tol, **mc)[0])
+        if prior_size is not None and b.details.get("prior_size") != prior_size:
+            b = _with_details(b, prior_size=prior_size)
+        return b
+
+    def rero_many(self, kappas, *, method: str = "pld", **kw) -> list[Bound]:
+        """ReRo at many κ at once (one bracket computation: the refinement serves every κ together)."""
+        from .rero import rero_bounds
+
+        return rero_bounds(self, kappas, method=method, **kw)
+
+    def tradeoff(self, alphas, *, method: str = "auto", tol: float | None = None):
+        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.bounds.tradeoff.tradeoff`)."""
+        from .tradeoff import tradeoff
+
+        return tradeoff(self, alphas, method=method, tol=tol)
+
+    def risk(self, measure: str, **kwargs) -> Bound:
+        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.bounds.risk.risk`)."""
+        from .risk import canonical_measure, risk
+
+        m = canonical_measure(measure)
+        key = ("risk", m, tuple(sorted((k, _hashable(x)) for k, x in kwargs.items())))
+        return self._memoised(key, lambda: risk(self, m, **kwargs))
+
+    def gdp_mu(self, alphas=None) -> Bound:
+        """Certified range of the smallest μ such that the release is μ-Gaussian-DP (Dong, Roth & Su 2022).
+
+        ``upper`` = √(Σ T_i/σ_i²): each subsampled step is a garbling of the
+        full-batch Gaussian step (mix in the null output), and Gaussian DP
+        composes exactly. ``lower`` = max over a grid of α of
+        Φ⁻¹(1 − α) − Φ⁻¹(f_upper(α)): at such an α the certified curve lies
+        below G_μ for every smaller μ (Neyman–Pearson). Every q = 1: exact. The
+        central-limit μ of Bu et al. (an approximation, not a bound) is in
+        ``details``.
+        """
+        mu_up = release_gdp_mu(self.release)
+        if self.release.full_batch:
+            return Bound("gdp_mu", mu_up, mu_up, method="closed_form", converged=True,
+                         formula="mu = sqrt(sum T_i / sigma_i^2) (Gaussian DP, Dong, Roth & Su 2022)")
+        a = np.logspace(-12, math.log10(0.5), 97) if alphas is None else np.asarray(alphas, dtype=float)
+        t = self.tradeoff(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cand = special.ndtri(1.0 - a) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
+        lo = float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf)))
+        from .tradeoff import clt_mu
+
+        return Bound("gdp_mu", max(0.0, min(lo, mu_up)), mu_up, method="tradeoff", converged=None,
+                     formula="lower: max_a Phi^-1(1-a) - Phi^-1(f_upper(a)); upper: sqrt(sum T_i/sigma_i^2) (garbling)",
+                     details={"clt_mu": clt_mu(self.release), "alphas": int(a.size)})
+
+
+def _hashable(x):
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return tuple(np.asarray(x, dtype=float).ravel().tolist())
+    return x
+
+
+def _with_details(b: Bound, **extra) -> Bound:
+    from dataclasses import replace
+
+    return replace(b, details={**b.details, **extra})
+
+
+def analyse(release_or_analysis) -> PrivacyAnalysis:
+    """The :class:`PrivacyAnalysis` of a release (an analysis is returned as it is, so callers can pass either)."""
+    if isinstance(release_or_analysis, PrivacyAnalysis):
+        return release_or_analysis
+    return PrivacyAnalysis(release_or_analysis)
