@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from . import _validate as v
@@ -55,11 +56,14 @@ def rero_bound(
         release = Release(noise_multiplier, sample_rate, steps)
     elif noise_multiplier is not None:
         raise ReconRiskError("give either noise_multiplier/sample_rate/steps or release, not both")
-    k = resolve_kappa(kappa, prior_size)
-    return rero_bounds(
-        release, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol, rel_tol=rel_tol,
-        progress=progress,
-    )[0]
+    analysis = PrivacyAnalysis(release)
+    if method == "mc":
+        k = resolve_kappa(kappa, prior_size)
+        b = rero_bounds(analysis, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol,
+                        rel_tol=rel_tol, progress=progress)[0]
+        return b if prior_size is None else replace(b, details={**b.details, "prior_size": prior_size})
+    v.probability_open("confidence", confidence)  # checked whatever the method (no flag is ignored silently)
+    return analysis.rero(kappa, prior_size=prior_size, method=method, rel_tol=rel_tol, tol=tol)
 
 
 def calibrate_noise(

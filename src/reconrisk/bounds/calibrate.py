@@ -264,8 +264,11 @@ def _sigma_guess(quantity, target, q, t, args, base) -> float:
         from .._roots import bisect_log
         from ..accounting.epsilon import _pld_epsilon
 
-        return bisect_log(lambda s: _pld_epsilon(Release(s, q, t), args["delta"], 1e-3) <= target, 0.1, 1.0,
-                          rel_tol=5e-3, name="noise_multiplier")[1]
+        def coarse_ok(s: float) -> bool:
+            an = PrivacyAnalysis(Release(s, q, t))
+            return _pld_epsilon(an.release, args["delta"], 1e-3, an.pmf) <= target
+
+        return bisect_log(coarse_ok, 0.1, 1.0, rel_tol=5e-3, name="noise_multiplier")[1]
     if quantity in _CURVE and 0 < base < target < 1:
         mu = float(special.ndtri(target) - special.ndtri(base))
         if mu > 0 and q < 1:

@@ -18,9 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as v
+from ..bounds.analysis import PrivacyAnalysis
 from ..bounds.calibrate import noise_multiplier_for_epsilon
-from ..bounds.conversions import rdp_rero_bound
-from ..bounds.rero import pld_bracket
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -78,15 +77,15 @@ def rero_curves(
     rows: list[dict] = []
     for panel, eps, q in jobs:
         sigma = noise_multiplier_for_epsilon(eps, q, steps, delta)
-        rel = Release(sigma, q, steps)
-        lo, up, det = pld_bracket(rel, kappas)
-        rdp = rdp_rero_bound(rel.segments, kappas)
-        for n, k, a, b, r in zip(sizes, kappas, lo, up, rdp):
+        analysis = PrivacyAnalysis(Release(sigma, q, steps))
+        pld = analysis.rero_many(kappas)
+        rdp = analysis.rero_many(kappas, method="rdp")
+        for n, k, b, r in zip(sizes, kappas, pld, rdp):
             rows.append(
                 dict(panel=panel, epsilon=eps, sample_rate=q, steps=steps, noise_multiplier=sigma, prior_size=n,
-                     kappa=float(k), rero={"method": "pld", "lower": float(a), "upper": float(b), "width": float(b - a),
-                                           "converged": bool(b - a <= det["target_rel_width"] * b)},
-                     baselines={"rdp": float(r)})
+                     kappa=float(k), rero={"method": b.method, "lower": b.lower, "upper": b.upper, "width": b.width,
+                                           "converged": b.converged},
+                     baselines={"rdp": r.upper})
             )
         if progress is not None:
             progress(1)

@@ -45,7 +45,7 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
-from ..bounds.analysis import PrivacyAnalysis
+from ..bounds.analysis import PrivacyAnalysis, analyse
 from ..release import Release, gaussian_release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
@@ -116,6 +116,7 @@ def _na(reason: str, **extra) -> dict:
 # -- ε and ReRo -------------------------------------------------------------------------------
 def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
     """ε at δ as ``reconrisk bound`` reports it (PLD, RDP where the PLD grid cannot hold the loss range)."""
+    analysis = analyse(analysis)
     from ..accounting import epsilon
 
     release = analysis.release
@@ -134,6 +135,7 @@ def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
 def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
                progress: Callable[[int], None] | None = None) -> dict:
     """Every ReRo method of ``bound`` at κ, with the ε-based baselines."""
+    analysis = analyse(analysis)
     from ..bounds.conversions import rero_from_dp
     from ..bounds.rero import has_closed_form, rero_bounds
 
@@ -156,6 +158,7 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
 
 def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
+    analysis = analyse(analysis)
     from ..bounds.fano import fano_bound, kl_mutual_information
 
     release = analysis.release
@@ -181,6 +184,7 @@ def _closed_form_mi(release: Release, n: int) -> float:
 
 # -- curve and operational risks ---------------------------------------------------------------
 def tradeoff_entry(analysis: PrivacyAnalysis) -> dict:
+    analysis = analyse(analysis)
     lo, hi, n = TRADEOFF_ALPHA
     d = analysis.tradeoff(np.logspace(np.log10(lo), np.log10(hi), n)).to_dict()
     d["formula"] = ("beta_lower <= f(alpha) <= beta_upper: exact GDP curve (q = 1) or the optimistic/pessimistic "
@@ -190,6 +194,7 @@ def tradeoff_entry(analysis: PrivacyAnalysis) -> dict:
 
 def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
     """``risk --measure all`` (with the report's baseline and --fpr) and attribute inference at its baseline."""
+    analysis = analyse(analysis)
     from ..bounds.risk import all_risks
 
     base = {"prior_size": cfg.prior_size} if cfg.prior_size is not None else {"kappa": cfg.kappa}
@@ -278,6 +283,7 @@ def calibration_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> dict:
     Whether this release meets the target is decided by the certified bound **at this release** (the same
     bound the calibrator holds against the target), never by comparing σ values.
     """
+    analysis = analyse(analysis)
     from ..bounds.calibrate import calibrate, meets
 
     release = analysis.release
