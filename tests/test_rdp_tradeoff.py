@@ -272,3 +272,26 @@ def test_vmf_subsampled_curve_and_bound():
     assert 0.1 <= b.upper <= b.balle2022_upper
     with pytest.raises(ReconRiskError, match="conversion"):
         rero_vmf(0.1, 100.0, 13700, 1.0, 1, conversion="best")
+
+
+# ------------------------------------------------------------------------------ accounting near order 1
+@pytest.mark.parametrize("sigma, q", [(1.0, 0.01), (0.5, 0.1), (5.0, 0.5), (0.8, 0.9)])
+def test_subsampled_gaussian_kl_and_orders_near_one(sigma, q):
+    """KL by an independent quadrature of μ log(μ/ν) in mpmath; orders in (1, 1.01) continuous with it and with 1.01."""
+    import mpmath
+
+    from reconrisk.accounting.rdp import _log_a_frac, subsampled_gaussian_kl, subsampled_gaussian_rdp
+
+    def f(z):
+        mu = (1 - q) * mpmath.npdf(z, 0, sigma) + q * mpmath.npdf(z, 1, sigma)
+        return mu * mpmath.log(mu / mpmath.npdf(z, 0, sigma))
+
+    with mpmath.workdps(30):
+        ref = float(mpmath.quad(f, [-mpmath.inf, 0, 1, mpmath.inf]))
+    kl = subsampled_gaussian_kl(sigma, q)
+    assert kl == pytest.approx(ref, rel=1e-8)
+    e = subsampled_gaussian_rdp(sigma, q, [1.0, 1 + 1e-8, 1 + 1e-4, 1.0099, 1.01])
+    assert e[0] == kl and np.all(np.diff(e) > -1e-15)  # nondecreasing in the order
+    assert e[1] == pytest.approx(kl, rel=1e-6)
+    assert e[3] == pytest.approx(e[4], rel=2e-3)  # the new path meets the old one at 1.01
+    assert e[3] == pytest.approx(_log_a_frac(sigma, q, 1.0099) / 0.0099, rel=1e-6)  # the old form, where it still works
