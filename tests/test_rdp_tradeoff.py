@@ -75,7 +75,9 @@ def test_dp_profile_is_the_max_of_its_curves_and_log_kappa_keeps_tiny_priors():
     a = np.linspace(0.01, 0.99, 50)
     both = dp_tradeoff(a, [0.5, 2.0], [0.2, 1e-3])
     assert np.allclose(both, np.maximum(dp_tradeoff(a, 0.5, 0.2), dp_tradeoff(a, 2.0, 1e-3)))
-    assert rero_dp(log_kappa=-800.0, epsilon=5.0, delta=0.0).upper == pytest.approx(math.exp(-795.0), rel=1e-12)
+    tiny = rero_dp(None, 5.0, log_kappa=-800.0)
+    assert tiny.upper == 0.0 and tiny.log_upper == pytest.approx(-795.0, rel=1e-14)  # e^-795 underflows; its log does not
+    assert rero_dp(None, 5.0, 1e-3, log_kappa=-800.0).log_upper == pytest.approx(math.log(1e-3), rel=1e-12)
     t = tradeoff_dp(a, 1.0, 1e-3)
     assert np.all(t.beta_lower <= t.beta_upper) and np.allclose(t.power_upper, 1 - t.beta_lower)
 
@@ -150,6 +152,18 @@ def test_zcdp_never_looser_than_corollary4_and_sound_against_gaussian_dp(k, rho)
     # the Gaussian mechanism of sensitivity 1 and σ = 1/√(2ρ) is exactly ρ-zCDP: its ReRo is Φ(Φ⁻¹(κ) + μ)
     exact = special.ndtr(special.ndtri(k) + math.sqrt(2 * rho))
     assert p >= exact * (1 - 1e-9)
+
+
+def test_tiny_priors_keep_the_bound_in_log_space():
+    from reconrisk.bounds.rdp_tradeoff import rero_zcdp
+    from reconrisk.priors import log_kappa_uniform_ball
+
+    lk = log_kappa_uniform_ball(784, 0.5)  # ≈ −543: κ underflows
+    b = rero_zcdp(None, 10.0, log_kappa=lk)
+    cor4 = -((math.sqrt(-lk) - math.sqrt(10.0)) ** 2)
+    assert lk < b.log_upper <= cor4 + 1e-9 and b.upper == pytest.approx(math.exp(b.log_upper), rel=1e-12)
+    r = rero_rdp_curve(None, [2.0, 8.0], [1.0, 3.0], log_kappa=-800.0)
+    assert -800.0 < r.log_upper <= min(0.5 * (-800 + 1.0), 7 / 8 * (-800 + 3.0)) + 1e-9
 
 
 def test_zcdp_tradeoff_agrees_with_the_scalar_bound():

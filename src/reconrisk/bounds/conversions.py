@@ -198,7 +198,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
             raise ReconRiskError("zcdp takes rho only (not epsilon, order or delta)")
         r = v.positive("rho", rho)
         if conversion == "optimal":
-            b = rero_zcdp(log_kappa=lk, rho=r, symmetric=symmetric)
+            b = rero_zcdp(None, r, log_kappa=lk, symmetric=symmetric)
             return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
         a_star = math.sqrt(-lk / r)
         gap = max(0.0, math.sqrt(-lk) - math.sqrt(r))
@@ -213,7 +213,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
             raise ReconRiskError("dp takes epsilon (and delta); order belongs to rdp")
         d = 0.0 if delta is None else delta
         if conversion == "optimal":
-            b = rero_dp(log_kappa=lk, epsilon=epsilon, delta=d)
+            b = rero_dp(None, epsilon, d, log_kappa=lk)
             return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
         eps_l = np.atleast_1d(epsilon)
         del_l = np.atleast_1d(d)
@@ -235,7 +235,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
         raise ReconRiskError("delta belongs to dp (an RDP curve has no delta)")
     eps_list, ord_list = _curve_args(epsilon, order)
     if conversion == "optimal":
-        b = rero_rdp_curve(log_kappa=lk, orders=ord_list, epsilons=eps_list, symmetric=symmetric)
+        b = rero_rdp_curve(None, ord_list, eps_list, log_kappa=lk, symmetric=symmetric)
         return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
     gammas = [rero_from_rdp_order(None, e, a, log_kappa=lk) for e, a in zip(eps_list, ord_list)]
     best = int(np.argmin(gammas))

@@ -58,13 +58,19 @@ def _pairs(epsilon, delta) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _log_alphas(name: str, alpha, log_alpha) -> tuple[np.ndarray, bool]:
+    """log of ``alpha`` ∈ (0, 1), or ``log_alpha`` < 0 itself (exactly one of them)."""
     if (alpha is None) == (log_alpha is None):
-        raise ReconRiskError(f"give exactly one of {name} (in (0, 1)) or log_{name} (< 0); found both or neither")
+        raise ReconRiskError(f"give exactly one of {name} (in (0, 1)) or log_{name} (< 0); found {name}={alpha}, "
+                             f"log_{name}={log_alpha}")
     if alpha is not None:
         a, scalar = v.kappa_array(name, alpha)
         return np.log(a), scalar
-    la, scalar = v.positive_array(f"-log_{name}", -np.asarray(log_alpha, dtype=float))
-    return -np.atleast_1d(la).ravel(), scalar
+    la = np.asarray(log_alpha, dtype=float) if not isinstance(log_alpha, (str, bytes, bool)) else np.array(np.nan)
+    flat = np.atleast_1d(la).ravel()
+    bad = ~((flat < 0) & np.isfinite(flat))
+    if flat.size == 0 or bad.any():
+        raise ReconRiskError(f"log_{name} must be < 0 and finite; found {log_alpha}")
+    return flat, la.ndim == 0
 
 
 def _power(log_a: np.ndarray, e: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -87,31 +93,39 @@ def _beta(log_a: np.ndarray, e: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.clip(np.max(np.maximum(first, second), axis=1), 0.0, 1.0)
 
 
-def dp_tradeoff(alpha=None, epsilon=0.0, delta=0.0, *, log_alpha=None):
-    """f(α) of (ε, δ)-DP (max over the pairs when ``epsilon``/``delta`` are sequences); vectorised in α."""
+def dp_tradeoff(alpha, epsilon, delta=0.0, *, log_alpha=None):
+    """f(α) of (ε, δ)-DP (max over the pairs when ``epsilon``/``delta`` are sequences); vectorised in α (``alpha=None`` with ``log_alpha``)."""
     la, scalar = _log_alphas("alpha", alpha, log_alpha)
     b = _beta(la, *_pairs(epsilon, delta))
     return float(b[0]) if scalar else b
 
 
-def dp_power(alpha=None, epsilon=0.0, delta=0.0, *, log_alpha=None):
+def dp_power(alpha, epsilon, delta=0.0, *, log_alpha=None):
     """1 − f(α) of (ε, δ)-DP, computed directly (keeps relative precision when tiny); vectorised in α."""
     la, scalar = _log_alphas("alpha", alpha, log_alpha)
     p = _power(la, *_pairs(epsilon, delta))
     return float(p[0]) if scalar else p
 
 
-def rero_dp(kappa=None, epsilon=0.0, delta=0.0, *, log_kappa=None) -> Bound:
-    """ReRo upper bound 1 − f_{ε,δ}(κ) of an (ε, δ)-DP guarantee (both branches; δ = 0 is pure ε-DP)."""
+def rero_dp(kappa, epsilon, delta=0.0, *, log_kappa=None) -> Bound:
+    """ReRo upper bound 1 − f_{ε,δ}(κ) of an (ε, δ)-DP guarantee (both branches; δ = 0 is pure ε-DP).
+
+    ``kappa=None`` with ``log_kappa`` for priors whose κ underflows; ``log_upper`` (a detail) keeps the
+    bound's logarithm where the bound itself underflows.
+    """
     lk, _ = _log_alphas("kappa", kappa, log_kappa)
     if lk.size != 1:
         raise ReconRiskError(f"kappa must be one number; found {lk.size}")
     e, d = _pairs(epsilon, delta)
     up = float(_power(lk, e, d)[0])
+    with np.errstate(divide="ignore"):
+        first = np.logaddexp(np.log(d), lk[0] + e)
+        second = np.where(np.isinf(e), 0.0, np.log(-np.expm1(-np.minimum(e, 745.0)) + np.exp(-e) * (d + math.exp(lk[0]))))
+    log_up = float(min(0.0, np.min(np.minimum(first, second))))
     cor3 = float(min(1.0, np.min(d + np.exp(np.minimum(0.0, lk[0] + e)))))
     details = {"kappa": float(kappa) if kappa is not None else math.exp(lk[0]), "log_kappa": float(lk[0]),
                "epsilon": e.tolist() if e.size > 1 else float(e[0]), "delta": d.tolist() if d.size > 1 else float(d[0]),
-               "conversion": "full (epsilon, delta) trade-off curve", "balle2022_upper": cor3}
+               "conversion": "full (epsilon, delta) trade-off curve", "balle2022_upper": cor3, "log_upper": log_up}
     return Bound("reconstruction", None, up, method="dp_tradeoff", formula=DP_FORMULA, details=details)
 
 

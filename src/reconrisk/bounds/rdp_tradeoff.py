@@ -166,14 +166,9 @@ def validate_curve(orders, epsilons) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _log_kappas(kappa, log_kappa) -> tuple[np.ndarray, bool]:
-    if (kappa is None) == (log_kappa is None):
-        raise ReconRiskError(f"give exactly one of kappa (in (0, 1)) or log_kappa (< 0); found kappa={kappa}, "
-                             f"log_kappa={log_kappa}")
-    if kappa is not None:
-        k, scalar = v.kappa_array("kappa", kappa)
-        return np.log(k), scalar
-    nl, scalar = v.positive_array("-log_kappa", -np.asarray(log_kappa, dtype=float))
-    return -np.atleast_1d(nl).ravel(), scalar
+    from .fdp import _log_alphas  # noqa: PLC0415
+
+    return _log_alphas("kappa", kappa, log_kappa)
 
 
 def balle2022_power(log_k: np.ndarray, orders, eps) -> np.ndarray:
@@ -187,7 +182,7 @@ def balle2022_power(log_k: np.ndarray, orders, eps) -> np.ndarray:
     return np.exp(np.minimum(0.0, np.min(x, axis=1)))
 
 
-def rdp_power(kappa=None, orders=(), epsilons=(), *, log_kappa=None, symmetric: bool = True):
+def rdp_power(kappa, orders, epsilons, *, log_kappa=None, symmetric: bool = True):
     """p*(κ) (the ReRo bound) of an RDP curve given as points (order, ε); vectorised in κ. Returns (p*, order)."""
     o, e = validate_curve(orders, epsilons)
     lk, scalar = _log_kappas(kappa, log_kappa)
@@ -196,13 +191,19 @@ def rdp_power(kappa=None, orders=(), epsilons=(), *, log_kappa=None, symmetric: 
     return (float(p[0]), float(a[0])) if scalar else (p, a)
 
 
+def _log_expit(t: float) -> float:
+    return 0.0 if t == np.inf else float(-np.logaddexp(0.0, -t))
+
+
 def _bound(method, formula, lk, t, a, kappa, extra) -> Bound:
-    d = {"kappa": float(kappa) if kappa is not None else math.exp(lk), "log_kappa": float(lk), "order": float(a)}
+    """The Bound of p* = expit(t); ``log_upper`` keeps log p* where p* underflows (κ of continuous priors)."""
+    d = {"kappa": float(kappa) if kappa is not None else math.exp(lk), "log_kappa": float(lk), "order": float(a),
+         "log_upper": _log_expit(float(t))}
     d.update(extra)
     return Bound("reconstruction", None, float(_expit(t)), method=method, formula=formula, details=d)
 
 
-def rero_rdp_curve(kappa=None, orders=(), epsilons=(), *, log_kappa=None, symmetric: bool = True) -> Bound:
+def rero_rdp_curve(kappa, orders, epsilons, *, log_kappa=None, symmetric: bool = True) -> Bound:
     """ReRo upper bound of an RDP curve (points (order, ε)) by the optimal conversion; ``order`` is the binding one."""
     o, e = validate_curve(orders, epsilons)
     lk, _ = _log_kappas(kappa, log_kappa)
@@ -242,7 +243,7 @@ def _rho(rho) -> float:
     return v.positive("rho", rho)
 
 
-def zcdp_power(kappa=None, rho=1.0, *, log_kappa=None, symmetric: bool = True):
+def zcdp_power(kappa, rho, *, log_kappa=None, symmetric: bool = True):
     """p*(κ) of ρ-zCDP (ε(a) = ρa for every a ≥ 1); vectorised in κ (refined per κ up to 16 of them)."""
     r = _rho(rho)
     lk, scalar = _log_kappas(kappa, log_kappa)
@@ -252,7 +253,7 @@ def zcdp_power(kappa=None, rho=1.0, *, log_kappa=None, symmetric: bool = True):
     return (float(p[0]), float(a[0])) if scalar else (p, a)
 
 
-def rero_zcdp(kappa=None, rho=1.0, *, log_kappa=None, symmetric: bool = True) -> Bound:
+def rero_zcdp(kappa, rho, *, log_kappa=None, symmetric: bool = True) -> Bound:
     """ReRo upper bound of ρ-zCDP by the optimal conversion over every order a ≥ 1."""
     r = _rho(rho)
     lk, _ = _log_kappas(kappa, log_kappa)
@@ -284,7 +285,7 @@ def _segments(release_or_segments):
     return tuple(segs)
 
 
-def release_rdp_power(release, kappa=None, *, log_kappa=None, symmetric: bool = True):
+def release_rdp_power(release, kappa, *, log_kappa=None, symmetric: bool = True):
     """p*(κ) of a DP-SGD release's own RDP curve (the KL and orders from 1 + 1e-6 up); returns (p*, order).
 
     Full batch (every q = 1) is ρ-zCDP with ρ = Σ T/(2σ²): the zCDP route. Otherwise the subsampled

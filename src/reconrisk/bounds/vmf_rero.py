@@ -53,9 +53,10 @@ def vmf_rdp_curve(concentration, dim, sample_rate, compositions, *, max_order: i
     return np.concatenate([[1.0], ints]), n * np.concatenate([[tau1], tau]), None
 
 
-def rero_vmf(kappa=None, concentration=1.0, dim=2, sample_rate=1.0, compositions=1, *, log_kappa=None,
-             conversion: str = "optimal", max_order: int = 256) -> Bound:
-    """ReRo upper bound at baseline κ of a composed, subsampled VMF release (``kappa`` is the prior's κ)."""
+def rero_vmf(kappa, concentration, dim, sample_rate, compositions, *, log_kappa=None, conversion: str = "optimal",
+             max_order: int = 256) -> Bound:
+    """ReRo upper bound at baseline κ of a composed, subsampled VMF release (``kappa`` is the prior's κ; None with
+    ``log_kappa``)."""
     conversion = v.choice("conversion", conversion, CONVERSIONS)
     lk, _ = _log_kappas(kappa, log_kappa)
     if lk.size != 1:
