@@ -115,6 +115,9 @@ def convert_cmd(
         order, epsilon = parse_curve(curve)
     if source != "dp" and delta:
         raise ReconRiskError("--delta belongs to --from dp")
+    if one_sided and (source == "dp" or conversion != "optimal"):
+        raise ReconRiskError("--one-sided belongs to the optimal conversion of --from rdp or zcdp ((epsilon, delta)-DP "
+                             "holds in both directions by definition; Balle et al.'s conversions use one already)")
     eps_arg = None if not epsilon else (epsilon[0] if len(epsilon) == 1 else list(epsilon))
     del_arg = None if not delta else (delta[0] if len(delta) == 1 else list(delta))
     ord_arg = None if not order else list(order)
