@@ -309,3 +309,47 @@ def test_subsampled_gaussian_kl_and_orders_near_one(sigma, q):
     assert e[1] == pytest.approx(kl, rel=1e-6)
     assert e[3] == pytest.approx(e[4], rel=2e-3)  # the new path meets the old one at 1.01
     assert e[3] == pytest.approx(_log_a_frac(sigma, q, 1.0099) / 0.0099, rel=1e-6)  # the old form, where it still works
+
+
+def _brute_p(k, orders, eps, symmetric=True):
+    """Independent route: brentq on p directly, per order, with the divergence from its definition (mpmath)."""
+    import mpmath
+    from scipy import optimize
+
+    def div(p, q, a):
+        with mpmath.workdps(40):
+            p, q, a = mpmath.mpf(p), mpmath.mpf(q), mpmath.mpf(a)
+            if a == 1:
+                return float(p * mpmath.log(p / q) + (1 - p) * mpmath.log((1 - p) / (1 - q)))
+            return float(mpmath.log(p**a * q ** (1 - a) + (1 - p) ** a * (1 - q) ** (1 - a)) / (a - 1))
+
+    best = 1.0
+    for a, e in zip(orders, eps):
+        def g(p):
+            d = div(p, k, a)
+            if symmetric:
+                d = max(d, div(k, p, a))
+            return d - e
+        hi = 1 - 1e-15
+        if g(hi) <= 0:
+            continue
+        best = min(best, optimize.brentq(g, k, hi, xtol=1e-15, rtol=1e-13))
+    return best
+
+
+@pytest.mark.parametrize("k, rho", [(0.1, 0.5), (0.01, 0.5), (0.5, 2.0), (1e-4, 0.1)])
+def test_zcdp_matches_an_independent_brute_force(k, rho):
+    orders = np.concatenate([[1.0], 1 + np.geomspace(1e-4, 1e3, 200)])
+    brute = _brute_p(k, orders, rho * orders)
+    p, _ = zcdp_power(k, rho)
+    assert p <= brute * (1 + 1e-9)  # refined over real orders: at least as tight as any grid
+    assert p == pytest.approx(brute, rel=2e-3)  # and a grid of 200 orders (ratio 1.08 in a − 1) is nearly the continuum
+
+
+def test_rdp_curve_matches_an_independent_brute_force():
+    orders, eps = [1.0, 1.5, 2.0, 4.0, 16.0, np.inf], [0.05, 0.08, 0.12, 0.3, 1.1, 3.0]
+    for k in (1e-3, 0.05, 0.4, 0.8):
+        for sym in (True, False):
+            assert rdp_power(k, orders, eps, symmetric=sym)[0] == pytest.approx(
+                _brute_p(k, orders[:-1], eps[:-1], sym) if not sym else min(_brute_p(k, orders[:-1], eps[:-1], sym),
+                                                                             rero_dp(k, eps[-1]).upper), rel=1e-9)
