@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, special, stats
+from scipy import integrate, special
 
 from reconrisk.bounds.conversions import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp
 from reconrisk.bounds.fdp import dp_power, dp_tradeoff, rero_dp, tradeoff_dp
