@@ -30,21 +30,21 @@ TABLE_ZCDP = [((0.01, 0.5), 0.12614592), ((1e-3, 1.0), 0.07056412), ((1e-6, 2.0)
 def test_theorem2_table(args, gamma):
     k, e, a = args
     assert rero_from_rdp_order(k, e, a) == pytest.approx(gamma, abs=5.0000001e-9)
-    assert rero_from_guarantee("rdp", k, epsilon=e, order=a)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("rdp", k, epsilon=e, order=a, conversion="balle2022").upper == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_rdp(k, [a], [e])[0] == pytest.approx(gamma, abs=5.0000001e-9)  # the curve form agrees
 
 
 @pytest.mark.parametrize("args, gamma", TABLE_DP)
 def test_corollary3_table(args, gamma):
     k, e = args
-    assert rero_from_guarantee("dp", k, epsilon=e)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("dp", k, epsilon=e, conversion="balle2022").upper == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_dp(k, e)[0] == pytest.approx(gamma, abs=5.0000001e-9)
 
 
 @pytest.mark.parametrize("args, gamma", TABLE_ZCDP)
 def test_corollary4_table(args, gamma):
     k, r = args
-    assert rero_from_guarantee("zcdp", k, rho=r)["upper"] == pytest.approx(gamma, abs=5.0000001e-9)
+    assert rero_from_guarantee("zcdp", k, rho=r, conversion="balle2022").upper == pytest.approx(gamma, abs=5.0000001e-9)
     assert rero_from_zcdp(k, r)[0] == pytest.approx(gamma, abs=5.0000001e-9)
 
 
@@ -66,7 +66,7 @@ def _brute_zcdp(k, r):
 @given(st.floats(1e-8, 0.5), st.floats(1e-3, 5.0))
 def test_zcdp_equals_brute_force_minimisation_over_orders(k, r):
     brute = _brute_zcdp(k, r)
-    closed = rero_from_guarantee("zcdp", k, rho=r)["upper"]
+    closed = rero_from_guarantee("zcdp", k, rho=r, conversion="balle2022").upper
     assert closed == pytest.approx(brute, rel=1e-7, abs=1e-12)
 
 
@@ -81,9 +81,9 @@ def test_rdp_bound_lies_between_kappa_and_dp_bound_when_informative(k, e, a):
 
 def test_log_kappa_keeps_tiny_priors_finite():
     lk = log_kappa_uniform_ball(784, 0.5)
-    out = rero_from_guarantee("zcdp", log_kappa=lk, rho=10.0)
-    assert out["upper"] == pytest.approx(math.exp(-(math.sqrt(-lk) - math.sqrt(10.0)) ** 2), rel=1e-12)
-    assert 0 < out["upper"] < 1e-100
+    out = rero_from_guarantee("zcdp", log_kappa=lk, rho=10.0, conversion="balle2022")
+    assert out.upper == pytest.approx(math.exp(-(math.sqrt(-lk) - math.sqrt(10.0)) ** 2), rel=1e-12)
+    assert 0 < out.upper < 1e-100
 
 
 @pytest.mark.parametrize("source,kw", [("dp", {"epsilon": 800.0}), ("dp", {"epsilon": 1e308}),
@@ -91,12 +91,13 @@ def test_log_kappa_keeps_tiny_priors_finite():
                                        ("rdp", {"epsilon": 3000.0, "order": 1.0001})])
 def test_huge_epsilon_caps_at_one_instead_of_overflowing(source, kw):
     # min(1, e^x) is taken as e^min(0, x): math.exp(800) raised OverflowError before (an internal error in the CLI)
-    assert rero_from_guarantee(source, 0.5, **kw)["upper"] == 1.0
+    assert rero_from_guarantee(source, 0.5, conversion="balle2022", **kw).upper == 1.0
+    assert rero_from_guarantee(source, 0.5, **kw).upper >= 1.0 - 1e-12  # the optimal conversion saturates too
     assert rero_from_dp(0.5, 1e308)[0] == 1.0
     assert rero_from_rdp(0.5, [2.0, 8.0], [1e300, 1e300])[0] == 1.0
     assert rero_from_rdp_order(0.5, 1e300, 2.0) == 1.0
     # the cap is not reached below it: κ e^ε < 1 is returned as is
-    assert rero_from_guarantee("dp", 1e-300, epsilon=600.0)["upper"] == pytest.approx(math.exp(600.0 - 300 * math.log(10)))
+    assert rero_from_guarantee("dp", 1e-300, epsilon=600.0).upper == pytest.approx(math.exp(600.0 - 300 * math.log(10)))
 
 
 # ---------------------------------------------------------------------------------------- Theorem 5
@@ -162,7 +163,13 @@ def test_prop7_stays_finite_where_scipy_underflows():
     "call, word",
     [
         (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0), "order"),
-        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0, order=1.0), "order"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0, order=1.0, conversion="balle2022"), "order"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0, order=0.5), "order"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=-1.0, order=2.0), "epsilon"),
+        (lambda: rero_from_guarantee("rdp", 0.1, epsilon=1.0, order=2.0, delta=0.1), "delta"),
+        (lambda: rero_from_guarantee("dp", 0.1, epsilon=1.0, delta=1.5), "delta"),
+        (lambda: rero_from_guarantee("dp", 0.1, epsilon=[1.0, 2.0], delta=[0.1, 0.2, 0.3]), "delta"),
+        (lambda: rero_from_guarantee("dp", 0.1, epsilon=1.0, conversion="tight"), "conversion"),
         (lambda: rero_from_guarantee("rdp", 0.1, epsilon=[1.0, 2.0], order=[2.0]), "order"),
         (lambda: rero_from_guarantee("dp", 1.5, epsilon=1.0), "kappa"),
         (lambda: rero_from_guarantee("dp", 0.1, epsilon=-1.0), "epsilon"),

@@ -24,6 +24,14 @@ direction dominates) is ε(α) = log A_α / (α − 1) with
   estimate added (:func:`_log_a_frac`); the series is the cross-check of
   the tests (through dp_accounting, which sums it).
 * q = 1: ε(α) = α/(2σ²).
+* Orders near 1 and the KL limit (:func:`subsampled_gaussian_kl`): below
+  α = 1.01 (no order of ``DEFAULT_ORDERS``) A_α is computed as
+  ``E_μ[e^{(α−1)L}]`` with L = log(μ/ν) the privacy loss, i.e.
+  ε(α) = log1p(E_μ[expm1((α−1)L)])/(α−1): the integrand is O(α−1) instead of
+  1 + O(α−1), so no digit is lost as α → 1 (the form above loses
+  |log(α−1)| / log 10 of them). α = 1 is the KL divergence E_μ[L]. The
+  optimal RDP → trade-off conversion of :mod:`reconrisk.bounds.rdp_tradeoff`
+  needs these orders: its minimum can sit at α → 1.
 
 ``DEFAULT_ORDERS`` is a fine fractional grid: the union of the orders of
 ``dp_accounting``'s ``RdpAccountant`` and Opacus (1.1, 1.2, …, 10.9, 11–63,
@@ -36,6 +44,7 @@ of these curves live in :mod:`reconrisk.bounds.conversions`.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import special
@@ -102,8 +111,39 @@ def _log_a_frac(sigma: float, q: float, a: float) -> float:
     return g_star + math.log(val + 2 * err + 1e-15 * val)
 
 
+def _loss_moment(sigma: float, q: float, u: float) -> float:
+    """E_μ[expm1(u·L)] (u > 0) or E_μ[L] (u = 0), L(z) = log(1 − q + q e^{(2z−1)/(2σ²)}), by adaptive quadrature.
+
+    μ = (1−q)N(0,σ²) + qN(1,σ²). quad's own error estimate is added (twice), so the value errs upward.
+    """
+    from scipy import integrate  # noqa: PLC0415
+
+    ls1, lq = math.log1p(-q), math.log(q)
+    c = -math.log(sigma * math.sqrt(2 * math.pi))
+
+    def integrand(z):
+        loss = float(np.logaddexp(ls1, lq + (2 * z - 1) / (2 * sigma**2)))
+        dens = math.exp(float(np.logaddexp(ls1 - z * z / (2 * sigma**2), lq - (z - 1) ** 2 / (2 * sigma**2))) + c)
+        return dens * (math.expm1(u * loss) if u > 0 else loss)
+
+    lo, hi = -40.0 * sigma - 1.0, 40.0 * sigma + 2.0
+    pts = sorted({0.0, 1.0, min(max(sigma**2 * (ls1 - lq) + 0.5, lo + 1), hi - 1)})
+    with warnings.catch_warnings():  # quad's round-off note: its error estimate is added below either way
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        val, err = integrate.quad(integrand, lo, hi, points=pts, epsabs=0.0, epsrel=1e-11, limit=500)
+    return val + 2 * err
+
+
+def subsampled_gaussian_kl(noise_multiplier: float, sample_rate: float) -> float:
+    """KL(μ‖ν) of ONE Poisson-subsampled Gaussian step: the RDP curve's limit at α → 1 (E_μ of the privacy loss)."""
+    sigma, q = float(noise_multiplier), float(sample_rate)
+    if q == 1.0:
+        return 1.0 / (2 * sigma**2)
+    return max(0.0, _loss_moment(sigma, q, 0.0))
+
+
 def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, orders=DEFAULT_ORDERS) -> np.ndarray:
-    """RDP ε(α) of ONE Poisson-subsampled Gaussian step (sensitivity 1) at real orders α > 1."""
+    """RDP ε(α) of ONE Poisson-subsampled Gaussian step (sensitivity 1) at real orders α ≥ 1 (α = 1: the KL)."""
     sigma, q = float(noise_multiplier), float(sample_rate)
     orders = np.asarray(orders, dtype=float)
     if sigma < 1e-100:  # σ² underflows: the curve is +inf at every order > 1
@@ -112,6 +152,12 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sample_rate: float, orders=
         return orders * (1.0 / sigma) ** 2 / 2
     out = np.empty(orders.size)
     for n, a in enumerate(orders):
+        if a == 1.0:
+            out[n] = subsampled_gaussian_kl(sigma, q)
+            continue
+        if a < 1.01:  # near the KL limit: log1p of E_μ[expm1((α−1)L)] keeps every digit
+            out[n] = math.log1p(_loss_moment(sigma, q, a - 1.0)) / (a - 1.0)
+            continue
         if float(a).is_integer():
             la = _log_a_int(sigma, q, int(a))
         else:

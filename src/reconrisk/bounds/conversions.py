@@ -1,7 +1,13 @@
-"""Conversions from DP guarantees to ReRo bounds (seed 002 Thm 2, Cor. 3–4; seed 000 Eq. 2).
+"""Conversions from DP guarantees to ReRo bounds (Balle, Cherubin & Hayes 2022, Thm 2, Cor. 3–4; Hayes et al. 2023, Eq. 2).
 
-These are the *baselines* that seed 000 improves on; they are valid upper
-bounds on the reconstruction success γ, never estimates.
+The functions of this module's first half are the papers' conversions — the
+*baselines* that Hayes, Mahloujifar & Balle 2023 improve on, and what the
+papers' tables reproduce with; they are valid upper bounds on the
+reconstruction success γ, never estimates. The tightest conversions of a
+guarantee alone live in :mod:`reconrisk.bounds.fdp` ((ε, δ): both branches of
+the trade-off curve) and :mod:`reconrisk.bounds.rdp_tradeoff` (RDP and zCDP:
+the optimal binary reduction); :func:`rero_from_guarantee` uses them by default
+and the papers' ones with ``conversion="balle2022"``.
 
 * (α, ε)-RDP ⇒ γ = (κ e^ε)^{(α−1)/α} (Balle, Cherubin, Hayes 2022, Thm 2);
   with an RDP curve, minimise over α and cap at 1.
@@ -24,6 +30,7 @@ import numpy as np
 from .. import _validate as v
 from ..accounting.rdp import DEFAULT_ORDERS, minimise_over_orders
 from ..errors import ReconRiskError
+from ..results import Bound
 
 
 def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
@@ -138,55 +145,101 @@ def _raise_range(name: str, value, expected: str):
     raise ReconRiskError(f"{name} must be {expected}; found {value}")
 
 
-def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: float | None = None, epsilon=None, order=None,
-            rho=None) -> dict:
-    """One DP guarantee → the ReRo upper bound γ, as ``{"upper", "formula", ...}`` (the vocabulary of ``bound``).
+#: How a guarantee is converted: the tightest known (default) or the papers' (their tables reproduce with it).
+CONVERSIONS = ("optimal", "balle2022")
 
+_BALLE = {
+    "rdp": "min(1, (kappa * e^epsilon)^((order - 1)/order)), min over the given orders (Balle, Cherubin & Hayes 2022, Thm 2)",
+    "dp": "min(1, kappa * e^epsilon + delta) (Balle, Cherubin & Hayes 2022, Cor. 3; + delta for (epsilon, delta))",
+    "zcdp": "exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2) if rho < log(1/kappa) else 1 (Balle, Cherubin & Hayes 2022, Cor. 4)",
+}
+
+
+def _curve_args(epsilon, order) -> tuple[list, list]:
+    eps_list = list(np.atleast_1d(epsilon)) if not isinstance(epsilon, str) else [epsilon]
+    if order is None:
+        raise ReconRiskError("rdp needs order (the Renyi order alpha >= 1 at which epsilon holds; 1 is the KL)")
+    ord_list = list(np.atleast_1d(order)) if not isinstance(order, str) else [order]
+    if len(eps_list) != len(ord_list):
+        raise ReconRiskError(f"rdp needs one order per epsilon; found {len(ord_list)} orders and {len(eps_list)} epsilons")
+    return eps_list, ord_list
+
+
+def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: float | None = None, epsilon=None, order=None,
+                        rho=None, delta=None, conversion: str = "optimal", symmetric: bool = True) -> Bound:
+    """One DP guarantee → the ReRo upper bound γ as a :class:`~reconrisk.results.Bound` (``method`` says which conversion).
+
+    ``conversion="optimal"`` (default) is the tightest conversion of the guarantee alone:
+
+    * ``"dp"``: ``epsilon`` (and ``delta``, default 0; sequences of equal length
+      give a privacy profile): 1 − f_{ε,δ}(κ), both branches of the (ε, δ)
+      trade-off curve (:func:`reconrisk.bounds.fdp.rero_dp`, method ``dp_tradeoff``);
     * ``"rdp"``: ``epsilon`` and ``order`` (numbers, or equal-length sequences
-      describing points of an RDP curve); γ = min over the given α of Thm 2.
-    * ``"dp"``: ``epsilon``; γ = min(1, κ e^ε) (Cor. 3).
-    * ``"zcdp"``: ``rho``; γ from Cor. 4 (1 when ρ ≥ log(1/κ)); ``order`` in the
-      result is α* = √(log(1/κ)/ρ) (None when α* ≤ 1).
+      of points of a curve; order 1 is the KL, ``inf`` pure DP): the binary
+      reduction of Riess et al. 2026 (:func:`reconrisk.bounds.rdp_tradeoff.rero_rdp_curve`,
+      method ``rdp_optimal``); ``symmetric=False`` for a curve known for one direction only;
+    * ``"zcdp"``: ``rho``: the same over every order a ≥ 1 with ε(a) = ρa (``zcdp_optimal``).
+
+    ``conversion="balle2022"`` gives Balle, Cherubin & Hayes 2022's Thm 2, Cor. 3 (+ δ) and Cor. 4
+    (methods ``rdp_balle2022``, ``dp_balle2022``, ``zcdp_balle2022``; never tighter). The detail
+    ``order`` is the order used (the binding one; Cor. 4's α*, None when α* ≤ 1).
 
     Give κ as ``kappa`` or, for continuous priors whose κ underflows, ``log_kappa``.
     """
+    from .fdp import rero_dp  # noqa: PLC0415
+    from .rdp_tradeoff import rero_rdp_curve, rero_zcdp  # noqa: PLC0415
 
     source = v.choice("source", source, SOURCES)
+    conversion = v.choice("conversion", conversion, CONVERSIONS)
     lk = _log_kappa(kappa, log_kappa)
-    out: dict = {"source": source, "kappa": _kappa(kappa) if kappa is not None else math.exp(lk), "log_kappa": lk}
+    base = {"source": source, "kappa": _kappa(kappa) if kappa is not None else math.exp(lk), "log_kappa": lk}
     if source == "zcdp":
-        if rho is None or epsilon is not None or order is not None:
-            raise ReconRiskError("zcdp takes rho only (not epsilon or order)")
+        if rho is None or epsilon is not None or order is not None or delta is not None:
+            raise ReconRiskError("zcdp takes rho only (not epsilon, order or delta)")
         r = v.positive("rho", rho)
+        if conversion == "optimal":
+            b = rero_zcdp(None, r, log_kappa=lk, symmetric=symmetric)
+            return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
         a_star = math.sqrt(-lk / r)
         gap = max(0.0, math.sqrt(-lk) - math.sqrt(r))
-        out.update(rho=r, upper=math.exp(-gap * gap),
-                   formula="exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2) if rho < log(1/kappa) else 1 (seed 002 Cor. 4)",
-                   order=a_star if a_star > 1 else None)
-        return out
+        return Bound("reconstruction", None, math.exp(-gap * gap), method="zcdp_balle2022", formula=_BALLE["zcdp"],
+                     details={**base, "rho": r, "order": a_star if a_star > 1 else None})
     if rho is not None:
         raise ReconRiskError(f"{source} takes epsilon, not rho")
     if epsilon is None:
         raise ReconRiskError(f"{source} needs epsilon (>= 0)")
     if source == "dp":
         if order is not None:
-            raise ReconRiskError("dp takes epsilon only (order belongs to rdp)")
-        e = v.real("epsilon", epsilon)
-        if e < 0 or math.isinf(e):
-            _raise_range("epsilon", epsilon, ">= 0 and finite")
-        out.update(epsilon=e, upper=math.exp(min(0.0, lk + e)),
-                   formula="min(1, kappa * e^epsilon) (seed 002 Cor. 3)")
-        return out
-    eps_list = list(np.atleast_1d(epsilon)) if not isinstance(epsilon, str) else [epsilon]
-    if order is None:
-        raise ReconRiskError("rdp needs order (the Renyi order alpha > 1 at which epsilon holds)")
-    ord_list = list(np.atleast_1d(order)) if not isinstance(order, str) else [order]
-    if len(eps_list) != len(ord_list):
-        raise ReconRiskError(f"rdp needs one order per epsilon; found {len(ord_list)} orders and {len(eps_list)} epsilons")
+            raise ReconRiskError("dp takes epsilon (and delta); order belongs to rdp")
+        d = 0.0 if delta is None else delta
+        if conversion == "optimal":
+            b = rero_dp(None, epsilon, d, log_kappa=lk)
+            return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
+        eps_l = np.atleast_1d(epsilon)
+        del_l = np.atleast_1d(d)
+        if del_l.size == 1:
+            del_l = np.repeat(del_l, eps_l.size)
+        if del_l.size != eps_l.size:
+            raise ReconRiskError(f"give one delta, or one per epsilon; found {eps_l.size} epsilons and {del_l.size} deltas")
+        vals = []
+        for e_, d_ in zip(eps_l, del_l):
+            e = v.real("epsilon", e_)
+            if e < 0:
+                _raise_range("epsilon", e_, ">= 0 and finite")
+            dd = v.in_range("delta", d_, 0.0, 1.0, low_open=False, high_open=False)
+            vals.append(min(1.0, math.exp(min(0.0, lk + e)) + dd))
+        return Bound("reconstruction", None, min(vals), method="dp_balle2022", formula=_BALLE["dp"],
+                     details={**base, "epsilon": float(eps_l[0]) if eps_l.size == 1 else [float(x) for x in eps_l],
+                              "delta": float(del_l[0]) if del_l.size == 1 else [float(x) for x in del_l]})
+    if delta is not None:
+        raise ReconRiskError("delta belongs to dp (an RDP curve has no delta)")
+    eps_list, ord_list = _curve_args(epsilon, order)
+    if conversion == "optimal":
+        b = rero_rdp_curve(None, ord_list, eps_list, log_kappa=lk, symmetric=symmetric)
+        return Bound(b.quantity, None, b.upper, method=b.method, formula=b.formula, details={**b.details, **base})
     gammas = [rero_from_rdp_order(None, e, a, log_kappa=lk) for e, a in zip(eps_list, ord_list)]
     best = int(np.argmin(gammas))
-    out.update(epsilon=float(eps_list[best]), order=float(ord_list[best]), upper=gammas[best],
-               formula="min(1, (kappa * e^epsilon)^((order - 1)/order)), min over the given orders (seed 002 Thm 2)")
+    det = {**base, "epsilon": float(eps_list[best]), "order": float(ord_list[best])}
     if len(gammas) > 1:
-        out["points"] = len(gammas)
-    return out
+        det["points"] = len(gammas)
+    return Bound("reconstruction", None, gammas[best], method="rdp_balle2022", formula=_BALLE["rdp"], details=det)

@@ -90,3 +90,34 @@ def concentration_cmd(
         return
     print_table("VMF concentration for a target ε", ["quantity", "value"],
                 [["concentration κ", k], ["epsilon achieved", achieved], ["epsilon target", epsilon]])
+
+
+@vmf_app.command("rero")
+def rero_cmd(
+    concentration: float = typer.Option(..., "--concentration", help="VMF concentration κ_VMF > 0 (larger = less noise)."),
+    dim: int = _COMMON["dim"],
+    sample_rate: str = _COMMON["sample_rate"],
+    compositions: int = _COMMON["compositions"],
+    prior_size: int = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates (baseline 1/n)."),
+    prior_kappa: float = typer.Option(None, "--prior-kappa", help="Baseline success probability of the prior, in (0, 1)."),
+    log_kappa: float = typer.Option(None, "--log-kappa", help="log of the prior's baseline (< 0), for tiny baselines."),
+    conversion: str = typer.Option("optimal", "--conversion", help="optimal (Riess et al. 2026) | balle2022 (Thm 2)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (key `rero`) instead of a table."),
+) -> None:
+    """Certified reconstruction risk of a VMF release from its RDP curve (optimal RDP → trade-off conversion)."""
+    from ..bounds.vmf_rero import rero_vmf
+    from ..errors import ReconRiskError
+    from ..priors import resolve_kappa
+
+    if sum(x is not None for x in (prior_size, prior_kappa, log_kappa)) != 1:
+        raise ReconRiskError("give exactly one of --prior-size N, --prior-kappa K or --log-kappa L")
+    k = resolve_kappa(prior_kappa, prior_size) if log_kappa is None else None
+    b = rero_vmf(k, concentration, dim, parse_number("sample_rate", sample_rate), compositions, log_kappa=log_kappa,
+                 conversion=conversion)
+    if json_out:
+        print_json({"rero": b.to_dict()})
+        return
+    print_table(f"VMF mechanism, κ_VMF = {concentration:g}, p = {dim}: reconstruction risk", ["quantity", "value"],
+                [["prior baseline", b.details["kappa"]], ["rero upper", b.upper], ["method", b.method],
+                 ["order used", b.details["order"]], ["formula", b.formula]],
+                caption=f"γ = {b.details['sample_rate']:.6g}, N = {compositions}")
