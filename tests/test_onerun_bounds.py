@@ -1,7 +1,8 @@
 """One-run audits (bounds/onerun.py): the guessing-game bound holds at its level on mechanisms with known curves.
 
 Simulated with numpy: 150 runs of one guessing game each (m = 500 canaries, k = 10 options per slot), on k-ary
-randomized response (replace-one ε-DP exactly) and a Gaussian slot mechanism (μ-GDP exactly); the attacker guesses
+randomized response (replace-one ε-DP exactly), a Gaussian slot mechanism (μ-GDP exactly) and randomized response
+that leaks the choice with probability δ ((ε, δ)-DP); the attacker guesses
 the argmax of each slot on its 100 and 500 most confident slots. The rejections of the true curve (= runs whose
 lower bound exceeds the truth) stay within the level; the same simulation analysed with a wrong number of options
 trips the threshold (the test can fail), and with every slot guessed the bound comes close to the truth (power).
@@ -49,8 +50,18 @@ def _gauss_scores(mu, rng, m=M):
     return y, s
 
 
+def _leaky_rr_scores(eps, delta, rng, m=M):
+    """With probability δ a slot reports S_i outright, else randomized response: (ε, δ)-DP per slot."""
+    scores, s = _rr_scores(eps, rng, m)
+    leak = rng.random(m) < delta
+    scores[leak] = np.eye(K)[s[leak]] + 1e-6 * rng.random((int(leak.sum()), K))
+    return scores, s
+
+
 CASES = [("randomized response eps=2", lambda rng: _rr_scores(2.0, rng), dp_blowup_inverse(2.0, 0.0)),
-         ("Gaussian mu=2", lambda rng: _gauss_scores(2.0, rng), gdp_blowup_inverse(2.0))]
+         ("Gaussian mu=2", lambda rng: _gauss_scores(2.0, rng), gdp_blowup_inverse(2.0)),
+         ("leaky randomized response eps=1 delta=0.05", lambda rng: _leaky_rr_scores(1.0, 0.05, rng),
+          dp_blowup_inverse(1.0, 0.05))]
 
 
 def _rejections(case, options=K):
@@ -103,13 +114,14 @@ def test_pure_dp_cross_check_with_the_binomial_bound():
 
 @settings(max_examples=40, deadline=None)
 @given(c=st.integers(1, 60), extra=st.integers(0, 60), m_extra=st.integers(0, 100), k=st.integers(2, 12),
-       mu=st.floats(0.1, 4.0), t1=st.floats(1e-6, 1.0), t2=st.floats(1e-6, 1.0))
-def test_final_sum_grows_with_tau(c, extra, m_extra, k, mu, t1, t2):
+       mu=st.floats(0.1, 4.0), t1=st.floats(1e-6, 1.0), t2=st.floats(1e-6, 1.0), family=st.sampled_from(["gdp", "dp"]),
+       delta=st.sampled_from([0.0, 1e-5, 0.01]))
+def test_final_sum_grows_with_tau(c, extra, m_extra, k, mu, t1, t2, family, delta):
     """The level test's validity needs r_0 + h_0 non-decreasing in τ (module docstring)."""
     g = c + extra
     m = g + m_extra
     a, b = sorted((t1, t2))
-    inv = gdp_blowup_inverse(mu)
+    inv = gdp_blowup_inverse(mu) if family == "gdp" else dp_blowup_inverse(mu, delta)
     assert np.all(final_sums(c, g, m, k, a, inv) <= final_sums(c, g, m, k, b, inv) * (1 + 1e-9) + 1e-15)
 
 

@@ -59,6 +59,7 @@ RERO_FORMULA = (f"one-sided Clopper-Pearson lower end of successes/trials: every
 EPS_FORMULA = (f"smallest eps with min(kappa e^eps + delta, 1 - e^-eps (1 - delta - kappa)) >= rero_lower: "
                f"(eps, delta)-DP caps ReRo(kappa) by the blow-up 1 - f_eps,delta(kappa) ({CITE_HAYES}, Thm 2; "
                "Dong, Roth & Su 2022, Prop. 2.5)")
+DELTA_GRID = (0.0, 1e-8, 1e-6, 1e-5, 1e-3)
 MU_FORMULA = f"mu_lo = Phi^-1(rero_lower) - Phi^-1(kappa): mu-GDP caps ReRo(kappa) by Phi(Phi^-1(kappa) + mu) ({CITE_HAYES}, Cor. 4)"
 
 
@@ -155,7 +156,8 @@ def epsilon_lower_bound(successes: int, trials: int, *, kappa: float, delta: flo
     d = v.in_range("delta", delta, 0.0, 1.0, low_open=False)
     lo, om = clopper_pearson_lower(s, n, c)
     eps = epsilon_from_rero_lower(lo, k, d, one_minus=om)
-    details = {"delta": d, "kappa": k, "rero_lower": lo, "successes": s, "trials": n, "one_sided": True,
+    details = {"delta": d, "kappa": k, "rero_lower": lo, "rero_one_minus": om, "successes": s, "trials": n,
+               "one_sided": True,
                "max_possible": max_epsilon_lower(n, kappa=k, delta=d, confidence=c),
                "gdp_mu_lower": gdp_mu_from_rero_lower(lo, k)}
     if certified_epsilon is not None:
@@ -193,8 +195,16 @@ class EmpiricalAudit:
         u = self.certified_rero_upper
         return u is None or self.rero.lower <= u
 
+    def epsilon_by_delta(self, deltas=DELTA_GRID) -> dict[str, float]:
+        """ε_lo at each δ of ``deltas`` (and the setting's δ): the trade-off the same successes refute."""
+        ds = sorted(set(float(d) for d in deltas) | {float(self.epsilon.details["delta"])})
+        eps = epsilon_from_rero_lower(self.rero.lower, self.rero.details["kappa"], np.array(ds),
+                                      one_minus=self.epsilon.details.get("rero_one_minus"))
+        return {f"{d:g}": float(e) for d, e in zip(ds, np.atleast_1d(eps))}
+
     def to_dict(self) -> dict:
         return {"rero": self.rero.to_dict(), "epsilon": self.epsilon.to_dict(),
+                "epsilon_by_delta": self.epsilon_by_delta(),
                 "certified_rero_upper": self.certified_rero_upper, "rero_ratio": self.rero_ratio,
                 "consistent": self.consistent}
 
