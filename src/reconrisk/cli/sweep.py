@@ -146,9 +146,10 @@ def _print_points(points: list[dict], title: str) -> None:
             cell += "  [red]> bound[/red]"
         emp = e.get("empirical", {}).get(a)
         lower = "" if emp is None else f"{emp['rero']['lower']:.3f}" + ("" if emp["consistent"] else "  [red]> bound[/red]")
-        eps_lo = "" if emp is None else f"{emp['epsilon']['lower']:.2f} (δ={emp['epsilon']['delta']:g})"
+        eps_lo = "" if emp is None else f"{emp['epsilon']['lower']:.2f}"
         table.add_row(_label(c, cert, varying), str(e["trials"]), a, cell, fmt(cert.get("rero_upper")), lower, eps_lo)
     if points:
         table.caption = ((table.caption + "\n") if table.caption else "") + (
-            "ReRo ≥, ε ≥: what the headline attack's successes refute (one-sided 95% Clopper–Pearson)")
+            "ReRo ≥, ε ≥ (at the point's δ): what the headline attack's successes refute (one-sided 95% "
+            "Clopper–Pearson)")
     Console().print(table)
