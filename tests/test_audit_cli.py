@@ -70,6 +70,17 @@ def test_audit_json_and_files(capsys, tmp_path):
         assert 0 < r["rero"]["lower"] <= r["rero"]["upper"] <= 1 and r["noise_multiplier"] > 0
         assert r["release"]["noise_multiplier"] == r["noise_multiplier"] and "rero_upper" not in r
         assert set(r["attacks"]) == {"alg2", "no_deduction"}
+        # issue 27: the empirical lower ends beside the certified upper ones, for every attack
+        assert set(r["empirical_attacks"]) == {"alg2", "no_deduction"} and r["empirical"] == r["empirical_attacks"]["alg2"]
+        emp = r["empirical"]
+        assert emp["rero"]["quantity"] == "reconstruction" and emp["rero"]["method"] == "clopper_pearson"
+        assert emp["rero"]["upper"] is None and emp["epsilon"]["upper"] is None
+        assert 0 <= emp["rero"]["lower"] <= r["attack"]["rate"] and emp["rero"]["successes"] == r["attack"]["successes"]
+        assert emp["rero"]["lower"] >= r["attack"]["ci_low"]  # one-sided 95 % lies above the two-sided 95 % end
+        assert emp["consistent"] is (emp["rero"]["lower"] <= r["rero"]["upper"])
+        assert emp["consistent"], "the empirical ReRo lower bound exceeds the certified upper bound"
+        assert 0 <= emp["epsilon"]["lower"] <= emp["epsilon"]["max_possible"] and emp["epsilon"]["delta"] == r["delta"]
+        assert emp["epsilon"]["ratio_to_certified"] == pytest.approx(emp["epsilon"]["lower"] / r["epsilon"])
     assert doc["results"][0]["noise_multiplier"] > doc["results"][1]["noise_multiplier"]
 
 
@@ -93,6 +104,7 @@ def test_table_output(capsys, tmp_path):
     code, out, err = run(capsys, [*SMALL, "-e", "8", "--out", str(tmp_path), "--no-plot"])
     assert code == 0, err
     assert "ReRo bound" in out and "alg2" in out and "results.json" in out
+    assert "ReRo ≥" in out and "ε ≥" in out and "can show at most ε ≥" in out
     # the certified bound is reported before the trials, each result as it finishes
     lines = err.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("certified: ε=8"))

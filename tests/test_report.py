@@ -310,8 +310,9 @@ def test_attack_points_equal_the_audit(capsys, tmp_path):
     a, b = rep["attack"], au["results"][0]
     assert a["applicable"] is True and a["attacks"] == b["attacks"] and a["attack_name"] == b["attack_name"] == "alg2"
     assert a["rero"]["upper"] == b["rero"]["upper"] == rep["rero"]["pld"]["upper"]
+    assert a["empirical_attacks"] == b["empirical_attacks"] and a["empirical"]["rero"]["lower"] <= a["rero"]["upper"]
     page = (tmp_path / "rep" / "report.html").read_text()
-    assert "alg2 success (" in page
+    assert "alg2 success (" in page and "empirical lower bound" in page and "ReRo at κ = 0.25 (alg2)" in page
 
 
 def test_fano_curve_agrees_with_the_fano_entry(reports):

@@ -85,6 +85,14 @@ def test_every_recipe_writes_files_with_paper_beside_ours(name, tmp_path_factory
             slack = 1e-12 * (1 + abs(r["ours"]))
             assert r["ours_lower"] - slack <= r["ours"] <= r["ours_upper"] + slack, r
     assert json.loads((folder / "result.json").read_text())["rows"] == payload["rows"]
+    if name.startswith("hayes-"):  # issue 27: each attack row carries what it refutes
+        attack_rows = [r for r in payload["rows"] if "attack" in r["quantity"]]
+        assert attack_rows or name == "hayes-fig5"  # (its tiny form runs no attack)
+        assert all("empirical" in r for r in attack_rows)
+        for r in attack_rows:
+            e = r["empirical"]
+            assert e["rero"]["quantity"] == "reconstruction" and e["rero"]["lower"] <= r["ours"]
+            assert e["epsilon"]["quantity"] == "epsilon" and e["epsilon"]["lower"] >= 0
 
 
 # -- the two recipes held to the paper -------------------------------------------------------------------------

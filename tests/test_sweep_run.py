@@ -81,6 +81,16 @@ def test_reference_run_is_complete_and_a_rerun_writes_nothing(sweep_env):
     assert rate[1.0] > rate[3.0] > 0.25  # more noise, less success; above the blind guess κ = 1/4
     for s in (1.0, 3.0):  # the certified bound holds (margin: ~2.5 binomial standard deviations)
         assert rate[s] <= upper[s] + 2.5 * (upper[s] * (1 - upper[s]) / 400) ** 0.5
+    # issue 27: each point's summary carries what its successes refute, beside its certificate
+    from reconrisk.experiments.sweep import summarize
+
+    with ResultStore.open(sweep_env["ref"]) as s:
+        points = summarize(s)
+    for e in points:
+        emp, rate = e["empirical"]["alg2"], e["attacks"]["alg2"]
+        assert emp["rero"]["successes"] == rate["successes"] and 0 < emp["rero"]["lower"] < rate["rate"]
+        assert emp["rero"]["kappa"] == 0.25 and emp["epsilon"]["delta"] == e["config"]["delta"]
+        assert emp["consistent"] and emp["certified_rero_upper"] == e["certificate"]["rero_upper"]
     again = run_sweep(load_sweep(sweep_env["toml"]), sweep_env["ref"], pool=0)
     assert (again.written, again.skipped, again.ran) == (0, TOTAL, 0)
 

@@ -198,8 +198,14 @@ def _table(settings, certificates, results, attacks):
     known = results[0].known_size if results else None
     title = (f"Reconstruction audit: q={s0.sample_rate:g}, T={s0.steps}, C={s0.clip_norm:g}, "
              f"prior size {s0.prior_size} (κ={1 / s0.prior_size:.3g})" + (f", |D₋|={known}" if known is not None else ""))
-    table = Table(title=title)
-    for col in ("ε", "σ", "ReRo bound", *[f"{a} success [95% CI]" for a in attacks], "clipped"):
+    from ..bounds.empirical import max_epsilon_lower
+
+    eps_max = max_epsilon_lower(s0.trials, kappa=1 / s0.prior_size, delta=s0.delta)
+    caption = (f"ReRo ≥, ε ≥: what {attacks[0]}'s successes refute (one-sided 95% Clopper–Pearson; ε at "
+               f"δ={s0.delta:g}, % of the certified ε). {s0.trials:,} trials at κ={1 / s0.prior_size:.3g} can show at "
+               f"most ε ≥ {eps_max:.2f} (every trial a success), so this audit cannot confirm a larger ε.")
+    table = Table(title=title, caption=caption)
+    for col in ("ε", "σ", "ReRo bound", *[f"{a} success [95% CI]" for a in attacks], "clipped", "ReRo ≥", "ε ≥"):
         table.add_column(col, justify="right")
     for i, (s, c) in enumerate(zip(settings, certificates)):
         cells = [fmt(c.epsilon), fmt(s.noise_multiplier), fmt(c.rero.upper)]
@@ -211,8 +217,12 @@ def _table(settings, certificates, results, attacks):
                 flag = "  [red]> bound[/red]" if lo > r.rero_upper else ""
                 cells.append(f"{rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}")
             cells.append(f"{r.clipped_fraction:.0%}")
+            emp = r.empirical()
+            flag = "  [red]> bound[/red]" if not emp.consistent else ""
+            cells.append(f"{emp.rero.lower:.3f}{flag}")
+            cells.append(f"{emp.epsilon.lower:.2f} ({emp.epsilon.details['ratio_to_certified']:.0%})")
         else:
-            cells += ["…"] * len(attacks) + [""]
+            cells += ["…"] * len(attacks) + ["", "", ""]
         table.add_row(*cells)
     return table
 

@@ -135,7 +135,7 @@ def _print_points(points: list[dict], title: str) -> None:
     fixed = ", ".join(f"{short}={_show(points[0]['config'].get(k))}"
                       for k, short in _LABELS if k not in varying and k != "seed") if points else ""
     table = Table(title=title, caption=fixed or None)
-    for col in ("point", "trials", "attack", "success [95% CI]", "ReRo bound"):
+    for col in ("point", "trials", "attack", "success [95% CI]", "ReRo bound", "ReRo ≥", "ε ≥"):
         table.add_column(col, justify="left" if col in ("point", "attack") else "right")
     for e in points:
         c, cert = e["config"], e["certificate"] or {}
@@ -144,5 +144,12 @@ def _print_points(points: list[dict], title: str) -> None:
         cell = "" if rate is None else f"{rate['rate']:.3f} [{rate['ci_low']:.3f}, {rate['ci_high']:.3f}]"
         if rate is not None and cert.get("rero_upper") is not None and rate["ci_low"] > cert["rero_upper"]:
             cell += "  [red]> bound[/red]"
-        table.add_row(_label(c, cert, varying), str(e["trials"]), a, cell, fmt(cert.get("rero_upper")))
+        emp = e.get("empirical", {}).get(a)
+        lower = "" if emp is None else f"{emp['rero']['lower']:.3f}" + ("" if emp["consistent"] else "  [red]> bound[/red]")
+        eps_lo = "" if emp is None else f"{emp['epsilon']['lower']:.2f}"
+        table.add_row(_label(c, cert, varying), str(e["trials"]), a, cell, fmt(cert.get("rero_upper")), lower, eps_lo)
+    if points:
+        table.caption = ((table.caption + "\n") if table.caption else "") + (
+            "ReRo ≥, ε ≥ (at the point's δ): what the headline attack's successes refute (one-sided 95% "
+            "Clopper–Pearson)")
     Console().print(table)

@@ -142,6 +142,16 @@ class SettingResult:
     def primary(self) -> str:
         return self.setting.attacks[0]
 
+    def empirical(self, attack: str | None = None, confidence: float = 0.95):
+        """What ``attack``'s successes refute (:func:`reconrisk.bounds.empirical.empirical_audit`): the one-sided
+        Clopper–Pearson ReRo lower bound at κ and the ε lower bound at the setting's δ, beside the certified ones."""
+        from ..bounds.empirical import empirical_audit
+
+        rate = self.rates[attack or self.primary]
+        return empirical_audit(rate.successes, rate.trials, kappa=self.kappa, delta=self.setting.delta,
+                               confidence=confidence, certified_rero_upper=self.rero_upper,
+                               certified_epsilon=self.epsilon)
+
     def to_dict(self) -> dict:
         s = self.setting
         out = {
@@ -160,6 +170,8 @@ class SettingResult:
             "attack_name": self.primary,
             "attack": self.rates[self.primary].to_dict(),
             "attacks": {k: r.to_dict() for k, r in self.rates.items()},
+            "empirical": self.empirical().to_dict(),
+            "empirical_attacks": {k: self.empirical(k).to_dict() for k in self.rates},
             "clipped_fraction": self.clipped_fraction,
             "mean_grad_norm": self.mean_grad_norm,
             "seconds": self.seconds,

@@ -84,11 +84,19 @@ def row(quantity: str, setting: str, ours, *, lower=None, upper=None, error: str
 
 
 def rate_row(quantity: str, setting: str, rate, **kw) -> dict:
-    """A row for a :class:`reconrisk.metrics.SuccessRate` (or its dict): the rate with its Clopper–Pearson interval."""
+    """A row for a :class:`reconrisk.metrics.SuccessRate` (or its dict): the rate with its Clopper–Pearson interval.
+
+    ``empirical=`` (an :class:`~reconrisk.bounds.empirical.EmpiricalAudit` or its dict) adds, for a reconstruction
+    success, the ReRo and ε lower bounds it gives.
+    """
     d = rate.to_dict() if hasattr(rate, "to_dict") else dict(rate)
     level = getattr(rate, "confidence", d.get("confidence", 0.95))
-    return row(quantity, f"{setting}; {d['successes']}/{d['trials']} trials", d["rate"], lower=d["ci_low"],
-               upper=d["ci_high"], error=f"{100 * level:g}% CI (Clopper-Pearson)", **kw)
+    empirical = kw.pop("empirical", None)
+    out = row(quantity, f"{setting}; {d['successes']}/{d['trials']} trials", d["rate"], lower=d["ci_low"],
+              upper=d["ci_high"], error=f"{100 * level:g}% CI (Clopper-Pearson)", **kw)
+    if empirical is not None:  # a reconstruction success: what it refutes (bounds/empirical.py), in result.json
+        out["empirical"] = empirical.to_dict() if hasattr(empirical, "to_dict") else dict(empirical)
+    return out
 
 
 # ----------------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
                         series="RDP bound"))
         rate = r.rates["alg2"]
         rows.append(rate_row("prior-aware attack (Alg. 2)", st, rate, paper_text="close to the bound, below it",
+                             empirical=r.empirical("alg2"),
                              agrees=bool(rate.ci[0] <= r.rero_upper), panel="Fig. 2", x=eps, series="attack (Alg. 2)"))
     info = {"prior_size": 10, "kappa": 0.1, "steps": STEPS, "sample_rate": 1.0, "delta": DELTA, "clip_norm": 0.1,
             "known_size": results[0].known_size, "dataset": "digits",
@@ -128,6 +129,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
                         known_size=p["known_size"], attack="alg2", seed=seed, progress=progress, label="Fig. 3"):
             rate = r.rates["alg2"]
             rows.append(rate_row("prior-aware attack (Alg. 2)", f"ε = {r.epsilon:g}, n = {n}", rate,
+                                 empirical=r.empirical("alg2"),
                                  paper_text="below the bound; tight for ε < 10, n ≤ 2¹⁰",
                                  agrees=bool(rate.ci[0] <= r.rero_upper), panel="attack", x=n,
                                  series=f"attack, ε = {r.epsilon:g}"))
@@ -185,6 +187,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
                         attack="alg3", seed=seed, progress=progress, label="Fig. 5b"):
             text = FIG5_TEXT.get(q)
             rows.append(rate_row("improved prior-aware attack (Alg. 3)", f"q = {q:g}", r.rates["alg3"],
+                                 empirical=r.empirical("alg3"),
                                  paper=None if text is None else text[2],
                                  paper_text=(f"Fig. 5b text: {text[1]}" if text else "Fig. 5b (curve only)"),
                                  tol=0.05 if text else None, panel="Fig. 5", x=q, series="attack (Alg. 3)"))

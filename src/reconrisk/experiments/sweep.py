@@ -537,7 +537,9 @@ def _execute_dask(tasks, kind, arg):
 # reading a store
 # ----------------------------------------------------------------------------------------
 def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
-    """Per grid point: its configuration, certificate, trials stored and each attack's success rate [95% CI]."""
+    """Per grid point: configuration, certificate, trials stored, each attack's success rate [95% CI] and
+    (``empirical``) the ReRo and ε lower bounds its successes give (:func:`reconrisk.bounds.empirical.empirical_audit`)."""
+    from ..bounds.empirical import empirical_audit
     from ..metrics import SuccessRate
 
     points = store.points()
@@ -553,8 +555,15 @@ def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
         entry = {"point_hash": h, "config": c, "certificate": p["certificate"], "trials": len(rows),
                  "primary": "alg2" if c.get("sample_rate", 1.0) >= 1.0 else "alg3", "attacks": {}}
         if rows:
+            entry["empirical"] = {}
+            cert = p["certificate"] or {}
             for a in ATTACK_COLUMNS:
-                entry["attacks"][a] = SuccessRate.from_outcomes([r[f"success_{a}"] for r in rows]).to_dict()
+                rate = SuccessRate.from_outcomes([r[f"success_{a}"] for r in rows])
+                entry["attacks"][a] = rate.to_dict()
+                # issue 27: what the successes refute, beside the certificate (bounds/empirical.py)
+                entry["empirical"][a] = empirical_audit(
+                    rate.successes, rate.trials, kappa=1.0 / c["prior_size"], delta=c["delta"],
+                    certified_rero_upper=cert.get("rero_upper"), certified_epsilon=cert.get("epsilon")).to_dict()
         out.append(entry)
     out.sort(key=lambda e: [_order(e["config"].get(k)) for k in GRID_KEYS])
     return out

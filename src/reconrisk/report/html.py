@@ -201,6 +201,14 @@ def table_rows(report: dict) -> list[dict]:
             lo, hi = r["ci_low"], r["ci_high"]
             rows.append(_row("empirical attack", f"{name} success ({r['successes']}/{r['trials']} trials)", lo, hi,
                              f"95% CI; rate {r['rate']:.4g}", at["formula"]))
+            emp = at.get("empirical_attacks", {}).get(name)
+            if emp is not None:  # issue 27: what the successes refute, beside the certified upper bounds
+                e = emp["epsilon"]
+                rows.append(_row("empirical lower bound", f"ReRo at κ = {emp['rero']['kappa']:.3g} ({name})",
+                                 emp["rero"]["lower"], None, "one-sided 95% (Clopper-Pearson)", emp["rero"]["formula"]))
+                rows.append(_row("empirical lower bound", f"ε at δ = {e['delta']:g} ({name})", e["lower"], None,
+                                 f"one-sided 95%; at most {e['max_possible']:.3g} from {e['trials']} trials",
+                                 e["formula"]))
     else:
         rows.append(_row("empirical attack", "audit", None, None, "", at["reason"], na=True))
     return rows
