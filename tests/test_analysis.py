@@ -65,8 +65,9 @@ def test_epsilon_bracket_contains_dp_accounting():
     """ε: our pessimistic end equals the PLD accountant's ε, the optimistic end is below, and Google's
     dp_accounting (an independent implementation of the pessimistic side) lands in between (to its grid)."""
     r = Release(1.1, 0.02, 300)
-    b = PrivacyAnalysis(r).epsilon(1e-5)
+    b = PrivacyAnalysis(r).epsilon(1e-5, two_sided=True)
     assert b.upper == rr.epsilon(release=r, delta=1e-5)
+    assert PrivacyAnalysis(r).epsilon(1e-5).lower is None  # the optimistic end is asked for, not default
     ref = rr.epsilon(release=r, delta=1e-5, accountant="dp_accounting")
     assert b.lower <= ref <= b.upper + 1e-3
     assert b.upper - b.lower < 1e-2
@@ -75,7 +76,7 @@ def test_epsilon_bracket_contains_dp_accounting():
 def test_delta_bracket_is_consistent_with_epsilon():
     a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
     e = a.epsilon(1e-5)
-    d = a.delta(e.upper)
+    d = a.delta(e.upper, two_sided=True)
     assert d.lower <= 1e-5 * (1 + 1e-9)
 
 

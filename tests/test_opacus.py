@@ -125,3 +125,38 @@ def test_accountant_interface_without_training():
         r.step(noise_multiplier=1.0, sample_rate=0.1)
     assert Release.from_opacus(r) == Release(1.0, 0.1, 5)
     assert math.isfinite(a.get_epsilon(1e-5, accountant="rdp"))
+
+
+def test_report_from_opacus_confirms_the_calibrated_run(tmp_path, capsys):
+    """Issue 22's scenario: calibrate with make_private_with_risk (q = 1/24, 3 epochs, a 1-in-100 prior, 5 %),
+    train, save the accountant, and the report of that state says the target is met — decided by the bound at
+    the release, the very bound the calibrator held against the target."""
+    torch.manual_seed(2)
+    x = torch.randn(24 * 4, 4)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), batch_size=4)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    engine = opacus.PrivacyEngine()
+    engine.accountant = ReconRiskAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = make_private_with_risk(engine, model, opt, loader, measure="reconstruction", target=0.05,
+                                                    prior_size=100, epochs=3, max_grad_norm=1.0)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        for _ in range(3):
+            for xb, yb in loader:  # Poisson batches of mean size 4 can be empty: a zero loss keeps every step
+                opt.zero_grad()
+                out = model(xb)
+                (loss_fn(out, yb) if len(xb) else out.sum() * 0.0).backward()
+                opt.step()
+    cal = engine.reconrisk_calibration
+    assert (cal["sample_rate"], cal["steps"]) == (1 / 24, 72) and len(engine.accountant) == 72
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(engine.accountant.state_dict()))
+    main(["report", "--from-opacus", str(state), "--prior-size", "100", "--target-rero", "0.05", "--samples", "0",
+          "--out", str(tmp_path / "rep"), "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["summary"]["meets_target_now"] is True
+    assert rep["calibration"]["current_rero"]["upper"] == cal["bound"]["upper"] <= 0.05
+    assert rep["rero"]["pld"]["upper"] == cal["bound"]["upper"]
+    assert rep["calibration"]["noise_multiplier"] == cal["noise_multiplier"]

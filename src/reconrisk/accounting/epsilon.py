@@ -61,11 +61,11 @@ def pld_grid(release: Release, h: float) -> float:
     return h
 
 
-def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False):
+def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False, lower: bool = True):
     """The PLD accountant's ε at ``delta`` on its grid (see :func:`_pld_epsilon`), its grid limit said in the
     user's terms (issue 10). ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches)."""
     try:
-        return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower)
+        return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower, lower=lower)
     except ReconRiskError as exc:
         if "value_discretization" not in str(exc):
             raise
@@ -77,10 +77,12 @@ def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: boo
         ) from None
 
 
-def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with_lower: bool = False):
-    """ε(δ) of the pessimistic PLDs (max over both directions); with ``with_lower`` also the optimistic
-    remove-direction ε, a certified lower end (``(lower, upper, method, h)``). ``compose`` is the composer
-    (``PrivacyAnalysis.pmf``, which caches; default: compose afresh)."""
+def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with_lower: bool = False,
+                 lower: bool = True):
+    """ε(δ) of the pessimistic PLDs (max over both directions); with ``with_lower`` the tuple
+    ``(lower, upper, method, h)``, ``lower`` the optimistic remove-direction ε (a certified lower end) when
+    ``lower`` is true, else None. ``compose`` is the composer (``PrivacyAnalysis.pmf``, which caches; default:
+    compose afresh)."""
     if compose is None:
         def compose(h, **kw):
             return _pld.compose_segments(release.segments, h, **kw)
@@ -89,6 +91,8 @@ def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with
         return up
     if method != "pld":
         return up, up, method, None
+    if not lower:
+        return None, up, method, h
     o = compose(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
     lo = o.epsilon(delta + o.slack) if delta + o.slack < 1 else 0.0
     return min(lo, up), up, method, h

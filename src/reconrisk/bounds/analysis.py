@@ -122,21 +122,25 @@ class PrivacyAnalysis:
             return math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in self.release.segments))
         return None
 
-    def epsilon(self, delta: float) -> Bound:
-        """Certified range of the smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions).
+    def epsilon(self, delta: float, *, two_sided: bool = False) -> Bound:
+        """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions), certified.
 
         ``upper`` is the pessimistic PLD's ε (what ``dp_accounting``'s
-        ``PLDAccountant`` reports, with reconrisk's own engine), ``lower`` the
-        optimistic PLD's (remove direction; ε is the max over both, so this is a lower end). Every q = 1: the exact Gaussian-DP profile
+        ``PLDAccountant`` reports, with reconrisk's own engine). With
+        ``two_sided=True`` ``lower`` is the optimistic PLD's ε (remove
+        direction; ε is the max over both, so this is a lower end) — one more
+        composition on the accountant's fine grid, so it is asked for, not
+        default (``lower`` is ``None`` otherwise). Every q = 1: the exact Gaussian-DP profile
         (Balle & Wang 2018), lower == upper.
         """
         delta = v.probability_open("delta", delta)
-        return self._memoised(("epsilon", delta), lambda: self._epsilon(delta))
+        two_sided = bool(two_sided)
+        return self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
 
-    def _epsilon(self, delta: float) -> Bound:
+    def _epsilon(self, delta: float, two_sided: bool) -> Bound:
         from ..accounting.epsilon import pld_epsilon
 
-        lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True)
+        lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True, lower=two_sided)
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
                                   "(Balle & Wang 2018)",
@@ -146,13 +150,15 @@ class PrivacyAnalysis:
             det["discretization"] = h
         return Bound("epsilon", lo, up, method=method, formula=formula, converged=True, details=det)
 
-    def delta(self, epsilon: float) -> Bound:
-        """Certified range of δ(ε) = max over both directions of the hockey-stick divergence (``lower``: the
-        remove direction's optimistic PLD, the one an optimistic discretisation exists for)."""
+    def delta(self, epsilon: float, *, two_sided: bool = False) -> Bound:
+        """δ(ε) = max over both directions of the hockey-stick divergence, certified from above (pessimistic PLDs);
+        ``two_sided=True`` adds the lower end from the remove direction's optimistic PLD (the one an optimistic
+        discretisation exists for)."""
         eps = v.real("epsilon", epsilon)
-        return self._memoised(("delta", eps), lambda: self._delta(eps))
+        two_sided = bool(two_sided)
+        return self._memoised(("delta", eps, two_sided), lambda: self._delta(eps, two_sided))
 
-    def _delta(self, eps: float) -> Bound:
+    def _delta(self, eps: float, two_sided: bool) -> Bound:
         mu = self._closed_form_gdp()
         if mu is not None:
             d = 0.0 if mu == 0.0 else float(gaussian_delta(eps, 1.0 / mu))
@@ -168,8 +174,9 @@ class PrivacyAnalysis:
         h = pld_grid(self.release, PLD_DISCRETIZATION)
         up = max(float(self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP).delta([eps])[0])
                  for d in ("remove", "add"))
-        lo = float(self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP).delta([eps])[0])
-        return Bound("delta", min(lo, up), up, method="pld", converged=True,
+        lo = (float(self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP).delta([eps])[0])
+              if two_sided else None)
+        return Bound("delta", None if lo is None else min(lo, up), up, method="pld", converged=True,
                      formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs",
                      details={"epsilon": eps, "discretization": h})
 
