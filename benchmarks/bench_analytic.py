@@ -1,4 +1,4 @@
-"""Benchmark of seed 003's analytic bounds and attack (plain script; prints measured figures).
+"""Benchmark of Riess et al.'s (2024) analytic bounds and attack (plain script; prints measured figures).
 
     PYTHONPATH=src python benchmarks/bench_analytic.py            # full: 10⁶ γ values, 10⁴ reconstructions
     PYTHONPATH=src python benchmarks/bench_analytic.py --quick    # 10⁵ γ values, 500 reconstructions

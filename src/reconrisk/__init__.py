@@ -60,7 +60,7 @@ _LAZY = {
     "load_sweep": "experiments.sweep",
     "run_sweep": "experiments.sweep",
     "ResultStore": "experiments.store",
-    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    # issue 14: one risk report for one release; Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)
     "fano_bound": "bounds.fano",
     "risk_report": "experiments.riskreport",
     "ReportConfig": "experiments.riskreport",
@@ -100,7 +100,7 @@ __all__ = [
     "noise_multiplier_for_epsilon",
     "rero_bound",
     "__version__",
-    # seed 003: analytic gradient inversion
+    # Riess et al. 2024: analytic gradient inversion
     "analytic_bound",
     "analytic_calibration",
     "eta_for_rero",
@@ -112,12 +112,12 @@ __all__ = [
     "rero_gamma_mse",
     "rero_gamma_psnr",
     "selection_probability",
-    # seed 001: MSE lower bounds
+    # Guo, Karrer, Chaudhuri & van der Maaten 2022: MSE lower bounds
     "MseBound",
     "dfil_bound",
     "mse_bound",
     "rdp_mse_lower_bound",
-    # seed 004: VMF mechanism and Bayes' capacity
+    # Biswas et al. 2024: VMF mechanism and Bayes' capacity
     "concentration_for_epsilon",
     "log_bayes_capacity",
     "log_capacity_gaussian",
@@ -127,7 +127,7 @@ __all__ = [
     "vmf_delta",
     "vmf_epsilon",
     "vmf_rdp",
-    # seed 002: informed adversaries
+    # Balle, Cherubin & Hayes 2022: informed adversaries
     "closed_form_experiment",
     "dp_from_two_point_rero",
     "log_kappa_gaussian",

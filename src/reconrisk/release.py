@@ -16,13 +16,13 @@ from typing import Iterable, Sequence
 from . import _validate as v
 from .errors import ReconRiskError
 
-#: Noise families a release may name (seed 000's Gaussian; seed 004's von Mises–Fisher).
+#: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
 NOISE_FAMILIES = ("gaussian", "vmf")
 #: Families some mechanism actually implements. A family is added here by the
 #: module that implements it (:func:`register_noise_family`), so that a
 #: ``Release(noise="vmf")`` is refused until VMF noise exists instead of
 #: silently giving Gaussian results.
-IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (seed 004)
+IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (Biswas et al. 2024)
 
 
 def register_noise_family(name: str) -> None:
@@ -69,9 +69,9 @@ class Release:
     ``Release(noise_multiplier, sample_rate, steps, clip_norm=1.0)`` describes
     homogeneous training; :meth:`schedule` builds one from several segments.
     The privatised gradient of each step is ``Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) +
-    N(0, σ²C²I)`` — the noise is added to the **sum** (seed 000, §1.1).
+    N(0, σ²C²I)`` — the noise is added to the **sum** (Hayes, Mahloujifar & Balle 2023, §1.1).
 
-    ``noise="vmf"`` (seed 004, Alg. 2; build it with :meth:`vmf`): the clipped
+    ``noise="vmf"`` (Biswas et al. 2024, Alg. 2; build it with :meth:`vmf`): the clipped
     sum is normalised and replaced by a draw of VMF(g/‖g‖, κ); the segments'
     ``noise_multiplier`` slot then holds the concentration κ (read it as
     :attr:`concentration`), :attr:`noise_std` is κ, and the (ε, δ) accounting
@@ -202,12 +202,12 @@ class Release:
 
     @classmethod
     def vmf(cls, concentration: float, sample_rate: float = 1.0, steps: int = 1, clip_norm: float = 1.0) -> "Release":
-        """DP-SGD with von Mises–Fisher noise of concentration κ (seed 004, Alg. 2)."""
+        """DP-SGD with von Mises–Fisher noise of concentration κ (Biswas et al. 2024, Alg. 2)."""
         return cls(v.positive("concentration", concentration), sample_rate, steps, clip_norm, noise="vmf")
 
     @property
     def concentration(self) -> float:
-        """κ of a VMF release (seed 004)."""
+        """κ of a VMF release (Biswas et al. 2024)."""
         if self.noise != "vmf":
             raise ReconRiskError(f"concentration is defined for noise='vmf' releases; this one has noise={self.noise!r}")
         return self.noise_multiplier

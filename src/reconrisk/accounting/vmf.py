@@ -1,12 +1,12 @@
-"""Privacy accounting of the von Mises–Fisher mechanism (seed 004, §III; spec_004 §2–§3).
+"""Privacy accounting of the von Mises–Fisher mechanism (Biswas et al. 2024, §III; spec_004 §2–§3).
 
-RDP (seed 004, Prop. 1; worst case antipodal centres), for p ≥ 2, ν = p/2 − 1:
+RDP (Biswas et al. 2024, Prop. 1; worst case antipodal centres), for p ≥ 2, ν = p/2 − 1:
 
     τ_α = [ν log(1/(2α−1)) + log I_ν((2α−1)κ) − log I_ν(κ)] / (α−1),
     τ_1 = 2κ I_{ν+1}(κ)/I_ν(κ)                        (the KL limit, equality for antipodal centres),
 
 several blocks add (Prop. 2). Conversion to (ε, δ) is Canonne–Kamath–Steinke
-(seed 004, Prop. 4): ``δ_α = e^{(α−1)(τ_α−ε)}/(α−1)·(1−1/α)^α`` and
+(Biswas et al. 2024, Prop. 4): ``δ_α = e^{(α−1)(τ_α−ε)}/(α−1)·(1−1/α)^α`` and
 ``δ = inf_α δ_α``; for one VMF mechanism ``log δ_α`` is convex in α and the
 optimum solves ``2κ I_{ν+1}((2α−1)κ)/I_ν((2α−1)κ) − ε + log(1−1/α) = 0``
 (bisection; no root when ε ≥ 2κ, where δ = 0: VMF is 2κ-DP).
@@ -28,7 +28,7 @@ Subsampling and composition, the paper's two approaches (spec_004 §3):
 Interpolation for fractional α (``interpolation=``): ``"cgf"`` (default,
 sound) interpolates the cumulant (α−1)τ^s_α linearly between integer
 orders, an upper bound because the CGF is convex in α; ``"paper"``
-interpolates τ directly (seed 004 citing Wang–Balle–Kasiviswanathan
+interpolates τ directly (Biswas et al. 2024 citing Wang–Balle–Kasiviswanathan
 Cor. 10), which is more optimistic and is what reproduces Table I.
 
 The composition count N (``compositions``) is explicit: the paper used
@@ -96,7 +96,7 @@ def _cgf(alpha: np.ndarray, kappa: float, nu: float) -> np.ndarray:
 
 
 def vmf_rdp(alpha, kappa, dim):
-    """τ_α of the VMF mechanism (seed 004, Prop. 1); α = 1 gives the KL divergence 2κ A_p(κ)·… (vectorised in α)."""
+    """τ_α of the VMF mechanism (Biswas et al. 2024, Prop. 1); α = 1 gives the KL divergence 2κ A_p(κ)·… (vectorised in α)."""
     a = _alphas(alpha)
     k, p = _kappa(kappa), _dim(dim)
     nu = 0.5 * p - 1.0
@@ -109,7 +109,7 @@ def vmf_rdp(alpha, kappa, dim):
 
 
 def vmf_rdp_multi(alpha, kappas, dims):
-    """τ_α of the multivariate (block) VMF mechanism, the sum of per-block Prop. 1 values (seed 004, Prop. 2)."""
+    """τ_α of the multivariate (block) VMF mechanism, the sum of per-block Prop. 1 values (Biswas et al. 2024, Prop. 2)."""
     ks = np.atleast_1d(np.asarray(kappas, dtype=float))
     ps = np.atleast_1d(np.asarray(dims))
     if ks.shape != ps.shape or ks.ndim != 1 or ks.size == 0:
@@ -118,7 +118,7 @@ def vmf_rdp_multi(alpha, kappas, dims):
 
 
 def rdp_to_epsilon(alpha, tau, delta) -> tuple[float, float]:
-    """CKS conversion ε = min_α [τ_α + log(1−1/α) − (log δ + log α)/(α−1)] → (ε, argmin α) (seed 004, Prop. 4)."""
+    """CKS conversion ε = min_α [τ_α + log(1−1/α) − (log δ + log α)/(α−1)] → (ε, argmin α) (Biswas et al. 2024, Prop. 4)."""
     a = _alphas(alpha)
     t = np.asarray(tau, dtype=float)
     d = v.probability_open("delta", delta)
@@ -156,7 +156,7 @@ def _delta_opt(eps: np.ndarray, kappa: float, nu: float) -> tuple[np.ndarray, np
 
 
 def vmf_delta(eps, kappa, dim) -> tuple[float, float]:
-    """(δ, α*) with δ = inf_α δ_α (seed 004, Prop. 4) for one VMF mechanism; δ = 0 for ε ≥ 2κ."""
+    """(δ, α*) with δ = inf_α δ_α (Biswas et al. 2024, Prop. 4) for one VMF mechanism; δ = 0 for ε ≥ 2κ."""
     e = v.real("eps", eps)
     if e < 0 or math.isinf(e):
         raise ReconRiskError(f"eps must be finite and >= 0; found {eps}")
@@ -204,7 +204,7 @@ def subsample_eps_delta(eps: float, delta: float, gamma: float) -> tuple[float, 
 
 
 def kov_compose(eps_s, delta_s, n: int, delta_tilde):
-    """Kairouz–Oh–Viswanath N-fold composition (seed 004, Thm 2, with the KOV factor N·ε_s restored).
+    """Kairouz–Oh–Viswanath N-fold composition (Biswas et al. 2024, Thm 2, with the KOV factor N·ε_s restored).
 
     Returns (ε̃, δ_total) with δ_total = 1 − (1−δ_s)^N (1−δ̃). Vectorised in ``eps_s``/``delta_tilde``.
     """
@@ -306,7 +306,7 @@ def vmf_epsilon(
     interpolation: str = "cgf",
     max_order: int = MAX_ORDER,
 ) -> VmfEpsilon:
-    """ε at ``delta`` of ``compositions`` Poisson-subsampled VMF mechanisms (seed 004, §III; spec_004 §3).
+    """ε at ``delta`` of ``compositions`` Poisson-subsampled VMF mechanisms (Biswas et al. 2024, §III; spec_004 §3).
 
     ``approach`` "1" (convert, amplify, KOV-compose), "2" (subsampled RDP,
     compose, convert) or "best" (the smaller; the paper's Table I).
@@ -357,18 +357,18 @@ def concentration_for_epsilon(
 
 
 # ----------------------------------------------------------------------------------------
-# the Gaussian side of the paper's comparison (seed 004, §4 and Table IV)
+# the Gaussian side of the paper's comparison (Biswas et al. 2024, §4 and Table IV)
 # ----------------------------------------------------------------------------------------
 #: Opacus' default Rényi orders (spec_004 §4): 1.1, 1.2, …, 10.9 and 12…63.
 OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 
 
 def gaussian_epsilon_opacus(noise_multiplier, sample_rate, steps, delta) -> float:
-    """ε of DP-SGD by the RDP accountant on Opacus' order grid, fractional orders included (seed 004, §4).
+    """ε of DP-SGD by the RDP accountant on Opacus' order grid, fractional orders included (Biswas et al. 2024, §4).
 
     Uses ``dp_accounting``'s RDP accountant (exact sampled-Gaussian RDP at
     fractional orders, Mironov–Talwar–Zhang 2019) with the Opacus orders, the
-    accounting behind seed 004's Table IV. reconrisk's own ``"rdp"``
+    accounting behind Biswas et al.'s (2024) Table IV. reconrisk's own ``"rdp"``
     accountant uses integer orders only and overstates ε when the optimal
     order lies in (1, 2) (σ ≲ 0.4 at q = 128/60000, T = 1406).
     """

@@ -1,4 +1,4 @@
-"""ReRo bounds, calibration and NCC for analytic gradient inversion under DP (seed 003).
+"""ReRo bounds, calibration and NCC for analytic gradient inversion under DP (Riess et al. 2024).
 
 The attack: the adversary replaces the network by ``f(X) = WX`` (M rows, no
 bias) with loss ``1ᵀWX``; every row gradient is a copy of ``X``. After
@@ -69,7 +69,7 @@ _LN10_10 = math.log(10.0) / 10.0
 
 
 def optimal_num_rows(clip_norm, min_norm, *, rule: str = "squared") -> int:
-    """Rows M of the optimal linear layer (seed 003, Eq. 18 / Cor. 1, corrected).
+    """Rows M of the optimal linear layer (Riess et al. 2024, Eq. 18 / Cor. 1, corrected).
 
     ``rule="squared"`` (default): ``max(1, ⌈(C/m)²⌉)``, the smallest M for which
     clipping is active for every sample of norm ≥ m, so the variance is the
@@ -102,7 +102,7 @@ def reconstruction_variance(noise_multiplier, clip_norm, rows, norm, *, bias: bo
 
 
 def averaged_variance(noise_multiplier, norm, averaged) -> float:
-    """Variance σ²‖X‖²/k of the average of k matched reconstructions (seed 003, Prop. 7, Eq. 29)."""
+    """Variance σ²‖X‖²/k of the average of k matched reconstructions (Riess et al. 2024, Prop. 7, Eq. 29)."""
     s = val.positive("noise_multiplier", noise_multiplier)
     n = val.positive("norm", norm)
     k = val.integer("averaged", averaged, minimum=1)
@@ -147,7 +147,7 @@ def _eta_psnr(eta) -> np.ndarray:
 
 
 def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
-    """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (seed 003, Prop. 3, Eq. 24).
+    """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24).
 
     ``γ(η) = Γ_R(N/2, Nη/(2σ²m²))``. With ``clip_norm`` instead of ``min_norm``
     it is the looser C-variant ``Γ_R(N/2, Nη/(2σ²C²))``, valid only when
@@ -166,7 +166,7 @@ def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None,
 def rero_gamma_psnr(
     eta, noise_multiplier, dim, *, data_range=1.0, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False
 ):
-    """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (seed 003, Props. 4-5, Eqs. 25-27).
+    """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (Riess et al. 2024, Props. 4-5, Eqs. 25-27).
 
     ``γ̃(η) = Γ_R(N/2, N·10^{−η/10}·R_D²/(2σ²m²))`` with the global data range
     ``R_D`` (``data_range``, default 1); the C-variant (``clip_norm``, valid
@@ -201,7 +201,7 @@ def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, 
     ``R²·10^{−η/10}`` (PSNR, η in dB), and k = ``averaged``. Since
     Γ_R is increasing in its second argument, every σ at or above this value
     satisfies the bound. (Named apart from :func:`reconrisk.bounds.calibrate.noise_multiplier_for_rero`,
-    the DP-SGD calibration of seed 000.) Works for ``target_rero`` down to ~1e-300.
+    the DP-SGD calibration of Hayes, Mahloujifar & Balle 2023.) Works for ``target_rero`` down to ~1e-300.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
     g = val.probability_open("target_rero", target_rero)
@@ -240,7 +240,7 @@ def eta_for_rero(metric, gamma, noise_multiplier, dim, min_norm, *, data_range=1
 
 
 def ncc_bound(noise_multiplier, dim, *, averaged: int = 1):
-    """Upper bound ``sqrt(1/(1 + σ²N/k))`` on the population NCC of the optimal attack (seed 003, Prop. 6, Eq. 28).
+    """Upper bound ``sqrt(1/(1 + σ²N/k))`` on the population NCC of the optimal attack (Riess et al. 2024, Prop. 6, Eq. 28).
 
     Independent of C, ‖X‖ and the data range. Finite-N *sample* NCC can exceed
     it (Remark B.1); it is not a ReRo bound. Vectorised over ``noise_multiplier``.
@@ -261,7 +261,7 @@ def _sample(name: str, x) -> np.ndarray:
 
 
 def ncc_exact(noise_multiplier, x, *, averaged: int = 1) -> float:
-    """Population NCC ``sqrt(1/(1 + σ²‖X‖²/(k·Var(x))))`` for a given sample X (seed 003, Prop. 6, Eq. 28, left side).
+    """Population NCC ``sqrt(1/(1 + σ²‖X‖²/(k·Var(x))))`` for a given sample X (Riess et al. 2024, Prop. 6, Eq. 28, left side).
 
     ``Var(x)`` is the population (1/N) variance of the entries of X. Constant
     X (Var = 0) has no NCC and zero-norm X is excluded: both raise.
@@ -271,7 +271,7 @@ def ncc_exact(noise_multiplier, x, *, averaged: int = 1) -> float:
     arr = _sample("x", x)
     norm2 = float(arr @ arr)
     if norm2 == 0:
-        raise ReconRiskError("x must have a nonzero norm (seed 003 excludes X = 0); found norm 0")
+        raise ReconRiskError("x must have a nonzero norm (Riess et al. 2024 excludes X = 0); found norm 0")
     var = float(np.var(arr))
     if var == 0:
         raise ReconRiskError("x must not be constant (NCC is undefined for zero variance); found variance 0")
@@ -305,7 +305,7 @@ def sample_ncc_decomposition(x, zeta) -> dict:
 
 
 def selection_probability(k, attacks, n_records, *, exact: bool = True, log: bool = False) -> float:
-    """Probability that the target is picked exactly k times in K̂ = ``attacks`` batch-size-1 steps (seed 003, Sec. 4.3).
+    """Probability that the target is picked exactly k times in K̂ = ``attacks`` batch-size-1 steps (Riess et al. 2024, Sec. 4.3).
 
     ``exact=True`` (default): the binomial pmf ``C(K̂,k)·p^k·(1−p)^{K̂−k}``,
     ``p = 1/|D|``. ``exact=False``: the paper's printed ``C(K̂,k)/|D|^k``, which
@@ -330,7 +330,7 @@ def selection_probability(k, attacks, n_records, *, exact: bool = True, log: boo
 
 @dataclass(frozen=True)
 class AnalyticBound:
-    """A seed-003 bound at one setting. ``gamma`` is None for NCC (no ReRo form)."""
+    """A Riess et al. 2024 bound at one setting. ``gamma`` is None for NCC (no ReRo form)."""
 
     metric: str
     noise_multiplier: float
@@ -355,7 +355,7 @@ class AnalyticBound:
 def analytic_bound(
     metric, noise_multiplier, dim, *, eta=None, min_norm=None, clip_norm=None, data_range=None, averaged: int = 1
 ) -> AnalyticBound:
-    """All seed-003 numbers at one setting: γ (Prop. 3 or 5), the C-variant, E[metric], the NCC bound.
+    """All Riess et al. 2024 numbers at one setting: γ (Prop. 3 or 5), the C-variant, E[metric], the NCC bound.
 
     ``metric="ncc"`` needs neither ``eta`` nor ``min_norm``; if ``eta`` is
     given it must lie in [−1, 1]. ``data_range`` defaults to 1 for PSNR.

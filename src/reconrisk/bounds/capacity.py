@@ -1,6 +1,6 @@
-"""Bayes' capacity: the one-try reconstruction leakage of a channel (seed 004, §IV; spec_004 §6).
+"""Bayes' capacity: the one-try reconstruction leakage of a channel (Biswas et al. 2024, §IV; spec_004 §6).
 
-``C_Bayes(M) = Σ_y max_x M[x, y]`` for a discrete channel (seed 004, Eq. 13),
+``C_Bayes(M) = Σ_y max_x M[x, y]`` for a discrete channel (Biswas et al. 2024, Eq. 13),
 ``∫ sup_x f(x)(y) dy`` for a continuous one (Def. 7). Its log is Sibson's
 mutual information of order ∞ and bounds the multiplicative Bayes leakage for
 every prior (the "miracle" theorem); by Thm 4 the reconstruction risk of
@@ -9,8 +9,8 @@ DP-SGD is the capacity of its noise step alone. Everything is returned as a
 
 Closed forms:
 
-* VMF on S^{p−1} (seed 004, Thm 6): ``C = e^κ A(S^{p−1}) / C_{p,κ}``.
-* Gaussian N(x, σ²I_p) with inputs in the ball of radius R (seed 004, Thm 5,
+* VMF on S^{p−1} (Biswas et al. 2024, Thm 6): ``C = e^κ A(S^{p−1}) / C_{p,κ}``.
+* Gaussian N(x, σ²I_p) with inputs in the ball of radius R (Biswas et al. 2024, Thm 5,
   **corrected**; spec_004 §6):
   ``C = R^p/(Γ(p/2+1) 2^{p/2} σ^p) + [1/(Γ(p/2) 2^{p/2} σ^p)]·Σ_{i=0}^{p−1}
   Γ((p−i)/2)(√2σ)^{p−i} C(p−1,i) R^i``. The theorem as printed has
@@ -56,7 +56,7 @@ def log_bayes_capacity(channel) -> float:
 
 
 def log_capacity_vmf(kappa, dim) -> float:
-    """log C_Bayes of the VMF mechanism on S^{p−1} (seed 004, Thm 6): κ + log A(S^{p−1}) − log C_{p,κ}."""
+    """log C_Bayes of the VMF mechanism on S^{p−1} (Biswas et al. 2024, Thm 6): κ + log A(S^{p−1}) − log C_{p,κ}."""
     k = v.real("kappa", kappa)
     if k < 0 or math.isinf(k):
         raise ReconRiskError(f"kappa must be finite and >= 0; found {kappa}")
@@ -65,7 +65,7 @@ def log_capacity_vmf(kappa, dim) -> float:
 
 
 def log_capacity_gaussian(sigma, radius, dim) -> float:
-    """log C_Bayes of N(x, σ²I_p), x in the ball of radius R (seed 004, Thm 5 corrected; log space)."""
+    """log C_Bayes of N(x, σ²I_p), x in the ball of radius R (Biswas et al. 2024, Thm 5 corrected; log space)."""
     s = v.positive("sigma", sigma)
     r = v.positive("radius", radius)
     p = v.integer("dim", dim, minimum=1)

@@ -1,6 +1,6 @@
-"""Conversions from DP guarantees to ReRo bounds (seed 002 Thm 2, Cor. 3–4; seed 000 Eq. 2).
+"""Conversions from DP guarantees to ReRo bounds (Balle, Cherubin & Hayes 2022, Thm 2, Cor. 3–4; Hayes, Mahloujifar & Balle 2023, Eq. 2).
 
-These are the *baselines* that seed 000 improves on; they are valid upper
+These are the *baselines* that Hayes, Mahloujifar & Balle 2023 improves on; they are valid upper
 bounds on the reconstruction success γ, never estimates.
 
 * (α, ε)-RDP ⇒ γ = (κ e^ε)^{(α−1)/α} (Balle, Cherubin, Hayes 2022, Thm 2);
@@ -27,7 +27,7 @@ from ..errors import ReconRiskError
 
 
 def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
-    """min over α of (κ e^{ε(α)})^{(α−1)/α}, capped at 1 (seed 002 Thm 2)."""
+    """min over α of (κ e^{ε(α)})^{(α−1)/α}, capped at 1 (Balle, Cherubin & Hayes 2022, Thm 2)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     a = np.asarray(orders, dtype=float)[None, :]
     e = np.asarray(rdp_epsilons, dtype=float)[None, :]
@@ -36,13 +36,13 @@ def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
 
 
 def rero_from_dp(kappa, epsilon: float, delta: float = 0.0) -> np.ndarray:
-    """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (seed 002 Cor. 3; δ = 0 is pure ε-DP)."""
+    """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (Balle, Cherubin & Hayes 2022, Cor. 3; δ = 0 is pure ε-DP)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     return np.minimum(1.0, np.exp(np.minimum(0.0, np.log(kappa) + float(epsilon))) + float(delta))
 
 
 def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
-    """γ = exp(−max(0, √log(1/κ) − √ρ)²) for ρ-zCDP (seed 002 Cor. 4; seed 000 Eq. 2)."""
+    """γ = exp(−max(0, √log(1/κ) − √ρ)²) for ρ-zCDP (Balle, Cherubin & Hayes 2022, Cor. 4; Hayes, Mahloujifar & Balle 2023, Eq. 2)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     gap = np.maximum(0.0, np.sqrt(-np.log(kappa)) - math.sqrt(float(rho)))
     return np.exp(-(gap**2))
@@ -65,7 +65,7 @@ def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# validated single conversions (seed 002 §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
+# validated single conversions (Balle, Cherubin & Hayes 2022, §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
 # ----------------------------------------------------------------------------------------
 #: Sources accepted by :func:`rero_from_guarantee` (and ``reconrisk convert --from``).
 SOURCES = ("rdp", "dp", "zcdp")
@@ -88,7 +88,7 @@ def _log_kappa(kappa, log_kappa) -> float:
 
 
 def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, log_kappa: float | None = None) -> float:
-    """γ = min(1, (κ e^ε)^{(α−1)/α}) for one (α, ε)-RDP guarantee (seed 002 Thm 2).
+    """γ = min(1, (κ e^ε)^{(α−1)/α}) for one (α, ε)-RDP guarantee (Balle, Cherubin & Hayes 2022, Thm 2).
 
     Evaluated as ``exp((α−1)/α · (log κ + ε))``: no overflow for large ε or tiny κ
     (pass ``log_kappa`` instead of ``kappa`` when κ underflows).
@@ -104,7 +104,7 @@ def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, lo
 
 
 def zcdp_optimal_order(kappa: float, rho: float) -> float:
-    """α* = √(log(1/κ)/ρ), the order minimising Thm 2 along the zCDP curve ε(α) = ρα (seed 002 Cor. 4).
+    """α* = √(log(1/κ)/ρ), the order minimising Thm 2 along the zCDP curve ε(α) = ρα (Balle, Cherubin & Hayes 2022, Cor. 4).
 
     Cor. 4 applies when α* > 1, i.e. ρ < log(1/κ); otherwise the bound is vacuous (γ = 1).
     """
@@ -114,7 +114,7 @@ def zcdp_optimal_order(kappa: float, rho: float) -> float:
 
 
 def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
-    """(ε, δ)-DP implied by (η, γ)-ReRo against every two-point prior of weight κ (seed 002 Thm 5).
+    """(ε, δ)-DP implied by (η, γ)-ReRo against every two-point prior of weight κ (Balle, Cherubin & Hayes 2022, Thm 5).
 
     The prior puts κ ∈ [1/2, 1) on z and 1 − κ on z′ (with ℓ(z, z′) > η). The
     attack "output z′ if θ ∈ E, else z" succeeds with probability
@@ -161,7 +161,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
         a_star = math.sqrt(-lk / r)
         gap = max(0.0, math.sqrt(-lk) - math.sqrt(r))
         out.update(rho=r, upper=math.exp(-gap * gap),
-                   formula="exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2) if rho < log(1/kappa) else 1 (seed 002 Cor. 4)",
+                   formula="exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2) if rho < log(1/kappa) else 1 (Balle, Cherubin & Hayes 2022, Cor. 4)",
                    order=a_star if a_star > 1 else None)
         return out
     if rho is not None:
@@ -175,7 +175,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
         if e < 0 or math.isinf(e):
             _raise_range("epsilon", epsilon, ">= 0 and finite")
         out.update(epsilon=e, upper=math.exp(min(0.0, lk + e)),
-                   formula="min(1, kappa * e^epsilon) (seed 002 Cor. 3)")
+                   formula="min(1, kappa * e^epsilon) (Balle, Cherubin & Hayes 2022, Cor. 3)")
         return out
     eps_list = list(np.atleast_1d(epsilon)) if not isinstance(epsilon, str) else [epsilon]
     if order is None:
@@ -186,7 +186,7 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
     gammas = [rero_from_rdp_order(None, e, a, log_kappa=lk) for e, a in zip(eps_list, ord_list)]
     best = int(np.argmin(gammas))
     out.update(epsilon=float(eps_list[best]), order=float(ord_list[best]), upper=gammas[best],
-               formula="min(1, (kappa * e^epsilon)^((order - 1)/order)), min over the given orders (seed 002 Thm 2)")
+               formula="min(1, (kappa * e^epsilon)^((order - 1)/order)), min over the given orders (Balle, Cherubin & Hayes 2022, Thm 2)")
     if len(gammas) > 1:
         out["points"] = len(gammas)
     return out

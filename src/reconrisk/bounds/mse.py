@@ -1,4 +1,4 @@
-"""MSE lower bounds for reconstruction attacks (seed 001: Guo, Karrer, Chaudhuri, van der Maaten).
+"""MSE lower bounds for reconstruction attacks (Guo, Karrer, Chaudhuri & van der Maaten 2022: Guo, Karrer, Chaudhuri, van der Maaten).
 
 Theory layer: numpy/scipy only.
 
@@ -20,7 +20,7 @@ and the membership-inference advantage bound (:func:`mia_advantage_bound`).
 
 The accountants these bounds read live in :mod:`reconrisk.accounting`: the
 RDP at α = 2 of a release or of output perturbation
-(:mod:`reconrisk.accounting.order2`) and seed 001's subsampling factor
+(:mod:`reconrisk.accounting.order2`) and Guo et al.'s (2022) subsampling factor
 (Eq. 3; :mod:`reconrisk.accounting.subsampling`). Their names are re-exported
 here so that ``from reconrisk.bounds.mse import release_rdp_alpha2`` keeps
 working.
@@ -79,7 +79,7 @@ def _ret(arr: np.ndarray, scalar: bool):
 # Theorem 1 (RDP → MSE)
 # ----------------------------------------------------------------------------------------
 def rdp_mse_lower_bound(rdp_epsilon, diam=1.0, *, d: int | None = None, gamma=1.0, bias_sq: float = 0.0):
-    """Seed 001 Theorem 1: MSE lower bound for a (2, ε)-RDP learner.
+    """Guo et al. 2022, Theorem 1: MSE lower bound for a (2, ε)-RDP learner.
 
     ``MSE ≥ [Σ_{i=1}^d γ_i² diam_i² / (4d)] / (e^ε − 1) + bias_sq``.
 
@@ -147,7 +147,7 @@ def _fim(fim) -> np.ndarray:
 
 
 def dfil(fim) -> float:
-    """Diagonal Fisher information leakage ``η̄² = Tr(I)/d`` (seed 001 §3)."""
+    """Diagonal Fisher information leakage ``η̄² = Tr(I)/d`` (Guo et al. 2022, §3)."""
     I = _fim(fim)
     return float(np.trace(I) / I.shape[0])
 
@@ -158,7 +158,7 @@ def spectral_fil(fim) -> float:
 
 
 def dfil_bound(eta_bar_sq):
-    """``1/η̄²``: the dFIL MSE lower bound for unbiased attacks (seed 001 Thm 2; the bound used in its experiments).
+    """``1/η̄²``: the dFIL MSE lower bound for unbiased attacks (Guo et al. 2022, Thm 2; the bound used in its experiments).
 
     Element-wise for arrays; ``η̄² = 0`` (no leakage) gives ``inf``.
     """
@@ -175,7 +175,7 @@ def spectral_bound(eta_sq):
 
 
 def crb_mse_lower_bound(fim, *, jac_mu=None, bias_sq: float = 0.0) -> float:
-    """Seed 001 Theorem 2 (Cramér–Rao): ``MSE ≥ Tr(J_μ I⁻¹ J_μᵀ)/d + bias_sq``.
+    """Guo et al. 2022, Theorem 2 (Cramér–Rao): ``MSE ≥ Tr(J_μ I⁻¹ J_μᵀ)/d + bias_sq``.
 
     Without ``jac_mu`` (an unbiased attack, J_μ = I_d) this is ``Tr(I⁻¹)/d``,
     which is ≥ ``1/η̄²`` ≥ ``1/η²``. A singular ``I`` makes unbiased
@@ -207,7 +207,7 @@ def crb_mse_lower_bound(fim, *, jac_mu=None, bias_sq: float = 0.0) -> float:
 
 
 # ----------------------------------------------------------------------------------------
-# membership inference (Humphries et al.; seed 001 §2)
+# membership inference (Humphries et al.; Guo et al. 2022, §2)
 # ----------------------------------------------------------------------------------------
 def mia_advantage_bound(epsilon):
     """``Adv ≤ (e^ε − 1)/(e^ε + 1) = tanh(ε/2)`` for an ε-DP learner; element-wise."""

@@ -5,7 +5,7 @@ with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement
 
 ``reconstruction`` / ``reidentification`` / ``attribute``
     Any attack whose blind-guess success is b succeeds with probability at
-    most g(b) = 1 − f(b) (seed 000, Cor. 4; Kulynych et al., NeurIPS 2025,
+    most g(b) = 1 − f(b) (Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al., NeurIPS 2025,
     "Unifying re-identification, attribute inference, and data
     reconstruction risks in differential privacy"). b = κ for
     reconstruction, b = 1/N for re-identification among N candidates,
@@ -145,7 +145,7 @@ def _curve_point(release: Release, b: float, measure: str, formula: str, extra: 
 
 
 def reconstruction_risk(release: Release, *, kappa: float | None = None, prior_size: int | None = None) -> RiskBound:
-    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (seed 000, Cor. 4)."""
+    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
     _check_release(release)
     k = resolve_kappa(kappa, prior_size)
     return _curve_point(release, k, "reconstruction", "1 - f(kappa)", {"kappa": k, "prior_size": prior_size})

@@ -1,4 +1,4 @@
-"""``reconrisk capacity vmf|gaussian`` — Bayes' capacity of a noise mechanism (seed 004, Thms 5–6; no JAX)."""
+"""``reconrisk capacity vmf|gaussian`` — Bayes' capacity of a noise mechanism (Biswas et al. 2024, Thms 5–6; no JAX)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from . import app
 from ._common import print_json, print_table
 
-capacity_app = typer.Typer(help="Bayes' capacity (one-try reconstruction leakage, natural log) of a mechanism (seed 004).",
+capacity_app = typer.Typer(help="Bayes' capacity (one-try reconstruction leakage, natural log) of a mechanism (Biswas et al. 2024).",
                            no_args_is_help=True)
 app.add_typer(capacity_app, name="capacity")
 
@@ -30,7 +30,7 @@ def vmf_cmd(
     dim: int = typer.Option(..., "--dim", "-p", help="Dimension p ≥ 2."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `log_capacity`)."),
 ) -> None:
-    """log C_Bayes of the VMF mechanism on S^{p−1} (seed 004, Thm 6)."""
+    """log C_Bayes of the VMF mechanism on S^{p−1} (Biswas et al. 2024, Thm 6)."""
     from ..bounds.capacity import log_capacity_vmf
 
     lc = log_capacity_vmf(kappa, dim)
@@ -45,7 +45,7 @@ def gaussian_cmd(
     dim: int = typer.Option(..., "--dim", "-p", help="Dimension p ≥ 1."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `log_capacity`)."),
 ) -> None:
-    """log C_Bayes of N(x, σ²I) over the ball ‖x‖ ≤ R (seed 004, Thm 5 as corrected in spec_004 §6)."""
+    """log C_Bayes of N(x, σ²I) over the ball ‖x‖ ≤ R (Biswas et al. 2024, Thm 5 as corrected in spec_004 §6)."""
     from ..bounds.capacity import log_capacity_gaussian
 
     lc = log_capacity_gaussian(sigma, radius, dim)

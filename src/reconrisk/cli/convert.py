@@ -1,4 +1,4 @@
-"""``reconrisk convert``: a DP guarantee → the ReRo bound γ, and ReRo against two-point priors → (ε, δ)-DP (seed 002 §VII).
+"""``reconrisk convert``: a DP guarantee → the ReRo bound γ, and ReRo against two-point priors → (ε, δ)-DP (Balle, Cherubin & Hayes 2022, §VII).
 
 Theory only: no JAX.
 """
@@ -25,7 +25,7 @@ def convert_cmd(
     log_kappa: Optional[float] = typer.Option(None, "--log-kappa", help="log κ (< 0) for priors whose κ underflows."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Convert an RDP, DP or zCDP guarantee into a reconstruction-robustness bound (seed 002 Thm 2, Cor. 3, Cor. 4)."""
+    """Convert an RDP, DP or zCDP guarantee into a reconstruction-robustness bound (Balle, Cherubin & Hayes 2022, Thm 2, Cor. 3, Cor. 4)."""
     from .. import _validate as v
     from ..bounds.conversions import SOURCES, dp_from_two_point_rero, rero_from_guarantee
     from ..errors import ReconRiskError
@@ -44,11 +44,11 @@ def convert_cmd(
         eps, delta = dp_from_two_point_rero(k, rero)
         payload = {"source": "rero", "kappa": k, "rero": {"upper": rero},
                    "dp": {"epsilon": eps, "delta": delta,
-                          "formula": "epsilon = log(kappa/(1-kappa)), delta = (rero-kappa)/(1-kappa) (seed 002 Thm 5)"}}
+                          "formula": "epsilon = log(kappa/(1-kappa)), delta = (rero-kappa)/(1-kappa) (Balle, Cherubin & Hayes 2022, Thm 5)"}}
         if json_out:
             print_json(payload)
             return
-        print_table(f"(η, {rero:g})-ReRo against two-point priors with κ = {k:g} ⇒ DP (seed 002 Thm 5)",
+        print_table(f"(η, {rero:g})-ReRo against two-point priors with κ = {k:g} ⇒ DP (Balle, Cherubin & Hayes 2022, Thm 5)",
                     ["quantity", "value"], [["epsilon", eps], ["delta", delta]])
         return
     if rero is not None:
@@ -67,4 +67,4 @@ def convert_cmd(
     rows = [[k_, payload[k_]] for k_ in ("kappa", "log_kappa", "epsilon", "order", "rho") if payload[k_] is not None]
     rows.append(["rero upper", out["upper"]])
     rows.append(["formula", out["formula"]])
-    print_table(f"ReRo bound from {source} (seed 002)", ["quantity", "value"], rows)
+    print_table(f"ReRo bound from {source} (Balle, Cherubin & Hayes 2022)", ["quantity", "value"], rows)

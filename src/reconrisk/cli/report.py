@@ -32,7 +32,7 @@ def report_cmd(
     attribute_baseline: float = typer.Option(0.5, "--attribute-baseline", help="Blind-guess success of attribute inference."),
     diam: float = typer.Option(1.0, "--diam", help="Per-coordinate data diameter of Guo's MSE bound."),
     model_dim: Optional[int] = typer.Option(None, "--model-dim", help="Dimension p of the released gradient (Bayes' capacity)."),
-    data_dim: Optional[int] = typer.Option(None, "--data-dim", help="Input dimension N (analytic attack, seed 003)."),
+    data_dim: Optional[int] = typer.Option(None, "--data-dim", help="Input dimension N (analytic attack, Riess et al. 2024)."),
     min_norm: Optional[float] = typer.Option(None, "--min-norm", help="Smallest nonzero data norm m (analytic attack)."),
     mse_eta: float = typer.Option(0.01, "--mse-eta", help="MSE threshold η of the analytic ReRo (data units²)."),
     psnr_eta: float = typer.Option(20.0, "--psnr-eta", help="PSNR threshold (dB) of the analytic ReRo."),

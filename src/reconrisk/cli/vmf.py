@@ -1,4 +1,4 @@
-"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (seed 004; theory only, no JAX)."""
+"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (Biswas et al. 2024; theory only, no JAX)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import typer
 from . import app
 from ._common import print_json, print_table
 
-vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (seed 004).",
+vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (Biswas et al. 2024).",
                       no_args_is_help=True)
 app.add_typer(vmf_app, name="vmf")
 
@@ -34,7 +34,7 @@ _COMMON = {
     "delta": typer.Option(..., "--delta", help="δ, e.g. 1/60000."),
     "approach": typer.Option("best", "--approach", help="1 (convert, amplify, KOV) | 2 (subsampled RDP) | best"),
     "interpolation": typer.Option("cgf", "--interpolation",
-                                  help="fractional orders in approach 2: cgf (sound) | paper (seed 004's, optimistic)"),
+                                  help="fractional orders in approach 2: cgf (sound) | paper (Biswas et al.'s (2024), optimistic)"),
 }
 
 
@@ -50,7 +50,7 @@ def epsilon_cmd(
     interpolation: str = _COMMON["interpolation"],
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `epsilon`) instead of a table."),
 ) -> None:
-    """ε at δ of N Poisson-subsampled VMF mechanisms (seed 004, Props 1 and 4, approaches 1 and 2)."""
+    """ε at δ of N Poisson-subsampled VMF mechanisms (Biswas et al. 2024, Props 1 and 4, approaches 1 and 2)."""
     from ..accounting.vmf import vmf_epsilon
 
     res = vmf_epsilon(kappa, dim, parse_number("sample_rate", sample_rate), compositions,

@@ -13,9 +13,9 @@ held to and whether it agrees:
 
 Recipes only *call* the library (experiments/, bounds/, accounting/,
 attacks/); they never re-implement a method. The recipes themselves live in
-one module per seed paper (:mod:`.recipes_hayes` seed 000, :mod:`.recipes_guo`
-seed 001, :mod:`.recipes_balle` seed 002, :mod:`.recipes_fmte` seed 003,
-:mod:`.recipes_vmf` seed 004); :mod:`reconrisk.report.recipes` draws and
+one module per seed paper (:mod:`.recipes_hayes` Hayes, Mahloujifar & Balle 2023, :mod:`.recipes_guo`
+Guo, Karrer, Chaudhuri & van der Maaten 2022, :mod:`.recipes_balle` Balle, Cherubin & Hayes 2022, :mod:`.recipes_fmte` Riess et al. 2024,
+:mod:`.recipes_vmf` Biswas et al. 2024); :mod:`reconrisk.report.recipes` draws and
 writes ``figure.png``, ``table.csv`` and ``result.json``.
 
 "Paper" values are the numbers the paper prints, or — where the paper only

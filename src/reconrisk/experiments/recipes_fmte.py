@@ -1,4 +1,4 @@
-"""Seed 003 (*From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data
+"""Riess et al. 2024 (*From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data
 Reconstruction Attacks*): Figs. 2 and 3.
 
 * ``fmte-fig2`` — Fig. 2: the optimal analytic attack on a linear layer,

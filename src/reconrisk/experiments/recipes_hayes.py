@@ -1,8 +1,8 @@
-"""Seed 000 (Hayes, Mahloujifar, Balle — *Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
+"""Hayes, Mahloujifar & Balle 2023 (Hayes, Mahloujifar, Balle — *Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
 
 * ``hayes-fig2`` — Fig. 2: at ε ∈ {1, 10, 100} (δ = 1e-5, q = 1, T = 100,
   prior size 10) the certified ReRo bound (Cor. 4, PLD bracket), the Rényi-DP
-  bound of Balle et al. (seed 000 Eq. 2) and the prior-aware attack (Alg. 2).
+  bound of Balle et al. (Hayes, Mahloujifar & Balle 2023, Eq. 2) and the prior-aware attack (Alg. 2).
 * ``hayes-fig3`` — Fig. 3: the bound against the prior size 2…2¹¹ at several
   ε, with the attack for a few prior sizes.
 * ``hayes-fig5`` — Fig. 5: at (4, 1e-5)-DP and T = 100, σ calibrated for each

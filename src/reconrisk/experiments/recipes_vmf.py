@@ -1,4 +1,4 @@
-"""Seed 004 (Biswas et al. — *Comparing privacy notions for protection against reconstruction attacks in machine
+"""Biswas et al. 2024 (Biswas et al. — *Comparing privacy notions for protection against reconstruction attacks in machine
 learning*): Table I and Fig. 1.
 
 * ``vmf-table1`` — Table I: ε of the Poisson-subsampled VMF mechanism
@@ -24,7 +24,7 @@ from __future__ import annotations
 from .recipes import Recipe, RecipeOutput, register, row, say
 
 P, DELTA, GAMMA, N_EPOCHS, STEPS = 13_700, 1.0 / 60_000, 128.0 / 60_000, 3, 1406
-#: seed 004 Table I: κ → (ε, approach).
+#: Biswas et al. 2024, Table I: κ → (ε, approach).
 TABLE_I = {25: (0.0139, "1"), 50: (0.0867, "1"), 75: (0.49, "1"), 100: (2.5, "2"), 125: (4.6, "2"),
            150: (7.97, "2"), 200: (10.9, "2"), 300: (41.02, "2")}
 
@@ -64,7 +64,7 @@ register(Recipe(
 ))
 
 
-#: seed 004 Tables I, IV, V, VI (MNIST, batch 128): ε → (κ, σ, VMF acc, Gauss acc, VMF MSE, Gauss MSE).
+#: Biswas et al. 2024, Tables I, IV, V, VI (MNIST, batch 128): ε → (κ, σ, VMF acc, Gauss acc, VMF MSE, Gauss MSE).
 FIG1 = {0.49: (75, 1.23, 0.3297, 0.8656, 4.396, 3.923), 2.48: (100, 0.660, 0.4182, 0.8880, 4.390, 3.572),
         7.97: (150, 0.461, 0.5293, 0.8977, 4.378, 3.303), 10.9: (200, 0.420, 0.5948, 0.9000, 4.364, 3.261),
         41.02: (300, 0.282, 0.6940, 0.9091, 4.348, 3.042)}

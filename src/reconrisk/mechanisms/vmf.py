@@ -1,7 +1,7 @@
-"""The von Mises–Fisher (VMF) mechanism on the sphere S^{p−1} (seed 004, Def. 4; spec_004 §1, §7, §10).
+"""The von Mises–Fisher (VMF) mechanism on the sphere S^{p−1} (Biswas et al. 2024, Def. 4; spec_004 §1, §7, §10).
 
 Density ``f(y | μ, κ) = e^{κ μᵀy} / C_{p,κ}`` with
-``C_{p,κ} = (2π)^{ν+1} I_ν(κ) / κ^ν``, ``ν = p/2 − 1`` (seed 004, Def. 4).
+``C_{p,κ} = (2π)^{ν+1} I_ν(κ) / κ^ν``, ``ν = p/2 − 1`` (Biswas et al. 2024, Def. 4).
 
 Numerics (spec_004 §10). For p in the thousands scipy's ``iv``/``ive``
 underflow (``ive(6849, 500) == 0``), so everything goes through
@@ -174,7 +174,7 @@ def log_sphere_area(p: int) -> float:
 
 
 def vmf_log_norm(dim, kappa) -> float:
-    """log C_{p,κ} = (ν+1) log 2π + log I_ν(κ) − ν log κ (seed 004, Def. 4); κ = 0 gives log A(S^{p−1})."""
+    """log C_{p,κ} = (ν+1) log 2π + log I_ν(κ) − ν log κ (Biswas et al. 2024, Def. 4); κ = 0 gives log A(S^{p−1})."""
     p, k = _dim(dim), _kappa(kappa)
     if k == 0:
         return log_sphere_area(p)
@@ -316,7 +316,7 @@ def sample_vmf_jax(key, mu, kappa):
 
 
 def vmf_noise_jax(key, grad_flat, kappa):
-    """VMF DP-SGD noise (seed 004, Alg. 2, lines 7′–8′): normalise the flat gradient, sample VMF around it."""
+    """VMF DP-SGD noise (Biswas et al. 2024, Alg. 2, lines 7′–8′): normalise the flat gradient, sample VMF around it."""
     import jax.numpy as jnp
 
     mu = grad_flat / jnp.maximum(jnp.linalg.norm(grad_flat), 1e-30)

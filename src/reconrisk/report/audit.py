@@ -1,4 +1,4 @@
-"""Audit report: ``results.json`` and the bound-against-attack plot (seed 000, Fig. 2 style).
+"""Audit report: ``results.json`` and the bound-against-attack plot (Hayes, Mahloujifar & Balle 2023, Fig. 2 style).
 
 The plot draws the certified ReRo bound as a curve over ε (σ calibrated at
 each ε with the same accountant as the audit; computed by

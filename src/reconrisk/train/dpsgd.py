@@ -1,6 +1,6 @@
 """DP-SGD as a composable step, and the training loop with a per-step hook.
 
-One step (seed 000, §2; spec_000 §1.1) is
+One step (Hayes, Mahloujifar & Balle 2023, §2; spec_000 §1.1) is
 
     g_t = Σ_{z ∈ B_t} clip_C(∇_θ ℓ(θ_t, z)) + N(0, σ²C² I),     θ_{t+1} = θ_t − η · g_t / (q·N),
 
@@ -186,7 +186,7 @@ def dpsgd_update(learning_rate: float, normalizer: float, momentum: float = 0.0)
 
     With ``momentum=0`` the update is ``−η·g/normalizer`` (no state), exactly
     the simulator's θ − η·g/(qN). Momentum is post-processing of the released
-    g_t, so it changes no privacy analysis (seed 001 uses μ = 0.5).
+    g_t, so it changes no privacy analysis (Guo, Karrer, Chaudhuri & van der Maaten 2022 uses μ = 0.5).
     """
     from .._jax import jax
     import optax

@@ -11,10 +11,10 @@ Gaussian family), so that one compiled step serves every ε of a grid. The
 function must be traceable (it runs inside ``jit``/``vmap``/``lax.scan``) and
 draw all its randomness from ``key``.
 
-Gaussian (seed 000, §2, spec_000 §1.1)
+Gaussian (Hayes, Mahloujifar & Balle 2023, §2, spec_000 §1.1)
     ``summed + N(0, noise_std² I)``.
 
-Adding a noise family (e.g. seed 004's von Mises–Fisher mechanism)
+Adding a noise family (e.g. Biswas et al.'s (2024) von Mises–Fisher mechanism)
     1. write ``def vmf(key, summed, noise_std): ...`` in the module of that
        mechanism (it may read its own parameters from ``noise_std`` or close
        over static ones);
@@ -45,10 +45,10 @@ def gaussian(key, summed, noise_std):
 
 
 def vmf(key, summed, noise_std):
-    """Seed 004, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with κ = ``noise_std`` (a unit vector).
+    """Biswas et al. 2024, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with κ = ``noise_std`` (a unit vector).
 
     The whole gradient is flattened before normalising (one block: Prop. 3 of
-    seed 004 — per-layer blocks inflate the RDP enormously).
+    Biswas et al. 2024 — per-layer blocks inflate the RDP enormously).
     """
     from ..mechanisms.vmf import vmf_noise_jax
 
