@@ -1,4 +1,4 @@
-"""MSE lower bounds for reconstruction attacks (Guo, Karrer, Chaudhuri & van der Maaten 2022: Guo, Karrer, Chaudhuri, van der Maaten).
+"""MSE lower bounds for reconstruction attacks (Guo, Karrer, Chaudhuri & van der Maaten 2022).
 
 Theory layer: numpy/scipy only.
 

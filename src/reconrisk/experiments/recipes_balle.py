@@ -1,4 +1,4 @@
-"""Balle, Cherubin & Hayes 2022 (Balle, Cherubin, Hayes — *Reconstructing Training Data with Informed Adversaries*): convex models and
+"""Balle, Cherubin & Hayes 2022 (*Reconstructing Training Data with Informed Adversaries*): convex models and
 the reconstructor network.
 
 * ``balle-convex`` — §III, Thm 1 / Thm 8: an informed adversary who knows

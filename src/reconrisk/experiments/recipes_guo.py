@@ -1,4 +1,4 @@
-"""Guo, Karrer, Chaudhuri & van der Maaten 2022 (Guo, Karrer, Chaudhuri, van der Maaten — *Bounding Training Data Reconstruction in Private (Deep)
+"""Guo, Karrer, Chaudhuri & van der Maaten 2022 (*Bounding Training Data Reconstruction in Private (Deep)
 Learning*): Figs. 2 and 5.
 
 * ``guo-fig2`` — §7.1 Fig. 2: private logistic regression (output

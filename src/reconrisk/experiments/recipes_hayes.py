@@ -1,4 +1,4 @@
-"""Hayes, Mahloujifar & Balle 2023 (Hayes, Mahloujifar, Balle — *Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
+"""Hayes, Mahloujifar & Balle 2023 (*Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
 
 * ``hayes-fig2`` — Fig. 2: at ε ∈ {1, 10, 100} (δ = 1e-5, q = 1, T = 100,
   prior size 10) the certified ReRo bound (Cor. 4, PLD bracket), the Rényi-DP

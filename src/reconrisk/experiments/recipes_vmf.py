@@ -1,4 +1,4 @@
-"""Biswas et al. 2024 (Biswas et al. — *Comparing privacy notions for protection against reconstruction attacks in machine
+"""Biswas et al. 2024 (*Comparing privacy notions for protection against reconstruction attacks in machine
 learning*): Table I and Fig. 1.
 
 * ``vmf-table1`` — Table I: ε of the Poisson-subsampled VMF mechanism
