@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PATTERN = re.compile(r"\bseeds?[ _-]?00[0-4]\b", re.IGNORECASE)
+PATTERN = re.compile(r"\bseeds?(?:[ _-]?|\s*\n[\s#]*)00[0-4]\b", re.IGNORECASE)
 SUFFIXES = {".py", ".md", ".toml", ".txt", ".html", ".css", ".js", ".rst", ".cfg", ".yml", ".yaml"}
 
 
@@ -28,10 +28,11 @@ def _doc_files():
 def hits(paths) -> list[str]:
     out = []
     for p in paths:
-        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if PATTERN.search(line):
-                name = p.relative_to(ROOT) if p.is_relative_to(ROOT) else p
-                out.append(f"{name}:{i}: {line.strip()[:120]}")
+        text = p.read_text(encoding="utf-8", errors="replace")
+        name = p.relative_to(ROOT) if p.is_relative_to(ROOT) else p
+        for m in PATTERN.finditer(text):  # on the whole text: a citation may be broken across lines
+            i = text.count("\n", 0, m.start()) + 1
+            out.append(f"{name}:{i}: {' '.join(m.group().split())}")
     return out
 
 
@@ -48,5 +49,5 @@ def test_no_file_numbers_for_papers_in_the_docs():
 
 def test_the_check_can_fail(tmp_path):
     bad = tmp_path / "x.py"
-    bad.write_text('"""ReRo (seed 000, Cor. 4)."""\n# Seed-003 bound\nok = "seed 0001, seeds 2"\n')
-    assert [h.split(":")[1] for h in hits([bad])] == ["1", "2"]
+    bad.write_text('"""ReRo (seed 000, Cor. 4)."""\n# Seed-003 bound\nok = "seed 0001, seeds 2"\n# seed\n#   004\n')
+    assert [h.split(":")[1] for h in hits([bad])] == ["1", "2", "4"]

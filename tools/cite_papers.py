@@ -20,7 +20,7 @@ SHORT = {"001": "Guo et al."}
 # A locator after the citation ("Thm 2", "§4", "Eq. 3") is separated from the year by a comma.
 LOC = (r"(?:Thm|Theorem|Eqs?\b|Cor\b|Corollary|Props?\b|Proposition|Figs?\b|Figure|App\b|Appendix|Alg\b|"
        r"Algorithm|Defs?\b|Definition|Table|Tab\b|§|Sec\b|Section|Lemma|Remark|footnote)")
-PAT = re.compile(r"\b[Ss]eed[ -](00[0-4])(?:('s)|(,? (?=" + LOC + r")))?")
+PAT = re.compile(r"\b[Ss]eed(?:[ -]|[ \t]*\n[ \t#]*)(00[0-4])(?:('s)|(,? (?=" + LOC + r")))?")
 SUFFIXES = {".py", ".toml", ".md", ".txt", ".html", ".css", ".js"}
 
 

@@ -225,8 +225,7 @@ def gaussian_release(release, what: str) -> "Release":
     """``release`` checked to be a :class:`Release` with Gaussian noise, for ``what`` (a Gaussian-only computation).
 
     The PLD engine, the RDP curves, the Monte-Carlo estimator and the risk
-    measures model the subsampled *Gaussian* mechanism; a VMF release (seed
-    004) must be refused there, never read as a Gaussian one whose noise
+    measures model the subsampled *Gaussian* mechanism; a VMF release (Biswas et al. 2024) must be refused there, never read as a Gaussian one whose noise
     multiplier happens to be the VMF concentration.
     """
     if not isinstance(release, Release):

@@ -6,8 +6,7 @@ training set, ν = output law without it — the trade-off function is
     f(α) = T(ν, μ)(α) = inf{ 1 − E_μ[φ] : E_ν[φ] ≤ α },
 
 the smallest type-II error (missed membership) of any test whose type-I error
-(false alarm) is at most α. Its complement is the blow-up function of seed
-000, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
+(false alarm) is at most α. Its complement is the blow-up function of Hayes, Mahloujifar & Balle 2023, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
 2025), so the certified ReRo bracket of :func:`reconrisk.bounds.rero.pld_bracket`
 — vectorised over κ — is a certified bracket on the whole curve at once:
 
