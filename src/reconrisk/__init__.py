@@ -22,8 +22,10 @@ _LAZY = {
     "ncc_bound": "bounds.analytic",
     "optimal_num_rows": "bounds.analytic",
     "reconstruction_variance": "bounds.analytic",
-    "rero_gamma_mse": "bounds.analytic",
-    "rero_gamma_psnr": "bounds.analytic",
+    "rero_mse": "bounds.analytic",
+    "rero_psnr": "bounds.analytic",
+    "rero_gamma_mse": "bounds.analytic",  # deprecated alias of rero_mse (one release)
+    "rero_gamma_psnr": "bounds.analytic",  # deprecated alias of rero_psnr (one release)
     "selection_probability": "bounds.analytic",
     "MSELaw": "bounds.analytic_laws",
     "PSNRLaw": "bounds.analytic_laws",
@@ -109,8 +111,8 @@ __all__ = [
     "optimal_num_rows",
     "psnr_law",
     "reconstruction_variance",
-    "rero_gamma_mse",
-    "rero_gamma_psnr",
+    "rero_mse",
+    "rero_psnr",
     "selection_probability",
     # Guo, Karrer, Chaudhuri & van der Maaten 2022: MSE lower bounds
     "MseBound",

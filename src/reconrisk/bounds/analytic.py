@@ -7,8 +7,8 @@ the clipping factor gives ``X̂ ~ N(X, σ²·max(C²/M, ‖X‖²)·I_N)`` — t
 (minimum-variance unbiased) reconstruction once ``M ≥ (C/‖X‖)²`` (Prop. 1,
 Cor. 1, Eq. 20). Everything here follows from that Gaussian:
 
-* :func:`rero_gamma_mse` — Prop. 3 (Eq. 24) and its looser C-variant;
-* :func:`rero_gamma_psnr` — Props. 4–5 (Eqs. 25–27) and the C-variants;
+* :func:`rero_mse` — Prop. 3 (Eq. 24) and its looser C-variant (the paper's γ(η));
+* :func:`rero_psnr` — Props. 4–5 (Eqs. 25–27) and the C-variants (the paper's γ̃(η));
 * :func:`analytic_noise_multiplier_for_rero`, :func:`eta_for_rero` — closed-form
   calibration ([inferred], spec_003 §7: ``σ² ≥ Nη/(m²·χ²_N⁻¹(γ))``);
 * :func:`ncc_bound`, :func:`ncc_exact`, :func:`sample_ncc_decomposition` —
@@ -37,6 +37,7 @@ import numpy as np
 from scipy import special, stats
 
 from .. import _validate as val
+from .._deprecated import renamed_function, renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 from .analytic_laws import MSELaw, PSNRLaw, _ret
 
@@ -44,8 +45,8 @@ __all__ = [
     "optimal_num_rows",
     "reconstruction_variance",
     "averaged_variance",
-    "rero_gamma_mse",
-    "rero_gamma_psnr",
+    "rero_mse",
+    "rero_psnr",
     "analytic_noise_multiplier_for_rero",
     "eta_for_rero",
     "ncc_bound",
@@ -146,7 +147,7 @@ def _eta_psnr(eta) -> np.ndarray:
     return arr
 
 
-def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
+def rero_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
     """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24).
 
     ``γ(η) = Γ_R(N/2, Nη/(2σ²m²))``. With ``clip_norm`` instead of ``min_norm``
@@ -163,7 +164,7 @@ def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None,
     return law.logcdf(e) if log else law.cdf(e)
 
 
-def rero_gamma_psnr(
+def rero_psnr(
     eta, noise_multiplier, dim, *, data_range=1.0, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False
 ):
     """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (Riess et al. 2024, Props. 4-5, Eqs. 25-27).
@@ -216,13 +217,14 @@ def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, 
     return math.sqrt(k * n * thr / (m * m * q))
 
 
-def eta_for_rero(metric, gamma, noise_multiplier, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
-    """The threshold η at which the bound equals ``gamma`` (closed-form inverse of Props. 3-5).
+@renamed_kwargs(gamma="target_rero")
+def eta_for_rero(metric, target_rero, noise_multiplier, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
+    """The threshold η at which the bound γ(η) equals ``target_rero`` (closed-form inverse of Props. 3-5).
 
     MSE: ``η = σ²m²·χ²_N⁻¹(γ)/(kN)``. PSNR (dB): ``η = 10·log10(R²kN/(σ²m²·χ²_N⁻¹(γ)))``.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
-    g = val.probability_open("gamma", gamma)
+    g = val.probability_open("target_rero", target_rero)
     s = val.positive("noise_multiplier", noise_multiplier)
     n = val.integer("dim", dim, minimum=1)
     m = val.positive("min_norm", min_norm)
@@ -330,17 +332,21 @@ def selection_probability(k, attacks, n_records, *, exact: bool = True, log: boo
 
 @dataclass(frozen=True)
 class AnalyticBound:
-    """A Riess et al. 2024 bound at one setting. ``gamma`` is None for NCC (no ReRo form)."""
+    """A Riess et al. 2024 bound at one setting.
+
+    ``rero`` is the paper's γ(η) (the bound on the attack's success probability), ``log_rero`` its log and
+    ``rero_clip`` the C-variant; all three are None for NCC (no ReRo form).
+    """
 
     metric: str
     noise_multiplier: float
     dim: int
     eta: float | None
-    gamma: float | None
-    log_gamma: float | None
+    rero: float | None
+    log_rero: float | None
     min_norm: float | None
     clip_norm: float | None
-    gamma_clip: float | None  # C-variant, only when clip_norm <= min_norm
+    rero_clip: float | None  # C-variant, only when clip_norm <= min_norm
     data_range: float | None
     averaged: int
     expected: float | None  # E[metric] for a sample of norm m (MSE, PSNR) or None
@@ -351,6 +357,22 @@ class AnalyticBound:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    # the names before issue 22's vocabulary, for one release
+    @property
+    def gamma(self) -> float | None:
+        warn_renamed("AnalyticBound.gamma", "AnalyticBound.rero", "reconrisk")
+        return self.rero
+
+    @property
+    def log_gamma(self) -> float | None:
+        warn_renamed("AnalyticBound.log_gamma", "AnalyticBound.log_rero", "reconrisk")
+        return self.log_rero
+
+    @property
+    def gamma_clip(self) -> float | None:
+        warn_renamed("AnalyticBound.gamma_clip", "AnalyticBound.rero_clip", "reconrisk")
+        return self.rero_clip
+
 
 def analytic_bound(
     metric, noise_multiplier, dim, *, eta=None, min_norm=None, clip_norm=None, data_range=None, averaged: int = 1
@@ -359,7 +381,7 @@ def analytic_bound(
 
     ``metric="ncc"`` needs neither ``eta`` nor ``min_norm``; if ``eta`` is
     given it must lie in [−1, 1]. ``data_range`` defaults to 1 for PSNR.
-    γ uses ``min_norm`` when it is given (and then ``gamma_clip`` is the
+    γ uses ``min_norm`` when it is given (and then ``rero_clip`` is the
     looser C-variant if ``clip_norm ≤ min_norm``); with only ``clip_norm``, γ
     is the C-variant itself, valid under the caller's assertion C ≤ m
     (``basis`` says which).
@@ -389,12 +411,12 @@ def analytic_bound(
     r = None
     if mt == "mse":
         e = float(_eta_mse(eta))
-        fn = lambda **kw: rero_gamma_mse(e, s, n, averaged=k, **kw)  # noqa: E731
+        fn = lambda **kw: rero_mse(e, s, n, averaged=k, **kw)  # noqa: E731
         expected = s * s * scale * scale / k
     else:
         e = float(_eta_psnr(eta))
         r = 1.0 if data_range is None else val.positive("data_range", data_range)
-        fn = lambda **kw: rero_gamma_psnr(e, s, n, data_range=r, averaged=k, **kw)  # noqa: E731
+        fn = lambda **kw: rero_psnr(e, s, n, data_range=r, averaged=k, **kw)  # noqa: E731
         expected = PSNRLaw(s * s * scale * scale / k, n, r).mean()
     log_g = float(fn(**{basis: scale}, log=True))
     g = math.exp(log_g)
@@ -428,8 +450,8 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
 
     def bound_at(sig: float) -> float:
         if mt == "mse":
-            return float(rero_gamma_mse(eta, sig, dim, min_norm=min_norm, averaged=averaged))
-        return float(rero_gamma_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
+            return float(rero_mse(eta, sig, dim, min_norm=min_norm, averaged=averaged))
+        return float(rero_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
 
     # the closed form is exact in real arithmetic; in floating point the bound at the rounded σ can
     # exceed the target by a few ulps, so step σ up (the bound decreases in σ) until it holds exactly
@@ -440,3 +462,8 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
         got = bound_at(s)
         step += 1
     return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)
+
+
+#: The names before issue 22's vocabulary, kept for one release (they warn).
+rero_gamma_mse = renamed_function("rero_gamma_mse", rero_mse)
+rero_gamma_psnr = renamed_function("rero_gamma_psnr", rero_psnr)

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.rdp import DEFAULT_ORDERS, minimise_over_orders
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 
 
@@ -113,8 +114,9 @@ def zcdp_optimal_order(kappa: float, rho: float) -> float:
     return math.sqrt(-math.log(k) / r)
 
 
-def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
-    """(ε, δ)-DP implied by (η, γ)-ReRo against every two-point prior of weight κ (Balle, Cherubin & Hayes 2022, Thm 5).
+@renamed_kwargs(gamma="rero")
+def dp_from_two_point_rero(kappa: float, rero: float) -> tuple[float, float]:
+    """(ε, δ)-DP implied by (η, γ)-ReRo (``rero`` = γ) against every two-point prior of weight κ (Balle, Cherubin & Hayes 2022, Thm 5).
 
     The prior puts κ ∈ [1/2, 1) on z and 1 − κ on z′ (with ℓ(z, z′) > η). The
     attack "output z′ if θ ∈ E, else z" succeeds with probability
@@ -128,9 +130,9 @@ def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
     the printed statement lost its formulas.
     """
     k = v.in_range("kappa", kappa, 0.5, 1.0, low_open=False)
-    g = v.in_range("rero", gamma, 0.0, 1.0, high_open=False)
+    g = v.in_range("rero", rero, 0.0, 1.0, high_open=False)
     if g < k:
-        _raise_range("rero", gamma, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
+        _raise_range("rero", rero, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
     return math.log(k) - math.log1p(-k), (g - k) / (1 - k)
 
 

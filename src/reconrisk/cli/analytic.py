@@ -87,16 +87,16 @@ def bound_cmd(
         print_json(d)
         return
     labels = {
-        "gamma": "γ = P(success) bound" if res.metric != "mse" else "γ = P(MSE ≤ η) bound",
-        "log_gamma": "log γ",
-        "gamma_clip": "γ, C-variant (C ≤ m)",
+        "rero": "γ = P(success) bound" if res.metric != "mse" else "γ = P(MSE ≤ η) bound",
+        "log_rero": "log γ",
+        "rero_clip": "γ, C-variant (C ≤ m)",
         "expected": f"E[{res.metric.upper()}] at ‖X‖ = m",
         "ncc_bound": "NCC bound (Prop. 6)",
         "optimal_rows": "rows for the optimal attack ⌈(C/m)²⌉",
         "basis": "γ computed with",
     }
     if res.metric == "psnr":
-        labels["gamma"] = "γ = P(PSNR ≥ η) bound"
+        labels["rero"] = "γ = P(PSNR ≥ η) bound"
     rows = [(labels.get(k, k), v) for k, v in d.items()]
     if clip_norm is not None and min_norm is not None and res.metric != "ncc" and clip_norm > min_norm:
         rows.append(("note", "C > m: the C-variant does not apply"))

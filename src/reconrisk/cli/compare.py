@@ -53,5 +53,5 @@ def compare_cmd(
     from ..report.mechanisms import TABLE_COLUMNS, table_rows
 
     print_table("Gaussian vs VMF DP-SGD on the digits (Biswas et al. 2024)", TABLE_COLUMNS, table_rows(result),
-                caption=f"p = {result.dim}, γ = {result.sample_rate:.4g}, {result.steps} steps, "
+                caption=f"p = {result.dim}, q = {result.sample_rate:.4g}, {result.steps} steps, "
                         f"VMF composed over {cfg.vmf_compositions}, δ = {cfg.delta:g}")

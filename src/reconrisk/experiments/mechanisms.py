@@ -309,9 +309,9 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
         progress(1)
     for eps in cfg.epsilons:
         sigma = gaussian_sigma_opacus(eps, q, steps, cfg.delta, rel_tol=1e-3)
-        kappa = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
+        concentration = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
         for mech, param, lc in (("gaussian", sigma, log_capacity_gaussian(sigma / cfg.batch_size, cfg.clip_norm, dim)),
-                                ("vmf", kappa, log_capacity_vmf(kappa, dim))):
+                                ("vmf", concentration, log_capacity_vmf(concentration, dim))):
             acc, m, s = _train_and_attack(data, cfg, mech, param, cache)
             points.append(MechanismPoint(mech, eps, float(param), float(lc), acc, float(np.mean(m)), _se(m),
                                          float(np.mean(s)), _se(s)))

@@ -93,7 +93,7 @@ MSE_Q = {(1, 0.5): 0.454936, (4, 0.01): 0.0742774, (4, 0.99): 3.3191760}
 
 def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     from ..attacks.analytic import simulate_success
-    from ..bounds.analytic import rero_gamma_psnr
+    from ..bounds.analytic import rero_psnr
     from ..bounds.analytic_laws import mse_law, psnr_law
     from ..metrics import SuccessRate
 
@@ -101,7 +101,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     say(progress, "Fig. 3: closed forms")
     for (s, nrm, n, eta), ref in PSNR_SF.items():
         st = f"σ = {s:g}, ‖X‖ = {nrm:g}, N = {n}, η = {eta:g} dB"
-        g = float(rero_gamma_psnr(eta, s, n, min_norm=nrm))
+        g = float(rero_psnr(eta, s, n, min_norm=nrm))
         rows.append(row("γ(η) = P(PSNR ≥ η), closed form (Prop. 4)", st, g, paper=ref, rel_tol=1e-5,
                         paper_text="spec_003 §12 (B), the paper's formula", panel="γ", x=eta, series=f"N = {n}"))
     for (s, nrm, n), ref in PSNR_MEAN.items():

@@ -33,8 +33,8 @@ def _table1(p: dict, seed: int, progress) -> RecipeOutput:
     from ..accounting.vmf import vmf_epsilon
 
     rows = []
-    say(progress, f"Table I: {len(p['kappas'])} concentrations")
-    for k in p["kappas"]:
+    say(progress, f"Table I: {len(p['concentrations'])} concentrations")
+    for k in p["concentrations"]:
         ref, approach = TABLE_I[k]
         res = vmf_epsilon(k, P, GAMMA, N_EPOCHS, DELTA, approach, interpolation="paper")
         tol = {"tol": 0.02} if approach == "2" else {"rel_tol": 0.05}
@@ -56,8 +56,8 @@ register(Recipe(
     name="vmf-table1", seed_paper="004",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Table I: ε of the subsampled, composed VMF mechanism for κ = 25…300 (p = 13,700, N = 3)",
-    sizes={"tiny": {"kappas": tuple(TABLE_I), "sound": False}, "small": {"kappas": tuple(TABLE_I), "sound": True},
-           "full": {"kappas": tuple(TABLE_I), "sound": True}},
+    sizes={"tiny": {"concentrations": tuple(TABLE_I), "sound": False}, "small": {"concentrations": tuple(TABLE_I), "sound": True},
+           "full": {"concentrations": tuple(TABLE_I), "sound": True}},
     scale="small form = --full (accounting only, about a second): all 8 rows of Table I",
     compute=_table1,
     departures="none; N = 3 compositions (epochs), as the paper's numbers require (spec_004 §3)",
@@ -88,7 +88,7 @@ def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
 
     rows = []
     for eps in p["epsilons"]:
-        kappa, sigma = FIG1[eps][:2]
+        concentration, sigma = FIG1[eps][:2]
         s = gaussian_sigma_opacus(eps, GAMMA, STEPS, DELTA)
         rows.append(row("Gaussian σ at matched ε (paper's accounting)", f"ε = {eps:g}", s, paper=sigma, rel_tol=0.01,
                         error="root to 1e-4 relative",

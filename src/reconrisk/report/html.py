@@ -176,9 +176,9 @@ def table_rows(report: dict) -> list[dict]:
                      f"exact given ε₂ = {m['rdp_epsilon']:.4g}", m["formula"]))
     a = report["analytic"]
     if a.get("applicable"):
-        rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["gamma"], "exact (Riess et al. 2024)",
+        rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["rero"], "exact (Riess et al. 2024)",
                          a["formula"]))
-        rows.append(_row("analytic attack", f"P(PSNR ≥ {a['psnr']['eta']:g} dB)", None, a["psnr"]["gamma"], "exact (Riess et al. 2024)",
+        rows.append(_row("analytic attack", f"P(PSNR ≥ {a['psnr']['eta']:g} dB)", None, a["psnr"]["rero"], "exact (Riess et al. 2024)",
                          "; ".join(a["assumptions"])))
     else:
         rows.append(_row("analytic attack", "MSE/PSNR ReRo", None, None, "", a["reason"], na=True))

@@ -13,7 +13,7 @@ The step is four stages, each a function a variant can reuse or replace::
 
     key_t ──► poisson_batch ──► batch_clipped_sum ──► noise_fn(release.noise) ──► dpsgd_update (optax)
               (mask, padded     (ghost clipping,      (Gaussian: + N(0, s²I),      (θ ← θ − η·v,
-               index, valid)     train/clipping.py)     s = Release.noise_std,      v ← μv + g/(qN))
+               index, valid)     train/clipping.py)     s = Release.noise_scale,    v ← μv + g/(qN))
                                                         traced; train/noise.py)
                         └──────────── StepInfo(t, params θ_t, batch, g_t, keys) ──► hooks
                                       (transcript, FIL accounting, attacks observe here)
@@ -548,7 +548,7 @@ def train(
                                np.asarray(ravel_pytree(params)[0]))
     run_chunk = _chunk_runner(model, cfg, all_hooks)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-    noise_std = jnp.float32(release.noise_std)
+    noise_std = jnp.float32(release.noise_scale)  # σC, or κ for VMF noise (the noise function's scalar)
     carry = (params, step_optimizer(cfg).init(params), states)
     totals = np.zeros(3)
     overflow = False

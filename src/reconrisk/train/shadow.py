@@ -110,7 +110,7 @@ class ShadowConfig:
 
     @property
     def noise_std(self) -> float:
-        return 0.0 if self.release is None else self.release.noise_std
+        return 0.0 if self.release is None else self.release.noise_scale
 
 
 def _plain_gradient(cfg) -> bool:
