@@ -116,7 +116,7 @@ class Recipe:
     """
 
     name: str
-    seed_paper: str
+    citation: str  # the paper by its authors and year, e.g. "Hayes, Mahloujifar & Balle 2023"
     paper: str
     reproduces: str
     sizes: dict
@@ -130,7 +130,7 @@ class Recipe:
         return dict(self.sizes[v.choice("size", size, SIZES)])
 
     def describe(self) -> dict:
-        return {"name": self.name, "seed_paper": self.seed_paper, "paper": self.paper, "reproduces": self.reproduces,
+        return {"name": self.name, "citation": self.citation, "paper": self.paper, "reproduces": self.reproduces,
                 "scale": self.scale, "departures": self.departures, "uses_jax": self.uses_jax}
 
 

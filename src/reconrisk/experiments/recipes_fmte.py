@@ -69,7 +69,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="fmte-fig2", seed_paper="003",
+    name="fmte-fig2", citation="Riess et al. 2024",
     paper="From Mean to Extreme: Formal DP Bounds on the Success of Real-World Data Reconstruction Attacks",
     reproduces="Fig. 2: simulated MSE/PSNR/NCC of the optimal attack against the theory, three clipping regimes",
     sizes={"tiny": {"samples": 40, "mode": "fast"}, "small": {"samples": 100, "mode": "fast"},
@@ -128,7 +128,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="fmte-fig3", seed_paper="003",
+    name="fmte-fig3", citation="Riess et al. 2024",
     paper="From Mean to Extreme: Formal DP Bounds on the Success of Real-World Data Reconstruction Attacks",
     reproduces="Fig. 3: ReRo curves P(PSNR ≥ η), E[PSNR] and E[MSE] of the optimal attack, closed form and simulated",
     sizes={"tiny": {"reps": 4000}, "small": {"reps": 40_000}, "full": {"reps": 1_000_000}},

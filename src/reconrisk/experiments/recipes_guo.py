@@ -71,7 +71,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="guo-fig2", seed_paper="001",
+    name="guo-fig2", citation="Guo, Karrer, Chaudhuri & van der Maaten 2022",
     paper="Guo, Karrer, Chaudhuri, van der Maaten — Bounding Training Data Reconstruction in Private (Deep) Learning",
     reproduces="Fig. 2: RDP MSE bound (Thm 1) vs per-example dFIL bounds, private logistic regression",
     sizes={"tiny": {"settings": ("matched",), "trials": 0},
@@ -132,7 +132,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="guo-fig5", seed_paper="001",
+    name="guo-fig5", citation="Guo, Karrer, Chaudhuri & van der Maaten 2022",
     paper="Guo, Karrer, Chaudhuri, van der Maaten — Bounding Training Data Reconstruction in Private (Deep) Learning",
     reproduces="Fig. 5: RDP vs max-/median-dFIL MSE bounds against test accuracy, DP-SGD grid",
     sizes={"tiny": {"steps": (20,), "noise_multipliers": (0.5, 5.0), "clip_norms": (2.0,), "runs": 1},

@@ -53,7 +53,7 @@ def _table1(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="vmf-table1", seed_paper="004",
+    name="vmf-table1", citation="Biswas et al. 2024",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Table I: ε of the subsampled, composed VMF mechanism for κ = 25…300 (p = 13,700, N = 3)",
     sizes={"tiny": {"concentrations": tuple(TABLE_I), "sound": False}, "small": {"concentrations": tuple(TABLE_I), "sound": True},
@@ -122,7 +122,7 @@ def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="vmf-fig1", seed_paper="004",
+    name="vmf-fig1", citation="Biswas et al. 2024",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Fig. 1: accuracy and inverting-gradients MSE of Gaussian vs VMF DP-SGD at matched ε",
     sizes={"tiny": {"epsilons": (2.48,), "epochs": 1, "attack_iterations": 10},
