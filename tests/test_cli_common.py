@@ -52,3 +52,34 @@ def test_pick_refuses_both_spellings():
     assert pick("--epsilon", 2.0, None) == 2.0 and pick("--epsilon", None, 3.0) == 3.0
     with pytest.raises(ReconRiskError, match="give --epsilon once"):
         pick("--epsilon", 2.0, 3.0)
+
+
+def test_atomic_writes_follow_the_umask(tmp_path):
+    """Result files (JSON, PNG, HTML) get 0666 & ~umask like any file open() creates, not mkstemp's 0600."""
+    import os
+    import stat
+
+    from reconrisk import _io
+
+    old = os.umask(0o022)
+    try:
+        p = _io.atomic_write(tmp_path / "a.json", "{}")
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644
+        os.umask(0o077)
+        q = _io.write_json({"x": 1}, tmp_path, "b.json")
+        assert stat.S_IMODE(q.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_tables_are_whole_when_piped():
+    """Piped output is plain (no box grid) and never wrapped or cut at 80 columns."""
+    import subprocess
+    import sys
+
+    long = "membership-advantage " * 8
+    code = ("from reconrisk.cli._common import print_table; "
+            f"print_table('t', ['quantity', 'value'], [[{long!r}, 0.5]], caption='c ' * 60)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert long.strip() in out and "…" not in out and "┃" not in out
+    assert ("c " * 60).strip() in out

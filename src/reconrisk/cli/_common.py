@@ -23,16 +23,39 @@ def print_json(payload: dict) -> None:
     print(dumps(payload))
 
 
-def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
+#: Width of the output when it is not a terminal (a pipe, a file): wide enough that no table is wrapped or cut.
+PIPE_WIDTH = 10_000
+
+
+def console(stderr: bool = False):
+    """A ``rich`` console for the CLI's output. On a terminal it fits the window; piped or redirected it is
+    :data:`PIPE_WIDTH` wide with soft wrapping, so tables and lines come out whole (rich would otherwise
+    wrap and cut them at 80 columns: "membership-adva…")."""
     from rich.console import Console
+
+    con = Console(stderr=stderr)
+    if con.is_terminal:
+        return con
+    return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
     from rich.table import Table
 
-    table = Table(title=title, caption=caption)
+    con = console()
+    plain = {} if con.is_terminal else {"box": _plain_box()}  # piped: no box-drawing grid, one line per row
+    table = Table(title=title, caption=caption, **plain)
     for c in columns:
         table.add_column(c, justify="right" if c not in ("method", "quantity") else "left")
     for row in rows:
         table.add_row(*[fmt(x) for x in row])
-    Console().print(table)
+    con.print(table)
+
+
+def _plain_box():
+    from rich import box
+
+    return box.SIMPLE
 
 
 def fmt(x: Any) -> str:

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import fmt, print_json
+from ._common import console, fmt, print_json
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -145,10 +145,9 @@ def audit(
         print_json(payload)
         return
     _print_table(results, attacks)
-    from rich.console import Console
 
     files = ", ".join(str(p) for p in [json_path, *plot_paths])
-    Console().print(f"wrote {files}  ({elapsed:.1f} s)")
+    console().print(f"wrote {files}  ({elapsed:.1f} s)")
 
 
 def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda result: None):
@@ -218,6 +217,4 @@ def _table(settings, certificates, results, attacks):
 
 
 def _print_table(results, attacks) -> None:
-    from rich.console import Console
-
-    Console().print(_table([r.setting for r in results], [r.certificate for r in results], results, attacks))
+    console().print(_table([r.setting for r in results], [r.certificate for r in results], results, attacks))

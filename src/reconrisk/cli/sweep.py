@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import fmt, print_json
+from ._common import console, fmt, print_json
 
 sweep_app = typer.Typer(help="Sweeps of audit trials (TOML grid) on a process pool or Dask, stored in SQLite.",
                         no_args_is_help=True)
@@ -56,9 +56,8 @@ def run_cmd(
         print_json(result.to_dict())
         return
     _print_points(result.points, f"Sweep {sweep.name}: {result.backend}")
-    from rich.console import Console
 
-    Console().print(f"{result.written} trials written, {result.skipped} already stored, "
+    console().print(f"{result.written} trials written, {result.skipped} already stored, "
                     f"{result.total} in the sweep  ({result.seconds:.1f} s) → {store}")
 
 
@@ -127,7 +126,6 @@ def _show(x) -> str:
 
 def _print_points(points: list[dict], title: str) -> None:
     """One row per grid point: the keys that vary (σ always), trials, headline attack's success [CI], bound."""
-    from rich.console import Console
     from rich.table import Table
 
     keys = [k for k, _ in _LABELS]
@@ -145,4 +143,4 @@ def _print_points(points: list[dict], title: str) -> None:
         if rate is not None and cert.get("rero_upper") is not None and rate["ci_low"] > cert["rero_upper"]:
             cell += "  [red]> bound[/red]"
         table.add_row(_label(c, cert, varying), str(e["trials"]), a, cell, fmt(cert.get("rero_upper")))
-    Console().print(table)
+    console().print(table)
