@@ -83,3 +83,25 @@ def test_tables_are_whole_when_piped():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert long.strip() in out and "…" not in out and "┃" not in out
     assert ("c " * 60).strip() in out
+
+
+def test_ctrl_c_prints_one_line_naming_what_was_saved(monkeypatch, capsys, tmp_path):
+    import reconrisk.cli as cli
+    from reconrisk.cli._common import note_saved
+
+    def interrupted_after_saving(**kwargs):
+        note_saved(tmp_path / "results.partial.json", "2 of 5 settings finished", "results.json comes at the end")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted_after_saving)
+    assert cli.main(["audit"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"interrupted; 2 of 5 settings finished saved in {tmp_path / 'results.partial.json'}" in err
+
+    def interrupted_early(**kwargs):
+        return 130  # what typer returns (standalone_mode=False) when Ctrl-C hits a command
+
+    monkeypatch.setattr(cli, "app", interrupted_early)  # and nothing left over from the previous command
+    assert cli.main(["report"]) == 130
+    assert capsys.readouterr().err == "reconrisk: interrupted; nothing was saved\n"

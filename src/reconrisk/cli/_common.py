@@ -114,6 +114,50 @@ def progress(total: int, description: str, *, enabled: bool = True, transient: b
         yield ProgressBar(bar, bar.add_task(description, total=total))
 
 
+#: What the running command has saved so far, for the one line :func:`reconrisk.cli.main` prints on Ctrl-C.
+_SAVED: dict = {}
+
+
+def note_saved(path, what: str, hint: str = "") -> None:
+    """Record that ``path`` now holds ``what`` (e.g. "2 finished settings"); ``path=None``: nothing saved yet."""
+    _SAVED.clear()
+    _SAVED.update(path=None if path is None else str(path), what=what, hint=hint)
+
+
+def forget_saved() -> None:
+    _SAVED.clear()
+
+
+def interrupted_message() -> str:
+    """The one line printed on Ctrl-C: what was saved, and where (or that nothing was)."""
+    if not _SAVED:
+        return "reconrisk: interrupted; nothing was saved"
+    if _SAVED.get("path") is None:
+        return f"reconrisk: interrupted; nothing was saved ({_SAVED['what']})"
+    hint = f"; {_SAVED['hint']}" if _SAVED.get("hint") else ""
+    return f"reconrisk: interrupted; {_SAVED['what']} saved in {_SAVED['path']}{hint}"
+
+
+@contextmanager
+def spinner(description: str, *, enabled: bool = True) -> Iterator[None]:
+    """A spinner with elapsed time on stderr for work that cannot be counted (a root search, one long solve).
+
+    Silent when disabled (``--json``) or when stderr is not a terminal, like :func:`progress`.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        bar.add_task(description, total=None)
+        yield
+
+
 def deprecated_alias(old: str, new: str) -> Callable[[Any], Any]:
     """A typer callback for a hidden old spelling: prints ``reconrisk: note: OLD is deprecated; use NEW`` once."""
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import console, fmt, print_json
+from ._common import console, fmt, note_saved, print_json
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -126,7 +126,15 @@ def audit(
     partial = _io.IncrementalResults(out, "results.partial.json", header={"command": "audit", "dataset": dataset})
     certificates = [certify(s) for s in settings]  # cheap: shown before any trial runs
     t0 = time.perf_counter()
-    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=partial.add)
+    note_saved(None, "no setting had finished")
+
+    def saved(result) -> None:
+        path = partial.add(result)
+        n = len(partial.results)
+        note_saved(path, f"{n} of {len(settings)} settings finished",
+                   "results.json and the plots are written when every setting is done")
+
+    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=saved)
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
@@ -141,6 +149,7 @@ def audit(
     plot_paths = audit_plot(results, out) if plot else []
     json_path = write_json(payload, out)  # atomic, and after the plots: results.json never outlives its figures
     partial.path.unlink(missing_ok=True)
+    note_saved(json_path, "every result")
     if json_output:
         print_json(payload)
         return

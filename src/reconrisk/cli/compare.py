@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table
+from ._common import print_json, print_table, progress
 
 
 @app.command("compare-mechanisms")
@@ -42,7 +42,9 @@ def compare_cmd(
     import logging
 
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp_accounting's fractional-order convergence notes
-    result = compare_mechanisms(cfg)
+    models = 1 + len(grid) * (3 if capacity_matched else 2)  # clip-only baseline, then each mechanism per ε
+    with progress(models, "training and attacking", enabled=not json_out) as bar:
+        result = compare_mechanisms(cfg, progress=bar)
     if out is not None:
         from ..report.mechanisms import plot_comparison
 

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import console, fmt, print_json
+from ._common import console, fmt, note_saved, print_json
 
 sweep_app = typer.Typer(help="Sweeps of audit trials (TOML grid) on a process pool or Dask, stored in SQLite.",
                         no_args_is_help=True)
@@ -49,6 +49,7 @@ def run_cmd(
     with ResultStore.open(store, create=True) as s:
         done = s.done()
     pending = sum(1 for pt in sweep.points for ids in pt.chunks() for h, _ in ids if h not in done)
+    note_saved(store, "the trials finished so far are", "rerun the same command to resume")
     with progress(pending, f"sweep {sweep.name}", enabled=not json_output) as bar:
         result = run_sweep(sweep, store, pool=pool, workers=workers, scheduler=scheduler,
                            compile_cache=str(compile_cache) if compile_cache is not None else None, progress=bar)

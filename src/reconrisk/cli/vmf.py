@@ -8,7 +8,7 @@ import typer
 
 from ..errors import ReconRiskError
 from . import app
-from ._common import deprecated_alias, pick, print_json, print_table
+from ._common import deprecated_alias, pick, print_json, print_table, spinner
 
 vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (Biswas et al. 2024).",
                       no_args_is_help=True)
@@ -61,8 +61,9 @@ def epsilon_cmd(
     conc = pick("--concentration", concentration, kappa)
     if conc is None:
         raise ReconRiskError("concentration must be given with --concentration (a number > 0); found none")
-    res = vmf_epsilon(conc, dim, parse_number("sample_rate", sample_rate), compositions,
-                      parse_number("delta", delta), approach, interpolation=interpolation)
+    with spinner("VMF accounting", enabled=not json_out):
+        res = vmf_epsilon(conc, dim, parse_number("sample_rate", sample_rate), compositions,
+                          parse_number("delta", delta), approach, interpolation=interpolation)
     if json_out:
         print_json(res.to_dict())
         return
@@ -89,8 +90,9 @@ def concentration_cmd(
     from ..accounting.vmf import concentration_for_epsilon, vmf_epsilon
 
     q, d = parse_number("sample_rate", sample_rate), parse_number("delta", delta)
-    k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
-    achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
+    with spinner("searching the concentration (bisection on log κ)", enabled=not json_out):
+        k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
+        achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
     payload = {"concentration": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
                "compositions": compositions, "delta": d, "approach": approach, "interpolation": interpolation}
     if json_out:

@@ -291,7 +291,8 @@ def _se(a) -> float:
 def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Comparison:
     """Train and attack Gaussian and VMF DP-SGD at each ε of ``config.epsilons`` (Biswas et al. 2024, Figs 1, 4, 5).
 
-    ``progress(k)`` (optional) is called after every trained model.
+    ``progress(k)`` (optional) is called after every trained model: 1 + 2·len(epsilons) models, or
+    1 + 3·len(epsilons) with ``capacity_matched``.
     """
     cfg = config or CompareConfig()
     data = _split(cfg)
@@ -325,6 +326,8 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
                 eps_g = gaussian_epsilon_opacus(sig, q, steps, cfg.delta)  # its own ε, not the VMF's
                 points.append(MechanismPoint("gaussian@capacity", eps_g, float(sig), float(lc), acc,
                                              float(np.mean(m)), _se(m), float(np.mean(s)), _se(s)))
+                if progress:
+                    progress(1)
     return Comparison(cfg, dim, q, steps, tuple(points), baseline)
 
 
