@@ -36,7 +36,8 @@ def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Pa
     if curve is not None and curve is not False:
         grid, ups = curve
         ax.plot(grid, ups, color="black", lw=1.8, label="certified ReRo bound (Cor. 4)")
-    ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3)
+    ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3,
+               label="certified bound at each audited ε")
     ax.axhline(1.0 / s0.prior_size, color="grey", ls=":", lw=1, label=f"prior baseline κ = 1/{s0.prior_size}")
     names = list(results[0].rates)
     markers = ["o", "s", "^", "D", "v"]
