@@ -1,8 +1,11 @@
 """Helpers shared by the command modules: JSON or rich-table output, one progress bar, deprecated flag spellings.
 
-* :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`).
+* :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`);
+  :func:`console` — piped or redirected, output is plain and never wrapped or cut at 80 columns.
 * :func:`progress` — the one progress bar of the CLI (description, bar, done/total, elapsed, ETA) on stderr, so
-  that ``--json`` output on stdout stays clean; a no-op when disabled.
+  that ``--json`` output on stdout stays clean; a no-op when disabled. :func:`spinner` for uncountable work.
+* :func:`note_saved` — what a long command has saved so far; on Ctrl-C :func:`reconrisk.cli.main` prints it in one
+  line (:func:`interrupted_message`) and exits 130.
 * :func:`deprecated_alias` — an old flag spelling kept working for one release as a hidden option that prints a
   one-line deprecation note on stderr.
 """
