@@ -1,4 +1,4 @@
-"""Fano's bound on reconstruction success (Guo et al. 2022b, as compared in Hayes, Mahloujifar & Balle 2023, App. H).
+"""Fano's bound on reconstruction success (Guo, Sablayrolles & Sanjabi 2022, as compared in Hayes, Mahloujifar & Balle 2023, App. H).
 
 Theory layer: numpy/scipy only. Natural logarithms throughout.
 

@@ -284,14 +284,17 @@ REFERENCES = (
      "Reconstruction in DP-SGD. Advances in Neural Information Processing Systems (NeurIPS) 2023."),
     ("Guo, Karrer, Chaudhuri & van der Maaten 2022", "Chuan Guo, Brian Karrer, Kamalika Chaudhuri and Laurens van "
      "der Maaten. Bounding Training Data Reconstruction in Private (Deep) Learning. International Conference on "
-     "Machine Learning (ICML) 2022."),
+     "Machine Learning (ICML) 2022; arXiv:2201.12383."),
     ("Balle, Cherubin & Hayes 2022", "Borja Balle, Giovanni Cherubin and Jamie Hayes. Reconstructing Training Data "
-     "with Informed Adversaries. IEEE Symposium on Security and Privacy (S&P) 2022."),
+     "with Informed Adversaries. IEEE Symposium on Security and Privacy (S&P) 2022; arXiv:2201.04845."),
     ("Riess et al. 2024", "Riess et al. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of "
      "Real-World Data Reconstruction Attacks. 2024."),
     ("Biswas et al. 2024", "Sayan Biswas, Mark Dras, Pedro Faustini, Natasha Fernandes, Annabelle McIver, "
      "Catuscia Palamidessi and Parastoo Sadeghi. Comparing privacy notions for protection against reconstruction "
      "attacks in machine learning. 2024."),
+    ("Guo, Sablayrolles & Sanjabi 2022", "Chuan Guo, Alexandre Sablayrolles and Maziar Sanjabi. Analyzing Privacy "
+     "Leakage in Machine Learning via Multiple Hypothesis Testing: A Lesson From Fano. arXiv:2210.13662, 2022 "
+     "(the page's \u201cGuo et al. 2022b\u201d, Fano's bound)."),
     ("Dong, Roth & Su 2022", "Jinshuo Dong, Aaron Roth and Weijie J. Su. Gaussian Differential Privacy. Journal of "
      "the Royal Statistical Society Series B 84(1), 2022."),
 )
