@@ -1,12 +1,12 @@
-"""Seed 000 acceptance checks for the audit at larger trial counts than the test suite.
+"""Hayes, Mahloujifar & Balle 2023 acceptance checks for the audit at larger trial counts than the test suite.
 
-Prints, on the digits data with the seed 000 MLP:
+Prints, on the digits data with the Hayes, Mahloujifar & Balle 2023 MLP:
   1. soundness: every attack's Clopper–Pearson lower end against the certified
      bound over ε ∈ {1, 4, 10, 32} × prior sizes (default {2, 10, 100});
   2. tightness: Alg. 2 at ε = 4, prior 10, q = 1, T = 100 (C = 0.1, all clipped);
-  3. Alg. 3 against Alg. 2 at q = 0.02, T = 1000, |D₋| = 499 (seed 000 Fig. 4);
+  3. Alg. 3 against Alg. 2 at q = 0.02, T = 1000, |D₋| = 499 (Hayes, Mahloujifar & Balle 2023, Fig. 4);
   4. gradient inversion: mean MSE and nearest-neighbour success against ε
-     beside the prior-aware attack (seed 000 Fig. 1 / App. D shape).
+     beside the prior-aware attack (Hayes, Mahloujifar & Balle 2023, Fig. 1 / App. D shape).
 
     PYTHONPATH=src python benchmarks/acceptance_audit.py [--trials 300] [--only 1,2,3,4]
 """

@@ -1,4 +1,4 @@
-"""Benchmark of seed 003's analytic bounds and attack (plain script; prints measured figures).
+"""Benchmark of Riess et al.'s (2024) analytic bounds and attack (plain script; prints measured figures).
 
     PYTHONPATH=src python benchmarks/bench_analytic.py            # full: 10⁶ γ values, 10⁴ reconstructions
     PYTHONPATH=src python benchmarks/bench_analytic.py --quick    # 10⁵ γ values, 500 reconstructions
@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from reconrisk.attacks.analytic import mse, simulate_attack, simulate_success
-from reconrisk.bounds.analytic import rero_gamma_mse, rero_gamma_psnr
+from reconrisk.bounds.analytic import rero_mse, rero_psnr
 from reconrisk.bounds.analytic_laws import mse_law
 
 
@@ -61,10 +61,10 @@ def bench_gamma(count: int) -> None:
     eta = np.linspace(0.5 * v, 1.5 * v, count)
     eta_db = np.linspace(-10.0, 30.0, count)
     rows = [
-        ("MSE γ(η), Prop. 3", lambda: rero_gamma_mse(eta, sigma, n, min_norm=m)),
-        ("MSE log γ(η)", lambda: rero_gamma_mse(eta, sigma, n, min_norm=m, log=True)),
-        ("PSNR γ(η), Prop. 5", lambda: rero_gamma_psnr(eta_db, sigma, n, min_norm=m)),
-        ("PSNR log γ(η)", lambda: rero_gamma_psnr(eta_db, sigma, n, min_norm=m, log=True)),
+        ("MSE γ(η), Prop. 3", lambda: rero_mse(eta, sigma, n, min_norm=m)),
+        ("MSE log γ(η)", lambda: rero_mse(eta, sigma, n, min_norm=m, log=True)),
+        ("PSNR γ(η), Prop. 5", lambda: rero_psnr(eta_db, sigma, n, min_norm=m)),
+        ("PSNR log γ(η)", lambda: rero_psnr(eta_db, sigma, n, min_norm=m, log=True)),
         ("baseline scipy chi2.cdf", lambda: stats.chi2.cdf(n * eta / v, n)),
     ]
     print(f"\n[1] {count:,} γ values at N = {n:,} (best of 3)")

@@ -1,7 +1,7 @@
 """Per-example-clipped DP-SGD steps per second on CPU at batch 256: reconrisk (JAX) vs Opacus.
 
 Models (MNIST-shaped inputs, 28×28×1, 10 classes, eLU):
-  * seed 000 MLP 784→10→10
+  * Hayes, Mahloujifar & Balle 2023 MLP 784→10→10
   * MLP 784→256→256→10
   * small CNN: conv3×3/2 (16) → conv3×3/2 (32) → dense 10
 
@@ -15,7 +15,7 @@ Opacus (PyTorch) runs in its default mode (``grad_sample_mode="hooks"``) and
 in its fastest mode (``grad_sample_mode="ghost"``, fast gradient clipping);
 the batch is fixed at 256 for all. A naive JAX ``vmap(grad)`` step (it
 materialises every per-example gradient) is shown for reference. Finally the
-script times the full audit loop (train + adversary, seed 000 default setting
+script times the full audit loop (train + adversary, Hayes, Mahloujifar & Balle 2023 default setting
 on the digits data) in trials per second.
 
 Opacus and torch are NOT reconrisk dependencies; install them beside it to run

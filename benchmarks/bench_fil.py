@@ -1,11 +1,11 @@
-"""Cost of Fisher-information-leakage accounting (seed 001 Algorithm 1) on CPU.
+"""Cost of Fisher-information-leakage accounting (Guo, Karrer, Chaudhuri & van der Maaten 2022, Algorithm 1) on CPU.
 
 Part 1 — per-example FIL cost per step, for a batch of B examples, by
 estimator: the sampled trace (Eq. 5: m = 50 forward-over-reverse JVPs per
 example), the exact trace from the full input Jacobian of the clipped
 gradient (``jax.jacfwd``: d JVPs) and the spectral norm by power iteration
 (20 JVP + VJP pairs). Models (eLU, GELU soft clip):
-  * the seed 000 MLP (input → 10 → 10) and the small CNN
+  * the Hayes, Mahloujifar & Balle 2023 MLP (input → 10 → 10) and the small CNN
     (conv3×3/2 (16) → conv3×3/2 (32) → dense 10)
   * on the digits' 8×8 inputs (d = 64) and on MNIST-shaped 28×28 inputs
     (d = 784, random pixels: the cost does not depend on the values).

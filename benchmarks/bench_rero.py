@@ -1,4 +1,4 @@
-"""Benchmark of the ReRo engine: certified PLD bracket against Monte Carlo (seed 000 Algorithm 1).
+"""Benchmark of the ReRo engine: certified PLD bracket against Monte Carlo (Hayes, Mahloujifar & Balle 2023, Algorithm 1).
 
 First the issue 9 item 4 table: each tightness/reach setting runs in its own
 process (address space capped at 3x the 2 GiB target, so a blow-up is a

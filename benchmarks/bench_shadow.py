@@ -1,7 +1,7 @@
-"""Shadow models trained per second: the vectorised program vs sequential Python loops of the same models (seed 002).
+"""Shadow models trained per second: the vectorised program vs sequential Python loops of the same models (Balle, Cherubin & Hayes 2022).
 
 Every path trains the *same* models — θ_i = A(D⁻ ∪ {z_i}), full-batch GD
-with momentum (seed 000's MLP input→10→10 on the 8×8 digits, |D⁻| = 50) —
+with momentum (Hayes, Mahloujifar & Balle's (2023) MLP input→10→10 on the 8×8 digits, |D⁻| = 50) —
 in the same process on the same CPU, and the script checks that their
 parameters agree:
 

@@ -1,6 +1,6 @@
-"""VMF sampler and log I_ν speed (seed 004; spec_004 §10.3).
+"""VMF sampler and log I_ν speed (Biswas et al. 2024; spec_004 §10.3).
 
-Prints, at p = 13,700 (the seed 004 MLP) and smaller p:
+Prints, at p = 13,700 (the Biswas et al. 2024 MLP) and smaller p:
   1. samples per second of reconrisk's Wood + Householder sampler (numpy; and the JAX one),
      against ``scipy.stats.vonmises_fisher.rvs`` run in a subprocess with a time limit;
   2. the cost of ``log_iv`` per call (scalar and per element of a vector), beside scipy's ``ive``.

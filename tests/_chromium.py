@@ -124,8 +124,11 @@ def problems(events: list[dict]) -> list[str]:
 
 
 def load_page(path: Path, evaluate: tuple[str, ...] = (), *, settle: float = 1.0, timeout: float = 60.0,
-              screenshot: Path | None = None) -> dict:
-    """Open ``path`` headless; return {"problems": [...], "values": [result of each expression], "events": n}."""
+              screenshot: Path | None = None, width: int | None = None, height: int = 900) -> dict:
+    """Open ``path`` headless; return {"problems": [...], "values": [result of each expression], "events": n}.
+
+    ``width`` (CSS pixels) sets the viewport, as a browser window of that width would (default: Chromium's).
+    """
     profile = tempfile.mkdtemp(prefix="reconrisk-chromium-")
     to_browser_r, to_browser_w = os.pipe()
     from_browser_r, from_browser_w = os.pipe()
@@ -158,6 +161,9 @@ def load_page(path: Path, evaluate: tuple[str, ...] = (), *, settle: float = 1.0
         session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page", "Network"):
             pipe.send(f"{domain}.enable", session=session)
+        if width is not None:
+            pipe.send("Emulation.setDeviceMetricsOverride", {"width": int(width), "height": int(height),
+                                                            "deviceScaleFactor": 1, "mobile": False}, session=session)
         pipe.events.clear()  # only what the page itself causes from here on
         pipe.send("Page.navigate", {"url": Path(path).resolve().as_uri()}, session=session)
         pipe.wait_event("Page.loadEventFired", timeout=timeout)

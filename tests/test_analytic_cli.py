@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from reconrisk.bounds.analytic import rero_gamma_mse
+from reconrisk.bounds.analytic import rero_mse
 from reconrisk.cli import main
 
 
@@ -19,44 +19,44 @@ def run_json(capsys, *args) -> dict:
 
 def test_bound_mse_json(capsys):
     d = run_json(capsys, "bound", "--metric", "mse", "--eta", "0.5", "--noise-multiplier", "1", "--dim", "10", "--min-norm", "1")
-    assert d["gamma"] == pytest.approx(0.108822, rel=1e-5)
+    assert d["rero"] == pytest.approx(0.108822, rel=1e-5)
     assert d["expected"] == pytest.approx(1.0)
 
 
 def test_bound_psnr_defaults_to_range_one(capsys):
     d = run_json(capsys, "bound", "--metric", "psnr", "--eta", "3", "--noise-multiplier", "1", "--dim", "10", "--min-norm", "1")
-    assert d["gamma"] == pytest.approx(0.109616, rel=1e-5) and d["data_range"] == 1.0
+    assert d["rero"] == pytest.approx(0.109616, rel=1e-5) and d["data_range"] == 1.0
     d = run_json(
         capsys, "bound", "--metric", "psnr", "--eta", "-3", "--noise-multiplier", "1", "--dim", "1", "--min-norm", "1", "--data-range", "2"
     )
-    assert 0 < d["gamma"] < 1 and d["data_range"] == 2.0
+    assert 0 < d["rero"] < 1 and d["data_range"] == 2.0
 
 
 def test_bound_ncc(capsys):
     d = run_json(capsys, "bound", "--metric", "ncc", "--noise-multiplier", "0.001", "--dim", "150528")
     assert d["ncc_bound"] == pytest.approx(0.9322908, rel=1e-6)
-    assert "gamma" not in d
+    assert "rero" not in d
 
 
 def test_bound_clip_variant_and_rows(capsys):
     d = run_json(
         capsys, "bound", "--metric", "mse", "--eta", "0.1", "--noise-multiplier", "0.5", "--dim", "8", "--min-norm", "1", "--clip-norm", "0.8"
     )
-    assert d["gamma_clip"] == pytest.approx(rero_gamma_mse(0.1, 0.5, 8, clip_norm=0.8))
-    assert d["gamma_clip"] >= d["gamma"] and d["optimal_rows"] == 1
+    assert d["rero_clip"] == pytest.approx(rero_mse(0.1, 0.5, 8, clip_norm=0.8))
+    assert d["rero_clip"] >= d["rero"] and d["optimal_rows"] == 1
 
 
 def test_bound_with_clip_norm_only_is_the_c_variant(capsys):
     d = run_json(capsys, "bound", "--metric", "psnr", "--eta", "10", "--noise-multiplier", "0.5", "--dim", "8", "--clip-norm", "0.8")
     assert d["basis"] == "clip_norm" and "min_norm" not in d
-    from reconrisk.bounds.analytic import rero_gamma_psnr
+    from reconrisk.bounds.analytic import rero_psnr
 
-    assert d["gamma"] == pytest.approx(rero_gamma_psnr(10.0, 0.5, 8, clip_norm=0.8), rel=1e-12)
+    assert d["rero"] == pytest.approx(rero_psnr(10.0, 0.5, 8, clip_norm=0.8), rel=1e-12)
 
 
 def test_bound_tiny_gamma_has_log(capsys):
     d = run_json(capsys, "bound", "--metric", "mse", "--eta", "1e-6", "--noise-multiplier", "1", "--dim", "1000", "--min-norm", "1")
-    assert d["gamma"] == 0.0 and d["log_gamma"] < -5000
+    assert d["rero"] == 0.0 and d["log_rero"] < -5000
 
 
 def test_bound_table(capsys):
@@ -71,7 +71,7 @@ def test_calibrate_json_round_trip(capsys):
     b = run_json(
         capsys, "bound", "--metric", "mse", "--eta", "0.01", "--noise-multiplier", repr(d["noise_multiplier"]), "--dim", "4", "--min-norm", "0.5"
     )
-    assert b["gamma"] == pytest.approx(0.05, rel=1e-9)
+    assert b["rero"] == pytest.approx(0.05, rel=1e-9)
     p = run_json(capsys, "calibrate", "--metric", "psnr", "--eta", "20", "--target-rero", "0.05", "--dim", "4", "--min-norm", "0.5")
     assert p["noise_multiplier"] == pytest.approx(d["noise_multiplier"], rel=1e-12)
 

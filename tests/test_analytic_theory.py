@@ -22,8 +22,8 @@ from reconrisk.bounds.analytic import (
     analytic_noise_multiplier_for_rero,
     optimal_num_rows,
     reconstruction_variance,
-    rero_gamma_mse,
-    rero_gamma_psnr,
+    rero_mse,
+    rero_psnr,
     sample_ncc_decomposition,
     selection_probability,
 )
@@ -146,7 +146,7 @@ def test_eps_is_zero_when_delta_exceeds_tv_distance():
 )
 def test_mse_cdf_values(n, eta, sigma, printed):
     assert close(mse_law(sigma, 1.0, n).cdf(eta), printed)
-    assert close(rero_gamma_mse(eta, sigma, n, min_norm=1.0), printed)
+    assert close(rero_mse(eta, sigma, n, min_norm=1.0), printed)
 
 
 def test_mse_quantiles():
@@ -167,7 +167,7 @@ def test_mse_quantiles():
 )
 def test_psnr_survival_values(n, eta, sigma, m, printed):
     assert close(psnr_law(sigma, m, n).sf(eta), printed)
-    assert close(rero_gamma_psnr(eta, sigma, n, min_norm=m, data_range=1.0), printed)
+    assert close(rero_psnr(eta, sigma, n, min_norm=m, data_range=1.0), printed)
 
 
 @pytest.mark.parametrize(
@@ -238,7 +238,7 @@ def test_calibration_value():
     # closed form = brentq on the bound (spec_003 §12 B)
     from scipy.optimize import brentq
 
-    s = brentq(lambda s: rero_gamma_mse(0.01, s, 4, min_norm=0.5) - 0.05, 1e-3, 10, xtol=1e-15)
+    s = brentq(lambda s: rero_mse(0.01, s, 4, min_norm=0.5) - 0.05, 1e-3, 10, xtol=1e-15)
     assert s == pytest.approx(analytic_noise_multiplier_for_rero("mse", 0.01, 0.05, 4, 0.5), rel=1e-9)
 
 
@@ -354,18 +354,18 @@ def test_averaging_prop7():
     assert averaged_variance(0.5, 2.0, 4) == pytest.approx(0.25)
     assert mse_law(0.5, 2.0, 10, averaged=4).mean() == pytest.approx(0.25)
     # the σ² → σ²/k rule: averaging k equals σ/√k
-    assert rero_gamma_mse(0.3, 1.0, 5, min_norm=1.0, averaged=4) == pytest.approx(rero_gamma_mse(0.3, 0.5, 5, min_norm=1.0))
+    assert rero_mse(0.3, 1.0, 5, min_norm=1.0, averaged=4) == pytest.approx(rero_mse(0.3, 0.5, 5, min_norm=1.0))
     assert ncc_bound(1.0, 8, averaged=2) == pytest.approx(ncc_bound(1 / math.sqrt(2), 8))
 
 
 def test_clip_variant_is_looser():
     for eta in (0.01, 0.1, 1.0):
-        g = rero_gamma_mse(eta, 0.5, 8, min_norm=1.0)
-        gc = rero_gamma_mse(eta, 0.5, 8, clip_norm=0.8)
+        g = rero_mse(eta, 0.5, 8, min_norm=1.0)
+        gc = rero_mse(eta, 0.5, 8, clip_norm=0.8)
         assert gc >= g
-    assert rero_gamma_psnr(10.0, 0.5, 8, clip_norm=0.8) >= rero_gamma_psnr(10.0, 0.5, 8, min_norm=1.0)
+    assert rero_psnr(10.0, 0.5, 8, clip_norm=0.8) >= rero_psnr(10.0, 0.5, 8, min_norm=1.0)
     b = analytic_bound("mse", 0.5, 8, eta=0.1, min_norm=1.0, clip_norm=2.0)
-    assert b.gamma_clip is None and b.optimal_rows == 4  # C > m: the C-variant does not apply
+    assert b.rero_clip is None and b.optimal_rows == 4  # C > m: the C-variant does not apply
 
 
 # ----------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def test_logcdf_down_to_1e_minus_300_and_beyond():
     assert law.logsf(1000.0) == pytest.approx(-1000.0, rel=1e-12)
     assert psnr.logcdf(-40.0) == pytest.approx(-1e4, rel=1e-9)
     # the ReRo bound in log form
-    lg = rero_gamma_mse(1e-5, 1.0, 1000, min_norm=1.0, log=True)
+    lg = rero_mse(1e-5, 1.0, 1000, min_norm=1.0, log=True)
     assert np.isfinite(lg) and lg < -5000
 
 
@@ -468,8 +468,8 @@ gammas = st.floats(1e-12, 1 - 1e-9)
 @given(eta=st.floats(1e-6, 1e4), s1=sigmas, s2=sigmas, n=dims, m=norms)
 def test_gamma_mse_decreasing_in_sigma(eta, s1, s2, n, m):
     lo, hi = sorted((s1, s2))
-    g_lo = rero_gamma_mse(eta, lo, n, min_norm=m, log=True)
-    g_hi = rero_gamma_mse(eta, hi, n, min_norm=m, log=True)
+    g_lo = rero_mse(eta, lo, n, min_norm=m, log=True)
+    g_hi = rero_mse(eta, hi, n, min_norm=m, log=True)
     assert g_hi <= g_lo + 1e-12 * abs(g_lo)
 
 
@@ -477,7 +477,7 @@ def test_gamma_mse_decreasing_in_sigma(eta, s1, s2, n, m):
 @given(e1=st.floats(0, 1e3), e2=st.floats(0, 1e3), s=sigmas, n=dims, m=norms)
 def test_gamma_mse_increasing_in_eta(e1, e2, s, n, m):
     lo, hi = sorted((e1, e2))
-    a, b = rero_gamma_mse(lo, s, n, min_norm=m), rero_gamma_mse(hi, s, n, min_norm=m)
+    a, b = rero_mse(lo, s, n, min_norm=m), rero_mse(hi, s, n, min_norm=m)
     assert 0.0 <= a <= b <= 1.0
 
 
@@ -485,11 +485,11 @@ def test_gamma_mse_increasing_in_eta(e1, e2, s, n, m):
 @given(e1=st.floats(-100, 200), e2=st.floats(-100, 200), s1=sigmas, s2=sigmas, n=dims, m=norms)
 def test_gamma_psnr_decreasing_in_eta_and_sigma(e1, e2, s1, s2, n, m):
     lo, hi = sorted((e1, e2))
-    a = rero_gamma_psnr(lo, s1, n, min_norm=m, log=True)
-    b = rero_gamma_psnr(hi, s1, n, min_norm=m, log=True)
+    a = rero_psnr(lo, s1, n, min_norm=m, log=True)
+    b = rero_psnr(hi, s1, n, min_norm=m, log=True)
     assert b <= a + 1e-12 * abs(a)
     slo, shi = sorted((s1, s2))
-    assert rero_gamma_psnr(lo, shi, n, min_norm=m, log=True) <= rero_gamma_psnr(lo, slo, n, min_norm=m, log=True) + 1e-9
+    assert rero_psnr(lo, shi, n, min_norm=m, log=True) <= rero_psnr(lo, slo, n, min_norm=m, log=True) + 1e-9
 
 
 @settings(max_examples=60, deadline=None)
@@ -516,7 +516,7 @@ def test_calibrate_bound_round_trip(metric, g, n, m, s):
     eta = eta_for_rero(metric, g, s, n, m, data_range=2.0)
     s_back = analytic_noise_multiplier_for_rero(metric, eta, g, n, m, data_range=2.0)
     assert s_back == pytest.approx(s, rel=1e-9)
-    fn = rero_gamma_mse if metric == "mse" else rero_gamma_psnr
+    fn = rero_mse if metric == "mse" else rero_psnr
     kw = {} if metric == "mse" else {"data_range": 2.0}
     assert fn(eta, s, n, min_norm=m, **kw) == pytest.approx(g, rel=1e-7)
     # every larger σ satisfies the target
@@ -554,16 +554,16 @@ def test_analytic_calibration_result():
 @pytest.mark.parametrize(
     "call,fragment",
     [
-        (lambda: rero_gamma_mse(0.1, 0.0, 4, min_norm=1.0), "noise_multiplier must be > 0"),
-        (lambda: rero_gamma_mse(0.1, -1.0, 4, min_norm=1.0), "noise_multiplier must be > 0"),
-        (lambda: rero_gamma_mse(0.1, 1.0, 0, min_norm=1.0), "dim must be an integer >= 1"),
-        (lambda: rero_gamma_mse(-0.1, 1.0, 4, min_norm=1.0), "eta must be >= 0"),
-        (lambda: rero_gamma_mse(float("nan"), 1.0, 4, min_norm=1.0), "eta must be >= 0"),
-        (lambda: rero_gamma_mse(0.1, 1.0, 4, min_norm=0.0), "min_norm must be > 0"),
-        (lambda: rero_gamma_mse(0.1, 1.0, 4), "exactly one of min_norm"),
-        (lambda: rero_gamma_mse(0.1, 1.0, 4, min_norm=1.0, clip_norm=1.0), "exactly one of min_norm"),
-        (lambda: rero_gamma_psnr(float("inf"), 1.0, 4, min_norm=1.0), "eta must be a finite number of dB"),
-        (lambda: rero_gamma_psnr(10.0, 1.0, 4, min_norm=1.0, data_range=0.0), "data_range must be > 0"),
+        (lambda: rero_mse(0.1, 0.0, 4, min_norm=1.0), "noise_multiplier must be > 0"),
+        (lambda: rero_mse(0.1, -1.0, 4, min_norm=1.0), "noise_multiplier must be > 0"),
+        (lambda: rero_mse(0.1, 1.0, 0, min_norm=1.0), "dim must be an integer >= 1"),
+        (lambda: rero_mse(-0.1, 1.0, 4, min_norm=1.0), "eta must be >= 0"),
+        (lambda: rero_mse(float("nan"), 1.0, 4, min_norm=1.0), "eta must be >= 0"),
+        (lambda: rero_mse(0.1, 1.0, 4, min_norm=0.0), "min_norm must be > 0"),
+        (lambda: rero_mse(0.1, 1.0, 4), "exactly one of min_norm"),
+        (lambda: rero_mse(0.1, 1.0, 4, min_norm=1.0, clip_norm=1.0), "exactly one of min_norm"),
+        (lambda: rero_psnr(float("inf"), 1.0, 4, min_norm=1.0), "eta must be a finite number of dB"),
+        (lambda: rero_psnr(10.0, 1.0, 4, min_norm=1.0, data_range=0.0), "data_range must be > 0"),
         (lambda: analytic_noise_multiplier_for_rero("mse", 0.1, 1.0, 4, 1.0), "target_rero must be in (0, 1)"),
         (lambda: analytic_noise_multiplier_for_rero("mse", 0.0, 0.5, 4, 1.0), "eta must be > 0"),
         (lambda: analytic_noise_multiplier_for_rero("ncc", 0.1, 0.5, 4, 1.0), "metric must be one of"),

@@ -52,3 +52,56 @@ def test_pick_refuses_both_spellings():
     assert pick("--epsilon", 2.0, None) == 2.0 and pick("--epsilon", None, 3.0) == 3.0
     with pytest.raises(ReconRiskError, match="give --epsilon once"):
         pick("--epsilon", 2.0, 3.0)
+
+
+def test_atomic_writes_follow_the_umask(tmp_path):
+    """Result files (JSON, PNG, HTML) get 0666 & ~umask like any file open() creates, not mkstemp's 0600."""
+    import os
+    import stat
+
+    from reconrisk import _io
+
+    old = os.umask(0o022)
+    try:
+        p = _io.atomic_write(tmp_path / "a.json", "{}")
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644
+        os.umask(0o077)
+        q = _io.write_json({"x": 1}, tmp_path, "b.json")
+        assert stat.S_IMODE(q.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_tables_are_whole_when_piped():
+    """Piped output is plain (no box grid) and never wrapped or cut at 80 columns."""
+    import subprocess
+    import sys
+
+    long = "membership-advantage " * 8
+    code = ("from reconrisk.cli._common import print_table; "
+            f"print_table('t', ['quantity', 'value'], [[{long!r}, 0.5]], caption='c ' * 60)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert long.strip() in out and "…" not in out and "┃" not in out
+    assert ("c " * 60).strip() in out
+
+
+def test_ctrl_c_prints_one_line_naming_what_was_saved(monkeypatch, capsys, tmp_path):
+    import reconrisk.cli as cli
+    from reconrisk.cli._common import note_saved
+
+    def interrupted_after_saving(**kwargs):
+        note_saved(tmp_path / "results.partial.json", "2 of 5 settings finished", "results.json comes at the end")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted_after_saving)
+    assert cli.main(["audit"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"interrupted; 2 of 5 settings finished saved in {tmp_path / 'results.partial.json'}" in err
+
+    def interrupted_early(**kwargs):
+        return 130  # what typer returns (standalone_mode=False) when Ctrl-C hits a command
+
+    monkeypatch.setattr(cli, "app", interrupted_early)  # and nothing left over from the previous command
+    assert cli.main(["report"]) == 130
+    assert capsys.readouterr().err == "reconrisk: interrupted; nothing was saved\n"

@@ -93,7 +93,7 @@ def test_release_vmf_trains_in_the_shared_simulator():
     ds = load_digits().subset(np.arange(200))
     model = get_model("logistic", ds.image_shape)
     rel = Release.vmf(500.0, sample_rate=0.25, steps=5)
-    assert rel.noise_std == 500.0 and rel.concentration == 500.0
+    assert rel.noise_scale == 500.0 and rel.concentration == 500.0
     res = train(model, rel, ds.x, ds.y, seed=0)
     g = np.asarray(res.transcript.grads)
     assert np.allclose(np.linalg.norm(g.reshape(g.shape[0], -1), axis=1), 1.0, atol=1e-4)

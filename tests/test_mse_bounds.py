@@ -170,7 +170,7 @@ def test_general_form_per_coordinate():
     gamma = np.array([1.0, 0.5, 2.0])
     e = 0.8
     expect = np.sum(gamma**2 * diam**2) / (4 * 3) / math.expm1(e) + 0.02
-    assert M.rdp_mse_lower_bound(e, diam, gamma=gamma, d=3, bias_sq=0.02) == pytest.approx(expect, rel=1e-12)
+    assert M.rdp_mse_lower_bound(e, diam, bias_factor=gamma, d=3, bias_sq=0.02) == pytest.approx(expect, rel=1e-12)
     with pytest.raises(ReconRiskError, match="dimension"):
         M.rdp_mse_lower_bound(e, diam, d=4)
 

@@ -58,13 +58,13 @@ def test_release_refuses_a_noise_family_nothing_implements(monkeypatch):
     # "vmf" is a known family (seed 004) but no mechanism implements it here yet: refused, not silently Gaussian.
     monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
     with pytest.raises(ReconRiskError, match="noise must be an implemented noise family.*found 'vmf'"):
-        Release(1.0, noise="vmf")
+        Release(concentration=1.0, noise="vmf")
     with pytest.raises(ReconRiskError, match="noise"):
         Release.schedule([(1.0, 0.1, 3)], noise="vmf")
     # the mechanism's module registers the family; then the release is accepted
     monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
     R.register_noise_family("vmf")
-    assert Release(1.0, noise="vmf").noise == "vmf"
+    assert Release(concentration=1.0, noise="vmf").noise == "vmf"
     with pytest.raises(ReconRiskError, match="noise must be one of"):
         R.register_noise_family("laplace")
 

@@ -50,3 +50,30 @@ def test_negative_controls_are_detected(tmp_path, body, needle):
     bad.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body><p id='summary'>x</p>{body}</body></html>")
     res = load_page(bad, (SUMMARY,), settle=0.5)
     assert any(p.startswith(needle) for p in res["problems"]), res["problems"]
+
+
+LAYOUT = ("(function(){var w=document.documentElement.clientWidth;"
+          "var figs=[].map.call(document.querySelectorAll('figure svg'),function(s){"
+          "var r=s.getBoundingClientRect();return [Math.round(r.width),Math.round(r.height)];});"
+          "var fig=document.querySelector('figure').getBoundingClientRect().width;"
+          "return {overflow: document.documentElement.scrollWidth - w, client: w, figs: figs, figure: Math.round(fig),"
+          "headline: document.getElementById('headline').innerText,"
+          "warning: !!document.querySelector('.warning')};})()")
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_page_fits_the_window_with_full_width_figures(page, tmp_path, width):
+    """A screenshot at each width (kept under $RECONRISK_SCREENSHOTS when set, to look at by eye): nothing is wider
+    than the window, both figures span their container and have a drawn height, the headline names the prior."""
+    shots = Path(os.environ.get("RECONRISK_SCREENSHOTS") or tmp_path)
+    shot = shots / f"report_{width}.png"
+    res = load_page(page, (LAYOUT,), width=width, screenshot=shot)
+    assert res["problems"] == []
+    lay = res["values"][0]
+    assert lay["overflow"] <= 0, lay
+    assert len(lay["figs"]) == 2
+    for w, h in lay["figs"]:
+        assert abs(w - lay["figure"]) <= 1 and h > 0.4 * w, lay
+    assert "with a 1-in-10 prior" in lay["headline"] and lay["warning"] is False
+    png = shot.read_bytes()  # a full-page screenshot exactly as wide as the page
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == lay["client"]

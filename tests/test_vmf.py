@@ -91,15 +91,15 @@ def test_logpdf_normalised_on_circle():
 
 
 # -- sampler -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("p,kappa,n", [(3, 2.0, 20000), (100, 30.0, 5000), (P, 75.0, 400), (P, 500.0, 400)])
-def test_sampler_mean_cosine_within_3_se(p, kappa, n):
+@pytest.mark.parametrize("p,concentration,n", [(3, 2.0, 20000), (100, 30.0, 5000), (P, 75.0, 400), (P, 500.0, 400)])
+def test_sampler_mean_cosine_within_3_se(p, concentration, n):
     rng = np.random.default_rng(1234)
     mu = rng.standard_normal(p)
     mu /= np.linalg.norm(mu)
-    y = mech.sample_vmf(mu, kappa, n, rng, batch=200)
+    y = mech.sample_vmf(mu, concentration, n, rng, batch=200)
     assert np.allclose(np.linalg.norm(y, axis=1), 1.0)
     c = y @ mu
-    assert abs(c.mean() - mech.vmf_mean_resultant(p, kappa)) < 3 * c.std(ddof=1) / math.sqrt(n)
+    assert abs(c.mean() - mech.vmf_mean_resultant(p, concentration)) < 3 * c.std(ddof=1) / math.sqrt(n)
 
 
 def test_sampler_cosine_law_ks_p3():
@@ -125,7 +125,7 @@ def test_sampler_same_seed_same_numbers():
 def test_sampler_rejects_bad_input():
     with pytest.raises(ReconRiskError, match="mu"):
         mech.sample_vmf([0.0, 0.0], 1.0, 2, np.random.default_rng(0))
-    with pytest.raises(ReconRiskError, match="kappa"):
+    with pytest.raises(ReconRiskError, match="concentration"):
         mech.sample_vmf([1.0, 0.0], -1.0, 2, np.random.default_rng(0))
     with pytest.raises(ReconRiskError, match="rng"):
         mech.sample_vmf([1.0, 0.0], 1.0, 2, 42)
@@ -140,10 +140,10 @@ RDP_TABLE = {
 }
 
 
-@pytest.mark.parametrize("kappa", sorted(RDP_TABLE))
-def test_rdp_table(kappa):
-    got = acc.vmf_rdp([1.0, 1.5, 2.0, 3.0, 10.0], kappa, P)
-    np.testing.assert_allclose(got, RDP_TABLE[kappa], rtol=2e-5)
+@pytest.mark.parametrize("concentration", sorted(RDP_TABLE))
+def test_rdp_table(concentration):
+    got = acc.vmf_rdp([1.0, 1.5, 2.0, 3.0, 10.0], concentration, P)
+    np.testing.assert_allclose(got, RDP_TABLE[concentration], rtol=2e-5)
 
 
 def test_rdp_small_p_closed_forms():
@@ -169,10 +169,10 @@ def test_kl_is_limit_of_rdp():
 
 @settings(max_examples=25, deadline=None)
 @given(st.floats(0.1, 300), st.integers(2, 20000), st.floats(1.01, 50))
-def test_rdp_increasing_in_alpha_and_below_pure_dp(kappa, p, alpha):
-    lo, hi = acc.vmf_rdp([alpha, alpha + 0.5], kappa, p)
+def test_rdp_increasing_in_alpha_and_below_pure_dp(concentration, p, alpha):
+    lo, hi = acc.vmf_rdp([alpha, alpha + 0.5], concentration, p)
     assert 0 <= lo <= hi * (1 + 1e-9) + 1e-12
-    assert hi <= 2 * kappa * (1 + 1e-9)
+    assert hi <= 2 * concentration * (1 + 1e-9)
 
 
 def test_delta_values():
@@ -197,16 +197,16 @@ TABLE_I_APPROACH2 = {100: 2.4825, 125: 4.5855, 150: 7.9659, 175: 9.7176, 200: 10
 PAPER_TABLE_I = {100: 2.48, 125: 4.59, 150: 7.97, 175: 9.72, 200: 10.9, 225: 17.25, 300: 41.02}
 
 
-@pytest.mark.parametrize("kappa", sorted(TABLE_I_APPROACH2))
-def test_table_i_approach2(kappa):
-    res = acc.vmf_epsilon(kappa, P, GAMMA, 3, DELTA, "2", interpolation="paper")
-    assert res.epsilon == pytest.approx(PAPER_TABLE_I[kappa], abs=0.02)
-    assert res.epsilon == pytest.approx(TABLE_I_APPROACH2[kappa], abs=2e-3)
+@pytest.mark.parametrize("concentration", sorted(TABLE_I_APPROACH2))
+def test_table_i_approach2(concentration):
+    res = acc.vmf_epsilon(concentration, P, GAMMA, 3, DELTA, "2", interpolation="paper")
+    assert res.epsilon == pytest.approx(PAPER_TABLE_I[concentration], abs=0.02)
+    assert res.epsilon == pytest.approx(TABLE_I_APPROACH2[concentration], abs=2e-3)
 
 
-@pytest.mark.parametrize("kappa,eps", [(25, 0.0139), (50, 0.0867), (75, 0.49)])
-def test_table_i_approach1(kappa, eps):
-    res = acc.vmf_epsilon(kappa, P, GAMMA, 3, DELTA, "1")
+@pytest.mark.parametrize("concentration,eps", [(25, 0.0139), (50, 0.0867), (75, 0.49)])
+def test_table_i_approach1(concentration, eps):
+    res = acc.vmf_epsilon(concentration, P, GAMMA, 3, DELTA, "1")
     assert res.epsilon == pytest.approx(eps, rel=0.05)
 
 
@@ -238,7 +238,7 @@ def test_full_batch_rdp_conversion_matches_direct():
 
 
 def test_vmf_epsilon_rejects_bad_input():
-    with pytest.raises(ReconRiskError, match="kappa"):
+    with pytest.raises(ReconRiskError, match="concentration"):
         acc.vmf_epsilon(-1, P, GAMMA, 3, DELTA)
     with pytest.raises(ReconRiskError, match="compositions"):
         acc.vmf_epsilon(10, P, GAMMA, 0, DELTA)
@@ -272,25 +272,25 @@ def test_capacity_small_p_exact():
 
 
 @pytest.mark.parametrize(
-    "kappa,sigma,vmf,g1,g3",
+    "concentration,sigma,vmf,g1,g3",
     [(75, 1.23, 74.795, 94.99, 283.99), (100, 0.66, 99.635, 176.77, 526.89), (150, 0.461, 149.179, 252.72, 751.19),
      (200, 0.42, 198.54, 277.27, 823.41), (300, 0.282, 296.716, 411.93, 1217.29),
      (400, 0.204, 394.163, 567.78, 1668.31), (500, 0.174, 490.882, 664.48, 1945.52)],
 )
-def test_capacity_p13700(kappa, sigma, vmf, g1, g3):
+def test_capacity_p13700(concentration, sigma, vmf, g1, g3):
     # the spec's values are printed to 5–6 digits; 1e-4 relative is looser than their rounding
-    assert cap.log_capacity_vmf(kappa, P) == pytest.approx(vmf, rel=1e-4)
+    assert cap.log_capacity_vmf(concentration, P) == pytest.approx(vmf, rel=1e-4)
     assert cap.log_capacity_gaussian(sigma, 1, P) == pytest.approx(g1, rel=1e-4)
     assert cap.log_capacity_gaussian(sigma, 3, P) == pytest.approx(g3, rel=1e-4)
-    assert cap.log_capacity_vmf(kappa, P) < cap.log_capacity_gaussian(sigma, 1, P)
+    assert cap.log_capacity_vmf(concentration, P) < cap.log_capacity_gaussian(sigma, 1, P)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 5, 12])
 def test_capacity_closed_forms_match_numeric_integral(p):
     assert cap.log_capacity_gaussian(0.7, 1.3, p) == pytest.approx(
-        cap.log_capacity_numeric("gaussian", p, sigma=0.7, radius=1.3), rel=1e-10)
+        cap.log_capacity_numeric("gaussian", p, noise_std=0.7, radius=1.3), rel=1e-10)
     if p >= 2:
-        assert cap.log_capacity_vmf(3.7, p) == pytest.approx(cap.log_capacity_numeric("vmf", p, kappa=3.7), rel=1e-10)
+        assert cap.log_capacity_vmf(3.7, p) == pytest.approx(cap.log_capacity_numeric("vmf", p, concentration=3.7), rel=1e-10)
 
 
 def test_capacity_limits_and_discrete():
@@ -316,10 +316,10 @@ def test_gaussian_capacity_monotone(sigma, radius, p):
     assert cap.log_capacity_gaussian(sigma * 1.1, radius, p) < base
 
 
-@pytest.mark.parametrize("kappa,eps", [(25, 0.164), (75, 1.64), (100, 4.56), (150, 14.1), (200, 174)])
-def test_steps_as_compositions_spec_values(kappa, eps):
+@pytest.mark.parametrize("concentration,eps", [(25, 0.164), (75, 1.64), (100, 4.56), (150, 14.1), (200, 174)])
+def test_steps_as_compositions_spec_values(concentration, eps):
     # spec_004 §3: with N = 1406 steps (approach 2, paper interpolation) VMF's ε is far larger than Table I's
-    res = acc.vmf_epsilon(kappa, P, GAMMA, 1406, DELTA, "2", interpolation="paper")
+    res = acc.vmf_epsilon(concentration, P, GAMMA, 1406, DELTA, "2", interpolation="paper")
     assert res.epsilon == pytest.approx(eps, rel=0.01)
 
 
@@ -328,3 +328,48 @@ def test_subsampling_amplification_is_stable():
     assert e == pytest.approx(math.log1p(0.01 * math.expm1(1.0)), rel=1e-14) and d == pytest.approx(1e-7)
     assert acc.subsample_eps_delta(1000.0, 1e-5, 0.01)[0] == pytest.approx(1000.0 + math.log(0.01), rel=1e-12)
     assert acc.subsample_eps_delta(2.0, 1e-5, 1.0) == (2.0, 1e-5)
+
+
+def test_old_keyword_spellings_warn_and_still_work():
+    """Issue 22: `kappa` is only the prior's baseline; the VMF concentration's old keyword works for one release."""
+    import warnings
+
+    new = acc.vmf_epsilon(concentration=50.0, dim=P, sample_rate=GAMMA, compositions=3, delta=DELTA, approach="2")
+    with pytest.warns(DeprecationWarning, match=r"vmf_epsilon\(\): kappa= is deprecated.*use concentration="):
+        old = acc.vmf_epsilon(kappa=50.0, dim=P, sample_rate=GAMMA, compositions=3, delta=DELTA, approach="2")
+    assert old == new
+    with pytest.warns(DeprecationWarning, match="concentration="):
+        assert mech.vmf_mean_resultant(3, kappa=2.0) == mech.vmf_mean_resultant(3, 2.0)
+    with pytest.warns(DeprecationWarning, match="noise_std="):
+        assert cap.log_capacity_gaussian(sigma=0.5, radius=1, dim=2) == cap.log_capacity_gaussian(0.5, 1, 2)
+    with pytest.warns(DeprecationWarning, match="sample_rate="):
+        assert acc.subsample_eps_delta(1.0, 1e-5, gamma=0.1) == acc.subsample_eps_delta(1.0, 1e-5, 0.1)
+    with pytest.raises(ReconRiskError, match="give concentration once"):
+        acc.vmf_delta(1.0, kappa=3.0, concentration=3.0, dim=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new spelling is silent
+        acc.vmf_delta(1.0, concentration=3.0, dim=3)
+
+
+def test_vmf_release_has_a_concentration_not_a_noise_multiplier():
+    from reconrisk import Release, Segment
+
+    r = Release.vmf(500.0, 0.25, 5, clip_norm=2.0)
+    assert r.concentration == 500.0 and r.noise_scale == 500.0 and r.noise == "vmf"
+    assert r.segments == (Segment(None, 0.25, 5, concentration=500.0),)
+    assert r.to_dict() == {"clip_norm": 2.0, "noise": "vmf", "steps": 5, "concentration": 500.0, "sample_rate": 0.25}
+    assert Release(concentration=500.0, sample_rate=0.25, steps=5, clip_norm=2.0) == r
+    for attr in ("noise_multiplier", "noise_std"):
+        with pytest.raises(ReconRiskError, match="VMF release.*concentration"):
+            getattr(r, attr)
+    with pytest.raises(ReconRiskError, match="a VMF release has a concentration, not a noise multiplier"):
+        Release(5.0, noise="vmf")
+    with pytest.raises(ReconRiskError, match="concentration is for noise='vmf'"):
+        Release(concentration=5.0, noise="gaussian")
+    with pytest.raises(ReconRiskError, match="not both"):
+        Segment(1.0, 0.5, 3, concentration=2.0)
+    sched = Release.schedule([(5.0, 0.1, 3), (5.0, 0.1, 4), (7.0, 0.1, 1)], noise="vmf")
+    assert [s.to_dict() for s in sched.segments] == [
+        {"concentration": 5.0, "sample_rate": 0.1, "steps": 7}, {"concentration": 7.0, "sample_rate": 0.1, "steps": 1}]
+    g = Release(2.0, 0.1, 3, clip_norm=0.5)
+    assert g.noise_std == g.noise_scale == 1.0

@@ -23,8 +23,10 @@ _LAZY = {
     "ncc_bound": "bounds.analytic",
     "optimal_num_rows": "bounds.analytic",
     "reconstruction_variance": "bounds.analytic",
-    "rero_gamma_mse": "bounds.analytic",
-    "rero_gamma_psnr": "bounds.analytic",
+    "rero_mse": "bounds.analytic",
+    "rero_psnr": "bounds.analytic",
+    "rero_gamma_mse": "bounds.analytic",  # deprecated alias of rero_mse (one release)
+    "rero_gamma_psnr": "bounds.analytic",  # deprecated alias of rero_psnr (one release)
     "selection_probability": "bounds.analytic",
     "MSELaw": "bounds.analytic_laws",
     "PSNRLaw": "bounds.analytic_laws",
@@ -69,7 +71,7 @@ _LAZY = {
     "load_sweep": "experiments.sweep",
     "run_sweep": "experiments.sweep",
     "ResultStore": "experiments.store",
-    # issue 14: one risk report for one release; Fano's bound (seed 000 App. H)
+    # issue 14: one risk report for one release; Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)
     "fano_bound": "bounds.fano",
     "risk_report": "experiments.riskreport",
     "ReportConfig": "experiments.riskreport",
@@ -113,7 +115,7 @@ __all__ = [
     "noise_multiplier_for_epsilon",
     "rero_bound",
     "__version__",
-    # seed 003: analytic gradient inversion
+    # Riess et al. 2024: analytic gradient inversion
     "analytic_bound",
     "analytic_calibration",
     "eta_for_rero",
@@ -122,15 +124,15 @@ __all__ = [
     "optimal_num_rows",
     "psnr_law",
     "reconstruction_variance",
-    "rero_gamma_mse",
-    "rero_gamma_psnr",
+    "rero_mse",
+    "rero_psnr",
     "selection_probability",
-    # seed 001: MSE lower bounds
+    # Guo, Karrer, Chaudhuri & van der Maaten 2022: MSE lower bounds
     "MseBound",
     "dfil_bound",
     "mse_bound",
     "rdp_mse_lower_bound",
-    # seed 004: VMF mechanism and Bayes' capacity
+    # Biswas et al. 2024: VMF mechanism and Bayes' capacity
     "concentration_for_epsilon",
     "log_bayes_capacity",
     "log_capacity_gaussian",
@@ -140,7 +142,7 @@ __all__ = [
     "vmf_delta",
     "vmf_epsilon",
     "vmf_rdp",
-    # seed 002: informed adversaries
+    # Balle, Cherubin & Hayes 2022: informed adversaries
     "closed_form_experiment",
     "dp_from_two_point_rero",
     "log_kappa_gaussian",

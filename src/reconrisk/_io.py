@@ -95,6 +95,13 @@ def ensure_out_dir(out_dir: str | os.PathLike, flag: str = "--out") -> Path:
     return path
 
 
+def _umask() -> int:
+    """The process umask (read by setting and restoring it: the only portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success it replaces ``path`` atomically.
@@ -104,7 +111,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp" + target.suffix, dir=target.parent)
-    os.close(fd)
+    try:
+        # mkstemp creates the file 0600; a result file gets the permissions open() would give it (0666 & ~umask)
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:

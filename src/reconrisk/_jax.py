@@ -10,7 +10,7 @@ Why
     every iteration writes and re-reads the whole counter array: on this
     project's 2-core CI machine a 150,528-element ``jax.random.normal`` costs
     about 2.8 ms, 19 ns per number, and the Gaussian noise dominated the DP-SGD
-    step (about 270k numbers per step for the 256-wide MLP) and seed 003's
+    step (about 270k numbers per step for the 256-wide MLP) and Riess et al.'s (2024)
     explicit reconstructions (150,528 per reconstruction). On GPU JAX already
     lowers the same primitive *unrolled*; doing the same on CPU lets XLA fuse
     the 20 rounds into one elementwise loop: 0.6–0.8 ms, 3.5–5× faster (a 269k-number draw: 1.1 ms).

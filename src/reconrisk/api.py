@@ -33,7 +33,7 @@ def rero_bound(
 ) -> ReroBound:
     """Bound on the probability that an informed adversary reconstructs a DP-SGD training example.
 
-    γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) of seed 000, Cor. 4. Give the baseline
+    γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) of Hayes, Mahloujifar & Balle 2023, Cor. 4. Give the baseline
     success probability as ``kappa`` or as ``prior_size`` (uniform prior over
     that many candidates, κ = 1/n), and the training run as
     ``noise_multiplier, sample_rate, steps`` or as a ``release`` (e.g. a

@@ -513,9 +513,9 @@ def mean_pairwise_distance(x: np.ndarray, rng: np.random.Generator, pairs: int =
 def uniform_noise_prior(
     n: int, dim: int, rng: np.random.Generator, *, mean_distance: float | None = None
 ) -> np.ndarray:
-    """``n`` uniform-noise candidates in [0, 1]^dim (seed 000, Fig. 9).
+    """``n`` uniform-noise candidates in [0, 1]^dim (Hayes, Mahloujifar & Balle 2023, Fig. 9).
 
-    Seed 000 matches the noise prior's intra-sample distances to those of an
+    Hayes, Mahloujifar & Balle 2023 matches the noise prior's intra-sample distances to those of an
     MNIST prior. With ``mean_distance`` given we shrink U[0,1]^d towards 0.5 by
     the factor s = mean_distance / E‖U − U'‖ (capped at 1, so points stay in
     the box), using E‖U − U'‖ ≈ sqrt(d/6).

@@ -18,7 +18,7 @@ from .errors import ReconRiskError
 def mse(a, b, axis=-1) -> np.ndarray:
     """Mean squared error along ``axis`` (per-example MSE for (N, d) arrays; shapes broadcast).
 
-    Seed 003 Def. 3 is the same quantity, ‖x − y‖²/N over the last axis.
+    Riess et al. 2024, Def. 3 is the same quantity, ‖x − y‖²/N over the last axis.
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -30,7 +30,7 @@ def mse(a, b, axis=-1) -> np.ndarray:
 
 
 def psnr(a, b, *, data_range: float | None = 1.0, axis=-1) -> np.ndarray:
-    """Peak signal-to-noise ratio in dB, ``10 log10(r² / MSE)`` (inf when equal; seed 003 Def. 4).
+    """Peak signal-to-noise ratio in dB, ``10 log10(r² / MSE)`` (inf when equal; Riess et al. 2024, Def. 4).
 
     ``r`` is ``data_range``, or with ``None`` the per-sample range max(a) − min(a) along ``axis``.
     """
@@ -45,7 +45,7 @@ def psnr(a, b, *, data_range: float | None = 1.0, axis=-1) -> np.ndarray:
 
 
 def ncc(a, b, axis=-1) -> np.ndarray:
-    """Normalised cross-correlation (Pearson, population moments) along ``axis``; nan if constant (seed 003 Def. 5)."""
+    """Normalised cross-correlation (Pearson, population moments) along ``axis``; nan if constant (Riess et al. 2024, Def. 5)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     ac = a - a.mean(axis=axis, keepdims=True)
@@ -120,7 +120,7 @@ def ssim(a, b, image_shape, *, data_range: float = 1.0, sigma: float = 1.5) -> n
 
     Gaussian-weighted local statistics (σ = 1.5, reflected borders), constants
     K₁ = 0.01, K₂ = 0.03, averaged over pixels and channels. Used for the
-    reconstruction tables of seed 004 (Tables II, VI). 1 for identical images.
+    reconstruction tables of Biswas et al. 2024 (Tables II, VI). 1 for identical images.
     """
     from scipy import ndimage
 

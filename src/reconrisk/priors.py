@@ -1,4 +1,4 @@
-"""Priors over the target and their baseline success probability κ (seed 000 §1.2, App. I, App. L).
+"""Priors over the target and their baseline success probability κ (Hayes, Mahloujifar & Balle 2023, §1.2, App. I, App. L).
 
 κ_{π,ρ}(η) = sup_{z₀} P_{Z∼π}[ρ(Z, z₀) ≤ η] is the success rate of the best
 blind guess; every ReRo bound is a function of it.
@@ -19,7 +19,7 @@ blind guess; every ReRo bound is a function of it.
   count at the maximiser, which is never looser.
 * :func:`log_kappa_coordinate_match` — Appendix I "very small priors", in log
   space (κ ≈ 1e-473 for MNIST would underflow).
-* :func:`log_kappa_uniform_ball`, :func:`log_kappa_gaussian` — seed 002 Prop. 6
+* :func:`log_kappa_uniform_ball`, :func:`log_kappa_gaussian` — Balle, Cherubin & Hayes 2022, Prop. 6
   and Prop. 7: continuous priors with Euclidean error, in log space.
 """
 
@@ -130,7 +130,7 @@ def kappa_from_points(points, eta: float = 0.0, metric: str | Callable = "euclid
 
 @dataclass(frozen=True)
 class KappaEstimate:
-    """κ̂ from samples with an upper confidence bound (seed 000 App. L)."""
+    """κ̂ from samples with an upper confidence bound (Hayes, Mahloujifar & Balle 2023, App. L)."""
 
     estimate: float
     upper: float
@@ -210,7 +210,7 @@ def log_kappa_coordinate_match(
 
 
 def log_kappa_uniform_ball(dim: int, eta: float, radius: float = 1.0) -> float:
-    """log κ for the uniform prior on the d-ball of ``radius`` and success ‖Z − z₀‖₂ ≤ η (seed 002 Prop. 6).
+    """log κ for the uniform prior on the d-ball of ``radius`` and success ‖Z − z₀‖₂ ≤ η (Balle, Cherubin & Hayes 2022, Prop. 6).
 
     κ = sup_{z₀} vol(B(z₀, η) ∩ B(0, r)) / vol(B(0, r)) ≤ (η/r)^d, attained by
     z₀ = 0 when η ≤ r (the η-ball then lies inside), so this is exact:
@@ -247,7 +247,7 @@ def _log_gammainc_lower(a: float, x: float) -> float:
 
 
 def log_kappa_gaussian(dim: int, sigma: float, eta: float) -> float:
-    """log κ for the prior N(0, σ²I_d) and success ‖Z − z₀‖₂ ≤ η (seed 002 Prop. 7), exact.
+    """log κ for the prior N(0, σ²I_d) and success ‖Z − z₀‖₂ ≤ η (Balle, Cherubin & Hayes 2022, Prop. 7), exact.
 
     The centred ball carries the most mass, so κ = P[χ²_d ≤ η²/σ²] =
     P(d/2, η²/(2σ²)) (regularised lower incomplete gamma), computed in log
@@ -261,7 +261,7 @@ def log_kappa_gaussian(dim: int, sigma: float, eta: float) -> float:
 
 
 def log_kappa_gaussian_dg(dim: int, sigma: float, eta: float) -> float:
-    """The chi-square lower-tail bound used in seed 002 Prop. 7 (Dasgupta–Gupta Lemma 2.2).
+    """The chi-square lower-tail bound used in Balle, Cherubin & Hayes 2022, Prop. 7 (Dasgupta–Gupta Lemma 2.2).
 
     With β = η²/(dσ²) < 1: log κ ≤ (d/2)(1 − β + ln β); 0 (vacuous) for β ≥ 1.
     """

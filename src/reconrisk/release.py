@@ -16,13 +16,13 @@ from typing import Iterable, Sequence
 from . import _validate as v
 from .errors import ReconRiskError
 
-#: Noise families a release may name (seed 000's Gaussian; seed 004's von Mises–Fisher).
+#: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
 NOISE_FAMILIES = ("gaussian", "vmf")
 #: Families some mechanism actually implements. A family is added here by the
 #: module that implements it (:func:`register_noise_family`), so that a
 #: ``Release(noise="vmf")`` is refused until VMF noise exists instead of
 #: silently giving Gaussian results.
-IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (seed 004)
+IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (Biswas et al. 2024)
 
 
 def register_noise_family(name: str) -> None:
@@ -47,19 +47,37 @@ def is_full_batch(segments: Iterable["Segment"]) -> bool:
 
 @dataclass(frozen=True)
 class Segment:
-    """``steps`` DP-SGD steps at one noise multiplier and sample rate."""
+    """``steps`` DP-SGD steps at one noise level and sample rate.
 
-    noise_multiplier: float
+    The noise level is a Gaussian **noise multiplier** σ (noise std σC) or, for von Mises–Fisher noise,
+    a **concentration** κ (Biswas et al. 2024): exactly one of the two is set, the other is None.
+    """
+
+    noise_multiplier: float | None
     sample_rate: float
     steps: int
+    concentration: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "noise_multiplier", v.noise_multiplier("noise_multiplier", self.noise_multiplier))
+        if self.concentration is None:
+            object.__setattr__(self, "noise_multiplier", v.noise_multiplier("noise_multiplier", self.noise_multiplier))
+        else:
+            if self.noise_multiplier is not None:
+                raise ReconRiskError(
+                    "a segment has a noise_multiplier (Gaussian noise) or a concentration (VMF noise), not both; "
+                    f"found noise_multiplier={self.noise_multiplier!r} and concentration={self.concentration!r}")
+            object.__setattr__(self, "concentration", v.positive("concentration", self.concentration))
         object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
         object.__setattr__(self, "steps", v.steps("steps", self.steps))
 
+    @property
+    def level(self) -> float:
+        """The segment's noise level: its noise multiplier, or its concentration for VMF noise."""
+        return self.noise_multiplier if self.concentration is None else self.concentration
+
     def to_dict(self) -> dict:
-        return {"noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps}
+        key = "noise_multiplier" if self.concentration is None else "concentration"
+        return {key: self.level, "sample_rate": self.sample_rate, "steps": self.steps}
 
 
 @dataclass(frozen=True, init=False)
@@ -69,13 +87,15 @@ class Release:
     ``Release(noise_multiplier, sample_rate, steps, clip_norm=1.0)`` describes
     homogeneous training; :meth:`schedule` builds one from several segments.
     The privatised gradient of each step is ``Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) +
-    N(0, σ²C²I)`` — the noise is added to the **sum** (seed 000, §1.1).
+    N(0, σ²C²I)`` — the noise is added to the **sum** (Hayes, Mahloujifar & Balle 2023, §1.1).
 
-    ``noise="vmf"`` (seed 004, Alg. 2; build it with :meth:`vmf`): the clipped
-    sum is normalised and replaced by a draw of VMF(g/‖g‖, κ); the segments'
-    ``noise_multiplier`` slot then holds the concentration κ (read it as
-    :attr:`concentration`), :attr:`noise_std` is κ, and the (ε, δ) accounting
-    is :func:`reconrisk.accounting.vmf.vmf_epsilon`, not the Gaussian one.
+    ``noise="vmf"`` (Biswas et al. 2024, Alg. 2; build it with :meth:`vmf` or
+    ``Release(concentration=κ, …)``): the clipped sum is normalised and replaced by a
+    draw of VMF(g/‖g‖, κ). Such a release has a :attr:`concentration` and no noise
+    multiplier (reading :attr:`noise_multiplier` or :attr:`noise_std` raises
+    :class:`~reconrisk.errors.ReconRiskError`); :attr:`noise_scale` is what the
+    simulator's noise function reads (σC or κ), and the (ε, δ) accounting is
+    :func:`reconrisk.accounting.vmf.vmf_epsilon`, not the Gaussian one.
     """
 
     segments: tuple[Segment, ...]
@@ -88,26 +108,48 @@ class Release:
         sample_rate: float = 1.0,
         steps: int = 1,
         clip_norm: float = 1.0,
-        noise: str = "gaussian",
+        noise: str | None = None,
         *,
         segments: Sequence[Segment] | None = None,
+        concentration: float | None = None,
     ) -> None:
+        # the family: VMF when a concentration is given, Gaussian otherwise (or as named)
+        if noise is None:
+            noise = "vmf" if concentration is not None else (
+                "vmf" if segments is not None and any(getattr(s, "concentration", None) is not None for s in segments)
+                else "gaussian")
+        noise = _implemented_noise(noise)
         if segments is None:
-            if noise_multiplier is None:
-                raise ReconRiskError("noise_multiplier must be given (a number > 0); found None")
-            segs: tuple[Segment, ...] = (Segment(noise_multiplier, sample_rate, steps),)
+            if noise == "vmf":
+                if noise_multiplier is not None:
+                    raise ReconRiskError(
+                        f"a VMF release has a concentration, not a noise multiplier; found noise_multiplier="
+                        f"{noise_multiplier!r} (use Release.vmf(concentration, ...) or Release(concentration=..., "
+                        "noise='vmf'))")
+                if concentration is None:
+                    raise ReconRiskError("concentration must be given for noise='vmf' (a number > 0); found None")
+                segs: tuple[Segment, ...] = (Segment(None, sample_rate, steps, concentration=concentration),)
+            else:
+                if concentration is not None:
+                    raise ReconRiskError(f"concentration is for noise='vmf' releases; found noise={noise!r}")
+                if noise_multiplier is None:
+                    raise ReconRiskError("noise_multiplier must be given (a number > 0); found None")
+                segs = (Segment(noise_multiplier, sample_rate, steps),)
         else:
-            if noise_multiplier is not None:
-                raise ReconRiskError("give either noise_multiplier or segments, not both")
+            if noise_multiplier is not None or concentration is not None:
+                raise ReconRiskError("give either a noise level (noise_multiplier or concentration) or segments, not both")
             segs = tuple(segments)
             if not segs:
                 raise ReconRiskError("segments must hold at least one segment; found none")
             for s in segs:
                 if not isinstance(s, Segment):
                     raise ReconRiskError(f"segments must be Segment objects; found {s!r}")
+                if (s.concentration is not None) != (noise == "vmf"):
+                    what = "a concentration" if noise == "vmf" else "a noise multiplier"
+                    raise ReconRiskError(f"every segment of a noise={noise!r} release must have {what}; found {s!r}")
         object.__setattr__(self, "segments", segs)
         object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
-        object.__setattr__(self, "noise", _implemented_noise(noise))
+        object.__setattr__(self, "noise", noise)
 
     # -- constructors -------------------------------------------------------------
     @classmethod
@@ -122,8 +164,10 @@ class Release:
 
         This is also the shape of an Opacus accountant's ``history`` list, so
         ``Release.schedule(accountant.history)`` works directly. Adjacent
-        segments with equal (σ, q) are merged.
+        segments with equal (σ, q) are merged. With ``noise="vmf"`` the tuples
+        are ``(concentration, sample_rate, steps)``.
         """
+        noise = _implemented_noise(noise)
         if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
             raise ReconRiskError(
                 f"segments must be a list of (noise_multiplier, sample_rate, steps); found {segments!r:.80}"
@@ -139,9 +183,10 @@ class Release:
                     raise ReconRiskError(
                         f"segments[{i}] must be (noise_multiplier, sample_rate, steps); found {item!r}"
                     ) from None
-                seg = Segment(sigma, q, t)
-            if segs and (segs[-1].noise_multiplier, segs[-1].sample_rate) == (seg.noise_multiplier, seg.sample_rate):
-                segs[-1] = Segment(seg.noise_multiplier, seg.sample_rate, segs[-1].steps + seg.steps)
+                seg = Segment(None, q, t, concentration=sigma) if noise == "vmf" else Segment(sigma, q, t)
+            if segs and (segs[-1].noise_multiplier, segs[-1].concentration, segs[-1].sample_rate) == (
+                    seg.noise_multiplier, seg.concentration, seg.sample_rate):
+                segs[-1] = Segment(seg.noise_multiplier, seg.sample_rate, segs[-1].steps + seg.steps, seg.concentration)
             else:
                 segs.append(seg)
         return cls(segments=segs, clip_norm=clip_norm, noise=noise)
@@ -183,6 +228,10 @@ class Release:
 
     @property
     def noise_multiplier(self) -> float:
+        """σ of Gaussian noise (std σC on the summed clipped gradients); a VMF release has none (raises)."""
+        if self.noise == "vmf":
+            raise ReconRiskError(
+                "noise_multiplier is not defined for a VMF release (noise='vmf'); its noise level is .concentration")
         return self._single("noise_multiplier")
 
     @property
@@ -195,27 +244,33 @@ class Release:
 
     @property
     def noise_std(self) -> float:
-        """Standard deviation of the noise added to the summed clipped gradients, σC (κ for VMF noise)."""
+        """Standard deviation σC of the Gaussian noise added to the summed clipped gradients (not for VMF noise)."""
         if self.noise == "vmf":
-            return self.noise_multiplier
+            raise ReconRiskError("noise_std is the standard deviation of Gaussian noise; a VMF release (noise='vmf') "
+                                 "has a .concentration instead")
         return self.noise_multiplier * self.clip_norm
+
+    @property
+    def noise_scale(self) -> float:
+        """The scalar the simulator's noise function reads (:mod:`reconrisk.train.noise`): σC, or κ for VMF noise."""
+        return self.concentration if self.noise == "vmf" else self.noise_std
 
     @classmethod
     def vmf(cls, concentration: float, sample_rate: float = 1.0, steps: int = 1, clip_norm: float = 1.0) -> "Release":
-        """DP-SGD with von Mises–Fisher noise of concentration κ (seed 004, Alg. 2)."""
-        return cls(v.positive("concentration", concentration), sample_rate, steps, clip_norm, noise="vmf")
+        """DP-SGD with von Mises–Fisher noise of concentration κ (Biswas et al. 2024, Alg. 2)."""
+        return cls(None, sample_rate, steps, clip_norm, noise="vmf", concentration=concentration)
 
     @property
     def concentration(self) -> float:
-        """κ of a VMF release (seed 004)."""
+        """κ of a VMF release (Biswas et al. 2024)."""
         if self.noise != "vmf":
             raise ReconRiskError(f"concentration is defined for noise='vmf' releases; this one has noise={self.noise!r}")
-        return self.noise_multiplier
+        return self._single("concentration")
 
     def to_dict(self) -> dict:
         out: dict = {"clip_norm": self.clip_norm, "noise": self.noise, "steps": self.steps}
         if self.homogeneous:
-            out.update(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+            out.update((k, x) for k, x in self.segments[0].to_dict().items() if k != "steps")
         else:
             out["segments"] = [s.to_dict() for s in self.segments]
         return out
@@ -225,9 +280,8 @@ def gaussian_release(release, what: str) -> "Release":
     """``release`` checked to be a :class:`Release` with Gaussian noise, for ``what`` (a Gaussian-only computation).
 
     The PLD engine, the RDP curves, the Monte-Carlo estimator and the risk
-    measures model the subsampled *Gaussian* mechanism; a VMF release (seed
-    004) must be refused there, never read as a Gaussian one whose noise
-    multiplier happens to be the VMF concentration.
+    measures model the subsampled *Gaussian* mechanism; a VMF release
+    (Biswas et al. 2024) must be refused there with a one-line reason.
     """
     if not isinstance(release, Release):
         raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")

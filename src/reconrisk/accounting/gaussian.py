@@ -1,6 +1,6 @@
 """The Gaussian mechanism: exact privacy profile in log space, its inverses, GDP composition.
 
-Seed 003, Eq. 3 (Dong et al. 2022, Cor. 2.13): one release of a query with L2
+Riess et al. 2024, Eq. 3 (Dong et al. 2022, Cor. 2.13): one release of a query with L2
 sensitivity 1 plus ``N(0, σ²)`` noise — one full-batch DP-SGD step with noise
 multiplier σ — is μ-GDP with ``μ = 1/σ`` and has the privacy profile
 
@@ -20,7 +20,7 @@ formed with ``log_ndtr`` (no overflow is possible there).
 Composition (spec_003 §2, [inferred] — the paper leaves it out of scope): T
 full-batch steps (no subsampling) of μ-GDP compose to ``√T·μ``-GDP, i.e. the
 profile above with ``σ → σ/√T``. Poisson-subsampled composition needs an
-accountant (``reconrisk.accounting.pld``) and is *not* part of seed 003.
+accountant (``reconrisk.accounting.pld``) and is *not* part of Riess et al. 2024.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _log_delta_raw(eps: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def gaussian_log_delta(eps, noise_multiplier, *, steps: int = 1):
-    """Natural log of the Gaussian privacy profile δ(ε) (seed 003, Eq. 3).
+    """Natural log of the Gaussian privacy profile δ(ε) (Riess et al. 2024, Eq. 3).
 
     Vectorised over ``eps`` (any shape, each ≥ 0, ``inf`` allowed → −inf).
     ``steps`` > 1 composes T full-batch steps by GDP (σ → σ/√T; [inferred],
@@ -100,7 +100,7 @@ def gaussian_log_delta(eps, noise_multiplier, *, steps: int = 1):
 
 
 def gaussian_delta(eps, noise_multiplier, *, steps: int = 1):
-    """The Gaussian privacy profile δ(ε) (seed 003, Eq. 3); ``exp`` of :func:`gaussian_log_delta`."""
+    """The Gaussian privacy profile δ(ε) (Riess et al. 2024, Eq. 3); ``exp`` of :func:`gaussian_log_delta`."""
     out = np.exp(gaussian_log_delta(eps, noise_multiplier, steps=steps))
     return float(out) if np.ndim(out) == 0 else out
 

@@ -1,4 +1,4 @@
-"""Rényi DP at order α = 2, the order seed 001's Theorem 1 (MSE ≥ 1/(4(e^ε − 1))) reads.
+"""Rényi DP at order α = 2, the order Guo, Karrer, Chaudhuri & van der Maaten's (2022) Theorem 1 (MSE ≥ 1/(4(e^ε − 1))) reads.
 
 Theory layer: numpy/scipy only. Moved here from the "accountants" section of
 :mod:`reconrisk.bounds.mse` (issue 8).
@@ -44,7 +44,7 @@ def release_rdp_alpha2(release: Release, *, sensitivity: float = 1.0) -> float:
 def output_perturbation_rdp(n: int, lam: float, noise_std: float, formula: str = "gaussian") -> float:
     """RDP ε at α = 2 of ``θ* + N(0, σ²I)`` for λ-regularised logistic regression on n points.
 
-    ``formula="paper"``: ``2/(nλσ)`` as printed in seed 001 §7.1 (gives its
+    ``formula="paper"``: ``2/(nλσ)`` as printed in Guo et al. 2022, §7.1 (gives its
     (2, 1.58) at n = 12,665, λ = σ = 1e-2 and 1579 at σ = 1e-5).
     ``formula="gaussian"``: the standard Gaussian RDP ``αΔ²/(2σ²)`` at α = 2
     with the L2 sensitivity ``Δ = 2/(nλ)`` of the minimiser of

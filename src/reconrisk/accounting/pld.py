@@ -10,7 +10,7 @@ It imports only numpy and ``scipy.special`` so that ``reconrisk bound``
 answers in well under a second (``import dp_accounting`` alone costs ~0.7 s
 on a 2-core machine).
 
-Notation (seed 000, Cor. 4 and spec_000 §1.7). Per step, the pair is
+Notation (Hayes, Mahloujifar & Balle 2023, Cor. 4 and spec_000 §1.7). Per step, the pair is
 
 * μ = (1−q)·N(0, σ²) + q·N(1, σ²)   (the target is in the batch with prob. q),
 * ν = N(0, σ²)                        (the target is absent),
@@ -153,7 +153,7 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
     """The discretised PLD of one Poisson-subsampled Gaussian step.
 
     Sensitivity is normalised to 1 and the noise standard deviation is the
-    noise multiplier σ (seed 000 Cor. 4: the bound does not depend on C).
+    noise multiplier σ (Hayes, Mahloujifar & Balle 2023, Cor. 4: the bound does not depend on C).
     """
     lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction)
     if direction == "add" and lam_lo == -MAX_LOSS:

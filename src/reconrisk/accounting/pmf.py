@@ -277,7 +277,7 @@ class PMF:
 
         For a discrete PMF the objective is piecewise monotone between atoms, so
         the infimum is attained at the atom where the ν-mass of the atoms
-        above it crosses κ — the randomised Neyman–Pearson test (seed 000,
+        above it crosses κ — the randomised Neyman–Pearson test (Hayes, Mahloujifar & Balle 2023,
         Eq. 3). No ε grid is involved.
         """
         kappa = np.asarray(kappa, dtype=float)

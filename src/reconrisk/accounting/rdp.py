@@ -37,7 +37,7 @@ direction dominates) is ε(α) = log A_α / (α − 1) with
 ``dp_accounting``'s ``RdpAccountant`` and Opacus (1.1, 1.2, …, 10.9, 11–63,
 128, 256, 512) with 1.01–1.09, 1.25, 1.5, 1.75 and a geometric tail up to
 1024, so the minimum over α is taken where it lies at small σ (ε of
-seed 004 Table IV at σ = 0.204 is attained near α ≈ 1.2). ReRo conversions
+Biswas et al. 2024, Table IV at σ = 0.204 is attained near α ≈ 1.2). ReRo conversions
 of these curves live in :mod:`reconrisk.bounds.conversions`.
 """
 

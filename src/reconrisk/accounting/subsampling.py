@@ -1,14 +1,14 @@
-"""Seed 001's subsampling factor: how much Poisson sampling shrinks the Fisher information leakage.
+"""Guo, Karrer, Chaudhuri & van der Maaten's (2022) subsampling factor: how much Poisson sampling shrinks the Fisher information leakage.
 
 Theory layer: numpy/scipy only. Moved here from the "accountants" section of
 :mod:`reconrisk.bounds.mse` (issue 8): the FIL bounds read it, it reads no bound.
 
 * :func:`gaussian_step_dp_epsilon` — (ε, δ)-DP of one Gaussian step by the
-  classical calibration ``ε = k·√(2 log(1.25/δ))/σ`` (seed 001, Alg. 1 line 4).
-* :func:`subsampling_factor_value` — seed 001 Eq. 3,
+  classical calibration ``ε = k·√(2 log(1.25/δ))/σ`` (Guo et al. 2022, Alg. 1 line 4).
+* :func:`subsampling_factor_value` — Guo et al. 2022, Eq. 3,
   ``q / (q + (1 − q) e^{−ε})``, in log space.
 * :func:`subsampling_factor` — Eq. 3 for a whole run with the δ that makes the
-  union-bound failure probability ``T·δ`` equal ``1/n`` (seed 001 §6.1), as a
+  union-bound failure probability ``T·δ`` equal ``1/n`` (Guo et al. 2022, §6.1), as a
   :class:`SubsamplingFactor`.
 
 Vocabulary: the paper calls this factor κ; reconrisk keeps ``kappa`` for the
@@ -36,14 +36,14 @@ from ..errors import ReconRiskError
 
 #: Upper bound on ``||GELU-clip(g)|| / C`` (max of r/(GELU(r−1)+1) = 1.1152189…, rounded up).
 GELU_CLIP_OVERSHOOT = 1.11522
-#: The value seed 001 prints (Algorithm 1 line 4; its code uses σ/1.115 in the RDP accountant).
+#: The value Guo et al. 2022 prints (Algorithm 1 line 4; its code uses σ/1.115 in the RDP accountant).
 GELU_CLIP_OVERSHOOT_PAPER = 1.115
 
 
 def gaussian_step_dp_epsilon(
     noise_multiplier: float, delta: float, *, sensitivity_factor: float = 2 * GELU_CLIP_OVERSHOOT
 ) -> float:
-    """ε of one Gaussian step, ``ε = sensitivity_factor · √(2 log(1.25/δ)) / σ`` (Dwork et al.; seed 001 Alg. 1 line 4).
+    """ε of one Gaussian step, ``ε = sensitivity_factor · √(2 log(1.25/δ)) / σ`` (Dwork et al.; Guo et al. 2022, Alg. 1 line 4).
 
     ``sensitivity_factor`` is the replace-one sensitivity in units of C:
     ``2 × 1.115`` for GELU-clipped gradients (the paper's choice), 2 for
@@ -56,7 +56,7 @@ def gaussian_step_dp_epsilon(
 
 
 def subsampling_factor_value(sample_rate, epsilon):
-    """Seed 001 Eq. 3: ``q / (q + (1 − q) e^{−ε})``, computed as ``expit(ε + logit q)``; 1 at q = 1.
+    """Guo et al. 2022, Eq. 3: ``q / (q + (1 − q) e^{−ε})``, computed as ``expit(ε + logit q)``; 1 at q = 1.
 
     Element-wise over arrays; a float for scalar inputs.
     """
@@ -72,13 +72,13 @@ def subsampling_factor_value(sample_rate, epsilon):
 
 @dataclass(frozen=True)
 class SubsamplingFactor:
-    """The subsampling factor of seed 001 Eq. 3 for T subsampled Gaussian steps, with its failure probability.
+    """The subsampling factor of Guo et al. 2022, Eq. 3 for T subsampled Gaussian steps, with its failure probability.
 
     The per-step (ε, δ)-DP guarantee behind Eq. 3 fails with probability δ
     per step; over the run the FIL bound ``I ⪯ factor · Σ_t I_t`` holds except
     with probability ``failure_probability = min(1, T·δ)`` (union bound).
     Where that event cannot be tolerated, use factor 1 (Eq. 2, no failure
-    probability). ``meets_target`` says whether ``T·δ ≤ 1/n`` (seed 001 §6.1).
+    probability). ``meets_target`` says whether ``T·δ ≤ 1/n`` (Guo et al. 2022, §6.1).
     """
 
     value: float

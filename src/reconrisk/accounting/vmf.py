@@ -1,12 +1,12 @@
-"""Privacy accounting of the von Mises–Fisher mechanism (seed 004, §III; spec_004 §2–§3).
+"""Privacy accounting of the von Mises–Fisher mechanism (Biswas et al. 2024, §III; spec_004 §2–§3).
 
-RDP (seed 004, Prop. 1; worst case antipodal centres), for p ≥ 2, ν = p/2 − 1:
+RDP (Biswas et al. 2024, Prop. 1; worst case antipodal centres), for p ≥ 2, ν = p/2 − 1:
 
     τ_α = [ν log(1/(2α−1)) + log I_ν((2α−1)κ) − log I_ν(κ)] / (α−1),
     τ_1 = 2κ I_{ν+1}(κ)/I_ν(κ)                        (the KL limit, equality for antipodal centres),
 
 several blocks add (Prop. 2). Conversion to (ε, δ) is Canonne–Kamath–Steinke
-(seed 004, Prop. 4): ``δ_α = e^{(α−1)(τ_α−ε)}/(α−1)·(1−1/α)^α`` and
+(Biswas et al. 2024, Prop. 4): ``δ_α = e^{(α−1)(τ_α−ε)}/(α−1)·(1−1/α)^α`` and
 ``δ = inf_α δ_α``; for one VMF mechanism ``log δ_α`` is convex in α and the
 optimum solves ``2κ I_{ν+1}((2α−1)κ)/I_ν((2α−1)κ) − ε + log(1−1/α) = 0``
 (bisection; no root when ε ≥ 2κ, where δ = 0: VMF is 2κ-DP).
@@ -14,21 +14,21 @@ optimum solves ``2κ I_{ν+1}((2α−1)κ)/I_ν((2α−1)κ) − ε + log(1−1/
 Subsampling and composition, the paper's two approaches (spec_004 §3):
 
 1. convert first (Prop. 4), amplify by Poisson subsampling in (ε, δ)
-   (Balle et al.: ``ε_s = log(1+γ(e^ε−1))``, ``δ_s = γδ``), compose N times
+   (Balle et al.: ``ε_s = log(1+q(e^ε−1))``, ``δ_s = qδ``), compose N times
    with Kairouz–Oh–Viswanath, sweep the un-subsampled ε.
    **Departure:** the KOV terms carry the factor N·ε_s in front of
    ``(e^{ε_s}−1)/(e^{ε_s}+1)`` as in the KOV original (the paper drops it;
    no effect on the paper's numbers).
 2. stay in RDP: Zhu–Wang Poisson-subsampled RDP at integer α ≥ 2 with the
    prefactor **1/(α−1)** (the paper prints 1/α, which does not reproduce its
-   own Tables I and IV), ``τ^s_1 = γτ_1``, interpolation for fractional α,
+   own Tables I and IV), ``τ^s_1 = qτ_1``, interpolation for fractional α,
    N-fold composition ``N·τ^s_α``, CKS conversion minimised over α. Each
    τ^s_α is also capped by τ_α (joint convexity: subsampling never hurts).
 
 Interpolation for fractional α (``interpolation=``): ``"cgf"`` (default,
 sound) interpolates the cumulant (α−1)τ^s_α linearly between integer
 orders, an upper bound because the CGF is convex in α; ``"paper"``
-interpolates τ directly (seed 004 citing Wang–Balle–Kasiviswanathan
+interpolates τ directly (Biswas et al. 2024 citing Wang–Balle–Kasiviswanathan
 Cor. 10), which is more optimistic and is what reproduces Table I.
 
 The composition count N (``compositions``) is explicit: the paper used
@@ -46,6 +46,7 @@ from scipy import optimize, special
 
 from .. import _validate as v
 from .._roots import bisect_log
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 from ..mechanisms.vmf import _bessel_ratio_core, _log_iv_core, bessel_ratio
 
@@ -77,8 +78,8 @@ def _dim(p) -> int:
     return v.integer("dim", p, minimum=2)
 
 
-def _kappa(kappa) -> float:
-    return v.positive("kappa", kappa)
+def _concentration(concentration) -> float:
+    return v.positive("concentration", concentration)
 
 
 def _alphas(alpha) -> np.ndarray:
@@ -88,17 +89,18 @@ def _alphas(alpha) -> np.ndarray:
     return a
 
 
-def _cgf(alpha: np.ndarray, kappa: float, nu: float) -> np.ndarray:
+def _cgf(alpha: np.ndarray, concentration: float, nu: float) -> np.ndarray:
     """(α−1)τ_α of Prop. 1 (the log of ∫ f_P^α f_Q^{1−α})."""
-    x = (2.0 * alpha - 1.0) * kappa
+    x = (2.0 * alpha - 1.0) * concentration
     nu_a = np.asarray(nu, dtype=float)
-    return -nu * np.log(2.0 * alpha - 1.0) + _log_iv_core(nu_a, x) - _log_iv_core(nu_a, np.asarray(kappa, float))
+    return -nu * np.log(2.0 * alpha - 1.0) + _log_iv_core(nu_a, x) - _log_iv_core(nu_a, np.asarray(concentration, float))
 
 
-def vmf_rdp(alpha, kappa, dim):
-    """τ_α of the VMF mechanism (seed 004, Prop. 1); α = 1 gives the KL divergence 2κ A_p(κ)·… (vectorised in α)."""
+@renamed_kwargs(kappa="concentration")
+def vmf_rdp(alpha, concentration, dim):
+    """τ_α of the VMF mechanism (Biswas et al. 2024, Prop. 1); α = 1 gives the KL divergence 2κ A_p(κ)·… (vectorised in α)."""
     a = _alphas(alpha)
-    k, p = _kappa(kappa), _dim(dim)
+    k, p = _concentration(concentration), _dim(dim)
     nu = 0.5 * p - 1.0
     one = a == 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -108,17 +110,18 @@ def vmf_rdp(alpha, kappa, dim):
     return float(out) if out.ndim == 0 else out
 
 
-def vmf_rdp_multi(alpha, kappas, dims):
-    """τ_α of the multivariate (block) VMF mechanism, the sum of per-block Prop. 1 values (seed 004, Prop. 2)."""
-    ks = np.atleast_1d(np.asarray(kappas, dtype=float))
+@renamed_kwargs(kappas="concentrations")
+def vmf_rdp_multi(alpha, concentrations, dims):
+    """τ_α of the multivariate (block) VMF mechanism, the sum of per-block Prop. 1 values (Biswas et al. 2024, Prop. 2)."""
+    ks = np.atleast_1d(np.asarray(concentrations, dtype=float))
     ps = np.atleast_1d(np.asarray(dims))
     if ks.shape != ps.shape or ks.ndim != 1 or ks.size == 0:
-        raise ReconRiskError(f"kappas and dims must be 1-d of equal length; found shapes {ks.shape} and {ps.shape}")
+        raise ReconRiskError(f"concentrations and dims must be 1-d of equal length; found shapes {ks.shape} and {ps.shape}")
     return sum(vmf_rdp(alpha, k, p) for k, p in zip(ks, ps))
 
 
 def rdp_to_epsilon(alpha, tau, delta) -> tuple[float, float]:
-    """CKS conversion ε = min_α [τ_α + log(1−1/α) − (log δ + log α)/(α−1)] → (ε, argmin α) (seed 004, Prop. 4)."""
+    """CKS conversion ε = min_α [τ_α + log(1−1/α) − (log δ + log α)/(α−1)] → (ε, argmin α) (Biswas et al. 2024, Prop. 4)."""
     a = _alphas(alpha)
     t = np.asarray(tau, dtype=float)
     d = v.probability_open("delta", delta)
@@ -129,12 +132,12 @@ def rdp_to_epsilon(alpha, tau, delta) -> tuple[float, float]:
     return max(0.0, float(eps[i])), float(a[i])
 
 
-def _log_delta_alpha(alpha, eps, kappa, nu):
+def _log_delta_alpha(alpha, eps, concentration, nu):
     am1 = alpha - 1.0
-    return _cgf(alpha, kappa, nu) - am1 * eps - np.log(am1) + alpha * np.log1p(-1.0 / alpha)
+    return _cgf(alpha, concentration, nu) - am1 * eps - np.log(am1) + alpha * np.log1p(-1.0 / alpha)
 
 
-def _delta_opt(eps: np.ndarray, kappa: float, nu: float) -> tuple[np.ndarray, np.ndarray]:
+def _delta_opt(eps: np.ndarray, concentration: float, nu: float) -> tuple[np.ndarray, np.ndarray]:
     """(log δ, α*) for an array of ε by vectorised bisection on log(α−1) of the derivative."""
     eps = np.asarray(eps, dtype=float)
     lo = np.full(eps.shape, -30.0)  # log(α−1)
@@ -142,7 +145,7 @@ def _delta_opt(eps: np.ndarray, kappa: float, nu: float) -> tuple[np.ndarray, np
 
     def deriv(la):
         a = 1.0 + np.exp(la)
-        return 2.0 * kappa * _bessel_ratio_core(nu_a, (2.0 * a - 1.0) * kappa) - eps + np.log1p(-1.0 / a)
+        return 2.0 * concentration * _bessel_ratio_core(nu_a, (2.0 * a - 1.0) * concentration) - eps + np.log1p(-1.0 / a)
 
     nu_a = np.asarray(nu, dtype=float)
     for _ in range(52):
@@ -151,33 +154,36 @@ def _delta_opt(eps: np.ndarray, kappa: float, nu: float) -> tuple[np.ndarray, np
         lo = np.where(neg, mid, lo)
         hi = np.where(neg, hi, mid)
     alpha = 1.0 + np.exp(0.5 * (lo + hi))
-    log_d = np.minimum(_log_delta_alpha(alpha, eps, kappa, nu), 0.0)
-    return np.where(eps >= 2.0 * kappa, -np.inf, log_d), np.where(eps >= 2.0 * kappa, np.inf, alpha)
+    log_d = np.minimum(_log_delta_alpha(alpha, eps, concentration, nu), 0.0)
+    return np.where(eps >= 2.0 * concentration, -np.inf, log_d), np.where(eps >= 2.0 * concentration, np.inf, alpha)
 
 
-def vmf_delta(eps, kappa, dim) -> tuple[float, float]:
-    """(δ, α*) with δ = inf_α δ_α (seed 004, Prop. 4) for one VMF mechanism; δ = 0 for ε ≥ 2κ."""
+@renamed_kwargs(kappa="concentration")
+def vmf_delta(eps, concentration, dim) -> tuple[float, float]:
+    """(δ, α*) with δ = inf_α δ_α (Biswas et al. 2024, Prop. 4) for one VMF mechanism; δ = 0 for ε ≥ 2κ."""
     e = v.real("eps", eps)
     if e < 0 or math.isinf(e):
         raise ReconRiskError(f"eps must be finite and >= 0; found {eps}")
-    k, p = _kappa(kappa), _dim(dim)
+    k, p = _concentration(concentration), _dim(dim)
     log_d, a = _delta_opt(np.asarray([e]), k, 0.5 * p - 1.0)
     return float(np.exp(log_d[0])), float(a[0])
 
 
-def zhu_wang_rdp(tau_int: np.ndarray, gamma: float) -> np.ndarray:
+@renamed_kwargs(gamma="sample_rate")
+def zhu_wang_rdp(tau_int: np.ndarray, sample_rate: float) -> np.ndarray:
     """Poisson-subsampled RDP at integer orders 2…A (Zhu–Wang 2019, Thm 5, prefactor 1/(α−1)).
 
     ``tau_int[j]`` is τ at order j + 2 (j = 0…A−2). Evaluated in log space.
     """
     tau_int = np.asarray(tau_int, dtype=float)
-    if gamma == 1.0:
+    q = v.sample_rate("sample_rate", sample_rate)
+    if q == 1.0:
         return tau_int.copy()
-    lg, l1g = math.log(gamma), math.log1p(-gamma)
+    lg, l1g = math.log(q), math.log1p(-q)
     out = np.empty(tau_int.size)
     for j in range(tau_int.size):
         a = j + 2
-        terms = [(a - 1) * l1g + math.log1p((a - 1) * gamma),
+        terms = [(a - 1) * l1g + math.log1p((a - 1) * q),
                  math.log(a * (a - 1) / 2) + 2 * lg + (a - 2) * l1g + tau_int[0]]
         if a >= 3:
             ell = np.arange(3, a + 1)
@@ -197,14 +203,16 @@ def _interp(alphas: np.ndarray, tau1: float, tau_int: np.ndarray, mode: str) -> 
     return np.where(alphas > 1, cgf / np.maximum(alphas - 1.0, 1e-300), tau1)
 
 
-def subsample_eps_delta(eps: float, delta: float, gamma: float) -> tuple[float, float]:
+@renamed_kwargs(gamma="sample_rate")
+def subsample_eps_delta(eps: float, delta: float, sample_rate: float) -> tuple[float, float]:
     """Amplification by Poisson subsampling of an (ε, δ)-DP mechanism (Balle et al. 2018, Thm 8)."""
+    q = v.sample_rate("sample_rate", sample_rate)
     with np.errstate(divide="ignore"):
-        return float(np.logaddexp(np.log1p(-gamma), math.log(gamma) + eps)), gamma * delta
+        return float(np.logaddexp(np.log1p(-q), math.log(q) + eps)), q * delta
 
 
 def kov_compose(eps_s, delta_s, n: int, delta_tilde):
-    """Kairouz–Oh–Viswanath N-fold composition (seed 004, Thm 2, with the KOV factor N·ε_s restored).
+    """Kairouz–Oh–Viswanath N-fold composition (Biswas et al. 2024, Thm 2, with the KOV factor N·ε_s restored).
 
     Returns (ε̃, δ_total) with δ_total = 1 − (1−δ_s)^N (1−δ̃). Vectorised in ``eps_s``/``delta_tilde``.
     """
@@ -229,7 +237,7 @@ class VmfEpsilon:
     epsilon_approach2: float
     alpha: float  # optimal order of approach 2
     eps0: float  # optimal un-subsampled ε of approach 1
-    concentration: float  # κ (the VMF concentration; `kappa` is the prior's baseline in reconrisk's vocabulary)
+    concentration: float  # κ of the paper (reconrisk's `kappa` is only the prior's baseline success probability)
     dim: int
     sample_rate: float
     compositions: int
@@ -240,20 +248,20 @@ class VmfEpsilon:
         return asdict(self)
 
 
-def _approach1(kappa, nu, gamma, n, delta) -> tuple[float, float]:
+def _approach1(concentration, nu, q, n, delta) -> tuple[float, float]:
     log_target = math.log1p(-delta)
 
     def eps_tilde(eps0):
         eps0 = np.atleast_1d(np.asarray(eps0, dtype=float))
-        log_d0, _ = _delta_opt(eps0, kappa, nu)
-        with np.errstate(divide="ignore"):  # log(1 − γ + γe^ε) without overflow; γ = 1 gives ε
-            eps_s = np.logaddexp(np.log1p(-gamma), math.log(gamma) + eps0)
-        delta_s = gamma * np.exp(log_d0)
+        log_d0, _ = _delta_opt(eps0, concentration, nu)
+        with np.errstate(divide="ignore"):  # log(1 − q + qe^ε) without overflow; q = 1 gives ε
+            eps_s = np.logaddexp(np.log1p(-q), math.log(q) + eps0)
+        delta_s = q * np.exp(log_d0)
         d_tilde = -np.expm1(log_target - n * np.log1p(-delta_s))
         et, _ = kov_compose(eps_s, delta_s, n, np.where(d_tilde > 0, d_tilde, np.nan))
         return np.where(d_tilde > 0, et, 1e300)
 
-    grid = np.geomspace(1e-4, 2.0 * kappa, 400)
+    grid = np.geomspace(1e-4, 2.0 * concentration, 400)
     vals = eps_tilde(grid)
     i = int(np.argmin(vals))
     if vals[i] >= 1e300:
@@ -266,17 +274,17 @@ def _approach1(kappa, nu, gamma, n, delta) -> tuple[float, float]:
     return float(vals[i]), float(grid[i])
 
 
-def _approach2(kappa, p, gamma, n, delta, mode, max_order) -> tuple[float, float]:
+def _approach2(concentration, p, q, n, delta, mode, max_order) -> tuple[float, float]:
     nu = 0.5 * p - 1.0
     ints = np.arange(2, max_order + 1, dtype=float)
-    tau_int = zhu_wang_rdp(vmf_rdp(ints, kappa, p), gamma)
-    tau1 = gamma * vmf_rdp(1.0, kappa, p) if gamma < 1 else vmf_rdp(1.0, kappa, p)
+    tau_int = zhu_wang_rdp(vmf_rdp(ints, concentration, p), q)
+    tau1 = q * vmf_rdp(1.0, concentration, p) if q < 1 else vmf_rdp(1.0, concentration, p)
     log_delta = math.log(delta)
 
     def eps_of(a):
         a = np.atleast_1d(np.asarray(a, dtype=float))
-        if gamma == 1.0:
-            tau = vmf_rdp(a, kappa, p)
+        if q == 1.0:
+            tau = vmf_rdp(a, concentration, p)
         else:
             tau = _interp(a, tau1, tau_int, mode)
         return n * tau + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / (a - 1.0)
@@ -295,8 +303,9 @@ def _approach2(kappa, p, gamma, n, delta, mode, max_order) -> tuple[float, float
     return max(0.0, float(vals[i])), float(grid[i])
 
 
+@renamed_kwargs(kappa="concentration")
 def vmf_epsilon(
-    kappa,
+    concentration,
     dim,
     sample_rate,
     compositions,
@@ -306,14 +315,14 @@ def vmf_epsilon(
     interpolation: str = "cgf",
     max_order: int = MAX_ORDER,
 ) -> VmfEpsilon:
-    """ε at ``delta`` of ``compositions`` Poisson-subsampled VMF mechanisms (seed 004, §III; spec_004 §3).
+    """ε at ``delta`` of ``compositions`` Poisson-subsampled VMF mechanisms (Biswas et al. 2024, §III; spec_004 §3).
 
     ``approach`` "1" (convert, amplify, KOV-compose), "2" (subsampled RDP,
     compose, convert) or "best" (the smaller; the paper's Table I).
     ``interpolation`` applies to approach 2 (see the module docstring).
     """
-    k, p = _kappa(kappa), _dim(dim)
-    gamma = v.sample_rate("sample_rate", sample_rate)
+    k, p = _concentration(concentration), _dim(dim)
+    q = v.sample_rate("sample_rate", sample_rate)
     n = v.integer("compositions", compositions, minimum=1)
     d = v.probability_open("delta", delta)
     approach = v.choice("approach", str(approach), APPROACHES)
@@ -322,16 +331,16 @@ def vmf_epsilon(
     e1 = e0 = math.nan
     e2 = a2 = math.nan
     if approach in ("1", "best"):
-        e1, e0 = _approach1(k, 0.5 * p - 1.0, gamma, n, d)
+        e1, e0 = _approach1(k, 0.5 * p - 1.0, q, n, d)
     if approach in ("2", "best"):
-        e2, a2 = _approach2(k, p, gamma, n, d, mode, max_order)
+        e2, a2 = _approach2(k, p, q, n, d, mode, max_order)
     if approach == "1":
         eps, which = e1, "1"
     elif approach == "2":
         eps, which = e2, "2"
     else:
         eps, which = (e1, "1") if e1 <= e2 else (e2, "2")
-    return VmfEpsilon(float(eps), which, float(e1), float(e2), float(a2), float(e0), k, p, gamma, n, d, mode)
+    return VmfEpsilon(float(eps), which, float(e1), float(e2), float(a2), float(e0), k, p, q, n, d, mode)
 
 
 def concentration_for_epsilon(
@@ -352,23 +361,23 @@ def concentration_for_epsilon(
     def too_big(k):
         return vmf_epsilon(k, dim, sample_rate, compositions, delta, approach, interpolation=interpolation).epsilon > target
 
-    lo, _ = bisect_log(too_big, 1.0, 100.0, rel_tol=rel_tol, name="kappa")
+    lo, _ = bisect_log(too_big, 1.0, 100.0, rel_tol=rel_tol, name="concentration")
     return lo
 
 
 # ----------------------------------------------------------------------------------------
-# the Gaussian side of the paper's comparison (seed 004, §4 and Table IV)
+# the Gaussian side of the paper's comparison (Biswas et al. 2024, §4 and Table IV)
 # ----------------------------------------------------------------------------------------
 #: Opacus' default Rényi orders (spec_004 §4): 1.1, 1.2, …, 10.9 and 12…63.
 OPACUS_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)))
 
 
 def gaussian_epsilon_opacus(noise_multiplier, sample_rate, steps, delta) -> float:
-    """ε of DP-SGD by the RDP accountant on Opacus' order grid, fractional orders included (seed 004, §4).
+    """ε of DP-SGD by the RDP accountant on Opacus' order grid, fractional orders included (Biswas et al. 2024, §4).
 
     Uses ``dp_accounting``'s RDP accountant (exact sampled-Gaussian RDP at
     fractional orders, Mironov–Talwar–Zhang 2019) with the Opacus orders, the
-    accounting behind seed 004's Table IV. reconrisk's own ``"rdp"``
+    accounting behind Biswas et al.'s (2024) Table IV. reconrisk's own ``"rdp"``
     accountant uses integer orders only and overstates ε when the optimal
     order lies in (1, 2) (σ ≲ 0.4 at q = 128/60000, T = 1406).
     """

@@ -1,4 +1,4 @@
-"""The optimal analytic gradient-inversion attack under DP-SGD (seed 003, Prop. 1 / Cor. 1).
+"""The optimal analytic gradient-inversion attack under DP-SGD (Riess et al. 2024, Prop. 1 / Cor. 1).
 
 The adversary replaces the network by one linear layer ``f(X) = WX`` with
 ``W ∈ R^{M×N}`` and the loss ``L = 1_Mᵀ W X``. The per-example gradient is
@@ -53,7 +53,7 @@ import numpy as np
 
 from .. import _validate as val
 from ..bounds.analytic import ncc_bound, reconstruction_variance
-from ..metrics import mse, ncc, psnr  # noqa: F401  (seed 003 Defs. 3-5; re-exported)
+from ..metrics import mse, ncc, psnr  # noqa: F401  (Riess et al. 2024, Defs. 3-5; re-exported)
 from ..bounds.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
 from .analytic_step import _gathered_step, _sample_stats
@@ -75,7 +75,7 @@ MODES = ("fast", "explicit")
 #: :func:`simulate_success` also takes ``"law"``: the metrics sampled from their exact law.
 SUCCESS_MODES = MODES + ("law",)
 SCALES = ("oracle", "ratio")
-#: seed 003 Fig. 2 rows: C = m (always clipped), C = √M·m, C = 10·√M·max‖X‖ (never clipped).
+#: Riess et al. 2024, Fig. 2 rows: C = m (always clipped), C = √M·m, C = 10·√M·max‖X‖ (never clipped).
 CLIP_REGIMES = ("min", "sqrt_rows", "large")
 _ELEMENTS_PER_CHUNK = 1 << 23  # M·N floats per explicit-mode chunk (32 MiB fp32 per buffer)
 
@@ -85,7 +85,7 @@ class SuboptimalRowsWarning(UserWarning):
 
 
 # ----------------------------------------------------------------------------
-# averaging (metrics of seed 003 App. A.1 live in reconrisk.metrics)
+# averaging (metrics of Riess et al. 2024, App. A.1 live in reconrisk.metrics)
 # ----------------------------------------------------------------------------
 
 
@@ -116,7 +116,7 @@ def _data(x) -> tuple[np.ndarray, bool, np.ndarray]:
         raise ReconRiskError("x must hold finite numbers; found nan or inf")
     if (sq == 0).any():
         i = int(np.flatnonzero(sq == 0)[0])
-        raise ReconRiskError(f"x must have nonzero norm (seed 003 excludes X = 0); found norm 0 at sample {i}")
+        raise ReconRiskError(f"x must have nonzero norm (Riess et al. 2024 excludes X = 0); found norm 0 at sample {i}")
     return arr, single, sq
 
 
@@ -152,7 +152,7 @@ def simulate_attack(
     seed=None,
     progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """Reconstructions X̂ of each sample from one DP-SGD step with batch size 1 (seed 003, Cor. 1).
+    """Reconstructions X̂ of each sample from one DP-SGD step with batch size 1 (Riess et al. 2024, Cor. 1).
 
     ``x``: one sample (N,) or a batch (n, N) — each row is attacked in its own
     step. Returns an array of the same shape. ``seed`` (int or numpy
@@ -289,7 +289,7 @@ def _law_metrics(a: np.ndarray, dim: int, var: np.ndarray, rng: np.random.Genera
         NCC = (a + √v·u) / sqrt(a² + 2a√v·u + v(u² + r²)).
 
     A constant sample (a = 0) has NCC nan, as :func:`reconrisk.metrics.ncc`
-    gives; then u² + r² ~ χ²_{N−1} still holds for the MSE. Seed 003 states the
+    gives; then u² + r² ~ χ²_{N−1} still holds for the MSE. Riess et al. 2024 states the
     MSE law (Prop. 3: v·χ²_N/N); the joint law with the NCC is derived here.
     """
     n = a.shape[0]
@@ -304,12 +304,12 @@ def _law_metrics(a: np.ndarray, dim: int, var: np.ndarray, rng: np.random.Genera
 
 
 # ----------------------------------------------------------------------------
-# an experiment over noise multipliers (seed 003, Fig. 2)
+# an experiment over noise multipliers (Riess et al. 2024, Fig. 2)
 # ----------------------------------------------------------------------------
 
 
 def clip_norm_for_regime(regime: str, norms, rows) -> float:
-    """The clip norm of seed 003 Fig. 2's rows: ``min`` → C = m; ``sqrt_rows`` → C = √M·m; ``large`` → 10·√M·max‖X‖."""
+    """The clip norm of Riess et al. 2024, Fig. 2's rows: ``min`` → C = m; ``sqrt_rows`` → C = √M·m; ``large`` → 10·√M·max‖X‖."""
     r = val.choice("regime", regime, CLIP_REGIMES)
     m = val.integer("rows", rows, minimum=1)
     nrm = np.asarray(norms, dtype=float)
@@ -444,7 +444,7 @@ def simulate_success(
     repeats: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> AnalyticSimulation:
-    """Attack every sample of ``x`` once per noise multiplier and measure MSE, PSNR, NCC (seed 003, Fig. 2).
+    """Attack every sample of ``x`` once per noise multiplier and measure MSE, PSNR, NCC (Riess et al. 2024, Fig. 2).
 
     ``data_range=None`` uses each sample's own range (Def. 4); the paper's
     figures use a fixed range of 1. The j-th noise multiplier uses the numpy

@@ -1,4 +1,4 @@
-"""The jitted DP-SGD step of seed 003's explicit attack mode (split out of :mod:`reconrisk.attacks.analytic`).
+"""The jitted DP-SGD step of Riess et al.'s (2024) explicit attack mode (split out of :mod:`reconrisk.attacks.analytic`).
 
 One reconstruction is one real DP-SGD step with batch size 1 on the linear
 layer ``f(X) = WX (+ b)`` with the loss ``L = 1ᵀ(WX + b)``: ``jax.grad`` of
@@ -23,7 +23,7 @@ Layout (why it is fast on CPU)
     key is still ``fold_in(key, row)`` and each draw ``jax.random.normal(k,
     (M, N))``, so the noise bits are those of earlier versions.
 
-Metrics (seed 003 Def. 3 MSE, Def. 5 NCC) without a second pass over X̂
+Metrics (Riess et al. 2024, Def. 3 MSE, Def. 5 NCC) without a second pass over X̂
     With ``d = X̂ − X`` (the same float32 subtraction as before) and, once per
     *sample*, ``x̄`` (pairwise mean), ``S_x = Σ(x − x̄)`` (the rounding left in
     x̄) and ``S_xx = Σ(x − x̄)²``, each reconstruction needs only the three

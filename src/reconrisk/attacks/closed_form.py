@@ -1,14 +1,14 @@
-"""Closed-form reconstruction attacks on exactly trained convex models (seed 002 §III; spec_002 §2).
+"""Closed-form reconstruction attacks on exactly trained convex models (Balle, Cherubin & Hayes 2022, §III; spec_002 §2).
 
 numpy only. If θ is the unique optimum of a strictly convex, differentiable
-ERM objective, its first-order condition (seed 002 Eq. 1) gives the
+ERM objective, its first-order condition (Balle, Cherubin & Hayes 2022, Eq. 1) gives the
 missing point's gradient from the known ones:
 
     ∇_θ ℓ(θ; z) = −∇_θ [ Σ_{z′∈D⁻} ℓ(θ; z′) + regulariser ](θ).
 
 * **GLMs with intercept** (Thm 1; linear, ridge and logistic regression):
   :func:`glm_reconstruct` recovers x and the label y. The algebra lives once,
-  in :func:`reconrisk.attacks.glm.glm_attack` (seed 001's attack is the
+  in :func:`reconrisk.attacks.glm.glm_attack` (Guo, Karrer, Chaudhuri & van der Maaten's (2022) attack is the
   logistic case); here it is guarded: when the target's residual
   h(θᵀx̃) − y is 0 to rounding (|B₁| ≤ 1e-12 × the scale of the sum it was
   computed from) x is **not identifiable** and no division happens.
@@ -66,7 +66,7 @@ def _not_identifiable(d: int, reason: str) -> Reconstruction:
 
 
 def glm_reconstruct(theta, X_others, y_others, lam: float, n: int, family: str = "logistic") -> Reconstruction:
-    """Seed 002 Thm 1 on one release θ (bias first): x̂ = B[1:]/B₁, ŷ = h(θᵀx̃̂) − B₁, guarded.
+    """Balle, Cherubin & Hayes 2022, Thm 1 on one release θ (bias first): x̂ = B[1:]/B₁, ŷ = h(θᵀx̃̂) − B₁, guarded.
 
     ``family``: ``"logistic"`` (ŷ is also rounded to {0, 1} in ``y_hat``;
     the raw value is h(θᵀx̃̂) − B₁ ∈ (−1, 2)) or ``"linear"`` (least squares / ridge).
@@ -89,7 +89,7 @@ def glm_reconstruct(theta, X_others, y_others, lam: float, n: int, family: str =
 
 
 def linreg_reconstruct_no_intercept(theta, X_others, y_others, y_target: float) -> Reconstruction:
-    """Seed 002 Thm 8: least squares without intercept, target label known → two candidates for x.
+    """Balle, Cherubin & Hayes 2022, Thm 8: least squares without intercept, target label known → two candidates for x.
 
     v = X⁻ᵀ(Y⁻ − X⁻θ) = (xᵀθ − y)·x, so x = c·v with c = 1/(xᵀθ − y), and
     c²(vᵀθ) − c·y − 1 = 0. Roots are taken in the cancellation-free form

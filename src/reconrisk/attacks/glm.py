@@ -1,7 +1,7 @@
-"""The GLM reconstruction attack on output-perturbed logistic regression (seed 001 §7.2, after Balle et al. 2022).
+"""The GLM reconstruction attack on output-perturbed logistic regression (Guo, Karrer, Chaudhuri & van der Maaten 2022, §7.2, after Balle et al. 2022).
 
 numpy only. The informed adversary knows the release ``θ̂ = θ* + N(0, σ²I)``,
-the other n − 1 training points, λ and n (and, in seed 001, the target's
+the other n − 1 training points, λ and n (and, in Guo et al. 2022, the target's
 label, which this attack does not need). With bias features ``x̃ = [1, x]``
 the first-order condition of the training objective
 ``Σ_j (sigmoid(θᵀx̃_j) − y_j) x̃_j + nλθ = 0`` gives
@@ -39,12 +39,12 @@ from .. import _validate as v
 from ..errors import ReconRiskError
 
 
-#: Canonical-link GLM families of seed 002 Thm 1: the mean function h = b′.
+#: Canonical-link GLM families of Balle, Cherubin & Hayes 2022, Thm 1: the mean function h = b′.
 FAMILIES = ("logistic", "linear")
 
 
 def mean_function(family: str):
-    """h(t): sigmoid for logistic regression, the identity for linear/ridge regression (seed 002 Thm 1)."""
+    """h(t): sigmoid for logistic regression, the identity for linear/ridge regression (Balle, Cherubin & Hayes 2022, Thm 1)."""
     return special.expit if family == "logistic" else (lambda t: t)
 
 
@@ -99,7 +99,7 @@ def glm_attack(theta_hat, X_others, y_others, lam: float, n: int, *, return_labe
                family: str = "logistic"):
     """Reconstruct the missing training input from a released bias-augmented θ̂ and the other n − 1 points.
 
-    Seed 002 Thm 1 for a canonical-link GLM with intercept trained on
+    Balle, Cherubin & Hayes 2022, Thm 1 for a canonical-link GLM with intercept trained on
     ``Σ_j [b(θᵀx̃_j) − y_j θᵀx̃_j] + (nλ/2)||θ||²`` (the regulariser covers the
     intercept): ``family="logistic"`` (h = sigmoid, y ∈ {0, 1}) or
     ``"linear"`` (h = identity: least squares, ridge for λ > 0; y real).
@@ -159,7 +159,7 @@ class GLMAttackResult:
 
 def glm_attack_mse(X, y, theta_star, lam: float, noise_std: float, *, trials: int = 10_000, seed: int = 0,
                    chunk: int | None = None, progress=None) -> GLMAttackResult:
-    """Expected reconstruction MSE of the GLM attack for every training example (seed 001 Fig. 3).
+    """Expected reconstruction MSE of the GLM attack for every training example (Guo et al. 2022, Fig. 3).
 
     ``theta_star``: the exact bias-augmented minimiser on (X, y) (see
     :func:`reconrisk.train.convex.train_logreg` with ``bias=True``). Draws

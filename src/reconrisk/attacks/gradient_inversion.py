@@ -1,4 +1,4 @@
-"""Prior-oblivious gradient-inversion attack (seed 000, §2.1, Eq. (1); App. A and D).
+"""Prior-oblivious gradient-inversion attack (Hayes, Mahloujifar & Balle 2023, §2.1, Eq. (1); App. A and D).
 
 The adversary sees the iterates θ_t and the privatised gradients with the
 known points removed, ḡ_t, knows the target's label, and minimises over
@@ -9,7 +9,7 @@ z ∈ [0, 1]^d
 which needs second-order autodiff (z enters through ∇_θ ℓ). Several random
 restarts from uniform noise are run in parallel (``vmap``) and the one with
 the lowest loss is kept. The reconstruction is turned into a prior guess by
-taking the nearest prior point in L2 (seed 000, footnote 5 / App. D).
+taking the nearest prior point in L2 (Hayes, Mahloujifar & Balle 2023, footnote 5 / App. D).
 
 **Departures from the paper**, for cost: Adam (``optax.adam``) with a
 projection onto the box after every step, and a few hundred steps per restart
@@ -92,7 +92,7 @@ def nearest_neighbour(z, candidates):
 
 
 # ----------------------------------------------------------------------------------------
-# Inverting Gradients (Geiping et al. 2020), the attack of seed 004 (spec_004 §8)
+# Inverting Gradients (Geiping et al. 2020), the attack of Biswas et al. 2024 (spec_004 §8)
 # ----------------------------------------------------------------------------------------
 def total_variation(x, image_shape):
     """Anisotropic total variation of a batch of flattened images (B, H·W·C): mean |∂_h x| + mean |∂_w x|."""
@@ -114,14 +114,14 @@ def inverting_gradients(
     learning_rate: float = 0.1,
     tv_weight: float = 1e-2,
 ):
-    """Reconstruct a batch of B images from an observed (privatised) flat gradient (seed 004, §8; IGA).
+    """Reconstruct a batch of B images from an observed (privatised) flat gradient (Biswas et al. 2024, §8; IGA).
 
     Minimises ``1 − cos(grad_fn(x̂, labels), observed) + tv_weight·TV(x̂)`` over
     x̂ ∈ [0, 1]^{B×d}, as in the inversefed reference (cost ``"sim"`` over all
     layers, indices ``"def"``): Adam on the **sign** of the gradient with step
     ``learning_rate``, decayed ×0.1 at 3/8, 5/8 and 7/8 of the iterations,
     a projection onto the box after every step, uniform random initialisation.
-    The attacker knows the labels (an assumption; seed 004 does not say).
+    The attacker knows the labels (an assumption; Biswas et al. 2024 does not say).
     ``grad_fn(x, labels)`` returns the flat gradient the mechanism privatised
     (for DP-SGD: the mean of the clipped per-example gradients). Returns
     (x̂ (B, d), final loss). jit-able; no validation here (callers validate).

@@ -1,4 +1,4 @@
-"""Prior-aware reconstruction attacks on DP-SGD transcripts (seed 000, §3.4, §4.3, App. E–G).
+"""Prior-aware reconstruction attacks on DP-SGD transcripts (Hayes, Mahloujifar & Balle 2023, §3.4, §4.3, App. E–G).
 
 The informed adversary knows the prior π = {z_1 … z_n} (uniform), the fixed
 training set D₋, the released iterates θ_t and privatised gradients g_t, and —
@@ -13,7 +13,7 @@ and scores every candidate against every step in one vectorised pass
 layers' activations and back-propagated signals (see
 :mod:`reconrisk.train.dpsgd`); no per-example gradient is formed.
 
-Scores (each divided by C², the unit-mean normalisation of seed 000 App. A,
+Scores (each divided by C², the unit-mean normalisation of Hayes, Mahloujifar & Balle 2023, App. A,
 so that a step containing the target contributes ~N(1, σ²) when every
 gradient is clipped):
 

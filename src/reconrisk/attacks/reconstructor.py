@@ -1,4 +1,4 @@
-"""The reconstructor-network attack (RecoNN) of seed 002 (§IV–V; spec_002 §3–4).
+"""The reconstructor-network attack (RecoNN) of Balle, Cherubin & Hayes 2022 (§IV–V; spec_002 §3–4).
 
 An informed adversary who knows D⁻, the training algorithm and its
 initialisation trains shadow models θ_i = A(D⁻ ∪ {z_i})
@@ -108,7 +108,7 @@ class Reconstructor:
 
 def train_reconstructor(thetas, targets, *, hidden=DEFAULT_HIDDEN, epochs: int = 200, batch_size: int = 32,
                         learning_rate: float = 1e-3, seed: int = 0) -> Reconstructor:
-    """Fit φ on shadow pairs (θ_i, z_i) with loss MAE + MSE and Adam (seed 002 §V-A; departures in the module doc).
+    """Fit φ on shadow pairs (θ_i, z_i) with loss MAE + MSE and Adam (Balle, Cherubin & Hayes 2022, §V-A; departures in the module doc).
 
     The data order of each epoch is a permutation drawn from
     ``PRNGKey(seed)``; the initialisation too. Same seed → same network.
@@ -255,7 +255,7 @@ def run_reconn(dataset, *, fixed_size: int = 50, shadow_models: int = 256, targe
                clip_norm: float = 1.0, delta: float = 1e-5, model: str = "mlp", hidden=DEFAULT_HIDDEN,
                epochs: int = 100, chunk: int | None = None, seed: int = 0, confidence: float = 0.95,
                progress=None) -> ReconnResult:
-    """Seed 002's RecoNN experiment on ``dataset`` (a :class:`reconrisk.data.Dataset`), per ε in ``epsilons``.
+    """Balle, Cherubin & Hayes's (2022) RecoNN experiment on ``dataset`` (a :class:`reconrisk.data.Dataset`), per ε in ``epsilons``.
 
     ``None`` in ``epsilons`` means no DP. For a finite ε the shadow and the
     released models run full-batch DP-GD with the noise multiplier that makes

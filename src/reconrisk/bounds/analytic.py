@@ -1,4 +1,4 @@
-"""ReRo bounds, calibration and NCC for analytic gradient inversion under DP (seed 003).
+"""ReRo bounds, calibration and NCC for analytic gradient inversion under DP (Riess et al. 2024).
 
 The attack: the adversary replaces the network by ``f(X) = WX`` (M rows, no
 bias) with loss ``1ᵀWX``; every row gradient is a copy of ``X``. After
@@ -7,8 +7,8 @@ the clipping factor gives ``X̂ ~ N(X, σ²·max(C²/M, ‖X‖²)·I_N)`` — t
 (minimum-variance unbiased) reconstruction once ``M ≥ (C/‖X‖)²`` (Prop. 1,
 Cor. 1, Eq. 20). Everything here follows from that Gaussian:
 
-* :func:`rero_gamma_mse` — Prop. 3 (Eq. 24) and its looser C-variant;
-* :func:`rero_gamma_psnr` — Props. 4–5 (Eqs. 25–27) and the C-variants;
+* :func:`rero_mse` — Prop. 3 (Eq. 24) and its looser C-variant (the paper's γ(η));
+* :func:`rero_psnr` — Props. 4–5 (Eqs. 25–27) and the C-variants (the paper's γ̃(η));
 * :func:`analytic_noise_multiplier_for_rero`, :func:`eta_for_rero` — closed-form
   calibration ([inferred], spec_003 §7: ``σ² ≥ Nη/(m²·χ²_N⁻¹(γ))``);
 * :func:`ncc_bound`, :func:`ncc_exact`, :func:`sample_ncc_decomposition` —
@@ -37,6 +37,7 @@ import numpy as np
 from scipy import special, stats
 
 from .. import _validate as val
+from .._deprecated import renamed_function, renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 from .analytic_laws import MSELaw, PSNRLaw, _ret
 
@@ -44,8 +45,8 @@ __all__ = [
     "optimal_num_rows",
     "reconstruction_variance",
     "averaged_variance",
-    "rero_gamma_mse",
-    "rero_gamma_psnr",
+    "rero_mse",
+    "rero_psnr",
     "analytic_noise_multiplier_for_rero",
     "eta_for_rero",
     "ncc_bound",
@@ -69,7 +70,7 @@ _LN10_10 = math.log(10.0) / 10.0
 
 
 def optimal_num_rows(clip_norm, min_norm, *, rule: str = "squared") -> int:
-    """Rows M of the optimal linear layer (seed 003, Eq. 18 / Cor. 1, corrected).
+    """Rows M of the optimal linear layer (Riess et al. 2024, Eq. 18 / Cor. 1, corrected).
 
     ``rule="squared"`` (default): ``max(1, ⌈(C/m)²⌉)``, the smallest M for which
     clipping is active for every sample of norm ≥ m, so the variance is the
@@ -102,7 +103,7 @@ def reconstruction_variance(noise_multiplier, clip_norm, rows, norm, *, bias: bo
 
 
 def averaged_variance(noise_multiplier, norm, averaged) -> float:
-    """Variance σ²‖X‖²/k of the average of k matched reconstructions (seed 003, Prop. 7, Eq. 29)."""
+    """Variance σ²‖X‖²/k of the average of k matched reconstructions (Riess et al. 2024, Prop. 7, Eq. 29)."""
     s = val.positive("noise_multiplier", noise_multiplier)
     n = val.positive("norm", norm)
     k = val.integer("averaged", averaged, minimum=1)
@@ -146,8 +147,8 @@ def _eta_psnr(eta) -> np.ndarray:
     return arr
 
 
-def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
-    """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (seed 003, Prop. 3, Eq. 24).
+def rero_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
+    """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24).
 
     ``γ(η) = Γ_R(N/2, Nη/(2σ²m²))``. With ``clip_norm`` instead of ``min_norm``
     it is the looser C-variant ``Γ_R(N/2, Nη/(2σ²C²))``, valid only when
@@ -163,10 +164,10 @@ def rero_gamma_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None,
     return law.logcdf(e) if log else law.cdf(e)
 
 
-def rero_gamma_psnr(
+def rero_psnr(
     eta, noise_multiplier, dim, *, data_range=1.0, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False
 ):
-    """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (seed 003, Props. 4-5, Eqs. 25-27).
+    """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (Riess et al. 2024, Props. 4-5, Eqs. 25-27).
 
     ``γ̃(η) = Γ_R(N/2, N·10^{−η/10}·R_D²/(2σ²m²))`` with the global data range
     ``R_D`` (``data_range``, default 1); the C-variant (``clip_norm``, valid
@@ -201,7 +202,7 @@ def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, 
     ``R²·10^{−η/10}`` (PSNR, η in dB), and k = ``averaged``. Since
     Γ_R is increasing in its second argument, every σ at or above this value
     satisfies the bound. (Named apart from :func:`reconrisk.bounds.calibrate.noise_multiplier_for_rero`,
-    the DP-SGD calibration of seed 000.) Works for ``target_rero`` down to ~1e-300.
+    the DP-SGD calibration of Hayes, Mahloujifar & Balle 2023.) Works for ``target_rero`` down to ~1e-300.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
     g = val.probability_open("target_rero", target_rero)
@@ -216,13 +217,14 @@ def analytic_noise_multiplier_for_rero(metric, eta, target_rero, dim, min_norm, 
     return math.sqrt(k * n * thr / (m * m * q))
 
 
-def eta_for_rero(metric, gamma, noise_multiplier, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
-    """The threshold η at which the bound equals ``gamma`` (closed-form inverse of Props. 3-5).
+@renamed_kwargs(gamma="target_rero")
+def eta_for_rero(metric, target_rero, noise_multiplier, dim, min_norm, *, data_range=1.0, averaged: int = 1) -> float:
+    """The threshold η at which the bound γ(η) equals ``target_rero`` (closed-form inverse of Props. 3-5).
 
     MSE: ``η = σ²m²·χ²_N⁻¹(γ)/(kN)``. PSNR (dB): ``η = 10·log10(R²kN/(σ²m²·χ²_N⁻¹(γ)))``.
     """
     mt = val.choice("metric", metric, ("mse", "psnr"))
-    g = val.probability_open("gamma", gamma)
+    g = val.probability_open("target_rero", target_rero)
     s = val.positive("noise_multiplier", noise_multiplier)
     n = val.integer("dim", dim, minimum=1)
     m = val.positive("min_norm", min_norm)
@@ -240,7 +242,7 @@ def eta_for_rero(metric, gamma, noise_multiplier, dim, min_norm, *, data_range=1
 
 
 def ncc_bound(noise_multiplier, dim, *, averaged: int = 1):
-    """Upper bound ``sqrt(1/(1 + σ²N/k))`` on the population NCC of the optimal attack (seed 003, Prop. 6, Eq. 28).
+    """Upper bound ``sqrt(1/(1 + σ²N/k))`` on the population NCC of the optimal attack (Riess et al. 2024, Prop. 6, Eq. 28).
 
     Independent of C, ‖X‖ and the data range. Finite-N *sample* NCC can exceed
     it (Remark B.1); it is not a ReRo bound. Vectorised over ``noise_multiplier``.
@@ -261,7 +263,7 @@ def _sample(name: str, x) -> np.ndarray:
 
 
 def ncc_exact(noise_multiplier, x, *, averaged: int = 1) -> float:
-    """Population NCC ``sqrt(1/(1 + σ²‖X‖²/(k·Var(x))))`` for a given sample X (seed 003, Prop. 6, Eq. 28, left side).
+    """Population NCC ``sqrt(1/(1 + σ²‖X‖²/(k·Var(x))))`` for a given sample X (Riess et al. 2024, Prop. 6, Eq. 28, left side).
 
     ``Var(x)`` is the population (1/N) variance of the entries of X. Constant
     X (Var = 0) has no NCC and zero-norm X is excluded: both raise.
@@ -271,7 +273,7 @@ def ncc_exact(noise_multiplier, x, *, averaged: int = 1) -> float:
     arr = _sample("x", x)
     norm2 = float(arr @ arr)
     if norm2 == 0:
-        raise ReconRiskError("x must have a nonzero norm (seed 003 excludes X = 0); found norm 0")
+        raise ReconRiskError("x must have a nonzero norm (Riess et al. 2024 excludes X = 0); found norm 0")
     var = float(np.var(arr))
     if var == 0:
         raise ReconRiskError("x must not be constant (NCC is undefined for zero variance); found variance 0")
@@ -305,7 +307,7 @@ def sample_ncc_decomposition(x, zeta) -> dict:
 
 
 def selection_probability(k, attacks, n_records, *, exact: bool = True, log: bool = False) -> float:
-    """Probability that the target is picked exactly k times in K̂ = ``attacks`` batch-size-1 steps (seed 003, Sec. 4.3).
+    """Probability that the target is picked exactly k times in K̂ = ``attacks`` batch-size-1 steps (Riess et al. 2024, Sec. 4.3).
 
     ``exact=True`` (default): the binomial pmf ``C(K̂,k)·p^k·(1−p)^{K̂−k}``,
     ``p = 1/|D|``. ``exact=False``: the paper's printed ``C(K̂,k)/|D|^k``, which
@@ -330,17 +332,21 @@ def selection_probability(k, attacks, n_records, *, exact: bool = True, log: boo
 
 @dataclass(frozen=True)
 class AnalyticBound:
-    """A seed-003 bound at one setting. ``gamma`` is None for NCC (no ReRo form)."""
+    """A Riess et al. 2024 bound at one setting.
+
+    ``rero`` is the paper's γ(η) (the bound on the attack's success probability), ``log_rero`` its log and
+    ``rero_clip`` the C-variant; all three are None for NCC (no ReRo form).
+    """
 
     metric: str
     noise_multiplier: float
     dim: int
     eta: float | None
-    gamma: float | None
-    log_gamma: float | None
+    rero: float | None
+    log_rero: float | None
     min_norm: float | None
     clip_norm: float | None
-    gamma_clip: float | None  # C-variant, only when clip_norm <= min_norm
+    rero_clip: float | None  # C-variant, only when clip_norm <= min_norm
     data_range: float | None
     averaged: int
     expected: float | None  # E[metric] for a sample of norm m (MSE, PSNR) or None
@@ -351,15 +357,31 @@ class AnalyticBound:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    # the names before issue 22's vocabulary, for one release
+    @property
+    def gamma(self) -> float | None:
+        warn_renamed("AnalyticBound.gamma", "AnalyticBound.rero", "reconrisk")
+        return self.rero
+
+    @property
+    def log_gamma(self) -> float | None:
+        warn_renamed("AnalyticBound.log_gamma", "AnalyticBound.log_rero", "reconrisk")
+        return self.log_rero
+
+    @property
+    def gamma_clip(self) -> float | None:
+        warn_renamed("AnalyticBound.gamma_clip", "AnalyticBound.rero_clip", "reconrisk")
+        return self.rero_clip
+
 
 def analytic_bound(
     metric, noise_multiplier, dim, *, eta=None, min_norm=None, clip_norm=None, data_range=None, averaged: int = 1
 ) -> AnalyticBound:
-    """All seed-003 numbers at one setting: γ (Prop. 3 or 5), the C-variant, E[metric], the NCC bound.
+    """All Riess et al. 2024 numbers at one setting: γ (Prop. 3 or 5), the C-variant, E[metric], the NCC bound.
 
     ``metric="ncc"`` needs neither ``eta`` nor ``min_norm``; if ``eta`` is
     given it must lie in [−1, 1]. ``data_range`` defaults to 1 for PSNR.
-    γ uses ``min_norm`` when it is given (and then ``gamma_clip`` is the
+    γ uses ``min_norm`` when it is given (and then ``rero_clip`` is the
     looser C-variant if ``clip_norm ≤ min_norm``); with only ``clip_norm``, γ
     is the C-variant itself, valid under the caller's assertion C ≤ m
     (``basis`` says which).
@@ -389,12 +411,12 @@ def analytic_bound(
     r = None
     if mt == "mse":
         e = float(_eta_mse(eta))
-        fn = lambda **kw: rero_gamma_mse(e, s, n, averaged=k, **kw)  # noqa: E731
+        fn = lambda **kw: rero_mse(e, s, n, averaged=k, **kw)  # noqa: E731
         expected = s * s * scale * scale / k
     else:
         e = float(_eta_psnr(eta))
         r = 1.0 if data_range is None else val.positive("data_range", data_range)
-        fn = lambda **kw: rero_gamma_psnr(e, s, n, data_range=r, averaged=k, **kw)  # noqa: E731
+        fn = lambda **kw: rero_psnr(e, s, n, data_range=r, averaged=k, **kw)  # noqa: E731
         expected = PSNRLaw(s * s * scale * scale / k, n, r).mean()
     log_g = float(fn(**{basis: scale}, log=True))
     g = math.exp(log_g)
@@ -428,8 +450,8 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
 
     def bound_at(sig: float) -> float:
         if mt == "mse":
-            return float(rero_gamma_mse(eta, sig, dim, min_norm=min_norm, averaged=averaged))
-        return float(rero_gamma_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
+            return float(rero_mse(eta, sig, dim, min_norm=min_norm, averaged=averaged))
+        return float(rero_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
 
     # the closed form is exact in real arithmetic; in floating point the bound at the rounded σ can
     # exceed the target by a few ulps, so step σ up (the bound decreases in σ) until it holds exactly
@@ -440,3 +462,8 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
         got = bound_at(s)
         step += 1
     return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)
+
+
+#: The names before issue 22's vocabulary, kept for one release (they warn).
+rero_gamma_mse = renamed_function("rero_gamma_mse", rero_mse)
+rero_gamma_psnr = renamed_function("rero_gamma_psnr", rero_psnr)

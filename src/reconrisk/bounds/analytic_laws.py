@@ -1,6 +1,6 @@
-"""Success laws of the optimal analytic gradient-inversion attack (seed 003, Thm 2, Prop. 4).
+"""Success laws of the optimal analytic gradient-inversion attack (Riess et al. 2024, Thm 2, Prop. 4).
 
-Under DP-SGD the optimal attack (seed 003, Prop. 1 / Cor. 1) returns
+Under DP-SGD the optimal attack (Riess et al. 2024, Prop. 1 / Cor. 1) returns
 ``X̂ ~ N(X, v·I_N)`` with per-coordinate variance ``v = σ²‖X‖²`` (Eq. 20), so
 
 * ``MSE = ‖X − X̂‖²/N =_d (v/N)·χ²_N``  — Thm 2, Eq. 22; CDF Eq. 23:
@@ -186,7 +186,7 @@ class _LawSummaries:
 class MSELaw(_LawSummaries):
     """Law of ``MSE(X, X̂) = ‖X − X̂‖²/N`` for ``X̂ ~ N(X, variance·I_N)``: ``(variance/N)·χ²_N``.
 
-    Seed 003, Thm 2 (Eq. 22) with ``variance = σ²‖X‖²``; equivalently
+    Riess et al. 2024, Thm 2 (Eq. 22) with ``variance = σ²‖X‖²``; equivalently
     ``Gamma(shape=N/2, scale=2·variance/N)``. Build it with :func:`mse_law`
     (from σ and ‖X‖) or :meth:`from_variance`.
     """
@@ -270,7 +270,7 @@ class MSELaw(_LawSummaries):
 
 
 def mse_law(noise_multiplier, norm, dim, *, averaged: int = 1) -> MSELaw:
-    """Law of the MSE of the optimal attack on a sample of norm ‖X‖ (seed 003, Thm 2).
+    """Law of the MSE of the optimal attack on a sample of norm ‖X‖ (Riess et al. 2024, Thm 2).
 
     ``averaged`` = k matched reconstructions averaged (Prop. 7): ``v = σ²‖X‖²/k``.
     """
@@ -293,7 +293,7 @@ def mse_asymptotic_normal(noise_multiplier, norm, dim, *, averaged: int = 1):
 
 @dataclass(frozen=True)
 class PSNRLaw(_LawSummaries):
-    """Law of ``PSNR = 10·log10(r²/MSE)`` (dB) when MSE follows :class:`MSELaw` (seed 003, Prop. 4).
+    """Law of ``PSNR = 10·log10(r²/MSE)`` (dB) when MSE follows :class:`MSELaw` (Riess et al. 2024, Prop. 4).
 
     ``data_range`` is ``r``: a fixed range such as 1 or 255 (the authors'
     figures) or the per-sample ``max(X) − min(X)`` of Def. 4. Higher is a
@@ -393,6 +393,6 @@ class PSNRLaw(_LawSummaries):
 
 
 def psnr_law(noise_multiplier, norm, dim, *, data_range: float = 1.0, averaged: int = 1) -> PSNRLaw:
-    """Law of the PSNR (dB) of the optimal attack on a sample of norm ‖X‖ (seed 003, Prop. 4)."""
+    """Law of the PSNR (dB) of the optimal attack on a sample of norm ‖X‖ (Riess et al. 2024, Prop. 4)."""
     m = mse_law(noise_multiplier, norm, dim, averaged=averaged)
     return PSNRLaw(m.variance, m.dim, data_range)

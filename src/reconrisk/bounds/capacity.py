@@ -1,6 +1,6 @@
-"""Bayes' capacity: the one-try reconstruction leakage of a channel (seed 004, §IV; spec_004 §6).
+"""Bayes' capacity: the one-try reconstruction leakage of a channel (Biswas et al. 2024, §IV; spec_004 §6).
 
-``C_Bayes(M) = Σ_y max_x M[x, y]`` for a discrete channel (seed 004, Eq. 13),
+``C_Bayes(M) = Σ_y max_x M[x, y]`` for a discrete channel (Biswas et al. 2024, Eq. 13),
 ``∫ sup_x f(x)(y) dy`` for a continuous one (Def. 7). Its log is Sibson's
 mutual information of order ∞ and bounds the multiplicative Bayes leakage for
 every prior (the "miracle" theorem); by Thm 4 the reconstruction risk of
@@ -9,8 +9,8 @@ DP-SGD is the capacity of its noise step alone. Everything is returned as a
 
 Closed forms:
 
-* VMF on S^{p−1} (seed 004, Thm 6): ``C = e^κ A(S^{p−1}) / C_{p,κ}``.
-* Gaussian N(x, σ²I_p) with inputs in the ball of radius R (seed 004, Thm 5,
+* VMF on S^{p−1} (Biswas et al. 2024, Thm 6): ``C = e^κ A(S^{p−1}) / C_{p,κ}``.
+* Gaussian N(x, σ²I_p) with inputs in the ball of radius R (Biswas et al. 2024, Thm 5,
   **corrected**; spec_004 §6):
   ``C = R^p/(Γ(p/2+1) 2^{p/2} σ^p) + [1/(Γ(p/2) 2^{p/2} σ^p)]·Σ_{i=0}^{p−1}
   Γ((p−i)/2)(√2σ)^{p−i} C(p−1,i) R^i``. The theorem as printed has
@@ -30,6 +30,7 @@ import numpy as np
 from scipy import integrate, special
 
 from .. import _validate as v
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 from ..mechanisms.vmf import log_sphere_area, vmf_log_norm
 
@@ -55,18 +56,24 @@ def log_bayes_capacity(channel) -> float:
     return float(np.log(c.max(axis=0).sum()))
 
 
-def log_capacity_vmf(kappa, dim) -> float:
-    """log C_Bayes of the VMF mechanism on S^{p−1} (seed 004, Thm 6): κ + log A(S^{p−1}) − log C_{p,κ}."""
-    k = v.real("kappa", kappa)
+@renamed_kwargs(kappa="concentration")
+def log_capacity_vmf(concentration, dim) -> float:
+    """log C_Bayes of the VMF mechanism of concentration κ on S^{p−1} (Biswas et al. 2024, Thm 6):
+    κ + log A(S^{p−1}) − log C_{p,κ}."""
+    k = v.real("concentration", concentration)
     if k < 0 or math.isinf(k):
-        raise ReconRiskError(f"kappa must be finite and >= 0; found {kappa}")
+        raise ReconRiskError(f"concentration must be finite and >= 0; found {concentration}")
     p = v.integer("dim", dim, minimum=2)
     return k + log_sphere_area(p) - vmf_log_norm(p, k)
 
 
-def log_capacity_gaussian(sigma, radius, dim) -> float:
-    """log C_Bayes of N(x, σ²I_p), x in the ball of radius R (seed 004, Thm 5 corrected; log space)."""
-    s = v.positive("sigma", sigma)
+@renamed_kwargs(sigma="noise_std")
+def log_capacity_gaussian(noise_std, radius, dim) -> float:
+    """log C_Bayes of N(x, σ²I_p), x in the ball of radius R (Biswas et al. 2024, Thm 5 corrected; log space).
+
+    ``noise_std`` is the standard deviation σ of the Gaussian noise itself (for DP-SGD: noise multiplier × C).
+    """
+    s = v.positive("noise_std", noise_std)
     r = v.positive("radius", radius)
     p = v.integer("dim", dim, minimum=1)
     log_s, log_r = math.log(s), math.log(r)
@@ -79,7 +86,8 @@ def log_capacity_gaussian(sigma, radius, dim) -> float:
     return float(np.logaddexp(interior, shell))
 
 
-def log_capacity_numeric(mechanism: str, dim, *, kappa=None, sigma=None, radius=None) -> float:
+@renamed_kwargs(kappa="concentration", sigma="noise_std")
+def log_capacity_numeric(mechanism: str, dim, *, concentration=None, noise_std=None, radius=None) -> float:
     """log C_Bayes by direct integration of Def. 7 for small p (≤ 20); an independent check of Thms 5–6.
 
     VMF: sup_x f(x)(y) = e^κ/C_{p,κ} everywhere, with the normaliser itself
@@ -90,7 +98,7 @@ def log_capacity_numeric(mechanism: str, dim, *, kappa=None, sigma=None, radius=
     mech = v.choice("mechanism", mechanism, ("vmf", "gaussian"))
     p = v.integer("dim", dim, minimum=1, maximum=20)
     if mech == "vmf":
-        k = v.positive("kappa", kappa)
+        k = v.positive("concentration", concentration)
         if p < 2:
             raise ReconRiskError(f"dim must be >= 2 for the VMF mechanism; found {p}")
         # e^{κ(cos θ − 1)} keeps the integrand <= 1
@@ -98,7 +106,7 @@ def log_capacity_numeric(mechanism: str, dim, *, kappa=None, sigma=None, radius=
                                 epsabs=0, epsrel=1e-13, limit=400)
         log_norm_scaled = (log_sphere_area(p - 1) if p > 2 else math.log(2.0)) + math.log(val)  # log(C e^{−κ})
         return log_sphere_area(p) - log_norm_scaled
-    s = v.positive("sigma", sigma)
+    s = v.positive("noise_std", noise_std)
     r = v.positive("radius", radius)
 
     def dens(rho):

@@ -29,12 +29,13 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.rdp import DEFAULT_ORDERS, minimise_over_orders
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 from ..results import Bound
 
 
 def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
-    """min over α of (κ e^{ε(α)})^{(α−1)/α}, capped at 1 (seed 002 Thm 2)."""
+    """min over α of (κ e^{ε(α)})^{(α−1)/α}, capped at 1 (Balle, Cherubin & Hayes 2022, Thm 2)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     a = np.asarray(orders, dtype=float)[None, :]
     e = np.asarray(rdp_epsilons, dtype=float)[None, :]
@@ -43,13 +44,13 @@ def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
 
 
 def rero_from_dp(kappa, epsilon: float, delta: float = 0.0) -> np.ndarray:
-    """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (seed 002 Cor. 3; δ = 0 is pure ε-DP)."""
+    """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (Balle, Cherubin & Hayes 2022, Cor. 3; δ = 0 is pure ε-DP)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     return np.minimum(1.0, np.exp(np.minimum(0.0, np.log(kappa) + float(epsilon))) + float(delta))
 
 
 def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
-    """γ = exp(−max(0, √log(1/κ) − √ρ)²) for ρ-zCDP (seed 002 Cor. 4; seed 000 Eq. 2)."""
+    """γ = exp(−max(0, √log(1/κ) − √ρ)²) for ρ-zCDP (Balle, Cherubin & Hayes 2022, Cor. 4; Hayes, Mahloujifar & Balle 2023, Eq. 2)."""
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     gap = np.maximum(0.0, np.sqrt(-np.log(kappa)) - math.sqrt(float(rho)))
     return np.exp(-(gap**2))
@@ -72,7 +73,7 @@ def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------
-# validated single conversions (seed 002 §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
+# validated single conversions (Balle, Cherubin & Hayes 2022, §VII; spec_002 §5.4–5.7) and the ReRo → DP converse
 # ----------------------------------------------------------------------------------------
 #: Sources accepted by :func:`rero_from_guarantee` (and ``reconrisk convert --from``).
 SOURCES = ("rdp", "dp", "zcdp")
@@ -95,7 +96,7 @@ def _log_kappa(kappa, log_kappa) -> float:
 
 
 def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, log_kappa: float | None = None) -> float:
-    """γ = min(1, (κ e^ε)^{(α−1)/α}) for one (α, ε)-RDP guarantee (seed 002 Thm 2).
+    """γ = min(1, (κ e^ε)^{(α−1)/α}) for one (α, ε)-RDP guarantee (Balle, Cherubin & Hayes 2022, Thm 2).
 
     Evaluated as ``exp((α−1)/α · (log κ + ε))``: no overflow for large ε or tiny κ
     (pass ``log_kappa`` instead of ``kappa`` when κ underflows).
@@ -111,7 +112,7 @@ def rero_from_rdp_order(kappa: float | None, epsilon: float, order: float, *, lo
 
 
 def zcdp_optimal_order(kappa: float, rho: float) -> float:
-    """α* = √(log(1/κ)/ρ), the order minimising Thm 2 along the zCDP curve ε(α) = ρα (seed 002 Cor. 4).
+    """α* = √(log(1/κ)/ρ), the order minimising Thm 2 along the zCDP curve ε(α) = ρα (Balle, Cherubin & Hayes 2022, Cor. 4).
 
     Cor. 4 applies when α* > 1, i.e. ρ < log(1/κ); otherwise the bound is vacuous (γ = 1).
     """
@@ -120,8 +121,9 @@ def zcdp_optimal_order(kappa: float, rho: float) -> float:
     return math.sqrt(-math.log(k) / r)
 
 
-def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
-    """(ε, δ)-DP implied by (η, γ)-ReRo against every two-point prior of weight κ (seed 002 Thm 5).
+@renamed_kwargs(gamma="rero")
+def dp_from_two_point_rero(kappa: float, rero: float) -> tuple[float, float]:
+    """(ε, δ)-DP implied by (η, γ)-ReRo (``rero`` = γ) against every two-point prior of weight κ (Balle, Cherubin & Hayes 2022, Thm 5).
 
     The prior puts κ ∈ [1/2, 1) on z and 1 − κ on z′ (with ℓ(z, z′) > η). The
     attack "output z′ if θ ∈ E, else z" succeeds with probability
@@ -135,9 +137,9 @@ def dp_from_two_point_rero(kappa: float, gamma: float) -> tuple[float, float]:
     the printed statement lost its formulas.
     """
     k = v.in_range("kappa", kappa, 0.5, 1.0, low_open=False)
-    g = v.in_range("rero", gamma, 0.0, 1.0, high_open=False)
+    g = v.in_range("rero", rero, 0.0, 1.0, high_open=False)
     if g < k:
-        _raise_range("rero", gamma, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
+        _raise_range("rero", rero, f"in [kappa, 1] = [{k:g}, 1] (the blind guess already succeeds with probability kappa)")
     return math.log(k) - math.log1p(-k), (g - k) / (1 - k)
 
 

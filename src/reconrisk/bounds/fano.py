@@ -1,22 +1,22 @@
-"""Fano's bound on reconstruction success (Guo et al. 2022b, as compared in seed 000, App. H).
+"""Fano's bound on reconstruction success (Guo, Sablayrolles & Sanjabi 2022, as compared in Hayes, Mahloujifar & Balle 2023, App. H).
 
 Theory layer: numpy/scipy only. Natural logarithms throughout.
 
 Fano's inequality for an adversary that guesses the target Z (prior π over
 |π| candidates) from the release W: with error probability P_e,
-``H(π) − I(π; W) ≤ h(P_e) + P_e log(|π| − 1)``. Seed 000 (App. H) writes it as
+``H(π) − I(π; W) ≤ h(P_e) + P_e log(|π| − 1)``. Hayes, Mahloujifar & Balle 2023 (App. H) writes it as
 
     f(t) = H(π) − I(π; W) + t log t + (1 − t) log(1 − t) − t log(|π| − 1),
 
 take the smallest t ∈ [0, 1] with f(t) ≤ 0; then ``p_success ≤ 1 − t`` and the
-advantage (seed 000, Eq. 4) is ``(p_success − p_π^max)/(1 − p_π^max)``.
+advantage (Hayes, Mahloujifar & Balle 2023, Eq. 4) is ``(p_success − p_π^max)/(1 − p_π^max)``.
 :func:`fano_bound` solves it by bisection and returns a certified bracket on t:
 f(t_lo) > 0 strictly, so the true P_e ≥ t_lo and ``success_upper = 1 − t_lo``
 is an upper bound whatever the bisection's precision (its width is reported).
 
 Upper bounds on the mutual information I:
 
-* :func:`gaussian_mutual_information` — seed 000 App. H's closed form for the
+* :func:`gaussian_mutual_information` — Hayes, Mahloujifar & Balle 2023, App. H's closed form for the
   Gaussian mechanism, ``I ≤ −Σ_i p_i log(p_i + (1 − p_i) exp(−Δ²/(2σ²)))``
   (pairwise output distance Δ, noise std σ). It is the Kolchinsky–Tracey
   pairwise-KL bound ``−Σ_i p_i log Σ_j p_j exp(−KL(P_i‖P_j))`` with
@@ -30,7 +30,7 @@ Upper bounds on the mutual information I:
   add/remove KL of the subsampled Gaussian, ``KL((1−q)N(0,σ²) + qN(1,σ²) ‖
   N(0,σ²))`` (σ in units of C; the worst case over gradients of norm ≤ C
   because (μ, ν) is a dominating pair and KL is an f-divergence), summed over
-  steps by the chain rule. It is seed 000's remark "an (α, ε)-RDP mechanism
+  steps by the chain rule. It is Hayes, Mahloujifar & Balle's (2023) remark "an (α, ε)-RDP mechanism
   gives I ≤ ε" taken at α → 1 (the smallest order, hence the tightest). It
   holds for any q; at q = 1 it is ``T/(2σ²)``.
 
@@ -89,7 +89,7 @@ def _fano_f(t: float, gap: float, log_rest: float) -> float:
 
 
 def fano_bound(mutual_information: float, prior_size: int, *, entropy: float | None = None) -> FanoBound:
-    """Seed 000 App. H: p_success ≤ 1 − t* with t* the smallest t where f(t) ≤ 0.
+    """Hayes, Mahloujifar & Balle 2023, App. H: p_success ≤ 1 − t* with t* the smallest t where f(t) ≤ 0.
 
     ``entropy`` defaults to log N (uniform prior, p_max = 1/N); give H(π) for
     another prior over N candidates (then the advantage still uses 1/N as p_max
@@ -126,7 +126,7 @@ def fano_bound(mutual_information: float, prior_size: int, *, entropy: float | N
 
 
 def gaussian_mutual_information(prior_size: int, distance_over_sigma: float, *, steps: int = 1) -> float:
-    """Seed 000 App. H: ``I ≤ −Σ_i p_i log(p_i + (1 − p_i) exp(−T·Δ²/(2σ²)))`` for a uniform prior (p_i = 1/N).
+    """Hayes, Mahloujifar & Balle 2023, App. H: ``I ≤ −Σ_i p_i log(p_i + (1 − p_i) exp(−T·Δ²/(2σ²)))`` for a uniform prior (p_i = 1/N).
 
     ``distance_over_sigma`` is Δ/σ of one step (Δ: distance between any two
     candidates' outputs; σ: noise std); ``steps`` full-batch steps add their KLs.

@@ -1,6 +1,6 @@
-"""Monte-Carlo estimate of the DP-SGD ReRo bound (seed 000, Algorithm 1, corrected).
+"""Monte-Carlo estimate of the DP-SGD ReRo bound (Hayes, Mahloujifar & Balle 2023, Algorithm 1, corrected).
 
-Seed 000 estimates γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) by sampling w ~ ν, computing
+Hayes, Mahloujifar & Balle 2023 estimates γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) by sampling w ~ ν, computing
 the likelihood ratios r = μ(w)/ν(w), and averaging the top ⌈κN⌉ of them.
 
 Departures from the printed Algorithm 1 (spec_000 §2.1):

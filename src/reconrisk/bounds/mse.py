@@ -1,4 +1,4 @@
-"""MSE lower bounds for reconstruction attacks (seed 001: Guo, Karrer, Chaudhuri, van der Maaten).
+"""MSE lower bounds for reconstruction attacks (Guo, Karrer, Chaudhuri & van der Maaten 2022).
 
 Theory layer: numpy/scipy only.
 
@@ -20,7 +20,7 @@ and the membership-inference advantage bound (:func:`mia_advantage_bound`).
 
 The accountants these bounds read live in :mod:`reconrisk.accounting`: the
 RDP at α = 2 of a release or of output perturbation
-(:mod:`reconrisk.accounting.order2`) and seed 001's subsampling factor
+(:mod:`reconrisk.accounting.order2`) and Guo et al.'s (2022) subsampling factor
 (Eq. 3; :mod:`reconrisk.accounting.subsampling`). Their names are re-exported
 here so that ``from reconrisk.bounds.mse import release_rdp_alpha2`` keeps
 working.
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 # re-exported accountants (their home is reconrisk.accounting)
 from ..accounting.order2 import OUTPUT_PERTURBATION_FORMULAS, output_perturbation_rdp, release_rdp_alpha2  # noqa: F401
@@ -78,36 +79,37 @@ def _ret(arr: np.ndarray, scalar: bool):
 # ----------------------------------------------------------------------------------------
 # Theorem 1 (RDP → MSE)
 # ----------------------------------------------------------------------------------------
-def rdp_mse_lower_bound(rdp_epsilon, diam=1.0, *, d: int | None = None, gamma=1.0, bias_sq: float = 0.0):
-    """Seed 001 Theorem 1: MSE lower bound for a (2, ε)-RDP learner.
+@renamed_kwargs(gamma="bias_factor")
+def rdp_mse_lower_bound(rdp_epsilon, diam=1.0, *, d: int | None = None, bias_factor=1.0, bias_sq: float = 0.0):
+    """Guo et al. 2022, Theorem 1: MSE lower bound for a (2, ε)-RDP learner.
 
     ``MSE ≥ [Σ_{i=1}^d γ_i² diam_i² / (4d)] / (e^ε − 1) + bias_sq``.
 
     ``diam``: the per-coordinate diameters ``diam_i(Z)`` (a scalar — the same
     for every coordinate, ``1`` for ``[0, 1]^d`` — or a length-d vector).
-    ``gamma``: ``γ_i = inf_z |∂μ(z)_i/∂z_i|`` (1 for an unbiased attack), a
-    scalar or a length-d vector. ``d``: the dimension, needed only to check
+    ``bias_factor``: the paper's ``γ_i = inf_z |∂μ(z)_i/∂z_i|``, where μ(z) is
+    the attack's mean output (1 for an unbiased attack), a scalar or a length-d vector. ``d``: the dimension, needed only to check
     vector lengths. ``bias_sq``: the squared bias per coordinate
     ``||μ(z) − z||²/d`` (0 for an unbiased attack).
 
     ``rdp_epsilon`` may be an array (the bound is then evaluated element-wise
-    for scalar ``diam``/``gamma``). Computed in log space: finite and
+    for scalar ``diam``/``bias_factor``). Computed in log space: finite and
     non-negative for every ε > 0, exactly 0 only below ~1e-308.
     """
     eps, eps_scalar = v.positive_array("rdp_epsilon", rdp_epsilon, allow_inf=True)
     diam_a, _ = v.positive_array("diam", diam)
-    gamma_a, _ = v.positive_array("gamma", gamma, allow_zero=True)
+    gamma_a, _ = v.positive_array("bias_factor", bias_factor, allow_zero=True)
     bias_sq = v.real("bias_sq", bias_sq)
     if bias_sq < 0:
         raise ReconRiskError(f"bias_sq must be >= 0; found {bias_sq}")
     if diam_a.ndim > 1 or gamma_a.ndim > 1:
-        raise ReconRiskError("diam and gamma must be scalars or 1-d vectors of length d")
+        raise ReconRiskError("diam and bias_factor must be scalars or 1-d vectors of length d")
     sizes = {a.size for a in (diam_a, gamma_a) if a.ndim == 1}
     if d is not None:
         d = v.integer("d", d, minimum=1)
         sizes.add(d)
     if len(sizes) > 1:
-        raise ReconRiskError(f"diam, gamma and d must agree on the dimension; found sizes {sorted(sizes)}")
+        raise ReconRiskError(f"diam, bias_factor and d must agree on the dimension; found sizes {sorted(sizes)}")
     # mean over coordinates of γ_i² diam_i² / 4
     num = float(np.mean(np.broadcast_to(gamma_a**2 * diam_a**2, (max(sizes) if sizes else 1,)))) / 4.0
     with np.errstate(divide="ignore"):
@@ -147,7 +149,7 @@ def _fim(fim) -> np.ndarray:
 
 
 def dfil(fim) -> float:
-    """Diagonal Fisher information leakage ``η̄² = Tr(I)/d`` (seed 001 §3)."""
+    """Diagonal Fisher information leakage ``η̄² = Tr(I)/d`` (Guo et al. 2022, §3)."""
     I = _fim(fim)
     return float(np.trace(I) / I.shape[0])
 
@@ -158,7 +160,7 @@ def spectral_fil(fim) -> float:
 
 
 def dfil_bound(eta_bar_sq):
-    """``1/η̄²``: the dFIL MSE lower bound for unbiased attacks (seed 001 Thm 2; the bound used in its experiments).
+    """``1/η̄²``: the dFIL MSE lower bound for unbiased attacks (Guo et al. 2022, Thm 2; the bound used in its experiments).
 
     Element-wise for arrays; ``η̄² = 0`` (no leakage) gives ``inf``.
     """
@@ -175,7 +177,7 @@ def spectral_bound(eta_sq):
 
 
 def crb_mse_lower_bound(fim, *, jac_mu=None, bias_sq: float = 0.0) -> float:
-    """Seed 001 Theorem 2 (Cramér–Rao): ``MSE ≥ Tr(J_μ I⁻¹ J_μᵀ)/d + bias_sq``.
+    """Guo et al. 2022, Theorem 2 (Cramér–Rao): ``MSE ≥ Tr(J_μ I⁻¹ J_μᵀ)/d + bias_sq``.
 
     Without ``jac_mu`` (an unbiased attack, J_μ = I_d) this is ``Tr(I⁻¹)/d``,
     which is ≥ ``1/η̄²`` ≥ ``1/η²``. A singular ``I`` makes unbiased
@@ -207,7 +209,7 @@ def crb_mse_lower_bound(fim, *, jac_mu=None, bias_sq: float = 0.0) -> float:
 
 
 # ----------------------------------------------------------------------------------------
-# membership inference (Humphries et al.; seed 001 §2)
+# membership inference (Humphries et al.; Guo et al. 2022, §2)
 # ----------------------------------------------------------------------------------------
 def mia_advantage_bound(epsilon):
     """``Adv ≤ (e^ε − 1)/(e^ε + 1) = tanh(ε/2)`` for an ε-DP learner; element-wise."""

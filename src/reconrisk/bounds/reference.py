@@ -1,11 +1,11 @@
 """Independent exact values of the ReRo blow-up B_κ for soundness checks (no PLD involved).
 
 * q = 1, any T (and full-batch schedules): B = Φ(Φ⁻¹(κ) + μ), μ² = Σ T_i/σ_i²
-  (Gaussian DP; seed 000 Cor. 4 with Dong, Roth, Su 2022).
+  (Gaussian DP; Hayes, Mahloujifar & Balle 2023, Cor. 4 with Dong, Roth, Su 2022).
 * T = 1, any q: the likelihood ratio of (1−q)N(0,σ²)+qN(1,σ²) to N(0,σ²) is
-  monotone in x, so B = (1−q)κ + q·Φ(Φ⁻¹(κ) + 1/σ) (seed 000, Sec. 4).
+  monotone in x, so B = (1−q)κ + q·Φ(Φ⁻¹(κ) + 1/σ) (Hayes, Mahloujifar & Balle 2023, Sec. 4).
 * T = 2, any q, and two-step schedules: the loss L = λ₁(x₁) + λ₂(x₂) is
-  continuous, and B_κ = min_t [κe^t + μ(L > t) − e^t ν(L > t)] (seed 000,
+  continuous, and B_κ = min_t [κe^t + μ(L > t) − e^t ν(L > t)] (Hayes, Mahloujifar & Balle 2023,
   Eq. 3 via the Neyman–Pearson lemma). The two tails are 1-D integrals over x₁
   of closed-form Gaussian tails in x₂, computed by adaptive quadrature
   (``scipy.integrate.quad``, relative tolerance 1e-12); t solves

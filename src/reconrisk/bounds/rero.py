@@ -1,6 +1,6 @@
-"""The ReRo bound for DP-SGD: γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) (seed 000, Cor. 4).
+"""The ReRo bound for DP-SGD: γ = B_κ(μ_{T,σ,q}, ν_{T,σ}) (Hayes, Mahloujifar & Balle 2023, Cor. 4).
 
-B_κ(μ, ν) = sup{P_μ[E] : P_ν[E] ≤ κ} is the blow-up function (seed 000,
+B_κ(μ, ν) = sup{P_μ[E] : P_ν[E] ≤ κ} is the blow-up function (Hayes, Mahloujifar & Balle 2023,
 Eq. 3); μ is the T-fold product of (1−q)N(0,σ²) + qN(1,σ²) and ν = N(0,σ²I_T).
 The bound depends only on (σ, q, T, κ) — not on the clip norm, the model or
 the data. Methods:
@@ -20,7 +20,7 @@ the data. Methods:
     certified and says so: ``converged`` is False. For q = 1 the exact
     closed form is used.
 ``mc``
-    Seed 000 Algorithm 1, corrected (:mod:`reconrisk.bounds.montecarlo`), with
+    Hayes, Mahloujifar & Balle 2023, Algorithm 1, corrected (:mod:`reconrisk.bounds.montecarlo`), with
     a confidence interval at level ``confidence``.
 ``rdp``
     The Rényi-DP baseline (:mod:`reconrisk.bounds.conversions`): an upper bound only
@@ -274,7 +274,7 @@ def analytic_bracket(release: Release, kappa: np.ndarray) -> tuple[np.ndarray, n
       Φ̄(z) = 1 − (1−κ)^{1/T} (so ν(E) = κ exactly) has
       μ(E) = 1 − Π_i (1 − (1−q_i)Φ̄(z) − q_i Φ̄(z − 1/σ_i))^{T_i} — tight when
       σ is small or the risk saturates (B ≈ 1).
-    * a single step's optimal test: (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ) (seed 000, T = 1).
+    * a single step's optimal test: (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ) (Hayes, Mahloujifar & Balle 2023, T = 1).
 
     Everything is evaluated with log1p/expm1 so that σ from 5e-324 to 1e308
     and T up to 1e7 neither overflow nor lose the answer.

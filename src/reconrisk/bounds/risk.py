@@ -5,7 +5,7 @@ with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement
 
 ``reconstruction`` / ``reidentification`` / ``attribute``
     Any attack whose blind-guess success is b succeeds with probability at
-    most g(b) = 1 − f(b) (seed 000, Cor. 4; Kulynych et al., NeurIPS 2025,
+    most g(b) = 1 − f(b) (Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al., NeurIPS 2025,
     "Unifying re-identification, attribute inference, and data
     reconstruction risks in differential privacy"). b = κ for
     reconstruction, b = 1/N for re-identification among N candidates,

@@ -1,13 +1,12 @@
 """The certified trade-off curve of a DP-SGD release (f-DP; Dong, Roth, Su 2022).
 
-For the pair of seed 000, Cor. 4 — μ = output law with the target in the
+For the pair of Hayes, Mahloujifar & Balle 2023, Cor. 4 — μ = output law with the target in the
 training set, ν = output law without it — the trade-off function is
 
     f(α) = T(ν, μ)(α) = inf{ 1 − E_μ[φ] : E_ν[φ] ≤ α },
 
 the smallest type-II error (missed membership) of any test whose type-I error
-(false alarm) is at most α. Its complement is the blow-up function of seed
-000, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
+(false alarm) is at most α. Its complement is the blow-up function of Hayes, Mahloujifar & Balle 2023, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
 2025), so the certified ReRo bracket of :func:`reconrisk.bounds.rero.pld_bracket`
 — vectorised over κ — is a certified bracket on the whole curve at once:
 
@@ -31,7 +30,7 @@ Side curves for the plot (:func:`gdp_curve`, :func:`rdp_curve`): the GDP(μ)
 curve — exact for q = 1, Bu et al.'s central-limit μ = q√(T(e^{1/σ²} − 1))
 for q < 1 (an *approximation*, not a bound) — and the RDP-derived curve
 1 − B_RDP(α) (a valid lower bound on f from the RDP → ReRo conversion of
-seed 002, Thm 2).
+Balle, Cherubin & Hayes 2022, Thm 2).
 
 Departure: riskcal (Kulynych et al.) reads f from ``dp_accounting``'s
 pessimistic PLD only, which is one-sided; the bracket here is two-sided and
@@ -184,6 +183,6 @@ def gdp_curve(release: Release, alphas) -> tuple[np.ndarray, float, bool]:
 
 
 def rdp_curve(release: Release, alphas) -> np.ndarray:
-    """1 − B_RDP(α): the trade-off lower bound implied by the RDP baseline (seed 002, Thm 2)."""
+    """1 − B_RDP(α): the trade-off lower bound implied by the RDP baseline (Balle, Cherubin & Hayes 2022, Thm 2)."""
     a = _alphas(alphas)
     return 1.0 - rdp_rero_bound(release.segments, a)

@@ -100,11 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     for i, tok in enumerate(args):  # typer turns an empty path into "." (the working directory): refuse it
         if (tok in _PATH_FLAGS and i + 1 < len(args) and not args[i + 1].strip()) or tok in _EMPTY_PATH_FORMS:
             return _error(f"{tok.split('=')[0]} must be a folder path; found ''")
+    from ._common import forget_saved
+
+    forget_saved()
     try:
         with warnings.catch_warnings():
             if not debug:
                 warnings.simplefilter("ignore")
             rv = app(args=args, standalone_mode=False, prog_name="reconrisk")
+        if rv == 130:  # typer (>= 0.20) turns Ctrl-C inside a command into a returned exit code 130
+            raise KeyboardInterrupt
     except ReconRiskError as exc:
         return _error(str(exc))
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -116,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.ClickException as exc:  # e.g. FileError
         return _error(exc.format_message())
     except (typer.Abort, KeyboardInterrupt):
-        print("reconrisk: interrupted", file=sys.stderr)
+        from ._common import interrupted_message
+
+        print(interrupted_message(), file=sys.stderr)  # one line: what was saved where (issue 25)
         return 130
     except ImportError as exc:
         missing = (getattr(exc, "name", None) or "").split(".")[0]

@@ -1,8 +1,11 @@
 """Helpers shared by the command modules: JSON or rich-table output, one progress bar, deprecated flag spellings.
 
-* :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`).
+* :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`);
+  :func:`console` — piped or redirected, output is plain and never wrapped or cut at 80 columns.
 * :func:`progress` — the one progress bar of the CLI (description, bar, done/total, elapsed, ETA) on stderr, so
-  that ``--json`` output on stdout stays clean; a no-op when disabled.
+  that ``--json`` output on stdout stays clean; a no-op when disabled. :func:`spinner` for uncountable work.
+* :func:`note_saved` — what a long command has saved so far; on Ctrl-C :func:`reconrisk.cli.main` prints it in one
+  line (:func:`interrupted_message`) and exits 130.
 * :func:`deprecated_alias` — an old flag spelling kept working for one release as a hidden option that prints a
   one-line deprecation note on stderr.
 """
@@ -23,16 +26,39 @@ def print_json(payload: dict) -> None:
     print(dumps(payload))
 
 
-def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
+#: Width of the output when it is not a terminal (a pipe, a file): wide enough that no table is wrapped or cut.
+PIPE_WIDTH = 10_000
+
+
+def console(stderr: bool = False):
+    """A ``rich`` console for the CLI's output. On a terminal it fits the window; piped or redirected it is
+    :data:`PIPE_WIDTH` wide with soft wrapping, so tables and lines come out whole (rich would otherwise
+    wrap and cut them at 80 columns: "membership-adva…")."""
     from rich.console import Console
+
+    con = Console(stderr=stderr)
+    if con.is_terminal:
+        return con
+    return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
     from rich.table import Table
 
-    table = Table(title=title, caption=caption)
+    con = console()
+    plain = {} if con.is_terminal else {"box": _plain_box()}  # piped: no box-drawing grid, one line per row
+    table = Table(title=title, caption=caption, **plain)
     for c in columns:
         table.add_column(c, justify="right" if c not in ("method", "quantity") else "left")
     for row in rows:
         table.add_row(*[fmt(x) for x in row])
-    Console().print(table)
+    con.print(table)
+
+
+def _plain_box():
+    from rich import box
+
+    return box.SIMPLE
 
 
 def fmt(x: Any) -> str:
@@ -89,6 +115,50 @@ def progress(total: int, description: str, *, enabled: bool = True, transient: b
 
     with Progress(*progress_columns(), console=console, transient=transient) as bar:
         yield ProgressBar(bar, bar.add_task(description, total=total))
+
+
+#: What the running command has saved so far, for the one line :func:`reconrisk.cli.main` prints on Ctrl-C.
+_SAVED: dict = {}
+
+
+def note_saved(path, what: str, hint: str = "") -> None:
+    """Record that ``path`` now holds ``what`` (e.g. "2 finished settings"); ``path=None``: nothing saved yet."""
+    _SAVED.clear()
+    _SAVED.update(path=None if path is None else str(path), what=what, hint=hint)
+
+
+def forget_saved() -> None:
+    _SAVED.clear()
+
+
+def interrupted_message() -> str:
+    """The one line printed on Ctrl-C: what was saved, and where (or that nothing was)."""
+    if not _SAVED:
+        return "reconrisk: interrupted; nothing was saved"
+    if _SAVED.get("path") is None:
+        return f"reconrisk: interrupted; nothing was saved ({_SAVED['what']})"
+    hint = f"; {_SAVED['hint']}" if _SAVED.get("hint") else ""
+    return f"reconrisk: interrupted; {_SAVED['what']} saved in {_SAVED['path']}{hint}"
+
+
+@contextmanager
+def spinner(description: str, *, enabled: bool = True) -> Iterator[None]:
+    """A spinner with elapsed time on stderr for work that cannot be counted (a root search, one long solve).
+
+    Silent when disabled (``--json``) or when stderr is not a terminal, like :func:`progress`.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        bar.add_task(description, total=None)
+        yield
 
 
 def deprecated_alias(old: str, new: str) -> Callable[[Any], Any]:

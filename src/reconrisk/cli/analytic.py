@@ -1,4 +1,4 @@
-"""``reconrisk analytic``: seed 003's analytic gradient-inversion bounds, calibration, simulation and figures.
+"""``reconrisk analytic``: Riess et al.'s (2024) analytic gradient-inversion bounds, calibration, simulation and figures.
 
 ``bound`` and ``calibrate`` import only numpy/scipy; ``simulate`` and
 ``figures`` import matplotlib (and JAX for ``--mode explicit``) inside the
@@ -20,7 +20,7 @@ from ._common import deprecated_alias, pick, print_json, print_table, progress
 
 analytic_app = typer.Typer(
     name="analytic",
-    help="Optimal analytic gradient inversion under DP (seed 003): ReRo for MSE/PSNR, NCC bound, calibration, attacks.",
+    help="Optimal analytic gradient inversion under DP (Riess et al. 2024): ReRo for MSE/PSNR, NCC bound, calibration, attacks.",
     no_args_is_help=True,
 )
 app.add_typer(analytic_app, name="analytic")
@@ -87,22 +87,22 @@ def bound_cmd(
         print_json(d)
         return
     labels = {
-        "gamma": "γ = P(success) bound" if res.metric != "mse" else "γ = P(MSE ≤ η) bound",
-        "log_gamma": "log γ",
-        "gamma_clip": "γ, C-variant (C ≤ m)",
+        "rero": "γ = P(success) bound" if res.metric != "mse" else "γ = P(MSE ≤ η) bound",
+        "log_rero": "log γ",
+        "rero_clip": "γ, C-variant (C ≤ m)",
         "expected": f"E[{res.metric.upper()}] at ‖X‖ = m",
         "ncc_bound": "NCC bound (Prop. 6)",
         "optimal_rows": "rows for the optimal attack ⌈(C/m)²⌉",
         "basis": "γ computed with",
     }
     if res.metric == "psnr":
-        labels["gamma"] = "γ = P(PSNR ≥ η) bound"
+        labels["rero"] = "γ = P(PSNR ≥ η) bound"
     rows = [(labels.get(k, k), v) for k, v in d.items()]
     if clip_norm is not None and min_norm is not None and res.metric != "ncc" and clip_norm > min_norm:
         rows.append(("note", "C > m: the C-variant does not apply"))
     if res.basis == "clip_norm":
         rows.append(("note", "m unknown: γ is the C-variant, valid only if C <= every nonzero data norm"))
-    print_table(f"Seed 003 analytic bound ({res.metric})", ["quantity", "value"], rows)
+    print_table(f"Riess et al. 2024 analytic bound ({res.metric})", ["quantity", "value"], rows)
 
 
 @analytic_app.command("calibrate")
@@ -130,7 +130,7 @@ def calibrate_cmd(
     if as_json:
         print_json(d)
         return
-    print_table(f"Seed 003 calibration ({res.metric})", ["quantity", "value"], list(d.items()))
+    print_table(f"Riess et al. 2024 calibration ({res.metric})", ["quantity", "value"], list(d.items()))
 
 
 @analytic_app.command("dp")
@@ -142,7 +142,7 @@ def dp_cmd(
     steps: int = typer.Option(1, "--steps", help="T full-batch steps composed by GDP (σ → σ/√T)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
 ) -> None:
-    """(ε, δ) of the Gaussian mechanism by its exact privacy profile (seed 003, Eq. 3), either direction."""
+    """(ε, δ) of the Gaussian mechanism by its exact privacy profile (Riess et al. 2024, Eq. 3), either direction."""
     from ..accounting.gaussian import gaussian_eps, gaussian_sigma, gdp_mu
 
     epsilon = pick("--epsilon", epsilon, eps)
@@ -264,7 +264,7 @@ def figures_cmd(
     out: Path = typer.Option(_DEFAULT_OUT, "--out", help="Output folder."),
     as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
 ) -> None:
-    """Reproduce seed 003 Figs. 2, 3 and 5 on synthetic data and on the digits."""
+    """Reproduce Riess et al. 2024, Figs. 2, 3 and 5 on synthetic data and on the digits."""
     import sys
 
     import numpy as np
@@ -300,7 +300,7 @@ def figures_cmd(
                 sims = ea.fig2_simulations(x2, mode=mode, seed=sd, progress=prog)
             paths = ra.figure_success_vs_noise(
                 sims, out_dir=out, name=f"fig2_{src}",
-                title=f"Seed 003 Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
+                title=f"Riess et al. 2024, Fig. 2 on {src} data (N = {x2.shape[1]}, {len(x2)} samples, M = 100)",
             )
             written[f"fig2_{src}"] = [str(p) for p in paths]
         if which in ("3", "all"):

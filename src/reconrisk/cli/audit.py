@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import fmt, print_json
+from ._common import console, fmt, note_saved, print_json
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -63,9 +63,9 @@ def audit(
     dataset: str = typer.Option("digits", "--dataset", help="digits | mnist:PATH | cifar10:PATH"),
     model: str = typer.Option("mlp", "--model", help="mlp (input→10→10, eLU) | cnn | logistic | mlp:W1,W2,..."),
     known_size: Optional[int] = typer.Option(None, "--known-size", help="|D₋|, the points the adversary knows. Default: min(999, N − n)."),
-    prior: str = typer.Option("data", "--prior", help="data (candidates from the dataset) | uniform (uniform noise, seed 000 Fig. 9)."),
+    prior: str = typer.Option("data", "--prior", help="data (candidates from the dataset) | uniform (uniform noise, Hayes, Mahloujifar & Balle 2023, Fig. 9)."),
     learning_rate: float = typer.Option(2.0, "--learning-rate", help="SGD step size on g_t / (qN)."),
-    clip_mode: str = typer.Option("hard", "--clip-mode", help="hard | gelu (seed 001 soft clip)."),
+    clip_mode: str = typer.Option("hard", "--clip-mode", help="hard | gelu (Guo, Karrer, Chaudhuri & van der Maaten 2022 soft clip)."),
     delta: float = typer.Option(1e-5, "--delta", help="δ for ε."),
     seed: int = typer.Option(0, "--seed", help="Seed for the data split, priors, training noise."),
     out: Path = typer.Option(Path("reconrisk-out"), "--out", "-o", help="Directory for results.json, audit.png, audit.svg."),
@@ -126,7 +126,15 @@ def audit(
     partial = _io.IncrementalResults(out, "results.partial.json", header={"command": "audit", "dataset": dataset})
     certificates = [certify(s) for s in settings]  # cheap: shown before any trial runs
     t0 = time.perf_counter()
-    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=partial.add)
+    note_saved(None, "no setting had finished")
+
+    def saved(result) -> None:
+        path = partial.add(result)
+        n = len(partial.results)
+        note_saved(path, f"{n} of {len(settings)} settings finished",
+                   "results.json and the plots are written when every setting is done")
+
+    results = _run(settings, certificates, data, attacks, quiet=json_output, saved=saved)
     elapsed = time.perf_counter() - t0
 
     from ..report.audit import audit_payload, audit_plot, write_json
@@ -141,14 +149,14 @@ def audit(
     plot_paths = audit_plot(results, out) if plot else []
     json_path = write_json(payload, out)  # atomic, and after the plots: results.json never outlives its figures
     partial.path.unlink(missing_ok=True)
+    note_saved(json_path, "every result")
     if json_output:
         print_json(payload)
         return
     _print_table(results, attacks)
-    from rich.console import Console
 
     files = ", ".join(str(p) for p in [json_path, *plot_paths])
-    Console().print(f"wrote {files}  ({elapsed:.1f} s)")
+    console().print(f"wrote {files}  ({elapsed:.1f} s)")
 
 
 def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda result: None):
@@ -228,6 +236,4 @@ def _table(settings, certificates, results, attacks):
 
 
 def _print_table(results, attacks) -> None:
-    from rich.console import Console
-
-    Console().print(_table([r.setting for r in results], [r.certificate for r in results], results, attacks))
+    console().print(_table([r.setting for r in results], [r.certificate for r in results], results, attacks))

@@ -167,7 +167,7 @@ def curve_cmd(
     epsilon_min: float = typer.Option(0.25, "--epsilon-min", help="Smallest ε of the γ-against-ε panel."),
     epsilon_max: float = typer.Option(64.0, "--epsilon-max", help="Largest ε of the γ-against-ε panel."),
     points: int = typer.Option(12, "--points", help="Number of ε values (log-spaced)."),
-    fixed_epsilon: float = typer.Option(4.0, "--fixed-epsilon", help="ε of the γ-against-q panel (seed 000 Fig. 5)."),
+    fixed_epsilon: float = typer.Option(4.0, "--fixed-epsilon", help="ε of the γ-against-q panel (Hayes, Mahloujifar & Balle 2023, Fig. 5)."),
     sample_rates: List[float] = typer.Option(
         [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.99], "--sample-rates", help="q values of the γ-against-q panel (repeatable)."
     ),

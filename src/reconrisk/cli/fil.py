@@ -1,4 +1,4 @@
-"""``reconrisk mse-bound`` (theory only, no JAX) and ``reconrisk fil logreg|dpsgd`` (seed 001)."""
+"""``reconrisk mse-bound`` (theory only, no JAX) and ``reconrisk fil logreg|dpsgd`` (Guo, Karrer, Chaudhuri & van der Maaten 2022)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from . import app
 from ._common import deprecated_alias, pick, print_json, print_table, progress
 
 fil_app = typer.Typer(
-    help="Fisher-information-leakage accounting and MSE bounds on the digits data (seed 001).",
+    help="Fisher-information-leakage accounting and MSE bounds on the digits data (Guo et al. 2022).",
     no_args_is_help=True,
 )
 app.add_typer(fil_app, name="fil")
@@ -27,7 +27,7 @@ def mse_bound_cmd(
     gelu_clip: bool = typer.Option(False, "--gelu-clip", help="GELU soft clipping: sensitivity 1.11522·C (σ_eff = σ/1.11522)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Theorem 1 of seed 001: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
+    """Theorem 1 of Guo et al. 2022: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
     from .. import _validate as v
     from ..bounds.mse import GELU_CLIP_OVERSHOOT, mse_bound
     from ..errors import ReconRiskError
@@ -53,7 +53,7 @@ def mse_bound_cmd(
         return
     rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse_lower_bound],
             ["log10 mse_lower_bound", res.log10_mse_lower_bound], ["rms error per coordinate ≥", res.std_lower_bound]]
-    print_table("MSE lower bound for unbiased attacks (seed 001, Thm 1)", ["quantity", "value"], rows)
+    print_table("MSE lower bound for unbiased attacks (Guo et al. 2022, Thm 1)", ["quantity", "value"], rows)
 
 
 @fil_app.command("logreg")
@@ -61,7 +61,7 @@ def fil_logreg_cmd(
     lam: float = typer.Option(1e-2, "--lam", help="L2 regularisation λ of (1/n)Σℓ + (λ/2)||θ||²."),
     noise_std: Optional[float] = typer.Option(None, "--noise-std", help="Output-perturbation noise std σ (θ* + N(0, σ²I)); default 0.01."),
     noise: Optional[float] = typer.Option(None, "--noise", hidden=True, callback=deprecated_alias("--noise", "--noise-std")),
-    paper_formula: bool = typer.Option(False, "--paper-formula", help="ε = 2/(nλσ) as printed in seed 001 (default: standard 4/(nλσ)²)."),
+    paper_formula: bool = typer.Option(False, "--paper-formula", help="ε = 2/(nλσ) as printed in Guo et al. 2022 (default: standard 4/(nλσ)²)."),
     trials: int = typer.Option(10_000, "--trials", help="Noise draws for the GLM attack (0: no attack)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the noise draws."),
     out: Path = typer.Option(Path("reconrisk-out/fil-logreg"), "--out", help="Directory for the figures."),
@@ -114,8 +114,8 @@ def fil_dpsgd_cmd(
     momentum: float = typer.Option(0.5, "--momentum", help="Momentum μ in [0, 1)."),
     method: str = typer.Option("trace_sampled", "--method", help="trace_sampled | trace_exact | spectral"),
     num_coords: int = typer.Option(50, "--num-coords", help="Sampled input coordinates per example and step."),
-    clip_mode: str = typer.Option("gelu", "--clip-mode", help="gelu (seed 001) | hard"),
-    runs: int = typer.Option(1, "--runs", help="Repeated runs averaged (seed 001: 10)."),
+    clip_mode: str = typer.Option("gelu", "--clip-mode", help="gelu (Guo et al. 2022) | hard"),
+    runs: int = typer.Option(1, "--runs", help="Repeated runs averaged (Guo et al. 2022: 10)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="Per-step δ of the subsampling factor (default 1/(n·T))."),
     no_subsampling_factor: bool = typer.Option(False, "--no-subsampling-factor", help="Subsampling factor 1 (Eq. 2) instead of Eq. 3."),
     no_kappa: bool = typer.Option(False, "--no-kappa", hidden=True, callback=deprecated_alias("--no-kappa", "--no-subsampling-factor")),
@@ -125,7 +125,7 @@ def fil_dpsgd_cmd(
     out: Path = typer.Option(Path("reconrisk-out/fil-dpsgd"), "--out", help="Directory for Fig. 5 (with --grid)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """DP-SGD with FIL accounting (seed 001 Algorithm 1) on the digits: per-example dFIL bounds, RDP bound, accuracy."""
+    """DP-SGD with FIL accounting (Guo et al. 2022, Algorithm 1) on the digits: per-example dFIL bounds, RDP bound, accuracy."""
     import dataclasses
 
     from ..experiments.fil import DEFAULT_GRID, dpsgd_experiment, dpsgd_grid, grid_total_steps

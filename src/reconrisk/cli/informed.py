@@ -1,4 +1,4 @@
-"""``reconrisk informed closed-form`` (numpy) and ``reconrisk informed reconn`` (JAX) — seed 002's informed adversaries."""
+"""``reconrisk informed closed-form`` (numpy) and ``reconrisk informed reconn`` (JAX) — Balle, Cherubin & Hayes's (2022) informed adversaries."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from . import app
 from ._common import print_json, print_table
 
 informed_app = typer.Typer(
-    help="Informed adversaries (seed 002): closed-form attacks on convex models and the reconstructor network.",
+    help="Informed adversaries (Balle, Cherubin & Hayes 2022): closed-form attacks on convex models and the reconstructor network.",
     no_args_is_help=True,
 )
 app.add_typer(informed_app, name="informed")
@@ -47,7 +47,7 @@ def closed_form_cmd(
         rows.append(["reason", res["reason"]])
     for k, val in (res.get("noise") or {}).items():
         rows.append([f"noise: {k}", val if not isinstance(val, dict) else f"{val['rate']:.3f} [{val['ci_low']:.3f}, {val['ci_high']:.3f}]"])
-    print_table(f"Closed-form reconstruction, model = {model} (seed 002)", ["quantity", "value"], rows)
+    print_table(f"Closed-form reconstruction, model = {model} (Balle, Cherubin & Hayes 2022)", ["quantity", "value"], rows)
     if "noise_curve" in res:
         print_table("Reconstruction MSE against the output-perturbation std", ["noise_std", "trials", "mse_mean", "mse_se",
                     "not_identifiable"], [[c["noise_std"], c["trials"], c.get("mse_mean"), c.get("mse_se"),
@@ -73,7 +73,7 @@ def _grid(result, dataset, out: Path, columns: int = 10) -> list:
             ax.set_xticks([])
             ax.set_yticks([])
         axes[r][0].set_ylabel(lab, fontsize=8)
-    fig.suptitle("RecoNN (seed 002): targets above, reconstructions below", fontsize=9)
+    fig.suptitle("RecoNN (Balle, Cherubin & Hayes 2022): targets above, reconstructions below", fontsize=9)
     return [str(p) for p in save_figure(fig, out, "reconn_grid")]
 
 
@@ -93,7 +93,7 @@ def reconn_cmd(
     out: Path = typer.Option(_DEFAULT_OUT, "--out", help="Output folder (JSON, PNG, SVG)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (no progress)."),
 ) -> None:
-    """Train shadow models with vmap, fit a reconstructor network, attack released models (seed 002 §IV–V)."""
+    """Train shadow models with vmap, fit a reconstructor network, attack released models (Balle, Cherubin & Hayes 2022, §IV–V)."""
     from .._io import write_json
     from ..attacks.reconstructor import run_reconn
     from ..data import load_dataset

@@ -11,6 +11,11 @@ from . import app
 from ._common import print_json, print_table, progress
 
 
+#: The stages :func:`reconrisk.experiments.riskreport.risk_report` announces through its ``progress`` callback.
+REPORT_STAGES = ("epsilon", "ReRo", "trade-off curve", "risk measures", "Fano, MSE, analytic, capacity", "calibration",
+                 "attack")
+
+
 @app.command("report")
 def report_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for report.html and report.json."),
@@ -21,7 +26,10 @@ def report_cmd(
     release_file: Optional[Path] = typer.Option(None, "--release", help="A TOML release file instead of the flags."),
     from_opacus: Optional[Path] = typer.Option(
         None, "--from-opacus", help="A saved Opacus accountant state (JSON, or torch.save read weights-only)."),
-    prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over N candidates (default 10)."),
+    prior_size: Optional[int] = typer.Option(
+        None, "--prior-size", "-n",
+        help="Uniform prior over N candidates. Give it (or --kappa) for your data: without either the report assumes "
+             "a 1-in-10 prior and says so on the page and on stderr."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success κ instead of --prior-size."),
     target_rero: Optional[float] = typer.Option(None, "--target-rero", "-g", help="Target ReRo: also calibrate σ for it."),
     delta: float = typer.Option(1e-5, "--delta", help="δ at which ε is reported."),
@@ -32,7 +40,7 @@ def report_cmd(
     attribute_baseline: float = typer.Option(0.5, "--attribute-baseline", help="Blind-guess success of attribute inference."),
     diam: float = typer.Option(1.0, "--diam", help="Per-coordinate data diameter of Guo's MSE bound."),
     model_dim: Optional[int] = typer.Option(None, "--model-dim", help="Dimension p of the released gradient (Bayes' capacity)."),
-    data_dim: Optional[int] = typer.Option(None, "--data-dim", help="Input dimension N (analytic attack, seed 003)."),
+    data_dim: Optional[int] = typer.Option(None, "--data-dim", help="Input dimension N (analytic attack, Riess et al. 2024)."),
     min_norm: Optional[float] = typer.Option(None, "--min-norm", help="Smallest nonzero data norm m (analytic attack)."),
     mse_eta: float = typer.Option(0.01, "--mse-eta", help="MSE threshold η of the analytic ReRo (data units²)."),
     psnr_eta: float = typer.Option(20.0, "--psnr-eta", help="PSNR threshold (dB) of the analytic ReRo."),
@@ -56,14 +64,27 @@ def report_cmd(
                        confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
                        target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
                        mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
-    total = 2 * samples * release.steps if samples else 0
-    with progress(total, "Monte Carlo", enabled=not json_out) as bar:
-        report = risk_report(release, cfg, mc_progress=bar)
+    defaulted = prior_size is None and kappa is None
+    if defaulted and not json_out:
+        print(f"reconrisk: warning: no prior given (--prior-size or --kappa): every number assumes a uniform 1-in-"
+              f"{cfg.prior_size} prior (κ = {1 / cfg.prior_size:g}); give the prior of your data", file=sys.stderr)
+    if source.get("clip_norm_source", "").startswith("default") and model_dim is not None and not json_out:
+        print("reconrisk: note: the Opacus file holds no clip norm (max_grad_norm); Bayes' capacity assumes C = 1 "
+              "(give --clip-norm)", file=sys.stderr)
+    # one bar: the Monte-Carlo samples, plus one unit per stage of the report (named as it starts)
+    total = (2 * samples * release.steps if samples else 0) + len(REPORT_STAGES)
+    with progress(total, "report", enabled=not json_out) as bar:
+        def stage(name: str) -> None:
+            bar.describe(f"report: {name}")
+            bar(1)
+
+        report = risk_report(release, cfg, progress=stage, mc_progress=bar)
     from .. import __version__
     from ..report.html import write_report
 
     provenance = {"reconrisk_version": __version__, "command": shlex.join(["reconrisk", *sys.argv[1:]]),
-                  "release_source": source}
+                  "release_source": source,
+                  "prior": {"defaulted": defaulted, "prior_size": cfg.prior_size, "kappa": cfg.kappa}}
     files = write_report(report, out, provenance)
     if json_out:
         print_json({**report, "provenance": provenance, "files": files})

@@ -43,8 +43,8 @@ def _list(as_json: bool) -> None:
     if as_json:
         print_json({"recipes": [r.describe() for r in reg.values()]})
         return
-    print_table("reconrisk reproduce: recipes", ["recipe", "seed", "reproduces"],
-                [[r.name, r.seed_paper, r.reproduces] for r in reg.values()])
+    print_table("reconrisk reproduce: recipes", ["recipe", "paper", "reproduces"],
+                [[r.name, r.citation, r.reproduces] for r in reg.values()])
 
 
 @app.command("reproduce")
@@ -97,7 +97,7 @@ def reproduce(
         print_json(payload)
         return
     rows = [[r["quantity"], r["setting"], r["ours"], _interval(r), _paper(r), _verdict(r)] for r in result.rows]
-    print_table(f"{rec.name} — seed {rec.seed_paper}: {rec.reproduces}",
+    print_table(f"{rec.name} — {rec.citation}: {rec.reproduces}",
                 ["quantity", "setting", "ours", "error", "paper", "agrees (tol)"], rows,
                 caption=f"This run: {size} form. {rec.scale}. Departures: {rec.departures or 'none'}. "
                         "What the paper says for each row: table.csv, column paper_text.")

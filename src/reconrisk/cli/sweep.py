@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import fmt, print_json
+from ._common import console, fmt, note_saved, print_json
 
 sweep_app = typer.Typer(help="Sweeps of audit trials (TOML grid) on a process pool or Dask, stored in SQLite.",
                         no_args_is_help=True)
@@ -49,6 +49,7 @@ def run_cmd(
     with ResultStore.open(store, create=True) as s:
         done = s.done()
     pending = sum(1 for pt in sweep.points for ids in pt.chunks() for h, _ in ids if h not in done)
+    note_saved(store, "the trials finished so far are", "rerun the same command to resume")
     with progress(pending, f"sweep {sweep.name}", enabled=not json_output) as bar:
         result = run_sweep(sweep, store, pool=pool, workers=workers, scheduler=scheduler,
                            compile_cache=str(compile_cache) if compile_cache is not None else None, progress=bar)
@@ -56,9 +57,8 @@ def run_cmd(
         print_json(result.to_dict())
         return
     _print_points(result.points, f"Sweep {sweep.name}: {result.backend}")
-    from rich.console import Console
 
-    Console().print(f"{result.written} trials written, {result.skipped} already stored, "
+    console().print(f"{result.written} trials written, {result.skipped} already stored, "
                     f"{result.total} in the sweep  ({result.seconds:.1f} s) → {store}")
 
 
@@ -127,7 +127,6 @@ def _show(x) -> str:
 
 def _print_points(points: list[dict], title: str) -> None:
     """One row per grid point: the keys that vary (σ always), trials, headline attack's success [CI], bound."""
-    from rich.console import Console
     from rich.table import Table
 
     keys = [k for k, _ in _LABELS]
@@ -152,4 +151,4 @@ def _print_points(points: list[dict], title: str) -> None:
         table.caption = ((table.caption + "\n") if table.caption else "") + (
             "ReRo ≥, ε ≥ (at the point's δ): what the headline attack's successes refute (one-sided 95% "
             "Clopper–Pearson)")
-    Console().print(table)
+    console().print(table)

@@ -1,13 +1,16 @@
-"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (seed 004; theory only, no JAX)."""
+"""``reconrisk vmf epsilon|concentration`` — privacy accounting of the VMF mechanism (Biswas et al. 2024; theory only, no JAX)."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
+from ..errors import ReconRiskError
 from . import app
-from ._common import print_json, print_table
+from ._common import deprecated_alias, pick, print_json, print_table, spinner
 
-vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (seed 004).",
+vmf_app = typer.Typer(help="Von Mises–Fisher mechanism: ε of subsampled, composed releases (Biswas et al. 2024).",
                       no_args_is_help=True)
 app.add_typer(vmf_app, name="vmf")
 
@@ -28,20 +31,22 @@ def parse_number(name: str, text: str) -> float:
 
 _COMMON = {
     "dim": typer.Option(..., "--dim", "-p", help="Dimension p (number of model weights; the sphere is S^{p−1})."),
-    "sample_rate": typer.Option(..., "--sample-rate", "-q", help="Poisson sample rate γ in (0, 1], e.g. 128/60000."),
+    "sample_rate": typer.Option(..., "--sample-rate", "-q", help="Poisson sample rate q in (0, 1], e.g. 128/60000."),
     "compositions": typer.Option(..., "--compositions", "-N",
                                  help="Composition count N (the paper used epochs = 3 for VMF; steps are sound)."),
     "delta": typer.Option(..., "--delta", help="δ, e.g. 1/60000."),
     "approach": typer.Option("best", "--approach", help="1 (convert, amplify, KOV) | 2 (subsampled RDP) | best"),
     "interpolation": typer.Option("cgf", "--interpolation",
-                                  help="fractional orders in approach 2: cgf (sound) | paper (seed 004's, optimistic)"),
+                                  help="fractional orders in approach 2: cgf (sound) | paper (Biswas et al.'s (2024), optimistic)"),
 }
 
 
 @vmf_app.command("epsilon")
 def epsilon_cmd(
-    kappa: float = typer.Option(..., "--concentration", "--kappa", "-k",
-                                help="VMF concentration κ > 0 (larger = less noise); --kappa is the seed's spelling."),
+    concentration: Optional[float] = typer.Option(None, "--concentration", "-k",
+                                                  help="VMF concentration κ > 0 (larger = less noise). Required."),
+    kappa: Optional[float] = typer.Option(None, "--kappa", hidden=True,
+                                          callback=deprecated_alias("--kappa", "--concentration")),
     dim: int = _COMMON["dim"],
     sample_rate: str = _COMMON["sample_rate"],
     compositions: int = _COMMON["compositions"],
@@ -50,11 +55,15 @@ def epsilon_cmd(
     interpolation: str = _COMMON["interpolation"],
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `epsilon`) instead of a table."),
 ) -> None:
-    """ε at δ of N Poisson-subsampled VMF mechanisms (seed 004, Props 1 and 4, approaches 1 and 2)."""
+    """ε at δ of N Poisson-subsampled VMF mechanisms (Biswas et al. 2024, Props 1 and 4, approaches 1 and 2)."""
     from ..accounting.vmf import vmf_epsilon
 
-    res = vmf_epsilon(kappa, dim, parse_number("sample_rate", sample_rate), compositions,
-                      parse_number("delta", delta), approach, interpolation=interpolation)
+    conc = pick("--concentration", concentration, kappa)
+    if conc is None:
+        raise ReconRiskError("concentration must be given with --concentration (a number > 0); found none")
+    with spinner("VMF accounting", enabled=not json_out):
+        res = vmf_epsilon(conc, dim, parse_number("sample_rate", sample_rate), compositions,
+                          parse_number("delta", delta), approach, interpolation=interpolation)
     if json_out:
         print_json(res.to_dict())
         return
@@ -62,7 +71,7 @@ def epsilon_cmd(
             ["epsilon, approach 2", res.epsilon_approach2], ["optimal order α (approach 2)", res.alpha],
             ["optimal un-subsampled ε (approach 1)", res.eps0]]
     print_table(f"VMF mechanism, κ = {res.concentration:g}, p = {res.dim}", ["quantity", "value"], rows,
-                caption=f"γ = {res.sample_rate:.6g}, N = {res.compositions}, δ = {res.delta:.3g}, "
+                caption=f"q = {res.sample_rate:.6g}, N = {res.compositions}, δ = {res.delta:.3g}, "
                         f"interpolation = {res.interpolation}")
 
 
@@ -81,8 +90,9 @@ def concentration_cmd(
     from ..accounting.vmf import concentration_for_epsilon, vmf_epsilon
 
     q, d = parse_number("sample_rate", sample_rate), parse_number("delta", delta)
-    k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
-    achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
+    with spinner("searching the concentration (bisection on log κ)", enabled=not json_out):
+        k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
+        achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
     payload = {"concentration": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
                "compositions": compositions, "delta": d, "approach": approach, "interpolation": interpolation}
     if json_out:

@@ -1,4 +1,4 @@
-"""Seed 003's experiments: the data they run on, the Fig. 2 simulations and the Fig. 5 scale demo.
+"""Riess et al.'s (2024) experiments: the data they run on, the Fig. 2 simulations and the Fig. 5 scale demo.
 
 Computation only; :mod:`reconrisk.report.analytic` draws the results.
 
@@ -69,7 +69,7 @@ def fig2_simulations(
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> dict:
-    """Seed 003 Fig. 2 on the samples ``x`` (n, N): ``{regime: AnalyticSimulation}`` in ``regimes`` order."""
+    """Riess et al. 2024, Fig. 2 on the samples ``x`` (n, N): ``{regime: AnalyticSimulation}`` in ``regimes`` order."""
     from ..attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
 
     arr = np.asarray(x, dtype=float)
@@ -77,7 +77,7 @@ def fig2_simulations(
         raise ReconRiskError(f"x must have shape (n, N); found {arr.shape}")
     norms = np.linalg.norm(arr, axis=1)
     if (norms == 0).any():
-        raise ReconRiskError("x must have nonzero norms (seed 003 excludes X = 0); found norm 0")
+        raise ReconRiskError("x must have nonzero norms (Riess et al. 2024 excludes X = 0); found norm 0")
     sig = [val.positive("noise_multipliers", s) for s in noise_multipliers]
     sims = {}
     for r, regime in enumerate(regimes):
@@ -92,7 +92,7 @@ def fig2_simulations(
 
 
 def scale_demo(image=None, *, factor: float = 10.0, noise_multiplier: float = 1e-3, seed: int = 0) -> dict:
-    """Seed 003 Fig. 5's numbers: attack an image and its ``factor``-times rescaled copy with the same seed.
+    """Riess et al. 2024, Fig. 5's numbers: attack an image and its ``factor``-times rescaled copy with the same seed.
 
     Returns ``{"original": {...}, "scaled": {...}, "mse_ratio", "factor",
     "noise_multiplier", "image", "reconstructions"}`` where each of

@@ -2,7 +2,7 @@
 
 An :class:`AuditSetting` holds the release it audits (σ, q, T, C, noise
 family) and how to attack it. :func:`certify` reads that release for the
-certified ReRo bound (seed 000, Cor. 4) and ε; :func:`~reconrisk.experiments.trials.run_trials`
+certified ReRo bound (Hayes, Mahloujifar & Balle 2023, Cor. 4) and ε; :func:`~reconrisk.experiments.trials.run_trials`
 trains on the same release and plays the informed adversary;
 :func:`run_setting` does both. The bound comes first and costs little, so the
 command line shows it before any trial has run.
@@ -109,7 +109,7 @@ class Certificate:
 
 
 def certify(setting: AuditSetting) -> Certificate:
-    """ε (the calibrated target, else the PLD ε of the release) and the certified bound (seed 000, Cor. 4)."""
+    """ε (the calibrated target, else the PLD ε of the release) and the certified bound (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
     from ..bounds.analysis import PrivacyAnalysis
 
     s = setting

@@ -1,4 +1,4 @@
-"""Sweeps of the certified ReRo bound over ε and q (seed 000 Fig. 5) and the audit's bound curve.
+"""Sweeps of the certified ReRo bound over ε and q (Hayes, Mahloujifar & Balle 2023, Fig. 5) and the audit's bound curve.
 
 Computation only (calibration with the PLD accountant and the certified PLD
 bracket); :mod:`reconrisk.report.curves` and :mod:`reconrisk.report.audit`
@@ -7,7 +7,7 @@ draw the results.
 For each ε the noise multiplier is calibrated with the PLD accountant
 (add/remove, Poisson sampling; spec_000 §5.5); each row carries the certified
 PLD bracket as ``rero = {method, lower, upper}`` — the shape ``reconrisk
-bound`` prints — and the Rényi-DP bound (seed 000 Eq. 2 / seed 002 Thm 2) of
+bound`` prints — and the Rényi-DP bound (Hayes, Mahloujifar & Balle 2023, Eq. 2 / Balle, Cherubin & Hayes 2022, Thm 2) of
 the same σ as ``baselines.rdp``.
 """
 

@@ -1,4 +1,4 @@
-"""The seed 001 experiments on the embedded digits data: ``reconrisk fil logreg`` and ``reconrisk fil dpsgd``.
+"""The Guo, Karrer, Chaudhuri & van der Maaten 2022 experiments on the embedded digits data: ``reconrisk fil logreg`` and ``reconrisk fil dpsgd``.
 
 * :func:`logreg_experiment` — §7.1–7.2 scaled to digits: binary 0-vs-1
   logistic regression with output perturbation (n = 360, d = 64), per-example
@@ -25,7 +25,7 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 
-#: Seed 001 Table 3 scaled to digits (n_train = 1347, q = 0.05 ≈ batch 67, momentum 0.5): 2 × 4 × 3 = 24 runs.
+#: Guo et al. 2022, Table 3 scaled to digits (n_train = 1347, q = 0.05 ≈ batch 67, momentum 0.5): 2 × 4 × 3 = 24 runs.
 DEFAULT_GRID = {
     "steps": (150, 450),
     "noise_multiplier": (0.5, 1.0, 2.0, 5.0),
@@ -101,7 +101,7 @@ class LogRegExperiment:
 def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: str = "gaussian", trials: int = 10_000,
                       seed: int = 0, top_k: int = 8,
                       progress: Callable[[int], None] | None = None, digits: tuple[int, int] = (0, 1)) -> LogRegExperiment:
-    """Seed 001 §7.1–7.2 on digits 0 vs 1; ``trials = 0`` skips the attack (Fig. 2 only).
+    """Guo et al. 2022, §7.1–7.2 on digits 0 vs 1; ``trials = 0`` skips the attack (Fig. 2 only).
 
     Computes only; :func:`reconrisk.report.fil.logreg_figures` draws Figs. 2–4 from the result.
     """
@@ -211,7 +211,7 @@ def grid_configurations(grid: dict | None = None) -> list[dict]:
 def dpsgd_grid(*, model: str = "mlp", grid: dict | None = None, sample_rate: float = DEFAULT_SAMPLE_RATE,
                config=None, seed: int = 0,
                progress: Callable[[int], None] | None = None, on_row: Callable[[dict], None] | None = None) -> GridResult:
-    """Seed 001 Fig. 5 on digits: Algorithm 1 for every configuration of the (≤ 24-point) grid.
+    """Guo et al. 2022, Fig. 5 on digits: Algorithm 1 for every configuration of the (≤ 24-point) grid.
 
     Computes only; :func:`reconrisk.report.fil.grid_figures` draws Fig. 5 and writes the rows as JSON.
     """

@@ -1,15 +1,15 @@
-"""Gaussian versus VMF DP-SGD at matched ε: accuracy, gradient-inversion error, Bayes' capacity (seed 004).
+"""Gaussian versus VMF DP-SGD at matched ε: accuracy, gradient-inversion error, Bayes' capacity (Biswas et al. 2024).
 
 For every ε of a grid:
 
 1. **Matching.** σ is the smallest noise multiplier with ε ≤ target under the
-   Opacus-order RDP accountant composed over the *steps* (seed 004, §4);
+   Opacus-order RDP accountant composed over the *steps* (Biswas et al. 2024, §4);
    κ is the largest concentration with ε ≤ target under the VMF accounting
    of :mod:`reconrisk.accounting.vmf` (approach 2, CGF interpolation — sound
    and fast), composed over ``vmf_compositions``:
-   ``"steps"`` (default; the sound count) or ``"epochs"`` (what seed 004 did,
+   ``"steps"`` (default; the sound count) or ``"epochs"`` (what Biswas et al. 2024 did,
    spec_004 §3 — it makes VMF look ~500× cheaper in ε than it is).
-2. **Training** (seed 004, Algs 1–2): the paper's MLP shape scaled to the
+2. **Training** (Biswas et al. 2024, Algs 1–2): the paper's MLP shape scaled to the
    8×8 digits, ``64 → 50 → 15 → 10``, sigmoid, no biases (p = 4,100);
    per-example gradients flattened over all layers and clipped to C = 1
    (flat clipping: spec_004 §2, Prop. 3 — never per layer for VMF), averaged
@@ -289,9 +289,10 @@ def _se(a) -> float:
 
 
 def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Comparison:
-    """Train and attack Gaussian and VMF DP-SGD at each ε of ``config.epsilons`` (seed 004, Figs 1, 4, 5).
+    """Train and attack Gaussian and VMF DP-SGD at each ε of ``config.epsilons`` (Biswas et al. 2024, Figs 1, 4, 5).
 
-    ``progress(k)`` (optional) is called after every trained model.
+    ``progress(k)`` (optional) is called after every trained model: 1 + 2·len(epsilons) models, or
+    1 + 3·len(epsilons) with ``capacity_matched``.
     """
     cfg = config or CompareConfig()
     data = _split(cfg)
@@ -309,22 +310,24 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
         progress(1)
     for eps in cfg.epsilons:
         sigma = gaussian_sigma_opacus(eps, q, steps, cfg.delta, rel_tol=1e-3)
-        kappa = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
+        concentration = concentration_for_epsilon(eps, dim, q, n_vmf, cfg.delta, "2", rel_tol=1e-3)
         for mech, param, lc in (("gaussian", sigma, log_capacity_gaussian(sigma / cfg.batch_size, cfg.clip_norm, dim)),
-                                ("vmf", kappa, log_capacity_vmf(kappa, dim))):
+                                ("vmf", concentration, log_capacity_vmf(concentration, dim))):
             acc, m, s = _train_and_attack(data, cfg, mech, param, cache)
             points.append(MechanismPoint(mech, eps, float(param), float(lc), acc, float(np.mean(m)), _se(m),
                                          float(np.mean(s)), _se(s)))
             if progress:
                 progress(1)
             if cfg.capacity_matched and mech == "vmf":
-                # Gaussian whose Bayes' capacity equals this VMF's (seed 004, Fig 4: equal capacity ~ equal MSE)
+                # Gaussian whose Bayes' capacity equals this VMF's (Biswas et al. 2024, Fig 4: equal capacity ~ equal MSE)
                 s_eff = gaussian_sigma_for_log_capacity(lc, cfg.clip_norm, dim)
                 sig = s_eff * cfg.batch_size
                 acc, m, s = _train_and_attack(data, cfg, "gaussian", sig, cache)
                 eps_g = gaussian_epsilon_opacus(sig, q, steps, cfg.delta)  # its own ε, not the VMF's
                 points.append(MechanismPoint("gaussian@capacity", eps_g, float(sig), float(lc), acc,
                                              float(np.mean(m)), _se(m), float(np.mean(s)), _se(s)))
+                if progress:
+                    progress(1)
     return Comparison(cfg, dim, q, steps, tuple(points), baseline)
 
 

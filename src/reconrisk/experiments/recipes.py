@@ -13,9 +13,9 @@ held to and whether it agrees:
 
 Recipes only *call* the library (experiments/, bounds/, accounting/,
 attacks/); they never re-implement a method. The recipes themselves live in
-one module per seed paper (:mod:`.recipes_hayes` seed 000, :mod:`.recipes_guo`
-seed 001, :mod:`.recipes_balle` seed 002, :mod:`.recipes_fmte` seed 003,
-:mod:`.recipes_vmf` seed 004); :mod:`reconrisk.report.recipes` draws and
+one module per seed paper (:mod:`.recipes_hayes` Hayes, Mahloujifar & Balle 2023, :mod:`.recipes_guo`
+Guo, Karrer, Chaudhuri & van der Maaten 2022, :mod:`.recipes_balle` Balle, Cherubin & Hayes 2022, :mod:`.recipes_fmte` Riess et al. 2024,
+:mod:`.recipes_vmf` Biswas et al. 2024); :mod:`reconrisk.report.recipes` draws and
 writes ``figure.png``, ``table.csv`` and ``result.json``.
 
 "Paper" values are the numbers the paper prints, or — where the paper only
@@ -124,7 +124,7 @@ class Recipe:
     """
 
     name: str
-    seed_paper: str
+    citation: str  # the paper by its authors and year, e.g. "Hayes, Mahloujifar & Balle 2023"
     paper: str
     reproduces: str
     sizes: dict
@@ -138,7 +138,7 @@ class Recipe:
         return dict(self.sizes[v.choice("size", size, SIZES)])
 
     def describe(self) -> dict:
-        return {"name": self.name, "seed_paper": self.seed_paper, "paper": self.paper, "reproduces": self.reproduces,
+        return {"name": self.name, "citation": self.citation, "paper": self.paper, "reproduces": self.reproduces,
                 "scale": self.scale, "departures": self.departures, "uses_jax": self.uses_jax}
 
 

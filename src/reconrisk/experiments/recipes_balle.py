@@ -1,4 +1,4 @@
-"""Seed 002 (Balle, Cherubin, Hayes — *Reconstructing Training Data with Informed Adversaries*): convex models and
+"""Balle, Cherubin & Hayes 2022 (*Reconstructing Training Data with Informed Adversaries*): convex models and
 the reconstructor network.
 
 * ``balle-convex`` — §III, Thm 1 / Thm 8: an informed adversary who knows
@@ -93,7 +93,7 @@ def _convex(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="balle-convex", seed_paper="002",
+    name="balle-convex", citation="Balle, Cherubin & Hayes 2022",
     paper="Balle, Cherubin, Hayes — Reconstructing Training Data with Informed Adversaries",
     reproduces="§III Thm 1 / Thm 8: exact closed-form reconstruction from convex models, and its decay with noise",
     sizes={"tiny": {"n": 30, "dim": 4, "noise_stds": (1e-3, 1e-1), "trials": 20, "digit_targets": 3},
@@ -142,7 +142,7 @@ def _reconn(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="balle-reconn", seed_paper="002",
+    name="balle-reconn", citation="Balle, Cherubin & Hayes 2022",
     paper="Balle, Cherubin, Hayes — Reconstructing Training Data with Informed Adversaries",
     reproduces="§IV-V: reconstructor network on shadow models beats the nearest-neighbour oracle (no DP); DP stops it",
     sizes={"tiny": {"fixed_size": 20, "shadow_models": 64, "targets": 8, "epsilons": (None,), "steps": 10,

@@ -1,4 +1,4 @@
-"""Seed 003 (*From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data
+"""Riess et al. 2024 (*From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data
 Reconstruction Attacks*): Figs. 2 and 3.
 
 * ``fmte-fig2`` — Fig. 2: the optimal analytic attack on a linear layer,
@@ -69,7 +69,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="fmte-fig2", seed_paper="003",
+    name="fmte-fig2", citation="Riess et al. 2024",
     paper="From Mean to Extreme: Formal DP Bounds on the Success of Real-World Data Reconstruction Attacks",
     reproduces="Fig. 2: simulated MSE/PSNR/NCC of the optimal attack against the theory, three clipping regimes",
     sizes={"tiny": {"samples": 40, "mode": "fast"}, "small": {"samples": 100, "mode": "fast"},
@@ -93,7 +93,7 @@ MSE_Q = {(1, 0.5): 0.454936, (4, 0.01): 0.0742774, (4, 0.99): 3.3191760}
 
 def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     from ..attacks.analytic import simulate_success
-    from ..bounds.analytic import rero_gamma_psnr
+    from ..bounds.analytic import rero_psnr
     from ..bounds.analytic_laws import mse_law, psnr_law
     from ..metrics import SuccessRate
 
@@ -101,7 +101,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     say(progress, "Fig. 3: closed forms")
     for (s, nrm, n, eta), ref in PSNR_SF.items():
         st = f"σ = {s:g}, ‖X‖ = {nrm:g}, N = {n}, η = {eta:g} dB"
-        g = float(rero_gamma_psnr(eta, s, n, min_norm=nrm))
+        g = float(rero_psnr(eta, s, n, min_norm=nrm))
         rows.append(row("γ(η) = P(PSNR ≥ η), closed form (Prop. 4)", st, g, paper=ref, rel_tol=1e-5,
                         paper_text="spec_003 §12 (B), the paper's formula", panel="γ", x=eta, series=f"N = {n}"))
     for (s, nrm, n), ref in PSNR_MEAN.items():
@@ -128,7 +128,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="fmte-fig3", seed_paper="003",
+    name="fmte-fig3", citation="Riess et al. 2024",
     paper="From Mean to Extreme: Formal DP Bounds on the Success of Real-World Data Reconstruction Attacks",
     reproduces="Fig. 3: ReRo curves P(PSNR ≥ η), E[PSNR] and E[MSE] of the optimal attack, closed form and simulated",
     sizes={"tiny": {"reps": 4000}, "small": {"reps": 40_000}, "full": {"reps": 1_000_000}},

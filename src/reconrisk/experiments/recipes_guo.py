@@ -1,4 +1,4 @@
-"""Seed 001 (Guo, Karrer, Chaudhuri, van der Maaten — *Bounding Training Data Reconstruction in Private (Deep)
+"""Guo, Karrer, Chaudhuri & van der Maaten 2022 (*Bounding Training Data Reconstruction in Private (Deep)
 Learning*): Figs. 2 and 5.
 
 * ``guo-fig2`` — §7.1 Fig. 2: private logistic regression (output
@@ -23,7 +23,7 @@ import numpy as np
 from .recipes import Recipe, RecipeOutput, register, row, say
 
 PAPER_N, PAPER_LAM, PAPER_SIGMA = 12_665, 1e-2, 1e-2
-PAPER_RDP_EPS = 2.0 / (PAPER_N * PAPER_LAM * PAPER_SIGMA)  # 1.5792 (seed 001 §9.5, the paper's formula)
+PAPER_RDP_EPS = 2.0 / (PAPER_N * PAPER_LAM * PAPER_SIGMA)  # 1.5792 (Guo et al. 2022, §9.5, the paper's formula)
 PAPER_RDP_BOUND = 0.0649  # 1/(4(e^1.5792 − 1)); the text says "≈0.1"
 
 
@@ -33,7 +33,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
     rows = []
     art = {}
     info = {"task": "digits 0 vs 1, logistic regression, output perturbation", "lam": PAPER_LAM,
-            "epsilon_formula": "paper (2/(nλσ), seed 001 §7.1)"}
+            "epsilon_formula": "paper (2/(nλσ), Guo et al. 2022, §7.1)"}
     first = None
     for label in p["settings"]:
         if label == "matched":  # noise scaled so that the paper's ε = 2/(nλσ) holds at our n
@@ -71,7 +71,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="guo-fig2", seed_paper="001",
+    name="guo-fig2", citation="Guo, Karrer, Chaudhuri & van der Maaten 2022",
     paper="Guo, Karrer, Chaudhuri, van der Maaten — Bounding Training Data Reconstruction in Private (Deep) Learning",
     reproduces="Fig. 2: RDP MSE bound (Thm 1) vs per-example dFIL bounds, private logistic regression",
     sizes={"tiny": {"settings": ("matched",), "trials": 0},
@@ -132,7 +132,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="guo-fig5", seed_paper="001",
+    name="guo-fig5", citation="Guo, Karrer, Chaudhuri & van der Maaten 2022",
     paper="Guo, Karrer, Chaudhuri, van der Maaten — Bounding Training Data Reconstruction in Private (Deep) Learning",
     reproduces="Fig. 5: RDP vs max-/median-dFIL MSE bounds against test accuracy, DP-SGD grid",
     sizes={"tiny": {"steps": (20,), "noise_multipliers": (0.5, 5.0), "clip_norms": (2.0,), "runs": 1},
@@ -140,7 +140,7 @@ register(Recipe(
            "full": {"steps": (150, 450), "noise_multipliers": (0.5, 1.0, 2.0, 5.0), "clip_norms": (0.5, 2.0, 8.0),
                     "runs": 10}},
     scale="small form: 4 configurations of 60 steps, 1 run each; --full: the 24-configuration digits grid "
-          "(seed 001 Table 3 scaled), 10 runs each as in the paper",
+          "(Guo et al. 2022, Table 3 scaled), 10 runs each as in the paper",
     compute=_fig5, drawer="guo-fig5", uses_jax=True,
     departures="digits (10 classes, MLP) instead of MNIST/CIFAR-10 ConvNets; the grid is Table 3 scaled to digits",
 ))

@@ -1,8 +1,8 @@
-"""Seed 000 (Hayes, Mahloujifar, Balle — *Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
+"""Hayes, Mahloujifar & Balle 2023 (*Bounding Training Data Reconstruction in DP-SGD*): Figs. 2, 3 and 5.
 
 * ``hayes-fig2`` — Fig. 2: at ε ∈ {1, 10, 100} (δ = 1e-5, q = 1, T = 100,
   prior size 10) the certified ReRo bound (Cor. 4, PLD bracket), the Rényi-DP
-  bound of Balle et al. (seed 000 Eq. 2) and the prior-aware attack (Alg. 2).
+  bound of Balle et al. (Hayes, Mahloujifar & Balle 2023, Eq. 2) and the prior-aware attack (Alg. 2).
 * ``hayes-fig3`` — Fig. 3: the bound against the prior size 2…2¹¹ at several
   ε, with the attack for a few prior sizes.
 * ``hayes-fig5`` — Fig. 5: at (4, 1e-5)-DP and T = 100, σ calibrated for each
@@ -88,7 +88,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="hayes-fig2", seed_paper="000",
+    name="hayes-fig2", citation="Hayes, Mahloujifar & Balle 2023",
     paper="Hayes, Mahloujifar, Balle — Bounding Training Data Reconstruction in DP-SGD",
     reproduces="Fig. 2: ReRo bound, RDP bound and prior-aware attack at ε = 1, 10, 100 (q = 1, T = 100, prior 10)",
     sizes={"tiny": {"epsilons": (1.0, 10.0, 100.0), "trials": 24, "known_size": 19},
@@ -143,7 +143,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="hayes-fig3", seed_paper="000",
+    name="hayes-fig3", citation="Hayes, Mahloujifar & Balle 2023",
     paper="Hayes, Mahloujifar, Balle — Bounding Training Data Reconstruction in DP-SGD",
     reproduces="Fig. 3: reconstruction bound and prior-aware attack against the prior size, several ε (q = 1, T = 100)",
     # tiny: prior 10 and the trial shape of hayes-fig2's tiny form, so a test session compiles the trial once
@@ -202,7 +202,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="hayes-fig5", seed_paper="000",
+    name="hayes-fig5", citation="Hayes, Mahloujifar & Balle 2023",
     paper="Hayes, Mahloujifar, Balle — Bounding Training Data Reconstruction in DP-SGD",
     reproduces="Fig. 5: σ and the ReRo bound against q at (4, 1e-5)-DP, T = 100, prior 10; the attack at q = 0.01 and 0.99",
     sizes={"tiny": {"sample_rates": (0.01, 0.1, 0.99), "attack_rates": (), "trials": 0, "known_size": 19},

@@ -1,4 +1,4 @@
-"""Seed 004 (Biswas et al. — *Comparing privacy notions for protection against reconstruction attacks in machine
+"""Biswas et al. 2024 (*Comparing privacy notions for protection against reconstruction attacks in machine
 learning*): Table I and Fig. 1.
 
 * ``vmf-table1`` — Table I: ε of the Poisson-subsampled VMF mechanism
@@ -24,7 +24,7 @@ from __future__ import annotations
 from .recipes import Recipe, RecipeOutput, register, row, say
 
 P, DELTA, GAMMA, N_EPOCHS, STEPS = 13_700, 1.0 / 60_000, 128.0 / 60_000, 3, 1406
-#: seed 004 Table I: κ → (ε, approach).
+#: Biswas et al. 2024, Table I: κ → (ε, approach).
 TABLE_I = {25: (0.0139, "1"), 50: (0.0867, "1"), 75: (0.49, "1"), 100: (2.5, "2"), 125: (4.6, "2"),
            150: (7.97, "2"), 200: (10.9, "2"), 300: (41.02, "2")}
 
@@ -33,8 +33,8 @@ def _table1(p: dict, seed: int, progress) -> RecipeOutput:
     from ..accounting.vmf import vmf_epsilon
 
     rows = []
-    say(progress, f"Table I: {len(p['kappas'])} concentrations")
-    for k in p["kappas"]:
+    say(progress, f"Table I: {len(p['concentrations'])} concentrations")
+    for k in p["concentrations"]:
         ref, approach = TABLE_I[k]
         res = vmf_epsilon(k, P, GAMMA, N_EPOCHS, DELTA, approach, interpolation="paper")
         tol = {"tol": 0.02} if approach == "2" else {"rel_tol": 0.05}
@@ -53,18 +53,18 @@ def _table1(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="vmf-table1", seed_paper="004",
+    name="vmf-table1", citation="Biswas et al. 2024",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Table I: ε of the subsampled, composed VMF mechanism for κ = 25…300 (p = 13,700, N = 3)",
-    sizes={"tiny": {"kappas": tuple(TABLE_I), "sound": False}, "small": {"kappas": tuple(TABLE_I), "sound": True},
-           "full": {"kappas": tuple(TABLE_I), "sound": True}},
+    sizes={"tiny": {"concentrations": tuple(TABLE_I), "sound": False}, "small": {"concentrations": tuple(TABLE_I), "sound": True},
+           "full": {"concentrations": tuple(TABLE_I), "sound": True}},
     scale="small form = --full (accounting only, about a second): all 8 rows of Table I",
     compute=_table1,
     departures="none; N = 3 compositions (epochs), as the paper's numbers require (spec_004 §3)",
 ))
 
 
-#: seed 004 Tables I, IV, V, VI (MNIST, batch 128): ε → (κ, σ, VMF acc, Gauss acc, VMF MSE, Gauss MSE).
+#: Biswas et al. 2024, Tables I, IV, V, VI (MNIST, batch 128): ε → (κ, σ, VMF acc, Gauss acc, VMF MSE, Gauss MSE).
 FIG1 = {0.49: (75, 1.23, 0.3297, 0.8656, 4.396, 3.923), 2.48: (100, 0.660, 0.4182, 0.8880, 4.390, 3.572),
         7.97: (150, 0.461, 0.5293, 0.8977, 4.378, 3.303), 10.9: (200, 0.420, 0.5948, 0.9000, 4.364, 3.261),
         41.02: (300, 0.282, 0.6940, 0.9091, 4.348, 3.042)}
@@ -88,7 +88,7 @@ def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
 
     rows = []
     for eps in p["epsilons"]:
-        kappa, sigma = FIG1[eps][:2]
+        concentration, sigma = FIG1[eps][:2]
         s = gaussian_sigma_opacus(eps, GAMMA, STEPS, DELTA)
         rows.append(row("Gaussian σ at matched ε (paper's accounting)", f"ε = {eps:g}", s, paper=sigma, rel_tol=0.01,
                         error="root to 1e-4 relative",
@@ -122,7 +122,7 @@ def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 register(Recipe(
-    name="vmf-fig1", seed_paper="004",
+    name="vmf-fig1", citation="Biswas et al. 2024",
     paper="Biswas et al. — Comparing privacy notions for protection against reconstruction attacks in ML",
     reproduces="Fig. 1: accuracy and inverting-gradients MSE of Gaussian vs VMF DP-SGD at matched ε",
     sizes={"tiny": {"epsilons": (2.48,), "epochs": 1, "attack_iterations": 10},

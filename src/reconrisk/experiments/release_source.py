@@ -121,13 +121,60 @@ def _load_torch(p: Path, data: bytes):
     except Exception as exc:  # torch raises UnpicklingError / RuntimeError for foreign or unsafe content
         raise ReconRiskError(
             f"opacus file {str(p)!r} is neither JSON nor a torch file loadable with weights_only=True "
-            f"(arbitrary pickles are never loaded): {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            f"(arbitrary pickles are never loaded): {type(exc).__name__}: {_torch_reason(exc)}"
         ) from None
 
 
-def release_from_opacus_file(path, *, clip_norm: float = 1.0) -> tuple[Release, dict]:
-    """The release a saved Opacus accountant state (JSON, or torch.save read weights-only) accounts for."""
-    clip_norm = v.positive("clip_norm", clip_norm)
+def _torch_reason(exc: BaseException) -> str:
+    """torch's reason for refusing a file, whole and on one line.
+
+    For a weights-only refusal torch's message opens with advice to rerun with ``weights_only=False`` (to
+    unpickle — the one thing this reader never does); the reason proper follows "WeightsUnpickler error:"
+    and is kept whole, up to torch's pointer to its documentation. Any other message is kept whole.
+    """
+    text = " ".join(str(exc).split())
+    start = text.find("WeightsUnpickler error:")
+    if start < 0:
+        return text
+    reason = text[start:]
+    end = reason.find(" Check the documentation of torch.load")
+    return reason if end < 0 else reason[:end]
+
+
+#: Keys under which a saved state may hold the clip norm C (Opacus calls it ``max_grad_norm``).
+CLIP_NORM_KEYS = ("max_grad_norm", "clip_norm")
+
+
+def _clip_norm_in(obj: Any) -> tuple[Any, str] | None:
+    """(C, where) if the saved state holds the clip norm: at the top level, in the accountant state, in the
+    optimizer state or one of its param_groups (the first found), else None."""
+    if not isinstance(obj, dict):
+        return None
+    places = [("", obj)]
+    for key in ("privacy_accountant_state_dict", "optimizer_state_dict"):
+        if isinstance(obj.get(key), dict):
+            places.append((key + ".", obj[key]))
+    opt = obj.get("optimizer_state_dict")
+    if isinstance(opt, dict) and isinstance(opt.get("param_groups"), list):
+        places += [(f"optimizer_state_dict.param_groups[{i}].", g) for i, g in enumerate(opt["param_groups"])
+                   if isinstance(g, dict)]
+    for prefix, d in places:
+        for key in CLIP_NORM_KEYS:
+            if key in d and d[key] is not None:
+                return d[key], prefix + key
+    return None
+
+
+def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[Release, dict]:
+    """The release a saved Opacus accountant state (JSON, or torch.save read weights-only) accounts for.
+
+    The clip norm C is ``clip_norm`` when given, else the file's ``max_grad_norm`` (or ``clip_norm``) where the
+    state holds one (:data:`CLIP_NORM_KEYS`; a given ``clip_norm`` that disagrees with the file is refused),
+    else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
+    scales the noise std σC that Bayes' capacity reads.
+    """
+    if clip_norm is not None:
+        clip_norm = v.positive("clip_norm", clip_norm)
     p, data = _read_bytes(path, "opacus file")
     where = f"opacus file {str(p)!r}"
     try:
@@ -137,6 +184,17 @@ def release_from_opacus_file(path, *, clip_norm: float = 1.0) -> tuple[Release, 
         obj = _load_torch(p, data)
         fmt = "torch (weights_only)"
     hist = _history_of(obj, where)
+    found = _clip_norm_in(obj)
+    if found is not None:
+        c_file = v.positive(f"{where}: {found[1]}", found[0])
+        if clip_norm is not None and clip_norm != c_file:
+            raise ReconRiskError(f"--clip-norm {clip_norm:g} disagrees with the clip norm {c_file:g} saved in {where} "
+                                 f"({found[1]}); drop --clip-norm or fix the file")
+        clip_norm, c_source = c_file, f"file ({found[1]})"
+    elif clip_norm is not None:
+        c_source = "--clip-norm"
+    else:
+        clip_norm, c_source = 1.0, "default 1.0 (not in the file; give --clip-norm)"
     try:  # the same reading as for a live accountant (Release.from_opacus reads its .history)
         rel = Release.from_opacus(SimpleNamespace(history=hist), clip_norm=clip_norm)
     except ReconRiskError as exc:
@@ -144,7 +202,8 @@ def release_from_opacus_file(path, *, clip_norm: float = 1.0) -> tuple[Release, 
     mech = obj.get("mechanism") if isinstance(obj, dict) else None
     if isinstance(obj, dict) and "privacy_accountant_state_dict" in obj:
         mech = obj["privacy_accountant_state_dict"].get("mechanism")
-    return rel, {"source": "opacus", "format": fmt, "mechanism": mech, **file_provenance(p, data)}
+    return rel, {"source": "opacus", "format": fmt, "mechanism": mech, "clip_norm_source": c_source,
+                 **file_provenance(p, data)}
 
 
 def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
@@ -164,7 +223,7 @@ def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip
             raise ReconRiskError("--clip-norm goes inside the release file (key clip_norm), not beside --release")
         return release_from_toml(release_file)
     if from_opacus is not None:
-        return release_from_opacus_file(from_opacus, clip_norm=1.0 if clip_norm is None else clip_norm)
+        return release_from_opacus_file(from_opacus, clip_norm=clip_norm)
     missing = [f"--{k.replace('_', '-')}" for k, x in flags.items() if x is None]
     if missing:
         raise ReconRiskError(f"the release flags need all of --noise-multiplier, --sample-rate, --steps; missing {', '.join(missing)}")

@@ -14,7 +14,7 @@ ReRo, RDP Eq. (2)             ``rero_bounds(method="rdp")``                     
 ReRo, Monte Carlo + CI        ``rero_bounds(method="mc", samples, seed, confidence)``    ``bound --method mc``
 trade-off curve f(α)          ``bounds.tradeoff.tradeoff`` on the ``tradeoff`` α grid    ``tradeoff``
 operational risks             ``bounds.risk.all_risks`` (+ ``risk(.., "attribute")``)    ``risk --measure all``
-Fano (seed 000 App. H)        ``bounds.fano`` (new; no command of its own)               —
+Fano (Hayes, Mahloujifar & Balle 2023, App. H)        ``bounds.fano`` (new; no command of its own)               —
 Guo's RDP MSE bound           ``bounds.mse.mse_bound(release=…)``                        ``mse-bound``
 analytic MSE/PSNR ReRo        ``bounds.analytic.analytic_bound`` (averaged = T)          ``analytic bound``
 Bayes' capacity               ``bounds.capacity.log_capacity_gaussian`` per step         ``capacity gaussian``
@@ -30,8 +30,8 @@ Derived numbers that no single command prints (each stated in its entry's ``form
 
 * Bayes' capacity of T steps: ``log C ≤ Σ_s T_s · log(1 − q_s + q_s·C_1(σ_s))`` — one subsampled step's
   capacity is ``∫ sup_x [(1−q)φ(y) + qφ(y − x)] dy = 1 − q + q·C_1`` and capacities multiply under
-  (adaptive) composition; the one-try success is then at most ``κ·C`` (the "miracle" theorem, seed 004 §6).
-* Analytic attack over T full-batch steps: Prop. 7 of seed 003 with k = T matched reconstructions.
+  (adaptive) composition; the one-try success is then at most ``κ·C`` (the "miracle" theorem, Biswas et al. 2024, §6).
+* Analytic attack over T full-batch steps: Prop. 7 of Riess et al. 2024 with k = T matched reconstructions.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from ..release import Release, gaussian_release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
 TRADEOFF_ALPHA = (1e-6, 0.5, 200)
-#: Prior sizes of the "ReRo against prior size" panel (seed 000 Fig. 3's 2^1 … 2^11, extended).
+#: Prior sizes of the "ReRo against prior size" panel (Hayes, Mahloujifar & Balle 2023, Fig. 3's 2^1 … 2^11, extended).
 PRIOR_SIZES = tuple(2**k for k in range(1, 17))
 
 
@@ -79,7 +79,7 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         if self.prior_size is None and self.kappa is None:
-            object.__setattr__(self, "prior_size", 10)  # seed 000's default prior (κ = 0.1)
+            object.__setattr__(self, "prior_size", 10)  # Hayes, Mahloujifar & Balle's (2023) default prior (κ = 0.1)
         resolve_kappa(self.kappa, self.prior_size)
         v.probability_open("delta", self.delta)
         if self.samples != 0:
@@ -173,7 +173,7 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
 
 
 def _closed_form_mi(release: Release, n: int) -> float:
-    """Seed 000 App. H's Gaussian closed form at Δ = 2C over every full-batch step (inf when q < 1)."""
+    """Hayes, Mahloujifar & Balle 2023, App. H's Gaussian closed form at Δ = 2C over every full-batch step (inf when q < 1)."""
     from ..bounds.fano import gaussian_mutual_information
 
     if not release.full_batch:
@@ -215,31 +215,31 @@ def fano_entry(release: Release, cfg: ReportConfig) -> dict:
     mi = release_mutual_information(release, cfg.prior_size)
     fb = fano_bound(mi["mutual_information"], cfg.prior_size)
     return {"applicable": True, **fb.to_dict(), "information": mi,
-            "source": "Guo et al. 2022b via seed 000 App. H; I bounded by " + mi["source"].replace("_", " ")}
+            "source": "Guo et al. 2022b via Hayes, Mahloujifar & Balle 2023, App. H; I bounded by " + mi["source"].replace("_", " ")}
 
 
 def mse_entry(release: Release, cfg: ReportConfig) -> dict:
     from ..bounds.mse import mse_bound
 
     d = mse_bound(release=release, diam=cfg.diam).to_dict()
-    d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (seed 001 Thm 1; Guo et al. 2022a)"
+    d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten 2022, Thm 1; Guo et al. 2022a)"
     d["applies_to"] = "unbiased reconstruction attacks, data in a box of per-coordinate diameter diam"
     return d
 
 
 ANALYTIC_ASSUMPTIONS = (
-    "the adversary controls the model: a malicious linear layer whose rows all copy the target (seed 003 Prop. 1)",
-    "the target is alone in its batch (B = 1) and the scales are known to the adversary (seed 003 §4)",
+    "the adversary controls the model: a malicious linear layer whose rows all copy the target (Riess et al. 2024, Prop. 1)",
+    "the target is alone in its batch (B = 1) and the scales are known to the adversary (Riess et al. 2024, §4)",
     "full batch (q = 1): the target is in every step, and the T reconstructions are matched and averaged (Prop. 7)",
 )
 
 
 def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
-    """Seed 003's optimal analytic attack, only where its assumptions hold (q = 1, one (σ, q) segment)."""
+    """Riess et al.'s (2024) optimal analytic attack, only where its assumptions hold (q = 1, one (σ, q) segment)."""
     from ..bounds.analytic import analytic_bound
 
     if not release.homogeneous or release.sample_rate != 1.0:
-        return _na("seed 003's bounds are single-step and need the target in every step (q = 1, one segment); "
+        return _na("Riess et al.'s (2024) bounds are single-step and need the target in every step (q = 1, one segment); "
                    "subsampled composition is not in the paper", assumptions=list(ANALYTIC_ASSUMPTIONS))
     if cfg.data_dim is None or cfg.min_norm is None:
         return _na("needs the input dimension and smallest nonzero data norm (--data-dim, --min-norm)",
@@ -273,7 +273,7 @@ def capacity_entry(release: Release, cfg: ReportConfig) -> dict:
     return {"applicable": True, "log_capacity": total, "segments": steps,
             "success_upper": math.exp(min(0.0, log_succ)), "log10_success_upper": min(0.0, log_succ) / math.log(10),
             "formula": "log C <= sum_s T_s log(1 - q_s + q_s C_1(sigma_s C, C, p)); success <= kappa * C "
-                       "(seed 004 Thm 5 corrected, Eq. 13; natural log)"}
+                       "(Biswas et al. 2024, Thm 5 corrected, Eq. 13; natural log)"}
 
 
 # -- calibration and the empirical attack ------------------------------------------------------
@@ -332,7 +332,7 @@ def attack_entry(release: Release, cfg: ReportConfig, progress: Callable[[int], 
     res = run_setting(setting, load_dataset("digits"), progress=progress)
     d = res.to_dict()
     d.update(applicable=True, dataset="digits", model=setting.model,
-             formula="success rate over trials of the prior-aware attack (seed 000 Alg. 2/3), Clopper-Pearson 95% CI")
+             formula="success rate over trials of the prior-aware attack (Hayes, Mahloujifar & Balle 2023, Alg. 2/3), Clopper-Pearson 95% CI")
     return d
 
 

@@ -17,7 +17,7 @@ A sweep file (``examples/sweep.toml`` is one)::
     prior_size = [10, 100]
     model = "mlp"         # also: known_size, learning_rate, clip_mode, prior, delta (as ``reconrisk audit``)
 
-One trial is seed 000's informed-adversary game as ``reconrisk audit`` plays it
+One trial is Hayes, Mahloujifar & Balle's (2023) informed-adversary game as ``reconrisk audit`` plays it
 (:mod:`reconrisk.experiments.trials`): DP-SGD on D₋ ∪ {target} with the release of its grid point, then the
 prior-aware attacks (Alg. 2, Alg. 3, log-likelihood, no deduction) scored on exact match.
 
@@ -389,7 +389,7 @@ class SweepRun:
 
 
 def certify_point(p: dict) -> dict:
-    """ε at δ (the target, else the release's PLD ε) and the certified ReRo bound (seed 000, Cor. 4) of a point."""
+    """ε at δ (the target, else the release's PLD ε) and the certified ReRo bound (Hayes, Mahloujifar & Balle 2023, Cor. 4) of a point."""
     from ..bounds.analysis import PrivacyAnalysis
     from ..release import Release
 

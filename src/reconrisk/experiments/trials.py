@@ -1,4 +1,4 @@
-"""Informed-adversary trials, vectorised (seed 000, §3.1, §4, App. A): data split, priors, jitted trial batches.
+"""Informed-adversary trials, vectorised (Hayes, Mahloujifar & Balle 2023, §3.1, §4, App. A): data split, priors, jitted trial batches.
 
 One trial: a fixed known set D₋ (drawn once from the dataset), a fresh
 uniform prior of n candidates (drawn from the remaining points, or uniform

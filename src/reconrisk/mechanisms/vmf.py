@@ -1,7 +1,7 @@
-"""The von Mises–Fisher (VMF) mechanism on the sphere S^{p−1} (seed 004, Def. 4; spec_004 §1, §7, §10).
+"""The von Mises–Fisher (VMF) mechanism on the sphere S^{p−1} (Biswas et al. 2024, Def. 4; spec_004 §1, §7, §10).
 
 Density ``f(y | μ, κ) = e^{κ μᵀy} / C_{p,κ}`` with
-``C_{p,κ} = (2π)^{ν+1} I_ν(κ) / κ^ν``, ``ν = p/2 − 1`` (seed 004, Def. 4).
+``C_{p,κ} = (2π)^{ν+1} I_ν(κ) / κ^ν``, ``ν = p/2 − 1`` (Biswas et al. 2024, Def. 4).
 
 Numerics (spec_004 §10). For p in the thousands scipy's ``iv``/``ive``
 underflow (``ive(6849, 500) == 0``), so everything goes through
@@ -31,6 +31,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validate as v
+from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 
 __all__ = [
@@ -160,11 +161,11 @@ def _dim(p) -> int:
     return v.integer("dim", p, minimum=2)
 
 
-def _kappa(kappa, allow_zero: bool = True) -> float:
-    k = v.real("kappa", kappa)
+def _concentration(concentration, allow_zero: bool = True) -> float:
+    k = v.real("concentration", concentration)
     if k < 0 or (k == 0 and not allow_zero) or math.isinf(k):
         rng = ">= 0" if allow_zero else "> 0"
-        raise ReconRiskError(f"kappa must be finite and {rng}; found {kappa}")
+        raise ReconRiskError(f"concentration must be finite and {rng}; found {concentration}")
     return k
 
 
@@ -173,28 +174,31 @@ def log_sphere_area(p: int) -> float:
     return math.log(2.0) + 0.5 * p * math.log(math.pi) - float(special.gammaln(0.5 * p))
 
 
-def vmf_log_norm(dim, kappa) -> float:
-    """log C_{p,κ} = (ν+1) log 2π + log I_ν(κ) − ν log κ (seed 004, Def. 4); κ = 0 gives log A(S^{p−1})."""
-    p, k = _dim(dim), _kappa(kappa)
+@renamed_kwargs(kappa="concentration")
+def vmf_log_norm(dim, concentration) -> float:
+    """log C_{p,κ} = (ν+1) log 2π + log I_ν(κ) − ν log κ (Biswas et al. 2024, Def. 4); κ = 0 gives log A(S^{p−1})."""
+    p, k = _dim(dim), _concentration(concentration)
     if k == 0:
         return log_sphere_area(p)
     nu = 0.5 * p - 1.0
     return (nu + 1.0) * _LOG_2PI + log_iv(nu, k) - nu * math.log(k)
 
 
-def vmf_logpdf(y, mu, kappa):
+@renamed_kwargs(kappa="concentration")
+def vmf_logpdf(y, mu, concentration):
     """log f(y | μ, κ) = κ μᵀy − log C_{p,κ} for unit vectors y (…, p) and μ (p,)."""
     mu_a = _unit("mu", mu)
     y_a = np.asarray(y, dtype=float)
     if y_a.shape[-1:] != mu_a.shape:
         raise ReconRiskError(f"y must have last axis {mu_a.size} (the dimension of mu); found shape {y_a.shape}")
-    k = _kappa(kappa)
+    k = _concentration(concentration)
     return k * (y_a @ mu_a) - vmf_log_norm(mu_a.size, k)
 
 
-def vmf_mean_resultant(dim, kappa) -> float:
+@renamed_kwargs(kappa="concentration")
+def vmf_mean_resultant(dim, concentration) -> float:
     """A_p(κ) = E[μᵀy] = I_{p/2}(κ)/I_{p/2−1}(κ) (spec_004 §1)."""
-    p, k = _dim(dim), _kappa(kappa)
+    p, k = _dim(dim), _concentration(concentration)
     return float(bessel_ratio(0.5 * p - 1.0, k))
 
 
@@ -208,17 +212,18 @@ def _unit(name: str, mu) -> np.ndarray:
     return arr / n
 
 
-def _wood_constants(p: int, kappa: float) -> tuple[float, float, float]:
+def _wood_constants(p: int, concentration: float) -> tuple[float, float, float]:
     m1 = p - 1.0
-    b = m1 / (2.0 * kappa + math.sqrt(4.0 * kappa * kappa + m1 * m1))  # stable form (spec_004 §7)
+    b = m1 / (2.0 * concentration + math.sqrt(4.0 * concentration * concentration + m1 * m1))  # stable form (spec_004 §7)
     x0 = (1.0 - b) / (1.0 + b)
-    c = kappa * x0 + m1 * math.log1p(-x0 * x0)
+    c = concentration * x0 + m1 * math.log1p(-x0 * x0)
     return b, x0, c
 
 
-def sample_vmf_cosine(dim, kappa, n: int, rng: np.random.Generator) -> np.ndarray:
+@renamed_kwargs(kappa="concentration")
+def sample_vmf_cosine(dim, concentration, n: int, rng: np.random.Generator) -> np.ndarray:
     """n draws of W = μᵀy under VMF(μ, κ) on S^{p−1} (Wood 1994 rejection step)."""
-    p, k = _dim(dim), _kappa(kappa)
+    p, k = _dim(dim), _concentration(concentration)
     n = v.integer("n", n, minimum=1)
     b, x0, c = _wood_constants(p, k)
     m1 = p - 1.0
@@ -235,7 +240,8 @@ def sample_vmf_cosine(dim, kappa, n: int, rng: np.random.Generator) -> np.ndarra
     return out
 
 
-def sample_vmf(mu, kappa, n: int = 1, rng: np.random.Generator | None = None, *, batch: int = 256) -> np.ndarray:
+@renamed_kwargs(kappa="concentration")
+def sample_vmf(mu, concentration, n: int = 1, rng: np.random.Generator | None = None, *, batch: int = 256) -> np.ndarray:
     """n samples (n, p) of VMF(μ, κ) on S^{p−1} (Wood's algorithm + Householder reflection).
 
     ``rng`` is a ``numpy.random.Generator`` (required for reproducibility;
@@ -243,7 +249,7 @@ def sample_vmf(mu, kappa, n: int = 1, rng: np.random.Generator | None = None, *,
     time, so memory is O(batch·p), never O(p²).
     """
     mu_a = _unit("mu", mu)
-    k = _kappa(kappa)
+    k = _concentration(concentration)
     n = v.integer("n", n, minimum=1)
     batch = v.integer("batch", batch, minimum=1)
     if rng is None:
@@ -273,7 +279,8 @@ def sample_vmf(mu, kappa, n: int = 1, rng: np.random.Generator | None = None, *,
 # ----------------------------------------------------------------------------------------
 # JAX version for the DP-SGD simulator (imported lazily)
 # ----------------------------------------------------------------------------------------
-def sample_vmf_jax(key, mu, kappa):
+@renamed_kwargs(kappa="concentration")
+def sample_vmf_jax(key, mu, concentration):
     """One sample of VMF(μ, κ) for a unit vector μ (p,) in JAX (jit-able; κ may be traced).
 
     Wood's rejection loop runs as a ``lax.while_loop``; the rotation is the
@@ -284,10 +291,10 @@ def sample_vmf_jax(key, mu, kappa):
 
     p = mu.shape[0]
     m1 = p - 1.0
-    kappa = jnp.asarray(kappa, mu.dtype)
-    b = m1 / (2.0 * kappa + jnp.sqrt(4.0 * kappa * kappa + m1 * m1))
+    concentration = jnp.asarray(concentration, mu.dtype)
+    b = m1 / (2.0 * concentration + jnp.sqrt(4.0 * concentration * concentration + m1 * m1))
     x0 = (1.0 - b) / (1.0 + b)
-    c = kappa * x0 + m1 * jnp.log1p(-x0 * x0)
+    c = concentration * x0 + m1 * jnp.log1p(-x0 * x0)
     k_w, k_xi = jax.random.split(key)
 
     def cond(state):
@@ -302,7 +309,7 @@ def sample_vmf_jax(key, mu, kappa):
         z = 0.5 * (1.0 + e[0] / jnp.linalg.norm(e))
         u = jax.random.uniform(ku, dtype=mu.dtype)
         w = (1.0 - (1.0 + b) * z) / (1.0 - (1.0 - b) * z)
-        ok = kappa * w + m1 * jnp.log1p(-x0 * w) - c >= jnp.log(u)
+        ok = concentration * w + m1 * jnp.log1p(-x0 * w) - c >= jnp.log(u)
         return k, w, ok
 
     _, w, _ = jax.lax.while_loop(cond, body, (k_w, jnp.zeros((), mu.dtype), jnp.array(False)))
@@ -315,9 +322,10 @@ def sample_vmf_jax(key, mu, kappa):
     return jnp.where(uu > 1e-20, refl, y)
 
 
-def vmf_noise_jax(key, grad_flat, kappa):
-    """VMF DP-SGD noise (seed 004, Alg. 2, lines 7′–8′): normalise the flat gradient, sample VMF around it."""
+@renamed_kwargs(kappa="concentration")
+def vmf_noise_jax(key, grad_flat, concentration):
+    """VMF DP-SGD noise (Biswas et al. 2024, Alg. 2, lines 7′–8′): normalise the flat gradient, sample VMF around it."""
     import jax.numpy as jnp
 
     mu = grad_flat / jnp.maximum(jnp.linalg.norm(grad_flat), 1e-30)
-    return sample_vmf_jax(key, mu, kappa)
+    return sample_vmf_jax(key, mu, concentration)

@@ -1,4 +1,4 @@
-"""Figures for seed 003 (matplotlib, Agg backend; PNG and SVG). Drawing only: the simulations and data
+"""Figures for Riess et al. 2024 (matplotlib, Agg backend; PNG and SVG). Drawing only: the simulations and data
 come from :mod:`reconrisk.experiments.analytic`, the laws from :mod:`reconrisk.bounds.analytic_laws`.
 
 * :func:`figure_success_vs_noise` — Fig. 2: empirical MSE, PSNR and NCC of
@@ -148,7 +148,7 @@ def figure_success_vs_noise(
     name: str = "analytic_fig2",
     title: str | None = None,
 ):
-    """Seed 003 Fig. 2: one row per clip regime of ``sims`` (``{regime: AnalyticSimulation}``,
+    """Riess et al. 2024, Fig. 2: one row per clip regime of ``sims`` (``{regime: AnalyticSimulation}``,
     from :func:`reconrisk.experiments.analytic.fig2_simulations`). Returns the written paths."""
     if not sims:
         raise ReconRiskError("sims must hold at least one simulation; found none")
@@ -178,7 +178,7 @@ def figure_rero_curves(
     name: str = "analytic_fig3",
     title: str | None = None,
 ):
-    """Seed 003 Fig. 3: γ(η) of Props. 3 and 5 (MSE CDF, PSNR survival), varying σ, N and ‖X‖.
+    """Riess et al. 2024, Fig. 3: γ(η) of Props. 3 and 5 (MSE CDF, PSNR survival), varying σ, N and ‖X‖.
 
     Parameters not varied in a row take the ``base`` values ``(σ, ‖X‖, N)``
     (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
@@ -231,7 +231,7 @@ def figure_rero_curves(
 
 
 def figure_scale_demo(demo: dict, *, out_dir=".", name: str = "analytic_fig5"):
-    """Seed 003 Fig. 5 from :func:`reconrisk.experiments.analytic.scale_demo`'s result; returns the paths."""
+    """Riess et al. 2024, Fig. 5 from :func:`reconrisk.experiments.analytic.scale_demo`'s result; returns the paths."""
     plt = _plt()
     img, recs, a, s = demo["image"], demo["reconstructions"], demo["factor"], demo["noise_multiplier"]
     fig, axes = plt.subplots(2, 2, figsize=(7, 7))

@@ -1,4 +1,4 @@
-"""Audit report: ``results.json`` and the bound-against-attack plot (seed 000, Fig. 2 style).
+"""Audit report: ``results.json`` and the bound-against-attack plot (Hayes, Mahloujifar & Balle 2023, Fig. 2 style).
 
 The plot draws the certified ReRo bound as a curve over ε (σ calibrated at
 each ε with the same accountant as the audit; computed by
@@ -38,7 +38,8 @@ def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Pa
     if curve is not None and curve is not False:
         grid, ups = curve
         ax.plot(grid, ups, color="black", lw=1.8, label="certified ReRo bound (Cor. 4)")
-    ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3)
+    ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3,
+               label="certified bound at each audited ε")
     # the two-sided answer: ReRo lies between what the headline attack refutes and what the release certifies
     # (one band per audited ε: between two audited ε neither end is known, so nothing is interpolated)
     lows = np.array([r.empirical().rero.lower for r in results])

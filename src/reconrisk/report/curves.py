@@ -1,4 +1,4 @@
-"""Drawing the ReRo curves: γ against ε for several priors, and γ against q at fixed ε (seed 000 Fig. 5).
+"""Drawing the ReRo curves: γ against ε for several priors, and γ against q at fixed ε (Hayes, Mahloujifar & Balle 2023, Fig. 5).
 
 The rows come from :func:`reconrisk.experiments.curves.rero_curves` (σ
 calibrated per ε with the PLD accountant, the certified PLD bracket's upper

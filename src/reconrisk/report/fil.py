@@ -1,4 +1,4 @@
-"""Figures of the MSE / FIL analysis (seed 001 Figs. 2–5): matplotlib with the Agg backend, PNG + SVG.
+"""Figures of the MSE / FIL analysis (Guo, Karrer, Chaudhuri & van der Maaten 2022, Figs. 2–5): matplotlib with the Agg backend, PNG + SVG.
 
 * :func:`plot_dfil_histogram` — Fig. 2: per-example dFIL bounds ``1/η̄²`` as a
   histogram on log10 axes, the Theorem 1 RDP bound as a vertical dashed line

@@ -1,41 +1,70 @@
 """``reconrisk report``'s page: one self-contained HTML file and ``report.json`` (drawing only).
 
 :func:`write_report` takes the dict of :func:`reconrisk.experiments.riskreport.risk_report` and writes
-``report.html`` (inline CSS, plots as inline base64 PNG drawn with matplotlib's Agg backend, no external URL,
-no network) and ``report.json`` (the same numbers, plus provenance), each atomically (:mod:`reconrisk._io`).
-Every piece of user-supplied text (file paths, the command line) is escaped with :func:`html.escape`.
+``report.html`` (inline CSS, the plots as inline responsive SVG drawn with matplotlib — :mod:`.report_plots` —,
+no external URL, no network, a print stylesheet) and ``report.json`` (the same numbers, plus provenance), each
+atomically (:mod:`reconrisk._io`). Every piece of user-supplied text (file paths, the command line) is escaped
+with :func:`html.escape`.
 
-The page opens with a plain-language summary whose numbers come from the report (rounded *up* where they are
-upper bounds, so "at most" stays true), then one table of every bound family, the plots (trade-off curve; ReRo
-against prior size), and a provenance footer (version, release, command).
+The page opens with a headline that states the prior ("at most 19.5% reconstruction success with a 1-in-10
+prior"), a warning when the prior was defaulted rather than given, and a plain-language summary whose numbers
+come from the report (rounded *up* where they are upper bounds, so "at most" stays true); then one table of
+every bound family (formulas in Unicode; a bound of 1 is marked vacuous; families whose assumptions fail are
+listed apart with the reason), the plots (trade-off curve on log–log axes with its certified band; ReRo against
+prior size), the full references and a provenance footer (version, release, command).
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
+import re
 from pathlib import Path
 
 from .. import _io
 
 _CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
-color:#1b1b1b;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
-.summary{background:#f3f7fb;border-left:4px solid #2a6db0;padding:.8rem 1rem;font-size:1.05rem}
-.summary p{margin:.35rem 0}
-table{border-collapse:collapse;width:100%;font-size:.9rem}
-th,td{border-bottom:1px solid #e3e3e3;padding:.3rem .4rem;text-align:left;vertical-align:top}
+:root{--ink:#1b1b1b;--muted:#555;--rule:#e3e3e3;--accent:#2a6db0}
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;max-width:72rem;margin:1.5rem auto;
+padding:0 1.25rem;color:var(--ink);line-height:1.5}
+h1{font-size:1.7rem;margin:.2rem 0}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #ddd}
+.headline{font-size:1.3rem;margin:.3rem 0}.release{color:var(--muted);margin:.2rem 0 1rem}
+.warning{background:#fff4e5;border-left:4px solid #e67e22;padding:.6rem 1rem;margin:.8rem 0}
+.summary{background:#f3f7fb;border-left:4px solid var(--accent);padding:.8rem 1rem;font-size:1.05rem}
+.summary p{margin:.35rem 0}.note{color:var(--muted);font-size:.9rem}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-size:.92rem}
+th,td{border-bottom:1px solid var(--rule);padding:.35rem .5rem;text-align:left;vertical-align:top}
+th{background:#fafafa}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr.na td{color:#777}
-.formula{font-family:ui-monospace,monospace;font-size:.78rem;color:#444}
+tr.vacuous td{color:#888}tr.vacuous td.num{font-style:italic}
+.formula{font-size:.85rem;color:#444;max-width:30rem;overflow-wrap:anywhere}
 .hidden{display:none}
-figure{margin:1rem 0}figure img{max-width:100%}
-footer{margin-top:2.5rem;font-size:.8rem;color:#555;border-top:1px solid #ddd;padding-top:.6rem}
+ul.na{font-size:.9rem;color:var(--muted)}ul.na b{color:var(--ink);font-weight:600}
+figure{margin:1.2rem 0;width:100%}figure svg{display:block;width:100%;height:auto;max-width:100%}
+figcaption{font-size:.9rem;color:var(--muted)}
+ul.refs{font-size:.9rem;padding-left:1.2rem}ul.refs .cite{font-weight:600}
+footer{margin-top:2.5rem;font-size:.8rem;color:var(--muted);border-top:1px solid #ddd;padding-top:.6rem}
 footer code{word-break:break-all}
 button{font-size:.85rem}
+@media (max-width:900px){
+  #families thead{display:none}#families,#families tbody{display:block}
+  #families tr{display:grid;grid-template-columns:minmax(6rem,auto) 1fr auto auto;column-gap:.7rem;padding:.45rem 0;
+    border-bottom:1px solid var(--rule)}
+  #families td{border:0;padding:.1rem .2rem}
+  #families td.err,#families td.formula{grid-column:1/-1;max-width:none}
+  #families td.num::before{content:attr(data-label) ": ";color:var(--muted);font-size:.8rem}
+}
+@media (max-width:600px){body{padding:0 .6rem}.headline{font-size:1.1rem}
+  #families tr{grid-template-columns:1fr 1fr}#families td:nth-child(2){grid-column:1/-1}}
+@media print{
+  body{max-width:none;margin:0;padding:0;font-size:10pt;color:#000}
+  .no-print,button,script{display:none !important}
+  .formula.hidden{display:revert !important}
+  .summary,.warning{background:none;border:1px solid #999}
+  h2{break-after:avoid}figure,tr,.summary,.warning{break-inside:avoid}
+  .scroll{overflow:visible}a{color:#000}
+}
 """
 
 # a few lines of JS: show or hide the formula column (what the headless-browser test guards)
@@ -141,8 +170,9 @@ def table_rows(report: dict) -> list[dict]:
     k = rr["kappa"]
     rows.append(_row("privacy", f"ε at δ = {report['epsilon']['delta']:g}", None, report["epsilon"]["value"],
                      f"{report['epsilon']['accountant'].upper()} accountant", report["epsilon"]["formula"]))
-    for key, label in (("closed_form", "exact (GDP closed form)"), ("pld", "PLD bracket"), ("rdp", "RDP, Eq. (2)"),
-                       ("dp", "from (ε, δ)"), ("mc", "Monte Carlo")):
+    for key, label in (("closed_form", "exact (GDP closed form)"), ("pld", "PLD bracket"),
+                       ("rdp", "via Rényi DP, Eq. 2 (looser)"), ("dp", "via (ε, δ)-DP (looser)"),
+                       ("mc", "Monte Carlo estimate")):
         r = rr.get(key)
         if r is None:
             continue
@@ -176,9 +206,9 @@ def table_rows(report: dict) -> list[dict]:
                      f"exact given ε₂ = {m['rdp_epsilon']:.4g}", m["formula"]))
     a = report["analytic"]
     if a.get("applicable"):
-        rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["gamma"], "exact (seed 003)",
+        rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["rero"], "exact (Riess et al. 2024)",
                          a["formula"]))
-        rows.append(_row("analytic attack", f"P(PSNR ≥ {a['psnr']['eta']:g} dB)", None, a["psnr"]["gamma"], "exact (seed 003)",
+        rows.append(_row("analytic attack", f"P(PSNR ≥ {a['psnr']['eta']:g} dB)", None, a["psnr"]["rero"], "exact (Riess et al. 2024)",
                          "; ".join(a["assumptions"])))
     else:
         rows.append(_row("analytic attack", "MSE/PSNR ReRo", None, None, "", a["reason"], na=True))
@@ -211,101 +241,164 @@ def table_rows(report: dict) -> list[dict]:
                                  e["formula"]))
     else:
         rows.append(_row("empirical attack", "audit", None, None, "", at["reason"], na=True))
+    for r in rows:
+        r["vacuous"] = _vacuous(r)
+        if r["vacuous"]:
+            r["error"] = "vacuous: a probability bound of 1 says nothing for this release"
     return rows
 
 
+#: Rows whose upper end is a probability: an upper end of 1 certifies nothing.
+_PROBABILITY_FAMILIES = ("ReRo", "Fano", "analytic attack")
+
+
+def _vacuous(r: dict) -> bool:
+    up = r["upper"]
+    if r["na"] or up is None:
+        return False
+    if r["family"] == "privacy":
+        return isinstance(up, float) and math.isinf(up)
+    prob = r["family"] in _PROBABILITY_FAMILIES or (r["family"] == "Bayes' capacity" and r["quantity"].startswith("one-try"))
+    return prob and up >= 1.0
+
+
 def _table_html(rows: list[dict]) -> str:
-    head = ("<tr><th>family</th><th>quantity</th><th>lower</th><th>upper</th><th>error</th>"
-            "<th class='formula'>formula / source</th></tr>")
+    head = ("<thead><tr><th>family</th><th>quantity</th><th>lower</th><th>upper</th><th>error</th>"
+            "<th class='formula'>formula / source</th></tr></thead>")
     body = []
     for r in rows:
-        cls = " class='na'" if r["na"] else ""
+        cls = " class='vacuous'" if r.get("vacuous") else ""
+        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"])
         body.append(f"<tr{cls}><td>{_e(r['family'])}</td><td>{_e(r['quantity'])}</td>"
-                    f"<td class='num'>{_num(r['lower'])}</td><td class='num'>{_num(r['upper'])}</td>"
-                    f"<td>{_e(r['error'])}</td><td class='formula'>{_e(r['formula'])}</td></tr>")
-    return f"<table id='families'>{head}{''.join(body)}</table>"
+                    f"<td class='num' data-label='lower'>{_num(r['lower'])}</td>"
+                    f"<td class='num' data-label='upper'>{upper}</td>"
+                    f"<td class='err'>{_e(r['error'])}</td>"
+                    f"<td class='formula'>{_e(pretty_formula(r['formula']))}</td></tr>")
+    return f"<table id='families'>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
-# -- the plots ------------------------------------------------------------------------------------
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    finally:
-        _io.pyplot().close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def tradeoff_png(report: dict) -> str:
-    plt = _io.pyplot()
-    t = report["tradeoff"]
-    fig, ax = plt.subplots(figsize=(5.2, 4.0))
-    ax.fill_between(t["alpha"], t["power_lower"], t["power_upper"], color="#2a6db0", alpha=0.35, label="certified bracket")
-    ax.plot(t["alpha"], t["power_upper"], color="#2a6db0", lw=1.2, label="TPR ≤ 1 − f(α)")
-    ax.plot(t["alpha"], t["alpha"], color="#999", lw=0.8, ls="--", label="blind guess")
-    ax.set_xscale("log")
-    ax.set_xlabel("false-positive rate α")
-    ax.set_ylabel("true-positive rate")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(f"Trade-off curve ({t['method']})")
-    ax.legend(loc="upper left", fontsize=8)
-    return _png(fig)
-
-
-def prior_png(report: dict) -> str:
-    plt = _io.pyplot()
-    p = report["rero_vs_prior"]
-    fig, ax = plt.subplots(figsize=(5.2, 4.0))
-    ax.fill_between(p["prior_size"], p["lower"], p["upper"], color="#2a6db0", alpha=0.4)
-    ax.plot(p["prior_size"], p["upper"], "o-", color="#2a6db0", ms=3, label="ReRo bound (PLD)")
-    ax.plot(p["prior_size"], p["rdp"], "s--", color="#c0392b", ms=3, label="RDP bound, Eq. (2)")
-    ax.plot(p["prior_size"], p["fano"], "^-.", color="#7d3c98", ms=3, label="Fano (App. H)")
-    ax.plot(p["prior_size"], p["kappa"], ":", color="#777", label="blind guess 1/N")
-    at = report["attack"]
-    if at.get("applicable"):
-        r = at["attack"]
-        lo, hi = r["ci_low"], r["ci_high"]
-        ax.errorbar([at["prior_size"]], [r["rate"]], yerr=[[r["rate"] - lo], [hi - r["rate"]]], fmt="D", color="k",
-                    label=f"attack ({at['attack_name']}, 95% CI)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("prior size N (κ = 1/N)")
-    ax.set_ylabel("reconstruction success")
-    ax.set_title("ReRo against prior size")
-    ax.legend(fontsize=8)
-    return _png(fig)
+def _na_html(rows: list[dict]) -> str:
+    """The families whose assumptions fail for this release, each with its reason (not empty table rows)."""
+    if not rows:
+        return ""
+    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {_e(r['formula'])}</li>" for r in rows)
+    return f"<h3>Not computed for this release</h3><ul class='na' id='not-computed'>{items}</ul>"
 
 
 # -- the page ----------------------------------------------------------------------------------------
+#: The papers the page cites, in full, once (the rows cite them by author and year).
+REFERENCES = (
+    ("Hayes, Mahloujifar & Balle 2023", "Jamie Hayes, Saeed Mahloujifar and Borja Balle. Bounding Training Data "
+     "Reconstruction in DP-SGD. Advances in Neural Information Processing Systems (NeurIPS) 2023."),
+    ("Guo, Karrer, Chaudhuri & van der Maaten 2022", "Chuan Guo, Brian Karrer, Kamalika Chaudhuri and Laurens van "
+     "der Maaten. Bounding Training Data Reconstruction in Private (Deep) Learning. International Conference on "
+     "Machine Learning (ICML) 2022; arXiv:2201.12383."),
+    ("Balle, Cherubin & Hayes 2022", "Borja Balle, Giovanni Cherubin and Jamie Hayes. Reconstructing Training Data "
+     "with Informed Adversaries. IEEE Symposium on Security and Privacy (S&P) 2022; arXiv:2201.04845."),
+    ("Riess et al. 2024", "Riess et al. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of "
+     "Real-World Data Reconstruction Attacks. 2024."),
+    ("Biswas et al. 2024", "Sayan Biswas, Mark Dras, Pedro Faustini, Natasha Fernandes, Annabelle McIver, "
+     "Catuscia Palamidessi and Parastoo Sadeghi. Comparing privacy notions for protection against reconstruction "
+     "attacks in machine learning. 2024."),
+    ("Guo, Sablayrolles & Sanjabi 2022", "Chuan Guo, Alexandre Sablayrolles and Maziar Sanjabi. Analyzing Privacy "
+     "Leakage in Machine Learning via Multiple Hypothesis Testing: A Lesson From Fano. arXiv:2210.13662, 2022 "
+     "(the page's \u201cGuo et al. 2022b\u201d, Fano's bound)."),
+    ("Dong, Roth & Su 2022", "Jinshuo Dong, Aaron Roth and Weijie J. Su. Gaussian Differential Privacy. Journal of "
+     "the Royal Statistical Society Series B 84(1), 2022."),
+)
+
+# ASCII math of the JSON ``formula`` fields, shown with Unicode symbols (the JSON keeps the ASCII)
+_GREEK = {"kappa": "κ", "epsilon": "ε", "eps": "ε", "delta": "δ", "alpha": "α", "beta": "β", "mu": "μ",
+          "nu": "ν", "sigma": "σ", "rho": "ρ", "gamma": "γ", "eta": "η", "tau": "τ", "lambda": "λ", "pi": "π"}
+_GREEK_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])")
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def pretty_formula(text: str) -> str:
+    """``B_kappa(mu, nu) <= kappa*exp(eps2)`` → ``B_κ(μ, ν) ≤ κ·exp(ε₂)``: readable, and offline (plain Unicode)."""
+    s = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], str(text))
+    s = re.sub(r"([κεδαβμνσργητλπ])(\d)", lambda m: m.group(1) + m.group(2).translate(_SUB), s)
+    for a, b in (("<=", "≤"), (">=", "≥"), ("!=", "≠"), ("->", "→"), ("sqrt(", "√("), ("^2", "²"), ("*", "·"),
+                 ("sum_", "Σ_"), (" in [", " ∈ [")):
+        s = s.replace(a, b)
+    return s
+
+
+def _release_text(rel: dict) -> str:
+    if "segments" in rel:
+        return f"{len(rel['segments'])} segments, T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}"
+    return (f"noise multiplier σ = {rel['noise_multiplier']:g}, sample rate q = {rel['sample_rate']:g}, "
+            f"T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}")
+
+
+def _prior_text(report: dict) -> str:
+    s = report["summary"]
+    if s.get("prior_size"):
+        return f"a 1-in-{s['prior_size']:,} prior"
+    return f"a prior whose blind guess succeeds {_pct(s['kappa'], up=False)} of the time"
+
+
+def _warnings(report: dict, provenance: dict) -> str:
+    out = []
+    prior = provenance.get("prior") or {}
+    if prior.get("defaulted"):
+        out.append(f"<strong>No prior was given.</strong> Every number on this page assumes {_e(_prior_text(report))} "
+                   f"(κ = {report['rero']['kappa']:g}, the default of Hayes, Mahloujifar &amp; Balle 2023). The risk "
+                   "depends on it: rerun with <code>--prior-size N</code> (N equally likely candidates) or "
+                   "<code>--kappa</code> for the prior of your data.")
+    src = provenance.get("release_source") or {}
+    if str(src.get("clip_norm_source", "")).startswith("default") and report.get("capacity", {}).get("applicable"):
+        out.append("The Opacus file holds no clip norm (max_grad_norm): Bayes' capacity assumes C = 1. "
+                   "Give <code>--clip-norm</code>.")
+    return "".join(f"<p class='warning' role='alert'>{w}</p>" for w in out)
+
+
+def _headline(report: dict) -> str:
+    s = report["summary"]
+    return (f"At most <strong>{_pct(s['rero_upper'])}</strong> reconstruction success with {_e(_prior_text(report))} "
+            f"(a blind guess: {_pct(s['kappa'], up=False)})")
+
+
+def _references() -> str:
+    items = "".join(f"<li id='ref-{i}'><span class='cite'>{_e(short)}</span>: {_e(full)}</li>"
+                    for i, (short, full) in enumerate(REFERENCES))
+    return f"<section id='references'><h2>References</h2><ul class='refs'>{items}</ul></section>"
+
+
 def render_html(report: dict, provenance: dict) -> str:
     """The whole page as one string (no external resource)."""
     from .. import __version__
+    from .report_plots import prior_svg, tradeoff_svg
 
-    rel = report["release"]
-    if "segments" in rel:
-        rel_text = f"{len(rel['segments'])} segments, {rel['steps']} steps, C = {rel['clip_norm']:g}"
-    else:
-        rel_text = (f"σ = {rel['noise_multiplier']:g}, q = {rel['sample_rate']:g}, T = {rel['steps']}, "
-                    f"C = {rel['clip_norm']:g}")
+    rel_text = _release_text(report["release"])
     summary = "".join(f"<p>{s}</p>" for s in summary_sentences(report))
-    figs = (f"<figure><img alt='trade-off curve' src='data:image/png;base64,{tradeoff_png(report)}'>"
-            "<figcaption>Certified trade-off curve: any membership test's TPR at FPR α lies below the band.</figcaption>"
-            "</figure>"
-            f"<figure><img alt='ReRo against prior size' src='data:image/png;base64,{prior_png(report)}'>"
-            "<figcaption>Reconstruction success bound against the prior size.</figcaption></figure>")
+    rows = table_rows(report)
+    shown = [r for r in rows if not r["na"]]
+    figs = (f"<figure>{tradeoff_svg(report)}<figcaption>Certified trade-off curve on log–log axes: any "
+            "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
+            "the band's width, the certificate's own error.</figcaption></figure>"
+            f"<figure>{prior_svg(report)}<figcaption>Reconstruction success bound against the prior size N "
+            "(κ = 1/N).</figcaption></figure>")
     src = provenance.get("release_source", {})
     src_text = ", ".join(f"{k}: {v}" for k, v in src.items() if v is not None)
     footer = (f"<footer><p>reconrisk {_e(__version__)} · release: {_e(rel_text)} · {_e(src_text)}</p>"
               f"<p>command: <code>{_e(provenance.get('command', ''))}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
+    title = f"Reconstruction risk: at most {_pct(report['summary']['rero_upper'])} with {_prior_text(report)}"
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>reconrisk report: {_e(rel_text)}</title><style>{_CSS}</style></head><body>"
-            f"<h1>Reconstruction risk report</h1><p>{_e(rel_text)}</p>"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+            f"<header><h1>Reconstruction risk report</h1><p class='headline' id='headline'>{_headline(report)}</p>"
+            f"<p class='release'>DP-SGD release: {_e(rel_text)}</p></header>"
+            f"{_warnings(report, provenance)}"
             f"<section class='summary' id='summary'>{summary}</section>"
-            "<h2>Every bound family</h2><p><button id='toggle-formulas' type='button'>hide formulas</button></p>"
-            f"{_table_html(table_rows(report))}"
-            f"<h2>Plots</h2>{figs}{footer}<script>{_JS}</script></body></html>")
+            "<h2>Every bound family</h2>"
+            "<p class='note'>Certified bounds hold for every attack; estimates carry their error. A bound of 1 says "
+            "nothing for this release and is marked <em>vacuous</em>.</p>"
+            "<p class='no-print'><button id='toggle-formulas' type='button'>hide formulas</button></p>"
+            f"<div class='scroll'>{_table_html(shown)}</div>"
+            f"{_na_html([r for r in rows if r['na']])}"
+            f"<h2>Plots</h2>{figs}{_references()}{footer}<script>{_JS}</script></body></html>")
 
 
 def write_report(report: dict, out_dir, provenance: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Figures and table of the Gaussian-versus-VMF comparison (seed 004, Figs 1, 4, 5); drawing only.
+"""Figures and table of the Gaussian-versus-VMF comparison (Biswas et al. 2024, Figs 1, 4, 5); drawing only.
 
 The numbers come from :func:`reconrisk.experiments.mechanisms.compare_mechanisms`.
 """

@@ -21,11 +21,11 @@ Per-example clipping without per-example gradients ("ghost clipping")
     reference the tests compare against.
 
 Clipping modes
-    ``"hard"``: clip_C(v) = v / max(1, ‖v‖/C) (seed 000, footnote 3).
-    ``"gelu"``: the soft clip of seed 001, v / (GELU(‖v‖/C − 1) + 1), whose
+    ``"hard"``: clip_C(v) = v / max(1, ‖v‖/C) (Hayes, Mahloujifar & Balle 2023, footnote 3).
+    ``"gelu"``: the soft clip of Guo, Karrer, Chaudhuri & van der Maaten 2022, v / (GELU(‖v‖/C − 1) + 1), whose
     norm can reach 1.115·C and which scales small gradients *up* by up to
     1.189; the noise std stays σC as the release says (account for the
-    1.115 sensitivity yourself, as seed 001 does).
+    1.115 sensitivity yourself, as Guo et al. 2022 does).
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""Output-perturbed L2-regularised logistic regression and its per-example Fisher information (seed 001 §7.1).
+"""Output-perturbed L2-regularised logistic regression and its per-example Fisher information (Guo, Karrer, Chaudhuri & van der Maaten 2022, §7.1).
 
 numpy/scipy only (the model is small and convex; no JAX needed).
 
 Model and training
     ``P(y = 1 | x) = sigmoid(θᵀx̃)`` with ``x̃ = [1, x]`` when ``bias=True``
-    (seed 001 §7.2's attack model; the regulariser covers the bias too, as in
+    (Guo et al. 2022, §7.2's attack model; the regulariser covers the bias too, as in
     the authors' code) or ``x̃ = x`` (§7.1). The minimiser of
     ``F(θ) = Σ_i BCE(θᵀx̃_i, y_i) + (nλ/2)||θ||²`` — equivalently
     ``(1/n)Σ + (λ/2)||θ||²`` — is found by damped Newton iterations to a
     gradient norm ``||∇F(θ*)||₂ ≤ tol`` (default 1e-10). The problem is
-    strictly convex, so θ* is unique and the seed 001 "10 runs" (which differ
+    strictly convex, so θ* is unique and the Guo et al. 2022 "10 runs" (which differ
     only through the L-BFGS initialisation) all give the same θ*; we solve once.
 
 Release
@@ -28,7 +28,7 @@ Fisher information (Hannun et al. 2021; spec_001 §6)
     ``E = ∂x̃/∂x``. The label is public, so its column ``H⁻¹x̃_i`` is
     excluded. The release is a Gaussian mechanism of θ*, so
     ``I_h(x_i) = J_iᵀJ_i/σ²`` and the dFIL is ``η̄_i² = ||J_i||_F² / (σ² d)``;
-    the MSE bound for unbiased attacks is ``1/η̄_i²`` (seed 001 Thm 2).
+    the MSE bound for unbiased attacks is ``1/η̄_i²`` (Guo et al. 2022, Thm 2).
     :func:`logreg_dfil` evaluates ``||J_i||_F²`` for all i without forming
     any J_i (``O(n p²)``).
 """
@@ -159,7 +159,7 @@ class LinearFit:
 
 
 def train_linear(X, y, lam: float = 0.0, *, bias: bool = True, refine: int = 2) -> LinearFit:
-    """Exact least squares (λ = 0) or ridge regression (λ > 0) in float64 (seed 002 Thm 1 and Thm 8 victims).
+    """Exact least squares (λ = 0) or ridge regression (λ > 0) in float64 (Balle, Cherubin & Hayes 2022, Thm 1 and Thm 8 victims).
 
     Solves the normal equations ``(X̃ᵀX̃ + nλI)θ = X̃ᵀy`` by Cholesky, then
     ``refine`` rounds of iterative refinement on the residual gradient, so
@@ -294,7 +294,7 @@ def logreg_dfil(X, y, lam: float, noise_std: float, *, fit: LogRegFit | None = N
     """Per-example dFIL ``η̄_i² = ||J_i||_F²/(σ²d)`` of ``θ* + N(0, σ²I)`` and the Theorem 1 RDP bound beside it.
 
     ``formula`` picks the RDP ε (``"gaussian"``: ``4/(nλσ)²``, standard;
-    ``"paper"``: ``2/(nλσ)`` as printed in seed 001).
+    ``"paper"``: ``2/(nλσ)`` as printed in Guo et al. 2022).
     """
     X, y = _data(X, y)
     lam = v.positive("lam", lam)

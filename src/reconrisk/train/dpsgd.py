@@ -1,6 +1,6 @@
 """DP-SGD as a composable step, and the training loop with a per-step hook.
 
-One step (seed 000, §2; spec_000 §1.1) is
+One step (Hayes, Mahloujifar & Balle 2023, §2; spec_000 §1.1) is
 
     g_t = Σ_{z ∈ B_t} clip_C(∇_θ ℓ(θ_t, z)) + N(0, σ²C² I),     θ_{t+1} = θ_t − η · g_t / (q·N),
 
@@ -13,7 +13,7 @@ The step is four stages, each a function a variant can reuse or replace::
 
     key_t ──► poisson_batch ──► batch_clipped_sum ──► noise_fn(release.noise) ──► dpsgd_update (optax)
               (mask, padded     (ghost clipping,      (Gaussian: + N(0, s²I),      (θ ← θ − η·v,
-               index, valid)     train/clipping.py)     s = Release.noise_std,      v ← μv + g/(qN))
+               index, valid)     train/clipping.py)     s = Release.noise_scale,    v ← μv + g/(qN))
                                                         traced; train/noise.py)
                         └──────────── StepInfo(t, params θ_t, batch, g_t, keys) ──► hooks
                                       (transcript, FIL accounting, attacks observe here)
@@ -186,7 +186,7 @@ def dpsgd_update(learning_rate: float, normalizer: float, momentum: float = 0.0)
 
     With ``momentum=0`` the update is ``−η·g/normalizer`` (no state), exactly
     the simulator's θ − η·g/(qN). Momentum is post-processing of the released
-    g_t, so it changes no privacy analysis (seed 001 uses μ = 0.5).
+    g_t, so it changes no privacy analysis (Guo, Karrer, Chaudhuri & van der Maaten 2022 uses μ = 0.5).
     """
     from .._jax import jax
     import optax
@@ -548,7 +548,7 @@ def train(
                                np.asarray(ravel_pytree(params)[0]))
     run_chunk = _chunk_runner(model, cfg, all_hooks)
     xs, ys = jnp.asarray(x), jnp.asarray(y)
-    noise_std = jnp.float32(release.noise_std)
+    noise_std = jnp.float32(release.noise_scale)  # σC, or κ for VMF noise (the noise function's scalar)
     carry = (params, step_optimizer(cfg).init(params), states)
     totals = np.zeros(3)
     overflow = False

@@ -1,4 +1,4 @@
-"""Fisher information leakage (FIL) accounting for DP-SGD (seed 001 §6, Algorithm 1, Eqs. 1–5).
+"""Fisher information leakage (FIL) accounting for DP-SGD (Guo, Karrer, Chaudhuri & van der Maaten 2022, §6, Algorithm 1, Eqs. 1–5).
 
 Simulation layer: JAX is imported inside the functions.
 
@@ -59,7 +59,7 @@ Composition and subsampling (Theorems 3–4, Eqs. 2–4)
 Sampling
     Batches are Poisson samples (each point independently with probability
     q), as the simulator (:mod:`reconrisk.train.dpsgd`) and the RDP
-    accountant assume; seed 001 Theorem 4 is stated for uniformly random
+    accountant assume; Guo et al. 2022, Theorem 4 is stated for uniformly random
     fixed-size batches. The convexity argument behind Eqs. 2–3 only needs the
     target to be in the batch with probability q independently of the other
     members, which Poisson sampling satisfies.
@@ -68,7 +68,7 @@ Trainer
     Accounting is a :class:`FILHook` on the shared trainer
     (:func:`reconrisk.train.dpsgd.train`): same Poisson batches and padded
     gather, clipping, noise and update (the optax transformation with momentum:
-    seed 001 uses 0.5, ``v ← μv + g_t/(qN)``, ``w ← w − ρv``). The hook
+    Guo et al. 2022 uses 0.5, ``v ← μv + g_t/(qN)``, ``w ← w − ρv``). The hook
     evaluates the FIL of the batch members at the parameters *before* the
     update (w_{t−1}; Algorithm 1 line 8's ``w_t`` is a typo). Momentum is
     post-processing of the released noisy gradients, so Theorem 3 still
@@ -77,7 +77,7 @@ Trainer
 
 Models
     The simulator's models use eLU (C¹ with a second derivative defined
-    except at 0) rather than the tanh of seed 001 App. C; the input-Jacobian
+    except at 0) rather than the tanh of Guo et al. 2022, App. C; the input-Jacobian
     of the gradient exists almost everywhere, which is all the estimators
     need. ReLU would give a zero/undefined mixed derivative.
 """
@@ -193,7 +193,7 @@ def clipped_grad_fn(model, params, clip_norm: float, clip_mode: str = "gelu"):
 def per_example_fil(model, params, x, y, *, clip_norm: float, noise_std: float, method: str = "trace_sampled",
                     key=None, num_coords: int = DEFAULT_NUM_COORDS, clip_mode: str = "gelu",
                     power_iters: int = DEFAULT_POWER_ITERS):
-    """Per-step FIL of each example of (x, y) if it were in the batch (seed 001 Eq. 1 / Eq. 5).
+    """Per-step FIL of each example of (x, y) if it were in the batch (Guo et al. 2022, Eq. 1 / Eq. 5).
 
     Returns a (B,) JAX array: ``η̄²_step = ||J||_F²/(d s²)`` for the trace
     methods or ``η²_step = ||J||₂²/s²`` for ``"spectral"``, with
@@ -280,7 +280,7 @@ class FILConfig:
     clip_mode: str = "gelu"
     learning_rate: float = 0.1
     momentum: float = 0.5
-    use_subsampling_factor: bool = True  # seed 001 Eq. 3; False: factor 1 (Eq. 2)
+    use_subsampling_factor: bool = True  # Guo et al. 2022, Eq. 3; False: factor 1 (Eq. 2)
     delta: float | None = None  # per-step δ of Eq. 3; None: 1/(n·T), so that T·δ ≤ 1/n
     paper_literal: bool = False  # s = σ (the paper's Eq. 1) instead of σC
     runs: int = 1
@@ -442,7 +442,7 @@ def lead_chunks(n: int, sample_rate: float) -> int:
 
 def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=None,
                          config: FILConfig | None = None, chunk_steps: int = 64, progress=None) -> FILAccounting:
-    """Seed 001 Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
+    """Guo et al. 2022, Algorithm 1 on (x, y): DP-SGD as ``release`` describes, with per-example FIL accounting.
 
     ``config`` (:class:`FILConfig`) selects the estimator, clipping, learning
     rate, momentum, the subsampling factor and the number of repeated runs. ``progress(k)`` is

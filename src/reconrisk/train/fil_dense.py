@@ -1,7 +1,7 @@
 """‖J‖_F² of the clipped per-example gradient of a dense network, by a reduction to the first layer's width.
 
 Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
-(seed 001 Eq. 5 and the exact trace) when every layer is dense and the first
+(Guo, Karrer, Chaudhuri & van der Maaten 2022, Eq. 5 and the exact trace) when every layer is dense and the first
 layer has h ≤ m (or ≤ d) units. Same quantity as the forward-over-reverse
 JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm` (tested equal to float
 rounding, with the same sampled coordinates), at the cost of h JVPs of the

@@ -1,7 +1,7 @@
 """‖J‖_F² of the clipped per-example gradient of any model (conv or dense) from batched tangents of the ghost signals.
 
 Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
-(seed 001 Eq. 5 and the exact trace) when the first-layer reduction of
+(Guo, Karrer, Chaudhuri & van der Maaten 2022, Eq. 5 and the exact trace) when the first-layer reduction of
 :mod:`reconrisk.train.fil_dense` does not apply (a convolution first, or a
 first layer wider than the number of probes). It computes the *same* numbers
 as the forward-over-reverse JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm`

@@ -1,7 +1,7 @@
 """‖J e_i‖² of the clipped per-example gradient for every input pixel i at once, for conv-first models (the CNN).
 
 Used by :func:`reconrisk.train.fil.per_example_fil` for the trace estimators
-(seed 001 Eq. 5 and the exact trace) when :func:`applies` (a convolution
+(Guo, Karrer, Chaudhuri & van der Maaten 2022, Eq. 5 and the exact trace) when :func:`applies` (a convolution
 first whose per-example kernel gradient is cheaper explicitly, a second
 convolution in Gram form, and few pixels). Same quantity as the forward-over-reverse
 JVPs of :func:`~reconrisk.train.fil.jacobian_sq_norm` — the same basis

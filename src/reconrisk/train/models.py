@@ -14,9 +14,9 @@ returns the taps and adds a caller-supplied perturbation to each layer's
 output; differentiating the summed loss with respect to a zero perturbation
 yields every δ in one backward pass (see :mod:`reconrisk.train.dpsgd`).
 
-Models (seed 000, Table 1 and App. A; names as accepted by :func:`get_model`):
+Models (Hayes, Mahloujifar & Balle 2023, Table 1 and App. A; names as accepted by :func:`get_model`):
 
-* ``mlp`` — input→10→10 with eLU: the seed 000 MNIST model (7,960 parameters
+* ``mlp`` — input→10→10 with eLU: the Hayes, Mahloujifar & Balle 2023 MNIST model (7,960 parameters
   on 784 inputs, 760 on the 64 inputs of the digits data).
 * ``mlp:W1,W2,...`` — an MLP with the given hidden widths (eLU).
 * ``cnn`` — conv3×3/2 (16) → eLU → conv3×3/2 (32) → eLU → dense (10), SAME padding.

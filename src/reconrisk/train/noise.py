@@ -2,21 +2,21 @@
 
 A noise function privatises the clipped-gradient **sum** of one step::
 
-    noise_fn(key, summed, noise_std) -> released
+    noise_fn(key, summed, scale) -> released
 
 ``key`` is the step's noise key (a JAX PRNG key), ``summed`` the flat (P,)
-float32 vector Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) and ``noise_std`` the release's
-scale as a traced scalar (:attr:`reconrisk.Release.noise_std`, σC for the
-Gaussian family), so that one compiled step serves every ε of a grid. The
+float32 vector Σ_{z∈B_t} clip_C(∇ℓ(θ_t, z)) and ``scale`` the release's
+noise level as a traced scalar (:attr:`reconrisk.Release.noise_scale`: the
+standard deviation σC for the Gaussian family, the concentration κ for VMF), so that one compiled step serves every ε of a grid. The
 function must be traceable (it runs inside ``jit``/``vmap``/``lax.scan``) and
 draw all its randomness from ``key``.
 
-Gaussian (seed 000, §2, spec_000 §1.1)
-    ``summed + N(0, noise_std² I)``.
+Gaussian (Hayes, Mahloujifar & Balle 2023, §2, spec_000 §1.1)
+    ``summed + N(0, scale² I)``.
 
-Adding a noise family (e.g. seed 004's von Mises–Fisher mechanism)
-    1. write ``def vmf(key, summed, noise_std): ...`` in the module of that
-       mechanism (it may read its own parameters from ``noise_std`` or close
+Adding a noise family (e.g. Biswas et al.'s (2024) von Mises–Fisher mechanism)
+    1. write ``def vmf(key, summed, scale): ...`` in the module of that
+       mechanism (it may read its own parameters from ``scale`` or close
        over static ones);
     2. call ``register_noise("vmf", vmf)`` when that module is imported; for a
        family of :data:`reconrisk.release.NOISE_FAMILIES` this also marks it
@@ -36,23 +36,23 @@ from ..errors import ReconRiskError
 NoiseFn = Callable[..., object]
 
 
-def gaussian(key, summed, noise_std):
-    """``summed + N(0, noise_std² I)`` (the noise is drawn in ``summed``'s dtype)."""
+def gaussian(key, summed, scale):
+    """``summed + N(0, scale² I)``: ``scale`` is the noise standard deviation σC (drawn in ``summed``'s dtype)."""
     from .._jax import jax
 
-    noise = jax.random.normal(key, summed.shape, summed.dtype) * noise_std
+    noise = jax.random.normal(key, summed.shape, summed.dtype) * scale
     return summed + noise
 
 
-def vmf(key, summed, noise_std):
-    """Seed 004, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with κ = ``noise_std`` (a unit vector).
+def vmf(key, summed, scale):
+    """Biswas et al. 2024, Alg. 2 (lines 7′–8′): a draw of VMF(g/‖g‖, κ) with concentration κ = ``scale`` (a unit vector).
 
     The whole gradient is flattened before normalising (one block: Prop. 3 of
-    seed 004 — per-layer blocks inflate the RDP enormously).
+    Biswas et al. 2024 — per-layer blocks inflate the RDP enormously).
     """
     from ..mechanisms.vmf import vmf_noise_jax
 
-    return vmf_noise_jax(key, summed, noise_std).astype(summed.dtype)
+    return vmf_noise_jax(key, summed, scale).astype(summed.dtype)
 
 
 _REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian, "vmf": vmf}

@@ -1,6 +1,6 @@
-"""Shadow models θ_i = A(D⁻ ∪ {z_i}) trained many at once (seed 002 §IV; spec_002 §3.1–3.3).
+"""Shadow models θ_i = A(D⁻ ∪ {z_i}) trained many at once (Balle, Cherubin & Hayes 2022, §IV; spec_002 §3.1–3.3).
 
-The informed adversary of seed 002 knows the fixed set D⁻, the training
+The informed adversary of Balle, Cherubin & Hayes 2022 knows the fixed set D⁻, the training
 algorithm A and its initialisation. It trains one *shadow model* per shadow
 target z_i and learns the inverse map θ → z from the pairs (θ_i, z_i)
 (:mod:`reconrisk.attacks.reconstructor`). The paper trained its shadow models
@@ -25,7 +25,7 @@ Training algorithm A (the same function for shadow and released models)
     noise std is 0: plain gradient descent on the mean loss. The noise std is
     a traced argument, so every ε of a grid runs the same compiled program.
 
-Departures from the paper (spec_002 §3.3): the default model is seed 000's
+Departures from the paper (spec_002 §3.3): the default model is Hayes, Mahloujifar & Balle's (2023)
 ``mlp`` (input→10→10, eLU) on the 8×8 digits (760 parameters), not the
 784-input MNIST MLP (7,960), and the default run is shorter with a larger
 learning rate (30 steps at 0.5 instead of 100 at 0.1). Parameters are
@@ -110,7 +110,7 @@ class ShadowConfig:
 
     @property
     def noise_std(self) -> float:
-        return 0.0 if self.release is None else self.release.noise_std
+        return 0.0 if self.release is None else self.release.noise_scale
 
 
 def _plain_gradient(cfg) -> bool:

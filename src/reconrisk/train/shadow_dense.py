@@ -40,7 +40,7 @@ The direct form (large D⁻, and every DP run)
     plus the target's outer product δ_z zᵀ. Under DP the noise on W₁ leaves
     the span of the data, so DP always takes this form.
 
-DP-GD (seed 000's DP-SGD at sample rate 1, hard clipping, Gaussian noise)
+DP-GD (Hayes, Mahloujifar & Balle's (2023) DP-SGD at sample rate 1, hard clipping, Gaussian noise)
     Per-example squared gradient norms come from the signals without any
     per-example gradient: a dense layer's gradient for example j is the outer
     product a_j δ_jᵀ plus the bias δ_j, so ‖∇ℓ_j‖² = Σ_layers (‖a_j‖² + 1)‖δ_j‖²

@@ -26,7 +26,7 @@ from ..errors import ReconRiskError
 # ----------------------------------------------------------------------------------------
 @dataclass
 class Transcript:
-    """What DP-SGD releases (seed 000, §3.1: all privatised gradients and iterates).
+    """What DP-SGD releases (Hayes, Mahloujifar & Balle 2023, §3.1: all privatised gradients and iterates).
 
     ``thetas`` (T+1, P): θ_0 … θ_T, where g_t was computed at θ_t.
     ``grads`` (T, P): the privatised sums g_t. ``masks`` (T, N) bool: batch
