@@ -24,6 +24,9 @@ An HTML comment on the line just above a fence changes how it is checked:
   training): the test only parses each command against the CLI (flag names,
   value types, choices) and does not compare the output.
   ``RECONRISK_DOCS_SLOW=1`` (or ``tools/refresh_docs.py --slow``) runs them for real.
+* ``<!-- docs: parse-only -->`` — never run, only parsed, even with
+  ``RECONRISK_DOCS_SLOW=1``: commands that need what a test machine lacks
+  (files the reader downloaded, a Dask scheduler at a real address).
 * ``<!-- docs: requires MODULE -->`` — skipped (and said so) when MODULE
   cannot be imported, e.g. ``opacus``.
 
@@ -75,7 +78,11 @@ class Block:
 
     @property
     def slow(self) -> bool:
-        return "slow" in self.directives
+        return "slow" in self.directives or self.parse_only
+
+    @property
+    def parse_only(self) -> bool:
+        return "parse-only" in self.directives
 
     def requires(self) -> list[str]:
         return [d.split(None, 1)[1] for d in self.directives if d.startswith("requires ")]
@@ -297,10 +304,11 @@ def _run_console(block: Block, cwd: Path, slow: bool) -> Outcome:
         commands = console_commands(block)
     except ValueError as exc:
         return Outcome(block, "failed", str(exc))
-    if block.slow and not slow:
+    if block.slow and (block.parse_only or not slow):
         for c in commands:
             try:
-                parse_command(c.argv)
+                with _terminal(cwd):  # option callbacks (e.g. --out checks) act in the page's directory
+                    parse_command(c.argv)
             except Exception as exc:
                 return Outcome(block, "failed", f"{block.where}: `{c.argv_text}` does not parse: {exc}")
         return Outcome(block, "parsed")
@@ -318,7 +326,7 @@ def _run_console(block: Block, cwd: Path, slow: bool) -> Outcome:
 
 
 def _run_pycon(block: Block, cwd: Path, globs: dict, slow: bool) -> Outcome:
-    if block.slow and not slow:
+    if block.slow and (block.parse_only or not slow):
         for ex in pycon_examples(block):
             compile(ex.source, block.where, "single")
         return Outcome(block, "parsed")
