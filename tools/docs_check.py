@@ -378,11 +378,12 @@ def normalise_keep(text: str) -> list[str]:
     return lines
 
 
-if __name__ == "__main__":  # quick look: python3.11 tools/docs_check.py [PAGE ...]
-    pages = [Path(p).resolve() for p in sys.argv[1:]] or doc_files()
+if __name__ == "__main__":  # quick look: python3.11 tools/docs_check.py [--slow] [PAGE ...]
+    slow_run = "--slow" in sys.argv[1:]
+    pages = [Path(p).resolve() for p in sys.argv[1:] if not p.startswith("--")] or doc_files()
     bad = 0
     for page in pages:
-        for o in run_page(page):
+        for o in run_page(page, slow=slow_run):
             print(f"{o.status:8s} {o.block.where}")
             if o.status == "failed":
                 bad += 1
