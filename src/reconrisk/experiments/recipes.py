@@ -188,6 +188,7 @@ def registry() -> dict[str, Recipe]:
 
 
 def recipe_names() -> list[str]:
+    """Names of the paper reproductions ``reconrisk reproduce`` runs (``hayes-fig2``, …), in registry order."""
     return list(registry())
 
 

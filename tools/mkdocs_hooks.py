@@ -1,0 +1,118 @@
+"""MkDocs hooks: pages generated at build time from the code, so that they cannot drift.
+
+* ``<!-- reconrisk:cli-reference -->`` in a page becomes the reference of every
+  ``reconrisk`` command, read from the Typer app itself (``typer.main.get_command``,
+  walked command by command): usage, help text, every visible option with its
+  type, default and help — the same records ``--help`` prints.
+* ``<!-- reconrisk:python-api -->`` becomes one mkdocstrings ``:::`` block per
+  name in ``reconrisk.__all__``, pointed at the module that defines it (the
+  package loads most names lazily, which a static reader cannot follow).
+
+Also usable without MkDocs: ``python3.11 tools/mkdocs_hooks.py cli`` prints the
+generated CLI reference.
+"""
+
+from __future__ import annotations
+
+import sys
+
+CLI_MARKER = "<!-- reconrisk:cli-reference -->"
+API_MARKER = "<!-- reconrisk:python-api -->"
+
+
+def _cell(text: str) -> str:
+    """Text fit for a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _anchor(path: list[str]) -> str:
+    return "-".join(path).replace("_", "-")
+
+
+def _command_markdown(cmd, ctx, path: list[str], out: list[str]) -> None:
+    depth = len(path)
+    title = " ".join(path)
+    out.append(f"{'#' * min(depth + 1, 6)} `{title}` {{ #{_anchor(path)} }}\n")
+    if cmd.help:
+        out.append(cmd.help.strip() + "\n")
+    usage = " ".join(cmd.collect_usage_pieces(ctx))
+    out.append(f"```text\nUsage: {title} {usage}\n```\n")
+    rows = []
+    for param in cmd.get_params(ctx):
+        if getattr(param, "hidden", False):
+            continue
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_text = record
+        kind = "argument" if param.param_type_name == "argument" else ""
+        rows.append(f"| `{_cell(names)}`{kind and ' ' + kind} | {_cell(help_text) or '—'} |")
+    if rows:
+        out.append("| option | meaning |\n|---|---|")
+        out.extend(rows)
+        out.append("")
+    sub = getattr(cmd, "list_commands", None)
+    if sub is not None:
+        names = [n for n in cmd.list_commands(ctx) if not cmd.get_command(ctx, n).hidden]
+        if names:
+            out.append("Subcommands: " + ", ".join(f"[`{n}`](#{_anchor(path + [n])})" for n in names) + ".\n")
+        for name in names:
+            child = cmd.get_command(ctx, name)
+            child_ctx = child.context_class(child, info_name=name, parent=ctx)
+            _command_markdown(child, child_ctx, path + [name], out)
+
+
+def cli_markdown() -> str:
+    """The reference of every ``reconrisk`` command, generated from the Typer app."""
+    import typer.main
+
+    from reconrisk.cli import app
+
+    root = typer.main.get_command(app)
+    ctx = root.context_class(root, info_name="reconrisk")
+    out: list[str] = []
+    _command_markdown(root, ctx, ["reconrisk"], out)
+    return "\n".join(out)
+
+
+def public_names() -> list[tuple[str, str]]:
+    """``(name, defining module)`` for every name in ``reconrisk.__all__`` (``__version__`` aside)."""
+    import reconrisk
+
+    found = []
+    for name in reconrisk.__all__:
+        if name.startswith("__"):
+            continue
+        lazy = reconrisk._LAZY.get(name)
+        if lazy is not None:
+            module = f"reconrisk.{lazy}"
+        else:
+            module = getattr(reconrisk, name).__module__
+        found.append((name, module))
+    return found
+
+
+def api_markdown() -> str:
+    """mkdocstrings blocks for the public API, grouped by defining module."""
+    by_module: dict[str, list[str]] = {}
+    for name, module in public_names():
+        by_module.setdefault(module, []).append(name)
+    out = []
+    for module in sorted(by_module):
+        out.append(f"## `{module}`\n")
+        for name in by_module[module]:
+            out.append(f"::: {module}.{name}\n")
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs hook
+    if CLI_MARKER in markdown:
+        markdown = markdown.replace(CLI_MARKER, cli_markdown())
+    if API_MARKER in markdown:
+        markdown = markdown.replace(API_MARKER, api_markdown())
+    return markdown
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "cli"
+    print(cli_markdown() if what == "cli" else api_markdown())
