@@ -454,13 +454,13 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
         return float(rero_psnr(eta, sig, dim, data_range=r, min_norm=min_norm, averaged=averaged))
 
     # the closed form is exact in real arithmetic; in floating point the bound at the rounded σ can
-    # exceed the target by a few ulps, so step σ up (the bound decreases in σ) until it holds exactly
+    # exceed the target by a few ulps, so σ is stepped up (the bound decreases in σ) until it holds exactly —
+    # by the one calibrator's own closed-form step (bounds/calibrate.py), as for every other quantity
+    from .calibrate import _strict_up
+
+    target = float(target_rero)
+    s = _strict_up(s, lambda x: bound_at(x) <= target)
     got = bound_at(s)
-    step = 0
-    while got > float(target_rero) and step < 200:
-        s = math.nextafter(s, math.inf) if step < 100 else s * (1 + 1e-12 * 2 ** (step - 100))
-        got = bound_at(s)
-        step += 1
     return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)
 
 
