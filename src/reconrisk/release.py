@@ -24,6 +24,20 @@ NOISE_FAMILIES = ("gaussian", "vmf")
 #: silently giving Gaussian results.
 IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (Biswas et al. 2024)
 
+#: How a release draws its batches. ``"poisson"``: every example independently with probability q
+#: (add/remove-one neighbours); ``"fixed"``: a uniformly random batch of exactly ``batch_size`` of the
+#: ``dataset_size`` examples, without replacement (replace-one / substitution neighbours, as
+#: ``dp_accounting``'s ``SampledWithoutReplacementDpEvent``); ``"full"``: the whole data set every step
+#: (q = 1, add/remove-one).
+SAMPLERS = ("poisson", "fixed", "full")
+
+#: One line for shuffled batches: said wherever a shuffling sampler is asked for.
+SHUFFLE_REFUSAL = (
+    "shuffled batches (a random permutation cut into batches each epoch) have no known tight privacy analysis "
+    "(Chua et al. 2024 show Poisson numbers can understate it); certify the sound bound instead: "
+    "Release.shuffled(noise_multiplier, epochs) (each example's batch revealed: one Gaussian step of "
+    "replace-one sensitivity 2C per epoch)")
+
 
 def register_noise_family(name: str) -> None:
     """Mark a noise family of :data:`NOISE_FAMILIES` as implemented (called by the mechanism's module)."""
@@ -101,6 +115,7 @@ class Release:
     segments: tuple[Segment, ...]
     clip_norm: float
     noise: str
+    sampler: str = "poisson"
 
     def __init__(
         self,
@@ -112,6 +127,7 @@ class Release:
         *,
         segments: Sequence[Segment] | None = None,
         concentration: float | None = None,
+        sampler: str = "poisson",
     ) -> None:
         # the family: VMF when a concentration is given, Gaussian otherwise (or as named)
         if noise is None:
@@ -147,9 +163,19 @@ class Release:
                 if (s.concentration is not None) != (noise == "vmf"):
                     what = "a concentration" if noise == "vmf" else "a noise multiplier"
                     raise ReconRiskError(f"every segment of a noise={noise!r} release must have {what}; found {s!r}")
+        if isinstance(sampler, str) and sampler.lower() in ("shuffle", "shuffled", "shuffling"):
+            raise ReconRiskError(SHUFFLE_REFUSAL)
+        sampler = v.choice("sampler", sampler, SAMPLERS)
+        if sampler == "full" and not is_full_batch(segs):
+            raise ReconRiskError(
+                f"sampler='full' uses the whole data set every step, so sample_rate must be 1; found "
+                f"{[s.sample_rate for s in segs]}")
+        if sampler != "poisson" and noise != "gaussian":
+            raise ReconRiskError(f"sampler={sampler!r} is analysed for Gaussian noise only; found noise={noise!r}")
         object.__setattr__(self, "segments", segs)
         object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
         object.__setattr__(self, "noise", noise)
+        object.__setattr__(self, "sampler", sampler)
 
     # -- constructors -------------------------------------------------------------
     @classmethod
@@ -159,6 +185,7 @@ class Release:
         *,
         clip_norm: float = 1.0,
         noise: str = "gaussian",
+        sampler: str = "poisson",
     ) -> "Release":
         """From ``[(noise_multiplier, sample_rate, steps), …]``.
 
@@ -189,9 +216,129 @@ class Release:
                 segs[-1] = Segment(seg.noise_multiplier, seg.sample_rate, segs[-1].steps + seg.steps, seg.concentration)
             else:
                 segs.append(seg)
-        return cls(segments=segs, clip_norm=clip_norm, noise=noise)
+        return cls(segments=segs, clip_norm=clip_norm, noise=noise, sampler=sampler)
 
     from_opacus_history = schedule
+
+    @classmethod
+    def fixed_batch(cls, noise_multiplier: float, batch_size: int, dataset_size: int, steps: int,
+                    clip_norm: float = 1.0) -> "Release":
+        """DP-SGD on uniformly random batches of exactly ``batch_size`` of ``dataset_size`` examples (no replacement).
+
+        The neighbouring relation is replace-one (substitution): a fixed batch size
+        is public, so adding or removing an example is not the relation this sampler
+        protects (``dp_accounting``'s ``SampledWithoutReplacementDpEvent`` likewise).
+        The analysis uses the exact dominating pair of Dong, Roth & Su 2022
+        (Thm 4.2: f_q = q·G_{2/σ} + (1 − q)·Id, q = batch_size/dataset_size), which is
+        the Poisson-subsampled Gaussian's remove pair at noise multiplier σ/2
+        (see :meth:`dominating`).
+        """
+        b = v.integer("batch_size", batch_size, minimum=1)
+        n = v.integer("dataset_size", dataset_size, minimum=1)
+        if b > n:
+            raise ReconRiskError(f"batch_size must be <= dataset_size={n}; found {b}")
+        return cls(noise_multiplier, b / n, steps, clip_norm, sampler="fixed")
+
+    @classmethod
+    def shuffled(cls, noise_multiplier: float, epochs: int, clip_norm: float = 1.0) -> "Release":
+        """The sound, certifiable stand-in for shuffled batches: ``epochs`` full-batch steps, replace-one.
+
+        No tight analysis of shuffling is known (Chua et al. 2024). Revealing which
+        batch holds each example can only help the adversary; given the
+        permutation, neighbours (replace-one) differ in one batch per epoch by a
+        clipped-gradient difference of norm ≤ 2C, the other steps being identical.
+        So the shuffled run is at least as private as ``epochs`` Gaussian
+        mechanisms of sensitivity 2C — exactly :meth:`fixed_batch` with
+        batch_size = dataset_size. The bracket is certified for that model and an
+        upper bound for the shuffled run; its lower end is not a lower bound on the shuffled run.
+        """
+        return cls(noise_multiplier, 1.0, v.integer("epochs", epochs, minimum=1), clip_norm, sampler="fixed")
+
+    @classmethod
+    def from_dp_event(cls, event, *, clip_norm: float = 1.0) -> "Release":
+        """The release a ``dp_accounting`` ``DpEvent`` describes, when it is DP-SGD with Gaussian noise.
+
+        Read: ``GaussianDpEvent`` (one full-batch step), ``PoissonSampledDpEvent``
+        and ``SampledWithoutReplacementDpEvent`` of a Gaussian, ``SelfComposedDpEvent``,
+        ``ComposedDpEvent`` and ``NoOpDpEvent``. Units: ``dp_accounting``'s noise
+        multiplier is relative to the sensitivity of the neighbouring relation; the
+        clipped sum of DP-SGD has add/remove sensitivity C but replace-one
+        sensitivity 2C, so a without-replacement event's ``GaussianDpEvent(s)`` is a
+        release with noise multiplier σ = 2s (noise std 2sC), and :meth:`to_dp_event`
+        writes σ/2. Poisson and without-replacement steps
+        cannot share one release (different neighbouring relations); a plain Gaussian
+        step joins either (q = 1). Other events (Laplace, randomized response, …) are
+        refused in one line naming the event: analyse them with
+        :meth:`reconrisk.bounds.analysis.PrivacyAnalysis.from_dp_event`.
+        """
+        leaves = dp_event_leaves(event)
+        samplers = {k for k, *_ in leaves if k != "gaussian"}
+        other = [k for k in samplers if k not in ("poisson", "fixed")]
+        if other:
+            raise ReconRiskError(
+                f"a Release describes DP-SGD with Gaussian noise; this event holds {other[0]} (analyse it with "
+                "PrivacyAnalysis.from_dp_event)")
+        if len(samplers) > 1:
+            raise ReconRiskError(
+                "a Release has one sampler; this event mixes PoissonSampledDpEvent (add/remove neighbours) and "
+                "SampledWithoutReplacementDpEvent (replace-one neighbours)")
+        if not leaves:
+            raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
+        sampler = samplers.pop() if samplers else "full"
+        # dp_accounting's noise multiplier is relative to the relation's sensitivity; DP-SGD's clipped sum has
+        # replace-one sensitivity 2C, so its noise multiplier (std / C) is twice the event's
+        scale = 2.0 if sampler == "fixed" else 1.0
+        return cls.schedule([(scale * s, q, t) for _, s, q, t in leaves], clip_norm=clip_norm, sampler=sampler)
+
+    def to_dp_event(self):
+        """This release as a ``dp_accounting`` ``DpEvent`` (to hand it to ``dp_accounting``'s accountants).
+
+        Poisson: ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(σ)), T)`` per segment (a
+        plain ``GaussianDpEvent`` when q = 1); fixed batches: ``SampledWithoutReplacementDpEvent`` of
+        ``GaussianDpEvent(σ/2)`` (replace-one sensitivity 2C, see :meth:`from_dp_event`) with
+        sample_size/source_dataset_size the reduced fraction of q (denominator ≤ 10⁹), which is what
+        ``dp_accounting`` reads (q); several segments: a ``ComposedDpEvent``.
+        """
+        import dp_accounting as dpa
+        from fractions import Fraction
+
+        if self.noise != "gaussian":
+            raise ReconRiskError(f"to_dp_event describes Gaussian DP-SGD; found noise={self.noise!r}")
+        out = []
+        for s in self.segments:
+            g = dpa.GaussianDpEvent(s.noise_multiplier / (2.0 if self.sampler == "fixed" else 1.0))
+            if self.sampler == "fixed":  # (q = 1 too: a plain GaussianDpEvent would read as add/remove)
+                f = Fraction(s.sample_rate).limit_denominator(10**9)
+                e = dpa.SampledWithoutReplacementDpEvent(f.denominator, f.numerator, g)
+            elif s.sample_rate == 1.0:
+                e = g
+            else:
+                e = dpa.PoissonSampledDpEvent(s.sample_rate, g)
+            out.append(e if s.steps == 1 else dpa.SelfComposedDpEvent(e, s.steps))
+        return out[0] if len(out) == 1 else dpa.ComposedDpEvent(out)
+
+    @property
+    def neighbouring(self) -> str:
+        """The neighbouring relation the release's guarantee is for: ``"add_remove"`` or ``"replace_one"``."""
+        return "replace_one" if self.sampler == "fixed" else "add_remove"
+
+    def dominating(self) -> "Release":
+        """The Poisson-subsampled Gaussian release (add/remove, remove direction) whose pair dominates this one exactly.
+
+        ``"poisson"`` and ``"full"``: the release itself. ``"fixed"`` (sampling
+        without replacement, replace-one): the same schedule at noise multiplier σ/2.
+        Why: one step is T(M(D), M(D')) ≥ q·G_{2/σ} + (1 − q)·Id for every ordered
+        replace-one pair (Dong, Roth & Su 2022, Thm 4.2; the clipped sum moves by at most 2C,
+        so the base trade-off is G_{2/σ}), and q·G_μ + (1 − q)·Id is the trade-off curve of
+        N(0, 1) against (1 − q)N(0, 1) + qN(μ, 1) — the Poisson remove pair at σ' = σ/2. It is
+        attained (target gradient +Ce, every other example and the replacement −Ce), so the
+        analysis stays two-sided, and composition keeps both facts. Every number certified for a
+        fixed-batch release is the number of this release.
+        """
+        if self.sampler != "fixed":
+            return self
+        segs = [Segment(s.noise_multiplier / 2.0, s.sample_rate, s.steps) for s in self.segments]
+        return Release(segments=segs, clip_norm=self.clip_norm, noise=self.noise)
 
     @classmethod
     def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> "Release":
@@ -269,6 +416,8 @@ class Release:
 
     def to_dict(self) -> dict:
         out: dict = {"clip_norm": self.clip_norm, "noise": self.noise, "steps": self.steps}
+        if self.sampler != "poisson":
+            out["sampler"] = self.sampler
         if self.homogeneous:
             out.update((k, x) for k, x in self.segments[0].to_dict().items() if k != "steps")
         else:
@@ -280,7 +429,9 @@ def gaussian_release(release, what: str) -> "Release":
     """``release`` checked to be a :class:`Release` with Gaussian noise, for ``what`` (a Gaussian-only computation).
 
     The PLD engine, the RDP curves, the Monte-Carlo estimator and the risk
-    measures model the subsampled *Gaussian* mechanism; a VMF release
+    measures model the Poisson-subsampled *Gaussian* mechanism, so the release
+    returned is :meth:`Release.dominating` (itself, except for fixed-size
+    batches: the same schedule at σ/2); a VMF release
     (Biswas et al. 2024) must be refused there with a one-line reason.
     """
     if not isinstance(release, Release):
@@ -288,4 +439,39 @@ def gaussian_release(release, what: str) -> "Release":
     if release.noise != "gaussian":
         hint = " (VMF: see reconrisk.accounting.vmf)" if release.noise == "vmf" else ""
         raise ReconRiskError(f"{what} is for noise='gaussian' releases; found noise={release.noise!r}{hint}")
-    return release
+    return release.dominating()
+
+
+def dp_event_leaves(event, count: int = 1) -> list:
+    """A ``DpEvent`` flattened to ``[(kind, noise_multiplier, sample_rate, count), …]`` for its Gaussian steps.
+
+    ``kind`` is ``"gaussian"`` (q = 1), ``"poisson"`` or ``"fixed"``; any other event gives
+    ``(EventName, event, None, count)`` so the caller can refuse or analyse it. NoOp events are dropped.
+    """
+    try:
+        import dp_accounting as dpa
+    except ImportError:  # pragma: no cover - dp_accounting is a dependency
+        raise ReconRiskError("reading a DpEvent needs the dp_accounting package") from None
+    name = type(event).__name__
+    if not isinstance(event, dpa.DpEvent):
+        raise ReconRiskError(f"event must be a dp_accounting DpEvent; found {name}")
+    if isinstance(event, dpa.NoOpDpEvent):
+        return []
+    if isinstance(event, dpa.SelfComposedDpEvent):
+        n = v.integer("SelfComposedDpEvent.count", event.count, minimum=0)
+        return dp_event_leaves(event.event, count * n) if n else []
+    if isinstance(event, dpa.ComposedDpEvent):
+        return [leaf for e in event.events for leaf in dp_event_leaves(e, count)]
+    if isinstance(event, dpa.GaussianDpEvent):
+        return [("gaussian", event.noise_multiplier, 1.0, count)] if count else []
+    inner = getattr(event, "event", None)
+    if isinstance(inner, dpa.GaussianDpEvent):
+        if isinstance(event, dpa.PoissonSampledDpEvent):
+            return [("poisson", inner.noise_multiplier, event.sampling_probability, count)]
+        if isinstance(event, dpa.SampledWithoutReplacementDpEvent):
+            n = v.integer("source_dataset_size", event.source_dataset_size, minimum=1)
+            b = v.integer("sample_size", event.sample_size, minimum=1, maximum=n)
+            return [("fixed", inner.noise_multiplier, b / n, count)]
+    if inner is not None:
+        name = f"{name}({type(inner).__name__})"
+    return [(name, event, None, count)]

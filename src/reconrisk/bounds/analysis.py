@@ -66,6 +66,10 @@ class PrivacyAnalysis:
     """
 
     def __init__(self, release: Release) -> None:
+        #: the release as it was run (its sampler included)
+        self.source = release
+        #: the Poisson-subsampled Gaussian release whose pair dominates ``source`` exactly
+        #: (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
         self.release = gaussian_release(release, "a privacy analysis")
         self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
         self._memo: dict[tuple, Any] = {}
@@ -73,7 +77,32 @@ class PrivacyAnalysis:
         self.compositions: Counter = Counter()
 
     def __repr__(self) -> str:
-        return f"PrivacyAnalysis({self.release!r}, compositions={self.composition_count})"
+        return f"PrivacyAnalysis({self.source!r}, compositions={self.composition_count})"
+
+    @classmethod
+    def from_dp_event(cls, event, *, value_discretization: float | None = None):
+        """The analysis of a ``dp_accounting`` ``DpEvent``.
+
+        Gaussian DP-SGD events (Gaussian, Poisson-sampled or sampled-without-replacement
+        Gaussian, self-composed, composed) become a :class:`~reconrisk.release.Release`
+        and get the full analysis; other events ``dp_accounting`` can turn into a
+        privacy-loss distribution (Laplace, Poisson-sampled Laplace, randomized
+        response, discrete Laplace, mixtures of Gaussians) get an
+        :class:`~reconrisk.bounds.events.EventAnalysis` (pessimistic and optimistic
+        distributions, so brackets stay two-sided); anything else is refused in one
+        line naming the event.
+        """
+        from ..release import dp_event_leaves
+
+        leaves = dp_event_leaves(event)
+        if all(k in ("gaussian", "poisson", "fixed") for k, *_ in leaves) and value_discretization is None:
+            try:
+                return cls(Release.from_dp_event(event))
+            except ReconRiskError:
+                pass  # mixes samplers: the event analysis composes it
+        from .events import EventAnalysis
+
+        return EventAnalysis(event, value_discretization=value_discretization)
 
     # -- the distributions -------------------------------------------------------------------
     @property
