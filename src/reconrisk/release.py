@@ -284,7 +284,7 @@ class Release:
                 "SampledWithoutReplacementDpEvent (replace-one neighbours)")
         if not leaves:
             raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
-        sampler = samplers.pop() if samplers else "full"
+        sampler = samplers.pop() if samplers else "poisson"  # every step q = 1: the same analysis as "full"
         # dp_accounting's noise multiplier is relative to the relation's sensitivity; DP-SGD's clipped sum has
         # replace-one sensitivity 2C, so its noise multiplier (std / C) is twice the event's
         scale = 2.0 if sampler == "fixed" else 1.0
