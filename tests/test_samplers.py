@@ -136,3 +136,81 @@ def test_dp_event_round_trip_and_units():
         Release.from_dp_event(dpa.LaplaceDpEvent(1.0))
     with pytest.raises(ReconRiskError, match="DpEvent"):
         Release.from_dp_event("gaussian")
+
+
+# -- any DpEvent ---------------------------------------------------------------------------------------
+
+
+def laplace_tradeoff(alpha: np.ndarray, eps0: float) -> np.ndarray:
+    """Exact trade-off curve of Lap(0, b) against Lap(1, b), ε₀ = 1/b (Dong, Roth & Su 2022, the Laplace example).
+
+    Neyman–Pearson: the likelihood ratio is monotone, so the tests are thresholds t; with
+    Q(X > t) = α: t = −b·log(2α) for α ≤ 1/2 and the power is ½e^{−(t−1)/b} = e^{ε₀}α when t ≥ 1
+    (α ≤ e^{−ε₀}/2), 1 − e^{−ε₀}/(4α) when 0 ≤ t < 1; for α > 1/2, 1 − (1 − α)e^{−ε₀}. f = 1 − power.
+    """
+    return np.where(alpha <= math.exp(-eps0) / 2, 1 - math.exp(eps0) * alpha,
+                    np.where(alpha <= 0.5, math.exp(-eps0) / (4 * alpha), math.exp(-eps0) * (1 - alpha)))
+
+
+@pytest.mark.parametrize("b", [0.5, 2.0])
+def test_laplace_event_contains_the_exact_tradeoff_curve_and_delta(b):
+    dpa = pytest.importorskip("dp_accounting")
+    a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
+    alphas = np.array([1e-6, 1e-3, 0.05, 0.2, 0.45, 0.6, 0.9])
+    lo, up = a.tradeoff(alphas)
+    ex = laplace_tradeoff(alphas, 1 / b)
+    assert np.all(lo <= ex + 1e-12) and np.all(ex <= up + 1e-12) and np.all(up - lo < 1e-4)
+    for eps in (0.0, 0.3 / b, 0.9 / b):
+        d = a.delta(eps)
+        exact = -math.expm1((eps - 1 / b) / 2)  # 1 − e^{(ε − ε₀)/2} on [0, ε₀]
+        assert d.lower - 1e-12 <= exact <= d.upper + 1e-12
+    r = a.rero(1e-3)
+    assert r.lower - 1e-12 <= 1 - laplace_tradeoff(np.array([1e-3]), 1 / b)[0] <= r.upper + 1e-12
+
+
+def test_event_compositions_against_dp_accounting_at_a_fine_grid():
+    dpa = pytest.importorskip("dp_accounting")
+    ev = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0)), 20),
+                              dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(1.0)), 20)])
+    a = PrivacyAnalysis.from_dp_event(ev)
+    acc = dpa.pld.PLDAccountant(value_discretization_interval=2e-5)  # pessimistic; the optimistic side below
+    acc.compose(ev)
+    eps = a.epsilon(1e-5)
+    assert eps.lower <= acc.get_epsilon(1e-5) + 1e-9  # lower <= truth <= dp_accounting's pessimistic value
+    assert abs(eps.upper - acc.get_epsilon(1e-5)) < 5e-3
+    # dp_accounting's optimistic distribution of the Laplace part, composed finely, stays below our upper end
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    opt = P.from_laplace_mechanism(1.0, sampling_prob=0.1, pessimistic_estimate=False, use_connect_dots=False,
+                                   value_discretization_interval=2e-5).self_compose(20)
+    lap = PrivacyAnalysis.from_dp_event(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0)), 20))
+    for e in (0.5, 1.5):
+        d = lap.delta(e)
+        assert opt.get_delta_for_epsilon(e) <= d.upper + 1e-12 and d.lower <= fine_pess_delta(e) + 1e-12
+
+
+def fine_pess_delta(eps: float) -> float:
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    return P.from_laplace_mechanism(1.0, sampling_prob=0.1, value_discretization_interval=2e-5).self_compose(
+        20).get_delta_for_epsilon(eps)
+
+
+def test_unsupported_and_mixed_events_are_refused_in_one_line():
+    dpa = pytest.importorskip("dp_accounting")
+    for ev, what in [(dpa.UnsupportedDpEvent(), "UnsupportedDpEvent"),
+                     (dpa.PoissonSampledDpEvent(0.1, dpa.RandomizedResponseDpEvent(0.5, 2)), "PoissonSampledDpEvent"),
+                     (dpa.ComposedDpEvent([dpa.LaplaceDpEvent(1.0), dpa.RandomizedResponseDpEvent(0.5, 2)]), "mixes")]:
+        with pytest.raises(ReconRiskError, match=what) as e:
+            PrivacyAnalysis.from_dp_event(ev)
+        assert "\n" not in str(e.value)
+    rr = PrivacyAnalysis.from_dp_event(dpa.SelfComposedDpEvent(dpa.RandomizedResponseDpEvent(0.5, 4), 3))
+    b = rr.epsilon(1e-6)
+    assert 0 < b.lower <= b.upper
+
+
+def test_gaussian_events_get_the_full_release_analysis():
+    dpa = pytest.importorskip("dp_accounting")
+    ev = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 100, dpa.GaussianDpEvent(0.5)), 10)
+    a = PrivacyAnalysis.from_dp_event(ev)
+    assert isinstance(a, PrivacyAnalysis) and a.source == Release.fixed_batch(1.0, 100, 1000, 10)
