@@ -50,9 +50,13 @@ class AuditSetting:
 
     @classmethod
     def of(cls, noise_multiplier: float, sample_rate: float = 1.0, steps: int = 100, clip_norm: float = 0.1,
-           **kwargs) -> "AuditSetting":
-        """The setting for ``Release(noise_multiplier, sample_rate, steps, clip_norm)``."""
-        return cls(Release(noise_multiplier, sample_rate, steps, clip_norm), **kwargs)
+           *, sampler: str = "poisson", **kwargs) -> "AuditSetting":
+        """The setting for ``Release(noise_multiplier, sample_rate, steps, clip_norm, sampler=sampler)``.
+
+        ``sampler="fixed"``: the trainer draws exactly q·n of the n = known_size + 1 training
+        points per step without replacement, and the bound is the fixed-batch (replace-one) one.
+        """
+        return cls(Release(noise_multiplier, sample_rate, steps, clip_norm, sampler=sampler), **kwargs)
 
     def __post_init__(self) -> None:
         from ..train.noise import noise_fn
@@ -221,9 +225,15 @@ def calibrated_settings(
     clip_norm: float = 0.1,
     delta: float = 1e-5,
     accountant: str = "pld",
+    sampler: str = "poisson",
     **kwargs,
 ) -> list[AuditSetting]:
-    """One :class:`AuditSetting` per ε (σ calibrated with ``accountant``) or per given σ."""
+    """One :class:`AuditSetting` per ε (σ calibrated with ``accountant``) or per given σ.
+
+    ``sampler="fixed"`` (batches of exactly q·n, replace-one): the fixed-batch release at σ is
+    the Poisson one at σ/2 (:meth:`~reconrisk.release.Release.dominating`), so σ is twice
+    the Poisson calibration — exact, not a bound on a bound.
+    """
     from ..bounds.calibrate import noise_multiplier_for_epsilon
 
     if (epsilons is None) == (noise_multipliers is None):
@@ -233,11 +243,14 @@ def calibrated_settings(
         for eps in epsilons:
             eps = v.positive("epsilon", eps)
             sigma = noise_multiplier_for_epsilon(eps, sample_rate, steps, delta, accountant)
-            out.append(AuditSetting.of(sigma, sample_rate, steps, clip_norm, epsilon=eps, delta=delta, **kwargs))
+            if sampler == "fixed":
+                sigma *= 2.0
+            out.append(AuditSetting.of(sigma, sample_rate, steps, clip_norm, sampler=sampler, epsilon=eps, delta=delta,
+                                       **kwargs))
     else:
         for sigma in noise_multipliers:
             sigma = v.positive("noise_multiplier", sigma)
-            out.append(AuditSetting.of(sigma, sample_rate, steps, clip_norm, delta=delta, **kwargs))
+            out.append(AuditSetting.of(sigma, sample_rate, steps, clip_norm, sampler=sampler, delta=delta, **kwargs))
     return out
 
 

@@ -145,6 +145,30 @@ def poisson_batch(key, n: int, sample_rate: float, cap: int | None) -> Batch:
     return Batch(mask.astype(jnp.float32), index, valid, overflow)
 
 
+def fixed_batch(key, n: int, size: int) -> Batch:
+    """Exactly ``size`` of the n points, uniformly without replacement (the ``"fixed"`` sampler of a release).
+
+    The first ``size`` entries of a uniform random permutation; full mask, no gather (the
+    trials' shared-head evaluation needs one). The release is then analysed for replace-one
+    neighbours (:meth:`reconrisk.release.Release.fixed_batch`).
+    """
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    if size >= n:
+        return Batch(jnp.ones((n,), jnp.float32), None, None, jnp.bool_(False))
+    chosen = jax.random.permutation(key, n)[:size]
+    mask = jnp.zeros((n,), jnp.float32).at[chosen].set(1.0)
+    return Batch(mask, None, None, jnp.bool_(False))
+
+
+def sample_batch(key, n: int, cfg: "StepConfig") -> Batch:
+    """Stage 1 for the configured sampler: Poisson (:func:`poisson_batch`) or fixed size (:func:`fixed_batch`)."""
+    if cfg.sampler == "fixed":
+        return fixed_batch(key, n, cfg.batch_size)
+    return poisson_batch(key, n, cfg.sample_rate, cfg.cap)
+
+
 # ----------------------------------------------------------------------------------------
 # stage 2: the clipped sum over the batch
 # ----------------------------------------------------------------------------------------
@@ -175,6 +199,8 @@ class StepConfig:
     normalizer: float = 1.0  # the update uses g_t / normalizer (q·N)
     noise: str = "gaussian"  # the release's noise family (train/noise.py)
     momentum: float = 0.0
+    sampler: str = "poisson"  # "poisson" or "fixed" (exactly batch_size rows, without replacement)
+    batch_size: int = 0  # the fixed sampler's batch size
 
 
 class MomentumState(NamedTuple):
@@ -299,7 +325,7 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
 
     k_batch, k_noise = step_keys(key, t)
     n = x.shape[0] + (0 if head is None else head[0].shape[0])
-    batch = poisson_batch(k_batch, n, cfg.sample_rate, cfg.cap)
+    batch = sample_batch(k_batch, n, cfg)
     head_sum = None
     if head is not None:
         if batch.index is not None:
@@ -396,15 +422,25 @@ def make_step_config(release: Release, n: int, learning_rate: float, clip_mode: 
     lr = v.positive("learning_rate", learning_rate)
     mu = v.in_range("momentum", momentum, 0.0, 1.0, low_open=False)
     q = release.sample_rate
+    fixed = release.sampler == "fixed"
+    size = 0
+    if fixed:
+        size = int(round(q * n))
+        if size < 1 or abs(size - q * n) > 1e-9 * n:
+            raise ReconRiskError(
+                f"a fixed-batch release on {n} points needs sample_rate = batch_size/{n}; found sample_rate={q!r} "
+                f"(q·n = {q * n:.6g} is not a whole batch)")
     return StepConfig(
         sample_rate=q,
         clip_norm=release.clip_norm,
         learning_rate=lr,
         clip_mode=clip_mode,
-        cap=batch_cap(n, q, release.steps, trials),
+        cap=None if fixed else batch_cap(n, q, release.steps, trials),
         normalizer=max(q * n, 1e-12),
         noise=release.noise,
         momentum=float(mu),
+        sampler="fixed" if fixed else "poisson",
+        batch_size=size,
     )
 
 

@@ -1,0 +1,59 @@
+"""The trainer and the audit simulate the release's sampler (issue 24): fixed-size batches without replacement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+from reconrisk import Release  # noqa: E402
+from reconrisk.errors import ReconRiskError  # noqa: E402
+from reconrisk.experiments.audit import calibrated_settings, run_setting  # noqa: E402
+from reconrisk.train import dpsgd  # noqa: E402
+
+
+def test_fixed_sampler_draws_exactly_the_batch_size():
+    import jax
+
+    cfg = dpsgd.make_step_config(Release.fixed_batch(1.0, 20, 200, 5), 200, 1.0, "hard")
+    assert (cfg.sampler, cfg.batch_size, cfg.cap) == ("fixed", 20, None)
+    counts = np.zeros(200)
+    for i in range(200):
+        m = np.asarray(dpsgd.sample_batch(jax.random.PRNGKey(i), 200, cfg).mask)
+        assert m.sum() == 20 and set(np.unique(m)) <= {0.0, 1.0}
+        counts += m
+    # uniform over the points: each is drawn with probability 0.1 (200 draws: mean 20, sd ~4.2)
+    assert abs(counts.mean() - 20) < 1e-9 and counts.std() < 8
+    poisson = dpsgd.make_step_config(Release(1.0, 0.1, 5), 200, 1.0, "hard")
+    sizes = {int(np.asarray(dpsgd.sample_batch(jax.random.PRNGKey(i), 200, poisson).mask).sum()) for i in range(20)}
+    assert len(sizes) > 1  # Poisson batches vary: the sampler is really switched
+    with pytest.raises(ReconRiskError, match="whole batch"):
+        dpsgd.make_step_config(Release.fixed_batch(1.0, 20, 200, 5), 201, 1.0, "hard")
+
+
+def test_fixed_batch_calibration_is_twice_the_poisson_sigma():
+    (p,) = calibrated_settings([4.0], sample_rate=0.1, steps=20, known_size=199)
+    (f,) = calibrated_settings([4.0], sample_rate=0.1, steps=20, known_size=199, sampler="fixed")
+    assert f.noise_multiplier == pytest.approx(2 * p.noise_multiplier) and f.release.sampler == "fixed"
+    from reconrisk.experiments.audit import certify
+
+    assert certify(f).rero.upper == pytest.approx(certify(p).rero.upper, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_fixed_batch_audit_stays_below_its_certified_bound():
+    """Batches of exactly 20 of the 200 training points (q = 0.1, known_size 199 + the target), T = 20,
+    the default audit's ε grid: no attack's Clopper–Pearson lower end exceeds the fixed-batch bound."""
+    from reconrisk.data import load_digits
+
+    digits = load_digits()
+    settings = calibrated_settings([1.0, 4.0, 10.0, 32.0], sample_rate=0.1, steps=20, known_size=199, prior_size=10,
+                                   trials=48, attacks=("alg3", "loglik"), sampler="fixed", seed=3)
+    rates = []
+    for s in settings:
+        r = run_setting(s, digits, batch_trials=24)
+        for name, rate in r.rates.items():
+            assert rate.ci[0] <= r.rero_upper, (s.epsilon, name, rate.to_dict(), r.rero_upper)
+        rates.append(r.rates["alg3"].rate)
+    assert rates[-1] > 0.1  # the attack does something at ε = 32 (10 candidates: chance 0.1)
