@@ -42,9 +42,35 @@ from .release import Release
 MECHANISM = "reconrisk"
 
 
-def release_from_opacus(privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> Release:
+def release_from_opacus(privacy_engine_or_accountant, *, clip_norm: float = 1.0, data_loader=None) -> Release:
     """The :class:`Release` an Opacus ``PrivacyEngine`` (or accountant) has accounted so far (= ``Release.from_opacus``)."""
-    return Release.from_opacus(privacy_engine_or_accountant, clip_norm=clip_norm)
+    return Release.from_opacus(privacy_engine_or_accountant, clip_norm=clip_norm, data_loader=data_loader)
+
+
+def register_with_opacus(*, force: bool = False) -> bool:
+    """Register :class:`ReconRiskAccountant` in Opacus's accountant registry as ``"reconrisk"``.
+
+    Then ``PrivacyEngine(accountant="reconrisk")`` and
+    ``opacus.accountants.create_accountant("reconrisk")`` build it. Returns False (and
+    changes nothing) when the installed Opacus has no registry (before
+    ``opacus.accountants.register_accountant``); True when registered (or already
+    registered as this class). ``force`` replaces another class under the name.
+    """
+    try:
+        from opacus import accountants as _acc  # noqa: PLC0415 - optional extra, imported only here
+    except ImportError:
+        raise ReconRiskError("register_with_opacus needs opacus (pip install 'reconrisk[opacus]')") from None
+    register = getattr(_acc, "register_accountant", None)
+    if register is None:
+        return False
+    existing = getattr(getattr(_acc, "registry", None), "_ACCOUNTANTS", {}).get(MECHANISM)
+    if existing is ReconRiskAccountant:
+        return True
+    try:
+        register(MECHANISM, ReconRiskAccountant, force=force)
+    except ValueError as exc:
+        raise ReconRiskError(f"Opacus already has an accountant named {MECHANISM!r} ({exc}); pass force=True") from None
+    return True
 
 
 class ReconRiskAccountant:

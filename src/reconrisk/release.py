@@ -341,11 +341,22 @@ class Release:
         return Release(segments=segs, clip_norm=self.clip_norm, noise=self.noise)
 
     @classmethod
-    def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0) -> "Release":
+    def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0, data_loader=None) -> "Release":
         """The release an Opacus ``PrivacyEngine`` or accountant has accounted so far.
 
         Reads the accountant's ``history`` — ``[(noise_multiplier, sample_rate,
         num_steps), …]`` in every Opacus accountant — without importing Opacus.
+        Every Opacus accountant assumes Poisson sampling (what ``make_private(poisson_sampling=True)``'s
+        ``DPDataLoader`` does). Pass the ``data_loader`` that trained to have that checked:
+
+        * Opacus's Poisson loader (``UniformWithReplacementSampler``): the history as it is;
+        * a shuffling or sequential loader (``make_private(poisson_sampling=False)``, a plain
+          ``DataLoader``): the history does not describe it, and no tight analysis of shuffling
+          is known; a ``UserWarning`` says so in one line and the sound stand-in
+          :meth:`shuffled` (σ, epochs = ⌈Σ T·q⌉) is returned — never a silent Poisson number;
+        * any other batch sampler: refused in one line naming it.
+
+        Without ``data_loader`` the Poisson history is taken as it is (what the accountant assumed).
         """
         obj = privacy_engine_or_accountant
         hist = getattr(getattr(obj, "accountant", obj), "history", None)  # a PrivacyEngine holds its accountant
@@ -356,7 +367,24 @@ class Release:
             )
         if not hist:
             raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-        return cls.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
+        rel = cls.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
+        if data_loader is None:
+            return rel
+        kind = loader_sampler(data_loader)
+        if kind == "poisson":
+            return rel
+        sigmas = {s.noise_multiplier for s in rel.segments}
+        if len(sigmas) > 1:
+            raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
+                                 "training; no sound release is built for that (see Release.shuffled)")
+        import math as _math
+        import warnings
+
+        epochs = max(1, _math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
+        warnings.warn(f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed; "
+                      f"{SHUFFLE_REFUSAL.split(';')[0]}: assumed the sound Release.shuffled(noise_multiplier="
+                      f"{rel.segments[0].noise_multiplier:g}, epochs={epochs})", UserWarning, stacklevel=2)
+        return cls.shuffled(rel.segments[0].noise_multiplier, epochs, clip_norm)
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -475,3 +503,25 @@ def dp_event_leaves(event, count: int = 1) -> list:
     if inner is not None:
         name = f"{name}({type(inner).__name__})"
     return [(name, event, None, count)]
+
+
+def loader_sampler(data_loader) -> str:
+    """How a (PyTorch/Opacus) data loader draws batches: ``"poisson"``, ``"shuffled"`` or ``"sequential"``.
+
+    Read from class names and attributes only (no ``torch`` import). Other batch samplers are refused.
+    """
+    bs = getattr(data_loader, "batch_sampler", None)
+    name = type(bs).__name__
+    if name in ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler"):
+        return "poisson"
+    inner = getattr(bs, "sampler", None)
+    inner_name = type(inner).__name__
+    if name == "BatchSampler" and inner_name in ("RandomSampler", "DistributedSampler"):
+        if getattr(inner, "replacement", False):
+            raise ReconRiskError("the data loader samples with replacement (RandomSampler(replacement=True)); "
+                                 "reconrisk has no analysis of that sampler")
+        return "shuffled"
+    if name == "BatchSampler" and inner_name == "SequentialSampler":
+        return "sequential"
+    raise ReconRiskError(f"data_loader must be an Opacus Poisson loader or a DataLoader with a RandomSampler or "
+                         f"SequentialSampler; found batch sampler {name}({inner_name})")
