@@ -338,7 +338,14 @@ class Release:
         if self.sampler != "fixed":
             return self
         segs = [Segment(s.noise_multiplier / 2.0, s.sample_rate, s.steps) for s in self.segments]
-        return Release(segments=segs, clip_norm=self.clip_norm, noise=self.noise)
+        out = Release(segments=segs, clip_norm=self.clip_norm, noise=self.noise)
+        object.__setattr__(out, "_dominated", self)  # not a field: equality and repr are unchanged
+        return out
+
+    @property
+    def as_run(self) -> "Release":
+        """The release that was run: itself, or for a :meth:`dominating` release the one it stands for."""
+        return getattr(self, "_dominated", self)
 
     @classmethod
     def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0, data_loader=None) -> "Release":

@@ -67,7 +67,7 @@ class PrivacyAnalysis:
 
     def __init__(self, release: Release) -> None:
         #: the release as it was run (its sampler included)
-        self.source = release
+        self.source = release.as_run if isinstance(release, Release) else release
         #: the Poisson-subsampled Gaussian release whose pair dominates ``source`` exactly
         #: (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
         self.release = gaussian_release(release, "a privacy analysis")

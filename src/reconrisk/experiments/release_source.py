@@ -12,6 +12,17 @@ Three sources, exactly one per report (``reconrisk report``):
       steps = 1000
       clip_norm = 1.0
 
+  fixed-size batches: ``sampler = "fixed"`` with ``batch_size`` and ``dataset_size`` instead of
+  ``sample_rate`` (``sampler = "full"``: q = 1); or ``dp_accounting`` events, one table each
+  (:func:`event_from_mapping`)::
+
+      [[release.events]]
+      type = "sampled_without_replacement_gaussian"
+      noise_multiplier = 0.5          # dp_accounting's units: std / replace-one sensitivity (2C)
+      source_dataset_size = 1000
+      sample_size = 100
+      count = 500
+
 * **a saved Opacus accountant state** (:func:`release_from_opacus_file`) — what Opacus's
   ``accountant.state_dict()`` holds (``{"history": [(σ, q, steps), …], "mechanism": "rdp"}``), a bare history
   list, or a ``PrivacyEngine.save_checkpoint`` file (key ``privacy_accountant_state_dict``). Accepted as
@@ -33,7 +44,48 @@ from ..release import Release
 
 #: Largest release file read (a history of millions of segments is not a release anyone saves by hand).
 MAX_FILE_BYTES = 64 * 2**20
-_RELEASE_KEYS = ("noise_multiplier", "sample_rate", "steps", "clip_norm", "segments")
+_RELEASE_KEYS = ("noise_multiplier", "sample_rate", "steps", "clip_norm", "segments", "sampler", "batch_size",
+                 "dataset_size", "events")
+#: ``[[release.events]]`` entries: the ``dp_accounting`` event each ``type`` builds and the keys it reads.
+_EVENT_TYPES = {
+    "gaussian": ("GaussianDpEvent", ("noise_multiplier",)),
+    "poisson_sampled_gaussian": ("PoissonSampledDpEvent", ("noise_multiplier", "sampling_probability")),
+    "sampled_without_replacement_gaussian": ("SampledWithoutReplacementDpEvent",
+                                             ("noise_multiplier", "source_dataset_size", "sample_size")),
+    "laplace": ("LaplaceDpEvent", ("noise_multiplier",)),
+}
+
+
+def event_from_mapping(items: Any, where: str):
+    """The ``dp_accounting`` ``ComposedDpEvent`` of ``[[release.events]]`` tables (``type``, its keys, ``count``).
+
+    Types: ``gaussian``, ``poisson_sampled_gaussian``, ``sampled_without_replacement_gaussian`` (noise
+    multipliers in ``dp_accounting``'s units: relative to the relation's sensitivity) and ``laplace``.
+    """
+    import dp_accounting as dpa
+
+    if not isinstance(items, list) or not items:
+        raise ReconRiskError(f"{where}: events must be a non-empty list of tables ([[release.events]]); found {items!r:.60}")
+    out = []
+    for i, d in enumerate(items):
+        w = f"{where} events[{i}]"
+        if not isinstance(d, dict) or d.get("type") not in _EVENT_TYPES:
+            raise ReconRiskError(f"{w}: type must be one of {', '.join(_EVENT_TYPES)}; found {d.get('type') if isinstance(d, dict) else d!r}")
+        cls_name, keys = _EVENT_TYPES[d["type"]]
+        unknown = sorted(set(d) - {"type", "count", *keys})
+        missing = [k for k in keys if k not in d]
+        if unknown or missing:
+            raise ReconRiskError(f"{w} ({d['type']}): needs {', '.join(keys)} (and optionally count); "
+                                 f"found unknown {unknown or 'none'}, missing {missing or 'none'}")
+        inner = (dpa.LaplaceDpEvent if d["type"] == "laplace" else dpa.GaussianDpEvent)(
+            v.positive(f"{w} noise_multiplier", d["noise_multiplier"]))
+        if d["type"] == "poisson_sampled_gaussian":
+            inner = dpa.PoissonSampledDpEvent(v.sample_rate(f"{w} sampling_probability", d["sampling_probability"]), inner)
+        elif d["type"] == "sampled_without_replacement_gaussian":
+            inner = dpa.SampledWithoutReplacementDpEvent(v.integer(f"{w} source_dataset_size", d["source_dataset_size"]),
+                                                         v.integer(f"{w} sample_size", d["sample_size"]), inner)
+        out.append(dpa.SelfComposedDpEvent(inner, v.integer(f"{w} count", d.get("count", 1))))
+    return dpa.ComposedDpEvent(out)
 
 
 def _read_bytes(path, what: str) -> tuple[Path, bytes]:
@@ -59,15 +111,29 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None) 
     if unknown:
         raise ReconRiskError(f"{where} has unknown key(s) {', '.join(unknown)}; expected some of {', '.join(_RELEASE_KEYS)}")
     c = d.get("clip_norm", 1.0) if clip_norm is None else clip_norm
+    if "events" in d:
+        extra = sorted(set(d) - {"events", "clip_norm"})
+        if extra:
+            raise ReconRiskError(f"{where}: give events or the release keys, not both; found {', '.join(extra)}")
+        return Release.from_dp_event(event_from_mapping(d["events"], where), clip_norm=c)
+    sampler = d.get("sampler", "poisson")
+    if "batch_size" in d or "dataset_size" in d:
+        if sampler != "fixed" or "sample_rate" in d or "segments" in d:
+            raise ReconRiskError(f"{where}: batch_size and dataset_size describe sampler = \"fixed\" (instead of "
+                                 f"sample_rate); found sampler={sampler!r}" + (" and sample_rate" if "sample_rate" in d else ""))
+        missing = [k for k in ("noise_multiplier", "batch_size", "dataset_size", "steps") if k not in d]
+        if missing:
+            raise ReconRiskError(f"{where} must give noise_multiplier, batch_size, dataset_size and steps; missing {', '.join(missing)}")
+        return Release.fixed_batch(d["noise_multiplier"], d["batch_size"], d["dataset_size"], d["steps"], c)
     if "segments" in d:
         extra = sorted(set(d) & {"noise_multiplier", "sample_rate", "steps"})
         if extra:
             raise ReconRiskError(f"{where}: give segments or noise_multiplier/sample_rate/steps, not both; found {', '.join(extra)}")
-        return Release.schedule(d["segments"], clip_norm=c)
+        return Release.schedule(d["segments"], clip_norm=c, sampler=sampler)
     missing = [k for k in ("noise_multiplier", "sample_rate", "steps") if k not in d]
     if missing:
         raise ReconRiskError(f"{where} must give noise_multiplier, sample_rate and steps (or segments); missing {', '.join(missing)}")
-    return Release(d["noise_multiplier"], d["sample_rate"], d["steps"], c)
+    return Release(d["noise_multiplier"], d["sample_rate"], d["steps"], c, sampler=sampler)
 
 
 def release_from_toml(path) -> tuple[Release, dict]:

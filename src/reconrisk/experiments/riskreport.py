@@ -368,7 +368,7 @@ def risk_report(release, config: ReportConfig | None = None, *,
     release = analysis.release
     cfg = config or ReportConfig()
     note = progress or (lambda stage: None)
-    out: dict = {"release": release.to_dict(), "config": cfg.to_dict()}
+    out: dict = {"release": analysis.source.to_dict(), "config": cfg.to_dict()}  # as run (sampler, σ)
     note("epsilon")
     out["epsilon"] = epsilon_entry(analysis, cfg.delta)
     note("ReRo")

@@ -327,7 +327,8 @@ def pretty_formula(text: str) -> str:
 def _release_text(rel: dict) -> str:
     if "segments" in rel:
         return f"{len(rel['segments'])} segments, T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}"
-    return (f"noise multiplier σ = {rel['noise_multiplier']:g}, sample rate q = {rel['sample_rate']:g}, "
+    sampler = {"fixed": " (fixed-size batches, replace-one)", "full": " (full batch)"}.get(rel.get("sampler"), "")
+    return (f"noise multiplier σ = {rel['noise_multiplier']:g}, sample rate q = {rel['sample_rate']:g}{sampler}, "
             f"T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}")
 
 
