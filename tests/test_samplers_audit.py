@@ -10,7 +10,7 @@ pytest.importorskip("jax")
 from reconrisk import Release  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
 from reconrisk.experiments.audit import calibrated_settings, run_setting  # noqa: E402
-from reconrisk.train import dpsgd  # noqa: E402
+from reconrisk.train import dpsgd, sampling  # noqa: E402
 
 
 def test_fixed_sampler_draws_exactly_the_batch_size():
@@ -20,13 +20,13 @@ def test_fixed_sampler_draws_exactly_the_batch_size():
     assert (cfg.sampler, cfg.batch_size, cfg.cap) == ("fixed", 20, None)
     counts = np.zeros(200)
     for i in range(200):
-        m = np.asarray(dpsgd.sample_batch(jax.random.PRNGKey(i), 200, cfg).mask)
+        m = np.asarray(sampling.sample_batch(jax.random.PRNGKey(i), 200, cfg).mask)
         assert m.sum() == 20 and set(np.unique(m)) <= {0.0, 1.0}
         counts += m
     # uniform over the points: each is drawn with probability 0.1 (200 draws: mean 20, sd ~4.2)
     assert abs(counts.mean() - 20) < 1e-9 and counts.std() < 8
     poisson = dpsgd.make_step_config(Release(1.0, 0.1, 5), 200, 1.0, "hard")
-    sizes = {int(np.asarray(dpsgd.sample_batch(jax.random.PRNGKey(i), 200, poisson).mask).sum()) for i in range(20)}
+    sizes = {int(np.asarray(sampling.sample_batch(jax.random.PRNGKey(i), 200, poisson).mask).sum()) for i in range(20)}
     assert len(sizes) > 1  # Poisson batches vary: the sampler is really switched
     with pytest.raises(ReconRiskError, match="whole batch"):
         dpsgd.make_step_config(Release.fixed_batch(1.0, 20, 200, 5), 201, 1.0, "hard")

@@ -145,30 +145,6 @@ def poisson_batch(key, n: int, sample_rate: float, cap: int | None) -> Batch:
     return Batch(mask.astype(jnp.float32), index, valid, overflow)
 
 
-def fixed_batch(key, n: int, size: int) -> Batch:
-    """Exactly ``size`` of the n points, uniformly without replacement (the ``"fixed"`` sampler of a release).
-
-    The first ``size`` entries of a uniform random permutation; full mask, no gather (the
-    trials' shared-head evaluation needs one). The release is then analysed for replace-one
-    neighbours (:meth:`reconrisk.release.Release.fixed_batch`).
-    """
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    if size >= n:
-        return Batch(jnp.ones((n,), jnp.float32), None, None, jnp.bool_(False))
-    chosen = jax.random.permutation(key, n)[:size]
-    mask = jnp.zeros((n,), jnp.float32).at[chosen].set(1.0)
-    return Batch(mask, None, None, jnp.bool_(False))
-
-
-def sample_batch(key, n: int, cfg: "StepConfig") -> Batch:
-    """Stage 1 for the configured sampler: Poisson (:func:`poisson_batch`) or fixed size (:func:`fixed_batch`)."""
-    if cfg.sampler == "fixed":
-        return fixed_batch(key, n, cfg.batch_size)
-    return poisson_batch(key, n, cfg.sample_rate, cfg.cap)
-
-
 # ----------------------------------------------------------------------------------------
 # stage 2: the clipped sum over the batch
 # ----------------------------------------------------------------------------------------
@@ -325,6 +301,8 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
 
     k_batch, k_noise = step_keys(key, t)
     n = x.shape[0] + (0 if head is None else head[0].shape[0])
+    from .sampling import sample_batch  # noqa: PLC0415 - sampling.py imports Batch from here
+
     batch = sample_batch(k_batch, n, cfg)
     head_sum = None
     if head is not None:
