@@ -214,3 +214,17 @@ def test_gaussian_events_get_the_full_release_analysis():
     ev = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 100, dpa.GaussianDpEvent(0.5)), 10)
     a = PrivacyAnalysis.from_dp_event(ev)
     assert isinstance(a, PrivacyAnalysis) and a.source == Release.fixed_batch(1.0, 100, 1000, 10)
+
+
+@settings(max_examples=12, deadline=None)
+@given(b=st.floats(0.3, 5.0), la=st.floats(-9, -0.01), frac=st.floats(0.0, 1.0))
+def test_laplace_event_bracket_property(b, la, frac):
+    dpa = pytest.importorskip("dp_accounting")
+    a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
+    alpha = np.array([10.0**la])
+    lo, up = a.tradeoff(alpha)
+    ex = laplace_tradeoff(alpha, 1 / b)
+    assert lo[0] <= ex[0] + 1e-12 and ex[0] <= up[0] + 1e-12
+    eps = frac / b
+    d = a.delta(eps)
+    assert d.lower - 1e-12 <= -math.expm1((eps - 1 / b) / 2) <= d.upper + 1e-12

@@ -57,3 +57,13 @@ def test_fixed_batch_audit_stays_below_its_certified_bound():
             assert rate.ci[0] <= r.rero_upper, (s.epsilon, name, rate.to_dict(), r.rero_upper)
         rates.append(r.rates["alg3"].rate)
     assert rates[-1] > 0.1  # the attack does something at ε = 32 (10 candidates: chance 0.1)
+
+
+def test_audit_cli_batch_size_flag_is_checked(capsys):
+    from reconrisk.cli import main
+
+    assert main(["audit", "--batch-size", "20", "--sample-rate", "0.5", "--known-size", "199", "--no-plot"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--batch-size or --sample-rate" in err and "\n" not in err
+    assert main(["audit", "--batch-size", "500", "--known-size", "199", "--no-plot"]) == 2
+    assert "batch_size" in capsys.readouterr().err

@@ -51,6 +51,9 @@ def audit(
         None, "--noise-multiplier", help="Noise multiplier σ (repeatable), instead of --epsilon."
     ),
     sample_rate: float = typer.Option(1.0, "--sample-rate", "-q", help="Poisson sampling rate q (1 = full batch)."),
+    batch_size: Optional[int] = typer.Option(
+        None, "--batch-size", help="Fixed-size batches of exactly B of the |D₋| + 1 training points, without replacement "
+        "(replace-one bound; instead of --sample-rate)."),
     steps: int = typer.Option(100, "--steps", "-T", help="Number of DP-SGD steps T."),
     clip_norm: float = typer.Option(0.1, "--clip-norm", "-C", help="Clipping norm C."),
     prior_size: int = typer.Option(10, "--prior-size", "-n", help="Candidates in the uniform prior (κ = 1/n)."),
@@ -111,7 +114,16 @@ def audit(
     from ..train.models import get_model
 
     get_model(model, data.image_shape, data.num_classes)
-    split_dataset(data, v.integer("prior_size", prior_size, minimum=2), known_size, seed)
+    known_x = split_dataset(data, v.integer("prior_size", prior_size, minimum=2), known_size, seed)[0]
+    if batch_size is not None:
+        n_train = len(known_x) + 1  # D₋ and the target
+        b = v.integer("batch_size", batch_size, minimum=1, maximum=n_train)
+        if sample_rate != 1.0:
+            raise ReconRiskError("give --batch-size or --sample-rate, not both")
+        sample_rate = b / n_train
+        kwargs["sampler"] = "fixed"
+        if attack is None:
+            attacks = kwargs["attacks"] = _attacks(None, sample_rate)
     if noise_multiplier:
         settings = calibrated_settings(noise_multipliers=noise_multiplier, sample_rate=sample_rate, steps=steps,
                                        delta=delta, **kwargs)
@@ -204,7 +216,7 @@ def _table(settings, certificates, results, attacks):
 
     s0 = settings[0]
     known = results[0].known_size if results else None
-    title = (f"Reconstruction audit: q={s0.sample_rate:g}, T={s0.steps}, C={s0.clip_norm:g}, "
+    title = (f"Reconstruction audit: q={s0.sample_rate:g}{' (fixed batches)' if s0.release.sampler == 'fixed' else ''}, T={s0.steps}, C={s0.clip_norm:g}, "
              f"prior size {s0.prior_size} (κ={1 / s0.prior_size:.3g})" + (f", |D₋|={known}" if known is not None else ""))
     from ..bounds.empirical import max_epsilon_lower
 
