@@ -166,4 +166,5 @@ def gdp_compose(noise_multiplier, steps: int) -> float:
 
 def release_gdp_mu(release) -> float:
     """μ of Gaussian DP for a full-batch schedule: √(Σ T_i/σ_i²) (Dong, Roth, Su 2022, Cor. 3.3)."""
+    release = release.dominating() if hasattr(release, "dominating") else release  # fixed-size batches: σ/2
     return math.sqrt(sum(s.steps / s.noise_multiplier**2 for s in release.segments))

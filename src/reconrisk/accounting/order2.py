@@ -35,7 +35,7 @@ def release_rdp_alpha2(release: Release, *, sensitivity: float = 1.0) -> float:
     soft clip). Evaluated by :func:`reconrisk.accounting.rdp.release_rdp`
     (exact at integer orders).
     """
-    gaussian_release(release, "the order-2 RDP of DP-SGD")
+    release = gaussian_release(release, "the order-2 RDP of DP-SGD")  # fixed-size batches: σ/2
     k = v.positive("sensitivity", sensitivity)
     segs = [Segment(s.noise_multiplier / k, s.sample_rate, s.steps) for s in release.segments]
     return float(release_rdp(segs, orders=np.array([2]))[0])

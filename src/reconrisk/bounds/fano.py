@@ -170,7 +170,7 @@ def kl_step(noise_multiplier: float, sample_rate: float) -> tuple[float, float]:
 
 def kl_mutual_information(release: Release) -> tuple[float, float]:
     """``I ≤ Σ_segments T_s · KL_step(σ_s, q_s)`` (golden formula + chain rule) and its quadrature error."""
-    gaussian_release(release, "the Fano bound")
+    release = gaussian_release(release, "the Fano bound")  # fixed-size batches: the dominating release (σ/2)
     total = err = 0.0
     for seg in release.segments:
         k, e = kl_step(seg.noise_multiplier, seg.sample_rate)
@@ -187,7 +187,7 @@ def release_mutual_information(release: Release, prior_size: int) -> dict:
     :func:`gaussian_mutual_information` with Δ = 2C (any two clipped gradients)
     over T steps — each is an upper bound, so their minimum is one.
     """
-    gaussian_release(release, "the Fano bound")
+    release = gaussian_release(release, "the Fano bound")
     n = v.integer("prior_size", prior_size, minimum=2)
     kl, kl_err = kl_mutual_information(release)
     out = {"kl_chain_rule": kl + kl_err, "kl_quadrature_error": kl_err, "gaussian_closed_form": None}

@@ -277,12 +277,11 @@ def tradeoff_zcdp(alphas, rho, *, symmetric: bool = True) -> TradeOff:
 
 # ---------------------------------------------------------------------------- a DP-SGD release
 def _segments(release_or_segments):
-    segs = getattr(release_or_segments, "segments", release_or_segments)
     from ..release import gaussian_release  # noqa: PLC0415
 
-    if hasattr(release_or_segments, "segments"):
-        gaussian_release(release_or_segments, "the RDP -> trade-off conversion")
-    return tuple(segs)
+    if hasattr(release_or_segments, "segments"):  # the dominating release: σ/2 for fixed-size batches
+        return tuple(gaussian_release(release_or_segments, "the RDP -> trade-off conversion").segments)
+    return tuple(release_or_segments)
 
 
 def release_rdp_power(release, kappa, *, log_kappa=None, symmetric: bool = True):
