@@ -1,8 +1,11 @@
 """What a private training run releases: the one description every layer reads.
 
 A :class:`Release` plays the role of a ``dp_accounting`` event: an immutable,
-validated description of DP-SGD (noise multiplier σ, Poisson sample rate q,
-number of steps T, clip norm C, noise family). Heterogeneous training
+validated description of DP-SGD (noise multiplier σ, sample rate q, number of
+steps T, clip norm C, noise family, and the sampler that drew the batches:
+Poisson, fixed size without replacement, or full batch — :data:`SAMPLERS`).
+It converts to and from ``dp_accounting`` events (:meth:`Release.from_dp_event`,
+:meth:`Release.to_dp_event`). Heterogeneous training
 (σ or q changing during training, e.g. an Opacus accountant history) is a
 release with several :class:`Segment` s. Parameters are validated here once
 and then only read.
