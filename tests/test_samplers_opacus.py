@@ -57,3 +57,15 @@ def test_unknown_sampler_is_refused():
     dl = DataLoader(ds, batch_size=10, sampler=WeightedRandomSampler([1.0] * 100, 100))
     with pytest.raises(ReconRiskError, match="WeightedRandomSampler"):
         Release.from_opacus(_accountant(), data_loader=dl)
+
+
+def test_importing_after_opacus_registers():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import opacus.accountants as a, reconrisk.opacus as r; "
+            "print(type(a.create_accountant('reconrisk')) is r.ReconRiskAccountant)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == ("True" if hasattr(opacus.accountants, "register_accountant") else ""), out.stderr[-500:]

@@ -219,3 +219,17 @@ def make_private_with_risk(
         module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=cal["noise_multiplier"],
         max_grad_norm=max_grad_norm, **make_private_kwargs,
     )
+
+
+def _register_if_loaded() -> None:
+    """Register in Opacus's registry at import when Opacus is already loaded (never imports it here)."""
+    import sys
+
+    if "opacus.accountants" in sys.modules:
+        try:
+            register_with_opacus()
+        except ReconRiskError:  # another class holds the name: leave it (register_with_opacus(force=True) replaces)
+            pass
+
+
+_register_if_loaded()
