@@ -249,10 +249,10 @@ class _Pmf:
 
 
 def _pmf_pair(analysis: PrivacyAnalysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
-    """Pessimistic and optimistic curves of the analysis, on the ReRo bracket's grid ladder (so the report's
-    questions share distributions), refined until ``width_fn(up, lo) ≤ tol``."""
+    """Pessimistic and optimistic curves of the analysis, refined (halving from the engine's start grid) until
+    ``width_fn(up, lo) ≤ tol``; the analysis composes each grid once for every δ-based measure."""
     release = analysis.release
-    h = h0 = _rero.first_discretization(release)
+    h = h0 = _rero.start_discretization(release)
     while True:
         up = _Pmf(analysis.pmf(h, pessimistic=True, loss_cap=cap))
         lo = _Pmf(analysis.pmf(h, pessimistic=False, loss_cap=cap))

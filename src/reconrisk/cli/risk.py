@@ -204,5 +204,4 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
         [["noise_multiplier", cal.noise_multiplier], ["sample_rate", cal.sample_rate], ["steps", cal.steps],
          [f"{CLI_NAMES[quantity]} lower", b.lower], [f"{CLI_NAMES[quantity]} upper (certified)", b.upper],
          [f"epsilon (δ={delta:g})", payload["epsilon"]]],
-        caption=b.formula,
     )
