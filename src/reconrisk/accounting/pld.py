@@ -61,7 +61,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import ReconRiskError
-from .pmf import PMF
+from .pmf import PMF, UNIT, WindowTooLarge
 
 #: Per-step tail mass left out of the discretised support (put in the
 #: infinity atom when pessimistic, dropped when optimistic).
@@ -125,9 +125,9 @@ def _cell_masses(bounds: np.ndarray, sigma: float, q: float, direction: str) -> 
     return (mix, m0) if direction == "remove" else (m0, mix)
 
 
-def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, float, float]:
+def _loss_range(sigma: float, q: float, direction: str, tail: float = STEP_TAIL) -> tuple[float, float, float, float]:
     """Truncated loss range [lo, hi] of one step and the P-mass below lo and above hi."""
-    z = float(-special.ndtri(STEP_TAIL))  # one-sided Gaussian quantile of the tail
+    z = float(-special.ndtri(tail))  # one-sided Gaussian quantile of the tail
     x_lo, x_hi = -sigma * z, 1.0 + sigma * z
     lam_lo = _remove_loss_of_x(x_lo, sigma, q)
     lam_hi = _remove_loss_of_x(x_hi, sigma, q)
@@ -149,13 +149,29 @@ def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, f
     return max(-lam_hi, -MAX_LOSS), -lam_lo, p_above_xhi, p_below_xlo
 
 
-def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove") -> PMF:
+def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove",
+             tail_mass: float = STEP_TAIL) -> PMF:
     """The discretised PLD of one Poisson-subsampled Gaussian step.
 
     Sensitivity is normalised to 1 and the noise standard deviation is the
     noise multiplier σ (seed 000 Cor. 4: the bound does not depend on C).
+    ``tail_mass``: the Gaussian tail left out of the grid on each side (to +∞
+    or the first atom when pessimistic, dropped when optimistic); a caller
+    reading tiny tails (κ ≈ 1e-12 over 1e5 steps) asks for less than the
+    default ``STEP_TAIL``.
+
+    Rounding, relative to the tail (what a tilted composition needs). Remove
+    direction, pessimistic: the cell masses are differences of ``ndtr`` values
+    (each with relative error α ≤ 4u), so their suffix sums, and the split of
+    a cell onto its end atoms (which moves at most 2αP/h over a distance h),
+    put δ(ε) within 8α·μ(L > ε) ≤ 32u·c·δ(ε), c = max μ(L > ε)/δ(ε) over the
+    grid; the atoms are scaled *up* by that factor, which keeps the δ-curve
+    above the true one (:func:`_pessimistic_scale`). Optimistic: see
+    :func:`_optimistic_ctd` (scaled *down* by its measured relative excess).
     """
-    lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction)
+    if not (0.0 < tail_mass <= STEP_TAIL):
+        raise ReconRiskError(f"tail_mass must be in (0, {STEP_TAIL:g}]; found {tail_mass!r}")
+    lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction, tail_mass)
     if direction == "add" and lam_lo == -MAX_LOSS:
         # P-mass with loss below −MAX_LOSS is rounded up onto the first atom (pessimistic)
         p_below = float(special.ndtr(-_x_of_remove_loss(np.array([MAX_LOSS]), sigma, q)[0] / sigma))
@@ -185,8 +201,41 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
         probs[1:] += P - lower
         probs[0] += p_below  # lower tail rounded up to the first atom
         inf_mass = min(1.0, p_above + extra_inf)
-        return PMF(h, k0, probs, inf_mass, True, 0.0)
-    return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction)
+        slack = 0.0
+        if direction == "remove":
+            scale, slack = _pessimistic_scale(grid, sigma, q)
+            probs = probs * scale
+        return PMF(h, k0, probs, inf_mass, True, slack)
+    return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction, zero_below=min(TAIL_ZERO, tail_mass * 1e-2))
+
+
+#: Largest ratio c = μ(L > ε)/δ(ε) charged relatively; beyond it (grids of a few cells, where one cell
+#: spans many orders of magnitude of δ) the rounding is charged as an absolute slack of 32u instead.
+C_RELATIVE_MAX = 1e9
+
+
+def _pessimistic_scale(grid: np.ndarray, sigma: float, q: float) -> tuple[float, float]:
+    """(1 + 32u·c rounded up, absolute slack): c ≥ μ(L > ε)/δ(ε) on the grid's range (see :func:`step_pmf`).
+
+    c is bounded on ~2000 coarse intervals [l_a, l_b]: μ(L > ε) ≤ μ(L > l_a) and δ(ε) ≥ δ(l_b)
+    (both monotone), δ(l_b) taken minus its error bound. Below the grid δ(ε) ≥ δ(l_0) and μ ≤ 1.
+    Where c exceeds ``C_RELATIVE_MAX`` the error 8α·μ(L > ε) ≤ 32u is charged in total variation.
+    """
+    idx = np.unique(np.linspace(0, grid.size - 1, min(grid.size, 2001)).astype(np.int64))
+    l = grid[idx]
+    d, err = _hockey_stick_remove(l, sigma, q, with_error=True)
+    d = d - err
+    x = _x_of_remove_loss(l, sigma, q)
+    with np.errstate(invalid="ignore"):
+        mu_tail = np.where(np.isfinite(x), (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr(-(x - 1) / sigma), 1.0)
+    ratios = [1.0 / d[0] if d[0] > 0 else math.inf]
+    if l.size > 1:
+        with np.errstate(divide="ignore"):
+            ratios.append(float(np.max(np.where(d[1:] > 0, mu_tail[:-1] / np.where(d[1:] > 0, d[1:], 1.0), np.inf))))
+    c = max(ratios) * 1.01
+    if not c <= C_RELATIVE_MAX:
+        return 1.0, 32 * UNIT
+    return (1.0 + 32 * UNIT * c) * (1 + 4 * UNIT), 0.0
 
 
 def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +269,8 @@ def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float, with_error: bool
     return out, err
 
 
-def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str) -> PMF:
+def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str,
+                    zero_below: float = TAIL_ZERO) -> PMF:
     """Optimistic connect-the-dots: a grid PMF whose δ-curve lies below the true one.
 
     Write D(y) = δ(log y) = E_μ[(1 − y e^{−L})₊], convex and non-increasing in
@@ -276,7 +326,7 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     # first point lowered to or below zero: the curve is 0 from the point before it on
     # (values below TAIL_ZERO count as zero: setting a value ≥ 0 to 0 only lowers the curve, and
     # the nearly flat far tail otherwise costs the hull one pass per point)
-    nonpos = np.flatnonzero(val[1:] <= TAIL_ZERO) + 1
+    nonpos = np.flatnonzero(val[1:] <= zero_below) + 1
     if nonpos.size == 0:
         zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
     elif val[nonpos[0]] >= 0.0:
@@ -297,8 +347,74 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     probs = np.zeros(l.size)
     idx = keep[1:] - 1  # grid indices of kept vertices (vertex 0 is y = 0)
     probs[idx] = yk[1:] * jumps
+    rel = _relative_excess(y, val, keep, pts, l, D, D_err, probs, sigma, q)
+    if rel <= 1e-6:
+        # D̃ ≤ (1 + rel)·D everywhere: the atoms divided by 1 + rel (rounded down) are a valid optimistic PMF
+        return PMF(h, k0, probs * ((1.0 - rel) * (1.0 - 4 * UNIT)), 0.0, False, 0.0)._trim()
     slack = _vertex_polygon_excess(y, val, keep, pts) + ROUNDOFF_STEP
     return PMF(h, k0, probs, 0.0, False, slack)._trim()
+
+
+def _relative_excess(y, val, keep, pts, l, D, D_err, probs, sigma, q) -> float:
+    """r with D̃(y) ≤ (1 + r)·D(y) for every y ≥ 0 (D̃ the curve of ``probs``), or ∞ if not established.
+
+    Chain (u the unit round-off; ŷ = fl(e^l), the computed vertex positions):
+
+    1. the atoms p_i = fl(ŷ_i·fl(ŝ_i − ŝ_{i−1})) at exact y_i = e^{l_i}, with jumps ≥ 0 and ŝ the
+       computed slopes (each ŝ within 3u of the exact slope of the vertex polygon V, all ≤ 0):
+       D̃(y) = Σ (p_i/y_i)(y_i − y)₊ ≤ (1 + 7.3u)·V(y/(1 + 1.01u)) (a subtraction's rounding is
+       relative to its result, and all the polygon's slopes have one sign);
+    2. V ≤ (1 + r_meas)·C between consecutive certified points, C the polygon through the certified
+       points (ŷ_j, v_j): measured at the points (both polygons are linear between them) with the
+       chord V(ŷ_j) = v_b + (v_a − v_b)(ŷ_b − ŷ_j)/(ŷ_b − ŷ_a), a sum of non-negative terms whose
+       rounding is ≤ 6u of its value; where v_j = 0, V must be 0;
+    3. C ≤ D at the exact positions (step 1 of :func:`_optimistic_ctd`); the computed positions and the
+       shift of step 1 move the argument by ≤ 2.1u relatively, and D(y(1 − 2.1u)) ≤ (1 + 2.2u·c)·D(y),
+       c = y|D′(y(1 − 2.1u))|/D(y) ≤ y_{j+1}·ν(L > l_{j−1})/D(y_{j+1}) on [y_j, y_{j+1}] (D convex,
+       decreasing, D′ = −ν(L > log y)), taken over the grid up to the last atom.
+    """
+    u = UNIT
+    j = pts
+    pos = np.clip(np.searchsorted(keep, j, side="left"), 1, keep.size - 1)
+    a, b = keep[pos - 1], keep[pos]
+    frac = (y[b] - y[j]) / (y[b] - y[a])
+    drop = val[a] - val[b]
+    poly = val[b] + drop * frac
+    poly_hi = poly + 6 * u * (np.abs(val[b]) + np.abs(drop) * frac)
+    at_vertex = (j == a) | (j == b)
+    poly_hi = np.where(j == a, val[a], np.where(j == b, val[b], poly_hi))
+    v = val[j]
+    zero = v <= 0.0
+    if np.any(zero & ~at_vertex & (poly_hi > 0.0)) or np.any(zero & (v < 0.0)):
+        return math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_meas = float(np.max(np.where(zero | at_vertex, 0.0, (poly_hi - v) / np.where(zero, 1.0, v)), initial=0.0))
+    r_meas = max(r_meas, 0.0)
+    # c over the grid intervals up to the last atom (y holds 0 first, then e^{l})
+    nz = np.flatnonzero(probs > 0)
+    if nz.size == 0:
+        return 0.0
+    last = int(nz[-1])
+    x = _x_of_remove_loss(l, sigma, q)
+    nu = np.where(np.isfinite(x), special.ndtr(-x / sigma), 1.0)
+    d_low = D - D_err - 8.8e-16 * np.abs(D)
+    ey = np.exp(l)
+    top = min(last + 1, l.size - 1)
+    # interval [y_j, y_{j+1}] for j = -1 .. last: ν(L > l_{j-1}) with ν = 1 for indices < 0
+    nu_prev = np.concatenate([[1.0, 1.0], nu[: max(top - 1, 0)]])[: top + 1]
+    dn = d_low[: top + 1]
+    yn = ey[: top + 1] * (1 + 4 * u)
+    if last + 1 > l.size - 1:
+        # the last atom sits on the last grid point: D̃ vanishes just past it, bound D there by D(l_last + h/2)
+        l_end = np.array([l[-1] + 0.5 * (l[-1] - l[-2] if l.size > 1 else 1e-3)])
+        d_end, e_end = _hockey_stick_remove(l_end, sigma, q, with_error=True)
+        dn = np.concatenate([dn, d_end - e_end])
+        yn = np.concatenate([yn, np.exp(l_end) * (1 + 4 * u)])
+        nu_prev = np.concatenate([nu_prev, nu[-2:-1] if l.size > 1 else [1.0]])
+    if np.any(dn <= 0):
+        return math.inf
+    c = float(np.max(yn * nu_prev / dn)) * 1.01
+    return (r_meas + 12 * u + 6 * u * c) * (1 + 1e-6) + r_meas * 12 * u
 
 
 #: Rounding allowance of one optimistic step beyond the measured excess (see :func:`_vertex_polygon_excess`).
@@ -576,18 +692,96 @@ def _monotone_chain(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarra
 
 def compose_segments(
     segments, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf,
-    slack_budget: float = 0.0,
+    slack_budget: float = 0.0, tilt: float = 0.0, tail_mass: float | None = None, coarsen: bool = True,
 ) -> PMF:
     """PMF of a whole (possibly heterogeneous) schedule of (σ, q, steps) segments.
 
     ``loss_cap`` bounds the represented losses and ``slack_budget`` the round-off
     allowance a caller can afford without extra work (see :meth:`PMF.self_compose`).
+    ``tilt`` θ ≥ 0 composes the exponentially tilted PMFs (:meth:`PMF.tilted`), so the
+    round-off allowance is relative to the tail near the tilted mean (choose θ with
+    :func:`tilt_for_kappa`); ``tail_mass`` is each step's truncated Gaussian tail (default
+    ``STEP_TAIL``). When a composed window would not fit the memory target the grid is
+    coarsened (h doubled until it fits; ``coarsen=False`` raises instead): a coarser
+    pessimistic or optimistic discretisation is still a valid bound, only a wider one. The
+    grid used is the result's ``h``.
     """
+    tail = STEP_TAIL if tail_mass is None else float(tail_mass)
+    for _ in range(64):
+        try:
+            return _compose_once(segments, h, pessimistic, direction, loss_cap, slack_budget, tilt, tail)
+        except WindowTooLarge:
+            if not coarsen:
+                raise
+            h *= 2.0
+    raise ReconRiskError("internal: no grid fits the composition window")  # pragma: no cover
+
+
+def _compose_once(segments, h, pessimistic, direction, loss_cap, slack_budget, tilt, tail) -> PMF:
     total: PMF | None = None
     budget = slack_budget / max(len(segments), 1)
     for seg in segments:
-        pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction)
+        pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction,
+                       tail_mass=tail).tilted(tilt)
         pmf = pmf.self_compose(seg.steps, loss_cap, budget)
         total = pmf if total is None else total.compose(pmf, loss_cap)
     assert total is not None
     return total
+
+
+def _step_moments(segments, thetas: np.ndarray, h: float | None = None):
+    """Σ T_i·(K_i, K_i′, K_i″)(θ) for each θ: the log-MGF E_μ[e^{θL}] of the composed loss and its first
+    two derivatives (the tilted mean and variance), from coarse pessimistic step PMFs. Grid choice only."""
+    k0 = np.zeros(thetas.size)
+    k1 = np.zeros(thetas.size)
+    k2 = np.zeros(thetas.size)
+    for seg in segments:
+        lo, hi, _, _ = _loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        hc = max(h or 0.0, (min(hi, MAX_LOSS) - lo) / 4000.0)
+        p = step_pmf(seg.noise_multiplier, seg.sample_rate, hc, pessimistic=True)
+        l = p.losses
+        pos = p.probs > 0
+        lp = np.log(p.probs[pos])
+        lv = l[pos]
+        a = thetas[:, None] * lv[None, :] + lp[None, :]
+        lz = special.logsumexp(a, axis=1)
+        w = np.exp(a - lz[:, None])
+        m = w @ lv
+        var = w @ (lv * lv) - m * m
+        k0 += seg.steps * lz
+        k1 += seg.steps * m
+        k2 += seg.steps * np.maximum(var, 0.0)
+    return k0, k1, k2
+
+
+#: Largest tilt considered (the tilted ν-tail bound e^{TK(θ) − (θ+1)a} reaches any κ ≥ 1e-300 far below it).
+MAX_TILT = 200.0
+
+
+def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The tilt θ(κ) ≥ 0 that centres the tilted composition on the Neyman–Pearson threshold of κ.
+
+    The threshold a with ν(L > a) = κ is located by the Chernoff (saddle-point) relation
+    log ν(L > a) ≈ T·K(θ) − (θ + 1)·a at a = T·K′(θ) (the ν-tilt by θ + 1 is the μ-tilt by θ),
+    solved for θ by bisection (the left side decreases in θ); θ = 0 where the untilted bulk already
+    reaches κ. Returns (θ, sd) with sd = √(T·K″(θ)) the tilted spread of the composed loss. Grid
+    choice only: any θ ≥ 0 gives a certified bracket.
+    """
+    kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
+    grid = np.concatenate([[0.0], np.logspace(-3, math.log10(MAX_TILT), 161)])
+    k0, k1, k2 = _step_moments(segments, grid, h)
+    g = k0 - (grid + 1.0) * k1  # non-increasing in θ
+    g = np.minimum.accumulate(g)
+    lk = np.log(kappa)
+    theta = np.zeros(kappa.size)
+    for i, v in enumerate(lk):
+        if g[0] <= v:
+            continue
+        j = int(np.searchsorted(-g, -v, side="left"))  # first grid point with g <= log κ
+        j = min(max(j, 1), grid.size - 1)
+        # linear interpolation in θ between grid[j-1] and grid[j]
+        g0, g1 = g[j - 1], g[j]
+        t = 1.0 if g1 >= g0 else (g0 - v) / (g0 - g1)
+        theta[i] = grid[j - 1] + min(max(t, 0.0), 1.0) * (grid[j] - grid[j - 1])
+    sd = np.sqrt(np.interp(theta, grid, k2))
+    return theta, sd

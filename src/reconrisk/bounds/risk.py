@@ -347,6 +347,13 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
         return float(np.sum(counts * curve.nu_tail(u - lp)))
 
     lo, hi = lp.min() - 60.0, lp.max() + 700.0
+    # the threshold ε = u − log π can lie far below −60 (μ-GDP with μ = 100: ε ≈ −μ²/2 ≈ −5000, where
+    # a fixed window left the allocation at t = 0 and the lower end at the baseline): widen until the
+    # budget is overspent at lo (spent is non-increasing in u)
+    reach = 60.0
+    while spent(lo) <= 1.0 and reach < 1e8:
+        reach *= 4.0
+        lo = lp.min() - reach
     for _ in range(200):  # smallest u with spent(u) ≤ 1
         mid = 0.5 * (lo + hi)
         if spent(mid) <= 1.0:
