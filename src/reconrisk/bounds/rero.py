@@ -196,7 +196,8 @@ def pld_bracket(
                 rel_width = float(np.max((upper - lower) / upper))
                 converged = rel_width <= rel_tol or (tol is not None and width <= tol)
             break
-        if info.get("h", h) > h:
+        coarsened = info.get("h", h) > h
+        if coarsened:
             note = (f"the requested grid h = {h:.3g} would not fit the memory target; "
                     f"composed on the coarser grid h = {info['h']:.3g} (still certified)")
             h = info["h"]
@@ -216,8 +217,8 @@ def pld_bracket(
                 thetas = np.where(new > 0, new, thetas)
                 rounds -= 1
                 continue
-        if discretization is not None or converged or h / 2 < h_finest:
-            break
+        if discretization is not None or converged or coarsened or h / 2 < h_finest:
+            break  # (a coarsened grid: no finer one fits the memory target)
         # a PLD lower end still below the analytic one is pre-asymptotic: its width predicts nothing
         h_next = h * (_refinement_factor(upper, lower, rel_tol, tol) if informative else 0.5)
         h_next = max(h_next, h_finest)

@@ -235,8 +235,12 @@ def _pmf_pair(release: Release, cap: float, tol: float, width_fn) -> tuple[_Pmf,
         if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
             break  # both ends stay certified; only the width may miss the target
         h /= 2
-    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol,
-                    "converged": bool(width <= tol)}
+    det = {"method": "pld", "discretization": max(h, up.pmf.h, lo.pmf.h), "max_width": width, "target_width": tol,
+           "converged": bool(width <= tol)}
+    if max(up.pmf.h, lo.pmf.h) > h:  # the engine coarsened a grid whose window would not fit the memory target
+        det["note"] = (f"grid h = {h:.3g} would not fit the memory target; composed on h = {det['discretization']:.3g}"
+                       " (a coarser discretisation is still certified, only wider)")
+    return up, lo, det
 
 
 def total_variation(release: Release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
