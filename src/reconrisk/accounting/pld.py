@@ -228,14 +228,20 @@ def _pessimistic_scale(grid: np.ndarray, sigma: float, q: float) -> tuple[float,
     x = _x_of_remove_loss(l, sigma, q)
     with np.errstate(invalid="ignore"):
         mu_tail = np.where(np.isfinite(x), (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr(-(x - 1) / sigma), 1.0)
-    ratios = [1.0 / d[0] if d[0] > 0 else math.inf]
-    if l.size > 1:
-        with np.errstate(divide="ignore"):
-            ratios.append(float(np.max(np.where(d[1:] > 0, mu_tail[:-1] / np.where(d[1:] > 0, d[1:], 1.0), np.inf))))
+    if not d[0] > 0:
+        return 1.0, 32 * UNIT
+    # beyond the first coarse point whose δ is not resolved (far tail, δ below ~1e-300) the error
+    # 8α·μ(L > ε) ≤ 32u·μ(L > l_a) is charged absolutely (a negligible amount); before it, relatively
+    bad = np.flatnonzero(d <= 0)
+    end = int(bad[0]) if bad.size else l.size
+    abs_slack = 32 * UNIT * float(mu_tail[end - 1]) if end < l.size else 0.0
+    ratios = [1.0 / d[0]]
+    if end > 1:
+        ratios.append(float(np.max(mu_tail[: end - 1] / d[1:end])))
     c = max(ratios) * 1.01
     if not c <= C_RELATIVE_MAX:
         return 1.0, 32 * UNIT
-    return (1.0 + 32 * UNIT * c) * (1 + 4 * UNIT), 0.0
+    return (1.0 + 32 * UNIT * c) * (1 + 4 * UNIT), abs_slack
 
 
 def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:

@@ -244,7 +244,7 @@ def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     width at the smallest certified lower end (B ≥ a_lo ≥ κ), so it never decides convergence.
     Tilted groups (θ > 0) compose p·e^{θl} (:meth:`reconrisk.accounting.pmf.PMF.tilted`), whose
     round-off is relative to the tail near the threshold of their κ; their steps keep a Gaussian
-    tail of at most 1e-3·rel_tol·κ/T outside the grid (it goes to +∞ on the upper end). ``info``
+    tail of at most 1e-3·rel_tol·κ/T (≥ 1e-40) outside the grid (it goes to +∞ on the upper end). ``info``
     (a dict) receives the error each end charged (``err_upper``, ``err_lower``) and the grid
     actually used (``h``: the engine coarsens a grid whose window would not fit the memory target).
     """
@@ -261,7 +261,7 @@ def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
         k = kappa[idx]
         hg = h * (_tilt_grid_factor(segments, float(th)) if th > 0 else 1.0)
         if th > 0:
-            kw = dict(tilt=float(th), tail_mass=min(_pld.STEP_TAIL, max(1e-3 * rel_tol * float(np.min(k)) / steps, 1e-300)),
+            kw = dict(tilt=float(th), tail_mass=min(_pld.STEP_TAIL, max(1e-3 * rel_tol * float(np.min(k)) / steps, 1e-40)),
                       slack_budget=1e-3 * rel_tol)
         else:
             kw = dict(slack_budget=0.1 * rel_tol * float(np.min(np.maximum(a_lo[idx], k))))
