@@ -104,6 +104,22 @@ def test_tilted_and_untilted_brackets_overlap(s, q, T, lk):
     assert lo_t <= up_u * (1 + REL) and lo_u <= up_t * (1 + REL), (lo_t, up_t, lo_u, up_u)
 
 
+@pytest.mark.parametrize("s,q,T,k", [(2.0, 0.0078125, 2, 1e-2), (2.0, 0.0078125, 2, 0.3), (1.0, 0.05, 3, 0.5)])
+def test_tilted_upper_end_with_kappa_beyond_the_window(s, q, T, k):
+    # regression: a tilt chosen for a small κ applied to a large one — the window then misses the
+    # untilted bulk, and the pessimistic end read "all atoms" as the ε → −∞ limit (3e-23 against 0.0102)
+    kk = np.array([k])
+    up = compose_segments(Release(s, q, T).segments, 5e-4, pessimistic=True, loss_cap=loss_cap(kk), tilt=80.0)
+    lo = compose_segments(Release(s, q, T).segments, 5e-4, pessimistic=False, loss_cap=loss_cap(kk), tilt=80.0)
+    if T == 2:
+        ex = ref.exact_two_steps(s, q, s, q, k)
+    else:
+        ex = float(pld_bracket(Release(s, q, T), kk)[1][0])  # an untilted certified upper end
+        assert lo.blowup(kk)[0] <= ex * (1 + REL)
+        return
+    _inside(lo.blowup(kk)[0], ex, up.blowup(kk)[0])
+
+
 def _longdouble_power(x, t):
     x = x.astype(np.longdouble)
     r = np.ones(1, dtype=np.longdouble)

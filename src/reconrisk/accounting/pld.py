@@ -761,7 +761,7 @@ def _step_moments(segments, thetas: np.ndarray, h: float | None = None):
 
 
 #: Largest tilt considered (the tilted ν-tail bound e^{TK(θ) − (θ+1)a} reaches any κ ≥ 1e-300 far below it).
-MAX_TILT = 200.0
+MAX_TILT = 1e6
 
 
 def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -774,7 +774,7 @@ def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray,
     choice only: any θ ≥ 0 gives a certified bracket.
     """
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-    grid = np.concatenate([[0.0], np.logspace(-3, math.log10(MAX_TILT), 161)])
+    grid = np.concatenate([[0.0], np.logspace(-3, math.log10(MAX_TILT), 361)])
     k0, k1, k2 = _step_moments(segments, grid, h)
     g = k0 - (grid + 1.0) * k1  # non-increasing in θ
     g = np.minimum.accumulate(g)

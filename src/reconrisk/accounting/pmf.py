@@ -393,8 +393,11 @@ class PMF:
     def tail_error(self, loss) -> np.ndarray:
         """Bound on Σ_{l ≥ loss} |p̂(l) − p*(l)| (μ-mass), i.e. ``slack·exp(log_scale − θ·loss)``."""
         loss = np.asarray(loss, dtype=float)
-        with np.errstate(over="ignore"):
-            return self.slack * np.exp(np.minimum(self.log_scale - self.tilt * loss, 700.0))
+        if not (math.isfinite(self.slack) and math.isfinite(self.log_scale)):
+            return np.full(loss.shape, math.inf)  # nothing is known: the ends become 1 and 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = self.slack * np.exp(np.minimum(self.log_scale - self.tilt * loss, 700.0))
+        return np.where(np.isnan(e), math.inf, e)
 
     def delta(self, epsilon) -> np.ndarray:
         """Hockey-stick divergence δ(ε) = E_μ[(1 − e^{ε−L})₊] for an array of ε.
@@ -417,7 +420,7 @@ class PMF:
             d = self.infinity_mass + d * (1 + self._margin()) + err
         else:
             d = self.infinity_mass + d * (1 - self._margin()) - err
-        return np.clip(d, 0.0, 1.0)
+        return np.clip(np.where(np.isnan(d), 1.0 if self.pessimistic else 0.0, d), 0.0, 1.0)
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε ≥ 0 with δ(ε) ≤ delta (exact for this discrete PMF; untilted PMFs only)."""
@@ -483,6 +486,13 @@ class PMF:
         val, thr = evaluate(kappa)
         margin = self._margin()
         if self.pessimistic:
+            if self.tilt != 0.0:
+                # κ beyond the ν-mass of every atom: the value P(all atoms) is the limit ε → −∞, where the
+                # tilted allowance is unbounded (mass below the window is not represented); read
+                # κe^ε + δ̂(ε) at ε = the lowest atom instead: P(all) + (κ − S(all))·e^{l_min}
+                beyond = np.searchsorted(S, kappa, side="right") > n
+                with np.errstate(over="ignore"):
+                    val = np.where(beyond, P[n] + np.maximum(kappa - S[n], 0.0) * np.exp(min(float(l[-1]), 700.0)), val)
             err = self.tail_error(thr)
             out = self.infinity_mass + val * (1 + margin) + err
         elif self.tilt == 0.0:
@@ -495,7 +505,7 @@ class PMF:
             val2, thr2 = evaluate(np.maximum(k2, 0.0))
             err = self.tail_error(thr2)
             out = np.where(k2 > 0, self.infinity_mass + val2 * (1 - margin) - err, 0.0)
-        out = np.clip(out, 0.0, 1.0)
+        out = np.clip(np.where(np.isnan(out), 1.0 if self.pessimistic else 0.0, out), 0.0, 1.0)
         return (out, err) if return_error else out
 
 

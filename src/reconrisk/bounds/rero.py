@@ -275,6 +275,8 @@ def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
         if lower_pmf.h > hg:
             h_used = max(h_used, h * lower_pmf.h / hg)
         del lower_pmf
+    upper = np.where(np.isfinite(upper), upper, 1.0)  # (a PMF whose allowance is unknown answers 1 and 0)
+    raw = np.where(np.isfinite(raw), raw, 0.0)
     upper = np.minimum(np.maximum(upper, kappa), a_up)
     lower = np.minimum(np.maximum(raw, a_lo), upper)
     if info is not None:
