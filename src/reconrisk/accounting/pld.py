@@ -735,16 +735,16 @@ def _compose_once(segments, h, pessimistic, direction, loss_cap, slack_budget, t
     return total
 
 
-def _step_moments(segments, thetas: np.ndarray, h: float | None = None):
+def _step_moments(segments, thetas: np.ndarray, h: float | None = None, tail_mass: float = STEP_TAIL):
     """Σ T_i·(K_i, K_i′, K_i″)(θ) for each θ: the log-MGF E_μ[e^{θL}] of the composed loss and its first
     two derivatives (the tilted mean and variance), from coarse pessimistic step PMFs. Grid choice only."""
     k0 = np.zeros(thetas.size)
     k1 = np.zeros(thetas.size)
     k2 = np.zeros(thetas.size)
     for seg in segments:
-        lo, hi, _, _ = _loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        lo, hi, _, _ = _loss_range(seg.noise_multiplier, seg.sample_rate, "remove", tail_mass)
         hc = max(h or 0.0, (min(hi, MAX_LOSS) - lo) / 4000.0)
-        p = step_pmf(seg.noise_multiplier, seg.sample_rate, hc, pessimistic=True)
+        p = step_pmf(seg.noise_multiplier, seg.sample_rate, hc, pessimistic=True, tail_mass=tail_mass)
         l = p.losses
         pos = p.probs > 0
         lp = np.log(p.probs[pos])
@@ -764,7 +764,7 @@ def _step_moments(segments, thetas: np.ndarray, h: float | None = None):
 MAX_TILT = 1e6
 
 
-def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def tilt_for_kappa(segments, kappa, h: float | None = None, tail_mass: float = STEP_TAIL) -> tuple[np.ndarray, np.ndarray]:
     """The tilt θ(κ) ≥ 0 that centres the tilted composition on the Neyman–Pearson threshold of κ.
 
     The threshold a with ν(L > a) = κ is located by the Chernoff (saddle-point) relation
@@ -772,10 +772,15 @@ def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray,
     solved for θ by bisection (the left side decreases in θ); θ = 0 where the untilted bulk already
     reaches κ. Returns (θ, sd) with sd = √(T·K″(θ)) the tilted spread of the composed loss. Grid
     choice only: any θ ≥ 0 gives a certified bracket.
+
+    The tilted mean is also kept ≤ log(1/κ), where the threshold always lies (ν(L > a) ≤ e^{−a}): with
+    few expected inclusions (T·q ≪ 1) the tail is one big jump, the Chernoff relation overshoots, and
+    the tilted steps would pile up at the truncated end of their support. ``tail_mass``: the steps'
+    truncated tail, as in the composition (the support the tilted mean is computed on).
     """
     kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
     grid = np.concatenate([[0.0], np.logspace(-3, math.log10(MAX_TILT), 361)])
-    k0, k1, k2 = _step_moments(segments, grid, h)
+    k0, k1, k2 = _step_moments(segments, grid, h, tail_mass)
     g = k0 - (grid + 1.0) * k1  # non-increasing in θ
     g = np.minimum.accumulate(g)
     lk = np.log(kappa)
@@ -789,5 +794,9 @@ def tilt_for_kappa(segments, kappa, h: float | None = None) -> tuple[np.ndarray,
         g0, g1 = g[j - 1], g[j]
         t = 1.0 if g1 >= g0 else (g0 - v) / (g0 - g1)
         theta[i] = grid[j - 1] + min(max(t, 0.0), 1.0) * (grid[j] - grid[j - 1])
+        mean_cap = -v  # log(1/κ)
+        if np.interp(theta[i], grid, k1) > mean_cap:
+            jj = int(np.searchsorted(np.maximum.accumulate(k1), mean_cap, side="left"))
+            theta[i] = grid[min(max(jj - 1, 0), grid.size - 1)] if jj > 0 else 0.0
     sd = np.sqrt(np.interp(theta, grid, k2))
     return theta, sd

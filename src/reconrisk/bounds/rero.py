@@ -179,7 +179,7 @@ def pld_bracket(
     # allowance dominates the width
     kap = np.asarray(kappa, dtype=float)
     upfront = (a_up - a_lo > rel_tol * a_up) & (a_lo < 1e-4)
-    thetas = _tilt_groups(release.segments, kap, upfront, h)
+    thetas = _tilt_groups(release.segments, kap, upfront, h, rel_tol)
     replanned = False
     while True:
         info: dict = {}
@@ -212,7 +212,7 @@ def pld_bracket(
             replanned = True
             share = (info["err_upper"] + info["err_lower"]) > 0.1 * target
             need = (w_k > target) & share & (thetas == 0)
-            new = _tilt_groups(release.segments, np.asarray(kappa, dtype=float), need, h)
+            new = _tilt_groups(release.segments, np.asarray(kappa, dtype=float), need, h, rel_tol)
             if np.any(new > 0):
                 thetas = np.where(new > 0, new, thetas)
                 rounds -= 1
@@ -261,7 +261,7 @@ def _bracket_at(segments, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
         k = kappa[idx]
         hg = h * (_tilt_grid_factor(segments, float(th)) if th > 0 else 1.0)
         if th > 0:
-            kw = dict(tilt=float(th), tail_mass=min(_pld.STEP_TAIL, max(1e-3 * rel_tol * float(np.min(k)) / steps, 1e-40)),
+            kw = dict(tilt=float(th), tail_mass=_tilt_tail(segments, k, rel_tol),
                       slack_budget=1e-3 * rel_tol)
         else:
             kw = dict(slack_budget=0.1 * rel_tol * float(np.min(np.maximum(a_lo[idx], k))))
@@ -308,14 +308,21 @@ def _tilt_grid_factor(segments, theta: float) -> float:
 TILT_GROUP_SD = 5.0
 
 
-def _tilt_groups(segments, kappa, need: np.ndarray, h: float) -> np.ndarray:
+def _tilt_tail(segments, k, rel_tol) -> float:
+    """Each tilted step's truncated Gaussian tail: at most 1e-3·rel_tol·κ/T (≥ 1e-40), so the +∞ atom stays
+    far below the target width."""
+    steps = sum(s.steps for s in segments)
+    return min(_pld.STEP_TAIL, max(1e-3 * rel_tol * float(np.min(k)) / steps, 1e-40))
+
+
+def _tilt_groups(segments, kappa, need: np.ndarray, h: float, rel_tol: float = DEFAULT_REL_TOL) -> np.ndarray:
     """Tilts for the κ flagged in ``need`` (others 0): the leader's θ(κ) for each group of κ whose
     θ(κ) lies within TILT_GROUP_SD tilted spreads below it. Grid choice only."""
     thetas = np.zeros(kappa.size)
     idx = np.flatnonzero(need)
     if idx.size == 0:
         return thetas
-    th, sd = _pld.tilt_for_kappa(segments, kappa[idx], h)
+    th, sd = _pld.tilt_for_kappa(segments, kappa[idx], h, tail_mass=_tilt_tail(segments, kappa[idx], rel_tol))
     order = list(np.argsort(-th))
     while order:
         lead = order[0]
