@@ -173,12 +173,12 @@ def pld_bracket(
     h_finest = H_FINEST_REL * min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
     rounds = 0
     note = None
-    # tilt up front the κ in the tiny-tail regime (B possibly < 1e-4: the untilted round-off allowance,
+    # tilt up front the κ in the tiny-tail regime (B possibly < 1e-6: the untilted round-off allowance,
     # ~1e-11 absolute, would cost them their relative digits even where an absolute tol is met — the
     # trade-off curve's TPR at α = 1e-12); the others are tilted after the first round if their
     # allowance dominates the width
     kap = np.asarray(kappa, dtype=float)
-    upfront = (a_up - a_lo > rel_tol * a_up) & (a_lo < 1e-4)
+    upfront = (a_up - a_lo > rel_tol * a_up) & (a_lo < 1e-6)
     thetas = _tilt_groups(release.segments, kap, upfront, h, rel_tol)
     replanned = False
     while True:
