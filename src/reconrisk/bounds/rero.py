@@ -40,6 +40,7 @@ from .. import _validate as v
 from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
 from ..accounting import pld as _pld
+from ..accounting import pld_tilt as _pld_tilt
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import mc_rero
 from .conversions import rdp_rero_bound
@@ -298,7 +299,7 @@ def _tilt_grid_factor(segments, theta: float) -> float:
     scales both grids."""
     worst = math.inf
     for s in segments:
-        _, k1, k2 = _pld._step_moments([type(s)(s.noise_multiplier, s.sample_rate, 1)], np.array([theta]))
+        _, k1, k2 = _pld_tilt._step_moments([type(s)(s.noise_multiplier, s.sample_rate, 1)], np.array([theta]))
         worst = min(worst, math.sqrt(float(k2[0])) / _loss_spread(s.noise_multiplier, s.sample_rate))
     return float(min(max(worst, 1.0), TILT_GRID_MAX))
 
