@@ -98,7 +98,9 @@ class PrivacyAnalysis:
         cap = max(loss_cap, MIN_LOSS_CAP if loss_cap < EPSILON_CAP else loss_cap)
         if hit is not None:
             cap = max(cap, hit[0])
-        budget = min(need, REFINE_ABOVE)
+        # untilted: at most the engine's default threshold, so every question's numbers come from the same
+        # composition whatever it asked; tilted (``options``): the engine's relative allowance, as asked
+        budget = need if options else min(need, REFINE_ABOVE)
         pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
                                     loss_cap=cap, slack_budget=budget, **options)
         self.compositions[key[:3]] += 1
