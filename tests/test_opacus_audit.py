@@ -27,7 +27,7 @@ torch = pytest.importorskip("torch")
 N, DIM, CLASSES = 64, 64, 16  # torch.nn.Linear(64, 16): 1,040 parameters, room for 512 canaries x 2 options
 
 
-def _train(sigma, *, batch, epochs, canaries, options, seed=0):
+def _train(sigma, *, batch, epochs, canaries, options, seed=0, ghost=False):
     """The user's loop, unchanged but for the two audit lines; returns (audit, the ReconRiskAccountant)."""
     from reconrisk.opacus import ReconRiskAccountant
 
@@ -39,14 +39,19 @@ def _train(sigma, *, batch, epochs, canaries, options, seed=0):
     engine.accountant = ReconRiskAccountant()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                                 data_loader=loader, noise_multiplier=sigma, max_grad_norm=1.0)
+        loss = torch.nn.CrossEntropyLoss()
+        kw = dict(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=loader,
+                  noise_multiplier=sigma, max_grad_norm=1.0)
+        if ghost:  # Opacus's ghost clipping: no per-sample gradients, the clipped sum by a second backward pass
+            model, opt, loss, loader = engine.make_private(**kw, grad_sample_mode="ghost", criterion=loss)
+        else:
+            model, opt, loader = engine.make_private(**kw)
         audit = OneRunAudit(canaries=canaries, options=options, seed=seed).attach(opt, sample_rate=loader.sample_rate)
         for _ in range(epochs):
             for xb, yb in loader:  # Poisson batches can be empty: a zero loss keeps the step
                 opt.zero_grad()
                 out = model(xb)
-                (torch.nn.functional.cross_entropy(out, yb) if len(xb) else out.sum() * 0.0).backward()
+                (loss(out, yb) if len(xb) else out.sum() * 0.0).backward()
                 opt.step()
     audit.detach()
     assert "add_noise" not in vars(opt)  # the optimizer's own method is back
@@ -90,7 +95,7 @@ def test_full_batch_matches_theory_and_stays_below_the_exact_certificate():
     probability Φ(√T/σ) — the hook adds exactly C·u_j before the noise and reads the released sum."""
     sigma, steps, m = 4.5, 20, 512
     audit, _ = _train(sigma, batch=N, epochs=steps, canaries=m, options=2, seed=2)
-    r = audit.result()
+    r = audit.result(guess_counts=(128, m))
     p = stats.norm.cdf(math.sqrt(steps) / sigma)
     right = r.guesses.correct[-1]
     assert abs(right / m - p) < 4 * math.sqrt(p * (1 - p) / m), (right, p)
@@ -99,9 +104,12 @@ def test_full_batch_matches_theory_and_stays_below_the_exact_certificate():
     assert cert.details["gdp_mu"] == pytest.approx(2 * math.sqrt(steps) / sigma)
     _sound(r)
     assert r.epsilon.lower > 1.0 and r.gdp_mu.lower > 0.4  # far above 0: the audit has power at μ = 2
-    other = audit.result(threat_model="no_deduction")
+    other = audit.result(threat_model="no_deduction", guess_counts=(m,))
     _sound(other)
     assert other.guesses.correct[-1] > 0.7 * m  # the real data's gradient is small beside σC here
+    ghost, _ = _train(sigma, batch=N, epochs=steps, canaries=m, options=2, seed=3, ghost=True)
+    right = int((ghost.scores().argmax(axis=1) == ghost.choice).sum())  # ghost clipping: the same clipped sum
+    assert abs(right / m - p) < 4 * math.sqrt(p * (1 - p) / m), (right, p)
 
 
 def test_replace_one_certificate():

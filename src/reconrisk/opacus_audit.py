@@ -201,14 +201,18 @@ class OneRunAudit:
 
     # -- the hook -------------------------------------------------------------------------------
     def attach(self, optimizer, *, sample_rate: float) -> "OneRunAudit":
-        """Hook into an Opacus ``DPOptimizer`` (flat clipping); ``sample_rate`` is the data loader's Poisson rate
-        (``loader.sample_rate`` for the loader ``make_private`` returned; 1 for full batches)."""
+        """Hook into an Opacus ``DPOptimizer`` (flat clipping, one process; ghost clipping works too, whose
+        optimizer also keeps the clipped sum in ``p.summed_grad``); ``sample_rate`` is the data loader's Poisson
+        rate (``loader.sample_rate`` for the loader ``make_private`` returned; 1 for full batches)."""
         if self._optimizer is not None or self.history:
             raise ReconRiskError("this OneRunAudit is already attached or used; make a new one per training run")
         for attr in ("add_noise", "params", "noise_multiplier", "max_grad_norm", "accumulated_iterations"):
             if not hasattr(type(optimizer), attr) and not hasattr(optimizer, attr):
                 raise ReconRiskError(f"optimizer must be an Opacus DPOptimizer (from make_private); found "
                                      f"{type(optimizer).__name__} without {attr!r}")
+        if getattr(optimizer, "world_size", 1) != 1:
+            raise ReconRiskError("the one-run audit runs in one process (a distributed DPOptimizer adds the noise on "
+                                 f"one rank only); found world_size={optimizer.world_size}")
         if isinstance(optimizer.max_grad_norm, (list, tuple)):
             raise ReconRiskError("the one-run audit needs flat clipping (one max_grad_norm); found per-layer "
                                  f"clipping with {len(optimizer.max_grad_norm)} norms")
