@@ -172,10 +172,11 @@ def _step_loglik(resid: np.ndarray, noise_std: float, clip: float, q: float) -> 
 class OneRunAudit:
     """m gradient canaries, each one of its own k simplex candidates, audited after one Opacus training run.
 
-    >>> audit = OneRunAudit(canaries=200, options=2, seed=0)          # doctest: +SKIP
-    >>> audit.attach(optimizer, sample_rate=loader.sample_rate)      # the DPOptimizer from make_private
-    >>> ...  # the user's training loop, unchanged
-    >>> print(audit.result(delta=1e-5))
+    Usage (``optimizer``, ``loader``: what ``PrivacyEngine.make_private`` returned)::
+
+        audit = OneRunAudit(canaries=1000, options=2, seed=0).attach(optimizer, sample_rate=loader.sample_rate)
+        ...  # the user's training loop, unchanged
+        print(audit.result(delta=1e-5))  # OneRunAuditResult: .epsilon, .gdp_mu, .certified_epsilon, ...
 
     See the module docstring for the threat model and what the bound is compared with.
     """
