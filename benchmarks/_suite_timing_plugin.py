@@ -68,3 +68,21 @@ def pytest_runtest_protocol(item, nextitem):
     }
     with open(os.path.join(_DIR, f"{os.getpid()}.jsonl"), "a") as fh:
         fh.write(json.dumps(rec) + "\n")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Cost of one full garbage collection at session end (after tests/conftest.py's freeze, if any).
+
+    After the session, pytest's cleanup collects garbage several times; an xdist worker still busy 5 s after
+    the controller's shutdown is sent SIGINT by execnet (a stray KeyboardInterrupt traceback)."""
+    if not _DIR:
+        return
+    import gc
+
+    t = time.perf_counter()
+    gc.collect()
+    rec = {"gc_collect_s": time.perf_counter() - t, "tracked_objects": len(gc.get_objects()),
+           "frozen_objects": gc.get_freeze_count(), "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+    with open(os.path.join(_DIR, f"{os.getpid()}.shutdown"), "a") as fh:
+        fh.write(json.dumps(rec) + "\n")

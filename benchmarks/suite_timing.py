@@ -145,6 +145,11 @@ def report(out: pathlib.Path, top: int = 25, meta: dict | None = None) -> None:
     # its CPU seconds on an idle core; tests that wait (sleeps, a browser, polling) take longer than that.
     print(f"  idle-machine estimate (one core per worker, wall ~ CPU; LPT-scheduled by file): "
           f"{lpt_makespan([f['cpu'] for f in per_file(recs).values()], max(1, len(workers))):.0f} s")
+    for f in sorted(out.glob("*.shutdown")):
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            print(f"  {r['worker']}: one gc.collect() at session end {r['gc_collect_s']:.2f} s "
+                  f"({r['tracked_objects']} objects tracked, {r['frozen_objects']} frozen)")
     files = per_file(recs)
     print(f"\nfiles by CPU (top {top}):{'':18s}CPU s   wall s  compile s  compiles  hits  tests")
     for name, f in sorted(files.items(), key=lambda kv: -kv[1]["cpu"])[:top]:
