@@ -32,8 +32,9 @@ def test_report_composes_each_distribution_once():
     a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
     rep = risk_report(a, ReportConfig(prior_size=10, target_rero=0.15, samples=0))
     assert max(a.compositions.values()) == 1, a.compositions
-    # ε (2 directions on its grid), the ReRo bracket (2 sides), the δ-based measures' own grids (2 sides each)
-    assert rep["analysis"]["compositions"] == a.composition_count <= 12
+    # 54 before the analysis existed; now one per (grid, side, direction, round-off threshold): ε (2 directions),
+    # each ReRo question's two sides at its own threshold, the δ-based measures' own grids
+    assert rep["analysis"]["compositions"] == a.composition_count <= 20
     n = a.composition_count
     # asking again (any door of the same analysis) composes nothing
     a.rero(prior_size=10), a.risk("membership_advantage"), a.epsilon(1e-5), a.tradeoff([1e-3, 0.1])
