@@ -133,11 +133,43 @@ def targets() -> None:
           "after import)")
 
 
+#: Issue 22 part 5 (a), tiny κ: relative width <= 1 % at κ down to 1e-12, T <= 1e5, in <= 2 s.
+TINY = [
+    (0.5, 1e-4, 1000, 1e-12, 2.0),
+    (2.101, 5.13e-4, 69_118, 1.17e-12, 2.0),
+    (1.0, 0.02, 500, 1e-12, 2.0),
+    (0.3, 1e-6, 1000, 1e-12, 2.0),
+    (1.0, 0.01, 1000, 1e-10, 2.0),
+    (0.8, 0.004, 100_000, 1e-10, 2.0),
+    (0.5, 1e-4, 100_000, 1e-12, 2.0),
+]
+
+
+def tiny() -> None:
+    """The tiny-κ table (each setting in a fresh process, as :func:`targets`). Run it with
+    ``PYTHONPATH=<old checkout>/src`` for the before figures."""
+    print(f"{'tiny kappa setting':<44} {'time [s]':>9} {'limit':>6} {'lower':>11} {'upper':>11} {'rel width':>10} {'conv':>5}  verdict")
+    for sigma, q, T, kappa, limit in TINY:
+        label = f"sigma={sigma} q={q} T={T:.0e} kappa={kappa:g}"
+        r = _run_child(sigma, q, T, kappa, timeout=300.0)
+        if r.get("error"):
+            print(f"{label:<44} ERROR: {r['error']}")
+            continue
+        rel = (r["upper"] - r["lower"]) / r["upper"]
+        miss = ([f"width x{rel / 0.01:.1f}"] if rel > 0.01 else []) + ([f"time x{r['time'] / limit:.1f}"] if r["time"] > limit else [])
+        print(f"{label:<44} {r['time']:9.3f} {limit:6.0f} {r['lower']:11.5g} {r['upper']:11.5g} {rel:10.2e} "
+              f"{str(r['converged']):>5}  {'met' if not miss else 'MISSED ' + ', '.join(miss)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="10x fewer Monte-Carlo samples")
     ap.add_argument("--targets-only", action="store_true", help="only the issue 9 tightness/reach table")
+    ap.add_argument("--tiny-only", action="store_true", help="only the issue 22 tiny-kappa table")
     args = ap.parse_args()
+    tiny()
+    if args.tiny_only:
+        return
     targets()
     if args.targets_only:
         return

@@ -1,6 +1,116 @@
+"""Suite-wide settings: reproducible hypothesis, one JAX compilation cache per run, heavy files scheduled first.
+
+Hypothesis profiles (``HYPOTHESIS_PROFILE`` picks one; unset, ``ci`` is used, CI=true or not):
+
+* ``ci``: derandomised (the examples are a function of the test alone, so every CI run, and every run on your
+  machine, tries the same inputs and takes the same time), no example database, ``print_blob`` so a failure
+  prints the ``@reproduce_failure`` line, no deadline (XLA compilation and a shared CPU make timings noise);
+* ``random``: the same budgets with fresh random examples and the local example database, to hunt for new
+  counterexamples: ``HYPOTHESIS_PROFILE=random python3.11 -m pytest -q -n 2 --dist loadfile``.
+
+JAX: the first compilation of a program in this run is written to a persistent compilation cache in a
+per-run temporary directory that the xdist workers and the CLI subprocesses the tests start all share
+(environment variables, set by the controller before the workers start). A program compiled by two workers,
+by a test and the CLI process it launches, or by two tests that build the same closure twice, is compiled
+once. The directory starts empty (nothing carries over between runs, so no test can pass on a stale
+executable) and is removed at the end. ``RECONRISK_TEST_JAX_CACHE=off`` disables it.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
 import os
+import pathlib
+import shutil
+import sys
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_COMMON = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, **_COMMON)
+settings.register_profile("random", print_blob=True, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+_CACHE_ENV = "RECONRISK_TEST_JAX_CACHE"
+
+
+def _configure_jax_cache() -> str | None:
+    """Create (controller) or join (xdist worker) the run's compilation cache; export it to subprocesses."""
+    if os.environ.get(_CACHE_ENV) == "off":
+        return None
+    owned = None
+    path = os.environ.get(_CACHE_ENV)
+    if not path:  # the controller, or a run without xdist: this process owns the directory
+        path = owned = tempfile.mkdtemp(prefix="reconrisk-jax-cache-")
+        os.environ[_CACHE_ENV] = path
+    # JAX reads these at import; set them before any test module imports it, and for every child process
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    if "jax" in sys.modules:  # imported already (by a plugin): the variables above came too late for it
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return owned
+
+
+_OWNED_CACHE = _configure_jax_cache()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """In an xdist worker, collect the last tests' garbage now, then freeze what survives.
+
+    After the session a worker still runs pytest's cleanups, which collect garbage several times over the whole
+    heap (JAX, torch: GBs). On a busy 2-core machine that took over 5 s, and execnet then SIGINTs a worker that
+    has not exited 5 s after the controller's shutdown: the KeyboardInterrupt landed in hypothesis's gc callback
+    and ended the run with a PytestUnraisableExceptionWarning traceback. Collected here, before the worker
+    reports back, anything unraisable is still reported against the session; frozen, the survivors (alive
+    until exit anyway) are skipped by the later collections, so the worker exits promptly.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        gc.collect()
+        gc.freeze()
+
+
+def pytest_unconfigure(config):
+    if _OWNED_CACHE:
+        shutil.rmtree(_OWNED_CACHE, ignore_errors=True)
+
+
+# -- scheduling: heaviest files first --------------------------------------------------------------------------
+# ``--dist loadfile`` hands whole files to the two workers in collection order, each worker holding two
+# pending. Left alone, xdist sorts files by *number of tests*, which puts the many-test, cheap files (layout,
+# theory) first and the few-test, compile-heavy ones (attacks, FIL trainer, audit CLI) last, so one worker
+# runs the long tail alone. Here the files are ordered by their measured CPU seconds (tests/file_costs.json,
+# written by ``python3.11 benchmarks/suite_timing.py --write-costs``), largest first: longest-processing-time
+# list scheduling, within a few percent of the best split. A file missing from the table (new) counts as
+# _DEFAULT_COST; a stale table only costs balance, never a test.
+_COSTS_FILE = pathlib.Path(__file__).with_name("file_costs.json")
+_DEFAULT_COST = 5.0
+
+
+def pytest_configure(config):
+    # keep our order: xdist's own reordering (by test count) would undo it, unless asked for explicitly
+    if hasattr(config.option, "loadscopereorder") and "--loadscope-reorder" not in config.invocation_params.args:
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    try:
+        costs = json.loads(_COSTS_FILE.read_text())
+    except (OSError, ValueError):
+        return
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], i)
+
+    def key(pair):
+        i, item = pair
+        f = item.nodeid.split("::")[0]
+        return (-costs.get(pathlib.PurePath(f).name, _DEFAULT_COST), first[f], i)
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=key)]

@@ -16,7 +16,7 @@ from reconrisk.bounds.calibrate import calibrate, meets
 from reconrisk.bounds.calibrate_risk import calibrate_risk
 from reconrisk.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.riskreport import ReportConfig, calibration_entry, risk_report
+from reconrisk.experiments.riskreport import TRADEOFF_ALPHA, ReportConfig, calibration_entry, risk_report
 from reconrisk.results import Bound
 
 
@@ -32,11 +32,20 @@ def test_report_composes_each_distribution_once():
     a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
     rep = risk_report(a, ReportConfig(prior_size=10, target_rero=0.15, samples=0))
     assert max(a.compositions.values()) == 1, a.compositions
-    assert rep["analysis"]["compositions"] == a.composition_count <= 8
+    # 54 before the analysis existed; now one per (grid, side, direction, round-off threshold): ε (2 directions),
+    # each ReRo question's two sides at its own threshold, the δ-based measures' own grids
+    assert rep["analysis"]["compositions"] == a.composition_count <= 20
     n = a.composition_count
     # asking again (any door of the same analysis) composes nothing
-    a.rero(prior_size=10), a.risk("membership_advantage"), a.epsilon(1e-5), a.tradeoff([1e-3, 0.1])
+    lo, hi, k = TRADEOFF_ALPHA
+    a.rero(prior_size=10), a.risk("membership_advantage"), a.epsilon(1e-5)
+    a.tradeoff(np.logspace(np.log10(lo), np.log10(hi), k))
     assert a.composition_count == n
+    # a new question with a stricter round-off threshold (a smaller α) composes at its own threshold, once
+    a.tradeoff([1e-3, 0.1])
+    m = a.composition_count
+    a.tradeoff([1e-3, 0.1])
+    assert a.composition_count == m and max(a.compositions.values()) == 1
 
 
 def test_cached_answers_equal_fresh_ones():

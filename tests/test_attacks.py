@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+
+from reconrisk.bounds import calibrate as rr_calibrate
 from scipy import integrate, stats
 
 jax = pytest.importorskip("jax")
@@ -52,7 +54,7 @@ def test_idealised_integral_table():
 def test_alg2_on_orthogonal_gradients_matches_integral(n, eps):
     """Candidate gradients C·e_i (mutually orthogonal, fixed over steps), q = 1, T = 100."""
     T, C, trials = 100, 0.1, 20000
-    sigma = accounting.noise_multiplier_for_epsilon(eps, 1.0, T)
+    sigma = rr_calibrate.noise_multiplier_for_epsilon(eps, 1.0, T)
     rng = np.random.default_rng(n)
     target = rng.integers(0, n, trials)
     cand = C * np.eye(n)  # (n, P=n)

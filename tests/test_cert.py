@@ -463,13 +463,14 @@ def test_long_run_small_risk_allowance_is_small():
 
 
 
-def test_window_guard_returns_a_certified_unconverged_bracket(monkeypatch):
+def test_window_guard_coarsens_to_a_certified_bracket(monkeypatch):
+    # issue 22 part 5 (b): a window over the memory target no longer stops the bracket (nor, with an
+    # explicit grid, raises): the engine composes on a coarser grid, still certified, and says which
     from reconrisk.accounting import pmf as pmf_mod
 
     monkeypatch.setattr(pmf_mod, "MAX_WINDOW_ATOMS", 50)
     kk = np.array([1e-3])
-    lo, up, det = pld_bracket(Release(2.0, 0.3, 2), kk)
-    assert det["converged"] is False and "window" in det["note"]
-    _inside(lo[0], ref.exact_two_steps(2.0, 0.3, 2.0, 0.3, 1e-3), up[0])
-    with pytest.raises(ReconRiskError, match="value_discretization"):
-        pld_bracket(Release(2.0, 0.3, 2), kk, discretization=1e-3)
+    for kw in ({}, {"discretization": 1e-3}):
+        lo, up, det = pld_bracket(Release(2.0, 0.3, 2), kk, **kw)
+        assert "coarser grid" in det["note"]
+        _inside(lo[0], ref.exact_two_steps(2.0, 0.3, 2.0, 0.3, 1e-3), up[0])

@@ -104,8 +104,8 @@ def test_report_equals_mse_capacity_and_analytic(capsys, reports, key):
         assert rep["mse"][k] == m[k], k
     sigma, clip = float(rel[1]), float(rel[rel.index("-C") + 1]) if "-C" in rel else 1.0
     seg = rep["capacity"]["segments"][0]
-    c = run_json(capsys, ["capacity", "gaussian", "--sigma", repr(seg["sigma"]), "--radius", repr(clip), "--dim", "20"])
-    assert seg["sigma"] == sigma * clip and seg["log_capacity_step"] == c["log_capacity"]
+    c = run_json(capsys, ["capacity", "gaussian", "--noise-std", repr(seg["noise_std"]), "--radius", repr(clip), "--dim", "20"])
+    assert seg["noise_std"] == sigma * clip and seg["log_capacity_step"] == c["log_capacity"]
     q, steps = float(rel[3]), int(rel[5])
     lcq = c["log_capacity"] + (0.0 if q == 1 else math.log(q + (1 - q) * math.exp(-c["log_capacity"])))
     assert rep["capacity"]["log_capacity"] == pytest.approx(steps * lcq, rel=1e-12)

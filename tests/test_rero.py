@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
@@ -147,6 +147,8 @@ def test_tends_to_kappa_for_huge_noise(q, T, k):
 
 
 @settings(max_examples=10)  # each example is a certified calibration (~1 s); the suite must stay < 15 min
+# CI's derandomised draws (tests/conftest.py) land on q in {0.1, 1}; pin the small-rate regime (3.5 s)
+@example(0.3, 0.01, 100, 10)
 @given(st.floats(0.05, 0.6), st.sampled_from([0.01, 0.1, 1.0]), st.sampled_from([10, 100]), st.sampled_from([10, 100]))
 def test_calibrate_round_trip(target, q, T, n):
     k = 1 / n

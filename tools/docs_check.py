@@ -157,8 +157,9 @@ def console_commands(block: Block) -> list[Command]:
 @contextlib.contextmanager
 def _terminal(cwd: Path):
     """Fixed width, no colour, cwd = the page's working directory; restored afterwards."""
-    saved = {k: os.environ.get(k) for k in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM")}
-    os.environ.update({"COLUMNS": COLUMNS, "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"})
+    saved = {k: os.environ.get(k) for k in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE")}
+    # what a terminal shows (tables with their grid; a pipe gets plain ones), without colour codes
+    os.environ.update({"COLUMNS": COLUMNS, "LINES": "50", "NO_COLOR": "1", "TERM": "dumb", "TTY_COMPATIBLE": "1"})
     os.environ.pop("FORCE_COLOR", None)
     old = os.getcwd()
     os.chdir(cwd)

@@ -6,7 +6,7 @@ and is imported lazily.
 """
 
 from .api import PrivacyAnalysis, analyse, calibrate, calibrate_noise, epsilon, noise_multiplier_for_epsilon, rero_bound
-from .bounds.rero import ReroBound
+from .bounds.rero import ReroBound  # noqa: F401  (= results.Bound, kept importable for one release)
 from .results import Bound
 from .errors import ReconRiskError
 from .priors import kappa_from_points, kappa_from_samples, kappa_uniform, log_kappa_coordinate_match
@@ -104,7 +104,6 @@ __all__ = [
     "PSNRLaw",
     "ReconRiskError",
     "Release",
-    "ReroBound",
     "Segment",
     "calibrate_noise",
     "epsilon",
@@ -161,7 +160,6 @@ __all__ = [
     "tradeoff",
     "TradeOff",
     "risk",
-    "RiskBound",
     "calibrate_risk",
     "ReconRiskAccountant",
     "make_private_with_risk",

@@ -34,6 +34,12 @@ def bisect_log(
         hi, lo = lo, lo / 4
     else:
         return lo, lo
+    return bisect_between(pred, lo, hi, rel_tol=rel_tol)
+
+
+def bisect_between(pred: Callable[[float], bool], lo: float, hi: float, *, rel_tol: float) -> tuple[float, float]:
+    """Narrow ``(lo, hi)`` — ``pred(lo)`` false, ``pred(hi)`` true, ``pred`` monotone — by bisection in log x
+    until ``hi/lo − 1 ≤ rel_tol``; every returned end is a point where ``pred`` was evaluated (or given)."""
     while hi / lo - 1 > rel_tol:
         mid = math.sqrt(lo * hi)
         if pred(mid):

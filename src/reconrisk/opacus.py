@@ -21,6 +21,10 @@ install stays free of both.
 * :func:`make_private_with_risk`: calibrates σ so that the certified bound on
   ``measure`` after ``epochs`` epochs is ≤ ``target`` and hands it to
   ``privacy_engine.make_private``.
+* :class:`OneRunAudit` (from :mod:`reconrisk.opacus_audit`): a one-run
+  audit (Steinke, Nasr & Jagielski 2023; Mahloujifar, Melis & Chaudhuri
+  2025) hooked into the user's ``DPOptimizer``: gradient canaries in, a lower
+  bound on the replace-one ε out, beside the certified one.
 
 Departure from Opacus: ``len(accountant)`` is the number of optimisation
 steps (what Opacus's ``IAccountant.__len__`` docstring promises); Opacus's
@@ -233,3 +237,6 @@ def _register_if_loaded() -> None:
 
 
 _register_if_loaded()
+
+
+from .opacus_audit import OneRunAudit, OneRunAuditResult  # noqa: E402  (torch is imported only in its hook)

@@ -169,17 +169,18 @@ def power_roundoff_refined(
     return math.sqrt(out_len) * err_c * (1 + 1e-9)
 
 
-def product_roundoff(x: np.ndarray, y: np.ndarray, z: np.ndarray, n: int, out_len: int) -> float:
-    """Bound, in total variation, on the round-off of irfft(rfft(x)·rfft(y)) (sub-probability x, y).
+def product_roundoff(x: np.ndarray, y: np.ndarray, z: np.ndarray, n: int, out_len: int, *,
+                     x_l1: float = 1.0, y_l1: float = 1.0) -> float:
+    """Bound, in total variation, on the round-off of irfft(rfft(x)·rfft(y)) (non-negative x, y).
 
-    ‖X̂Ŷ − XY‖₂ ≤ e_x‖Y‖_∞ + ‖X‖_∞e_y + e_xe_y + 4u‖Ẑ‖₂ with ‖X‖_∞ ≤ ‖x‖₁ ≤ 1,
-    e_x = η√n‖x‖₂; then as in :func:`power_roundoff`.
+    ‖X̂Ŷ − XY‖₂ ≤ e_x‖Y‖_∞ + ‖X‖_∞e_y + e_xe_y + 4u‖Ẑ‖₂ with ‖X‖_∞ ≤ ‖x‖₁ (≤ ``x_l1``, 1 for
+    sub-probability vectors), e_x = η√n‖x‖₂; then as in :func:`power_roundoff`.
     """
     eta = fft_eta(n)
     ex = eta * math.sqrt(n) * norm2(x)
     ey = eta * math.sqrt(n) * norm2(y)
     z_norm = full_norm(z, n)
-    err_z = ex + ey + ex * ey + 4 * UNIT_ROUNDOFF * z_norm
+    err_z = ex * max(y_l1, 1.0) + ey * max(x_l1, 1.0) + ex * ey + 4 * UNIT_ROUNDOFF * z_norm
     err_c = (err_z * (1 + eta) + eta * z_norm) / math.sqrt(n)
     return math.sqrt(out_len) * err_c
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from .. import _validate as v
 from ..errors import ReconRiskError
@@ -123,6 +123,8 @@ def gaussian_eps(noise_multiplier, delta, *, steps: int = 1) -> float:
         hi *= 2.0
         if hi > 1e300:  # pragma: no cover - δ → 0 as ε → ∞, never reached
             raise ReconRiskError(f"eps could not be bracketed for delta={d}")
+    from scipy import optimize  # lazy: scipy.optimize costs ~0.15 s to import, and `bound` rarely needs it
+
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
@@ -148,6 +150,8 @@ def gaussian_sigma(eps, delta, *, steps: int = 1) -> float:
         lo, hi = hi, hi + 2.0
         if hi > 700:
             raise ReconRiskError(f"noise_multiplier could not be bracketed for eps={e}, delta={d}")
+    from scipy import optimize
+
     ls = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     return float(math.exp(ls) * math.sqrt(t))
 

@@ -61,7 +61,8 @@ import numpy as np
 from scipy import special
 
 from ..errors import ReconRiskError
-from .pmf import PMF
+from .hull import _lower_hull, _monotone_chain  # noqa: F401  (re-exported for the tests)
+from .pmf import PMF, UNIT, WindowTooLarge
 
 #: Per-step tail mass left out of the discretised support (put in the
 #: infinity atom when pessimistic, dropped when optimistic).
@@ -125,9 +126,9 @@ def _cell_masses(bounds: np.ndarray, sigma: float, q: float, direction: str) -> 
     return (mix, m0) if direction == "remove" else (m0, mix)
 
 
-def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, float, float]:
+def _loss_range(sigma: float, q: float, direction: str, tail: float = STEP_TAIL) -> tuple[float, float, float, float]:
     """Truncated loss range [lo, hi] of one step and the P-mass below lo and above hi."""
-    z = float(-special.ndtri(STEP_TAIL))  # one-sided Gaussian quantile of the tail
+    z = float(-special.ndtri(tail))  # one-sided Gaussian quantile of the tail
     x_lo, x_hi = -sigma * z, 1.0 + sigma * z
     lam_lo = _remove_loss_of_x(x_lo, sigma, q)
     lam_hi = _remove_loss_of_x(x_hi, sigma, q)
@@ -149,13 +150,29 @@ def _loss_range(sigma: float, q: float, direction: str) -> tuple[float, float, f
     return max(-lam_hi, -MAX_LOSS), -lam_lo, p_above_xhi, p_below_xlo
 
 
-def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove") -> PMF:
+def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, direction: str = "remove",
+             tail_mass: float = STEP_TAIL) -> PMF:
     """The discretised PLD of one Poisson-subsampled Gaussian step.
 
     Sensitivity is normalised to 1 and the noise standard deviation is the
     noise multiplier σ (Hayes, Mahloujifar & Balle 2023, Cor. 4: the bound does not depend on C).
+    ``tail_mass``: the Gaussian tail left out of the grid on each side (to +∞
+    or the first atom when pessimistic, dropped when optimistic); a caller
+    reading tiny tails (κ ≈ 1e-12 over 1e5 steps) asks for less than the
+    default ``STEP_TAIL``.
+
+    Rounding, relative to the tail (what a tilted composition needs). Remove
+    direction, pessimistic: the cell masses are differences of ``ndtr`` values
+    (each with relative error α ≤ 4u), so their suffix sums, and the split of
+    a cell onto its end atoms (which moves at most 2αP/h over a distance h),
+    put δ(ε) within 8α·μ(L > ε) ≤ 32u·c·δ(ε), c = max μ(L > ε)/δ(ε) over the
+    grid; the atoms are scaled *up* by that factor, which keeps the δ-curve
+    above the true one (:func:`_pessimistic_scale`). Optimistic: see
+    :func:`_optimistic_ctd` (scaled *down* by its measured relative excess).
     """
-    lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction)
+    if not (0.0 < tail_mass <= STEP_TAIL):
+        raise ReconRiskError(f"tail_mass must be in (0, {STEP_TAIL:g}]; found {tail_mass!r}")
+    lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction, tail_mass)
     if direction == "add" and lam_lo == -MAX_LOSS:
         # P-mass with loss below −MAX_LOSS is rounded up onto the first atom (pessimistic)
         p_below = float(special.ndtr(-_x_of_remove_loss(np.array([MAX_LOSS]), sigma, q)[0] / sigma))
@@ -185,8 +202,14 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
         probs[1:] += P - lower
         probs[0] += p_below  # lower tail rounded up to the first atom
         inf_mass = min(1.0, p_above + extra_inf)
-        return PMF(h, k0, probs, inf_mass, True, 0.0)
-    return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction)
+        slack = 0.0
+        if direction == "remove":
+            from .pld_tilt import _pessimistic_scale
+
+            scale, slack = _pessimistic_scale(grid, sigma, q)
+            probs = probs * scale
+        return PMF(h, k0, probs, inf_mass, True, slack)
+    return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction, zero_below=min(TAIL_ZERO, tail_mass * 1e-2))
 
 
 def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +243,8 @@ def _hockey_stick_remove(l: np.ndarray, sigma: float, q: float, with_error: bool
     return out, err
 
 
-def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str) -> PMF:
+def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: float, direction: str,
+                    zero_below: float = TAIL_ZERO) -> PMF:
     """Optimistic connect-the-dots: a grid PMF whose δ-curve lies below the true one.
 
     Write D(y) = δ(log y) = E_μ[(1 − y e^{−L})₊], convex and non-increasing in
@@ -276,7 +300,7 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     # first point lowered to or below zero: the curve is 0 from the point before it on
     # (values below TAIL_ZERO count as zero: setting a value ≥ 0 to 0 only lowers the curve, and
     # the nearly flat far tail otherwise costs the hull one pass per point)
-    nonpos = np.flatnonzero(val[1:] <= TAIL_ZERO) + 1
+    nonpos = np.flatnonzero(val[1:] <= zero_below) + 1
     if nonpos.size == 0:
         zero_from = y.size - 1  # the value there is > 0, so setting it to 0 lowers it
     elif val[nonpos[0]] >= 0.0:
@@ -297,6 +321,12 @@ def _optimistic_ctd(sigma: float, q: float, h: float, lam_lo: float, lam_hi: flo
     probs = np.zeros(l.size)
     idx = keep[1:] - 1  # grid indices of kept vertices (vertex 0 is y = 0)
     probs[idx] = yk[1:] * jumps
+    from .pld_tilt import _relative_excess
+
+    rel = _relative_excess(y, val, keep, pts, l, D, D_err, probs, sigma, q)
+    if rel <= 1e-6:
+        # D̃ ≤ (1 + rel)·D everywhere: the atoms divided by 1 + rel (rounded down) are a valid optimistic PMF
+        return PMF(h, k0, probs * ((1.0 - rel) * (1.0 - 4 * UNIT)), 0.0, False, 0.0)._trim()
     slack = _vertex_polygon_excess(y, val, keep, pts) + ROUNDOFF_STEP
     return PMF(h, k0, probs, 0.0, False, slack)._trim()
 
@@ -519,75 +549,47 @@ def _remove_loss_vec(x: np.ndarray, sigma: float, q: float) -> np.ndarray:
     return np.logaddexp(math.log1p(-q), math.log(q) + z)
 
 
-def _lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the lower convex hull of points sorted by x (first and last always kept).
-
-    Vectorised quickhull: between two consecutive hull vertices, the point
-    farthest below their chord is a hull vertex, and points on or above it are
-    not; all segments are split at once, so a smooth convex curve takes about
-    log₂ n rounds. (The former local passes plus a Python monotone chain took
-    0.6 s on a 45 000-point step whose far tail is eaten one point per pass.)
-    Falls back to Andrew's monotone chain after 64 rounds.
-    """
-    n = x.size
-    if n <= 2:
-        return np.arange(n)
-    is_vertex = np.zeros(n, dtype=bool)
-    is_vertex[0] = is_vertex[-1] = True
-    cand = np.arange(1, n - 1)
-    for _ in range(64):
-        if cand.size == 0:
-            return np.flatnonzero(is_vertex)
-        verts = np.flatnonzero(is_vertex)
-        pos = np.searchsorted(verts, cand)
-        left, right = verts[pos - 1], verts[pos]
-        chord = y[left] + (y[right] - y[left]) * ((x[cand] - x[left]) / (x[right] - x[left]))
-        d = chord - y[cand]
-        below = d > 0.0
-        cand, d, pos = cand[below], d[below], pos[below]
-        if cand.size == 0:
-            return np.flatnonzero(is_vertex)
-        starts = np.flatnonzero(np.concatenate([[True], pos[1:] != pos[:-1]]))
-        gmax = np.maximum.reduceat(d, starts)
-        sizes = np.diff(np.concatenate([starts, [cand.size]]))
-        hit = np.flatnonzero(d == np.repeat(gmax, sizes))
-        grp = np.repeat(np.arange(starts.size), sizes)[hit]
-        first = hit[np.concatenate([[True], grp[1:] != grp[:-1]])]
-        is_vertex[cand[first]] = True
-        keep = np.ones(cand.size, dtype=bool)
-        keep[first] = False
-        cand = cand[keep]
-    return _monotone_chain(x, y, np.flatnonzero(is_vertex | np.isin(np.arange(n), cand)))
-
-
-def _monotone_chain(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    hull: list[int] = []
-    for i in keep.tolist():
-        while len(hull) >= 2:
-            a, b = hull[-2], hull[-1]
-            # drop b if it lies on or above the segment a -> i
-            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.asarray(hull)
-
-
 def compose_segments(
     segments, h: float, *, pessimistic: bool, direction: str = "remove", loss_cap: float = math.inf,
-    slack_budget: float = 0.0,
+    slack_budget: float = 0.0, tilt: float = 0.0, tail_mass: float | None = None, coarsen: bool = True,
 ) -> PMF:
     """PMF of a whole (possibly heterogeneous) schedule of (σ, q, steps) segments.
 
     ``loss_cap`` bounds the represented losses and ``slack_budget`` the round-off
     allowance a caller can afford without extra work (see :meth:`PMF.self_compose`).
+    ``tilt`` θ ≥ 0 composes the exponentially tilted PMFs (:meth:`PMF.tilted`), so the
+    round-off allowance is relative to the tail near the tilted mean (choose θ with
+    :func:`tilt_for_kappa`); ``tail_mass`` is each step's truncated Gaussian tail (default
+    ``STEP_TAIL``). When a composed window would not fit the memory target the grid is
+    coarsened (h doubled until it fits; ``coarsen=False`` raises instead): a coarser
+    pessimistic or optimistic discretisation is still a valid bound, only a wider one. The
+    grid used is the result's ``h``.
     """
+    tail = STEP_TAIL if tail_mass is None else float(tail_mass)
+    for _ in range(64):
+        try:
+            return _compose_once(segments, h, pessimistic, direction, loss_cap, slack_budget, tilt, tail)
+        except WindowTooLarge:
+            if not coarsen:
+                raise
+            h *= 2.0
+    raise ReconRiskError("internal: no grid fits the composition window")  # pragma: no cover
+
+
+def _compose_once(segments, h, pessimistic, direction, loss_cap, slack_budget, tilt, tail) -> PMF:
     total: PMF | None = None
     budget = slack_budget / max(len(segments), 1)
     for seg in segments:
-        pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction)
+        pmf = step_pmf(seg.noise_multiplier, seg.sample_rate, h, pessimistic=pessimistic, direction=direction,
+                       tail_mass=tail).tilted(tilt)
         pmf = pmf.self_compose(seg.steps, loss_cap, budget)
         total = pmf if total is None else total.compose(pmf, loss_cap)
     assert total is not None
     return total
+
+
+def tilt_for_kappa(segments, kappa, h: float | None = None, tail_mass: float = STEP_TAIL):
+    """See :func:`reconrisk.accounting.pld_tilt.tilt_for_kappa` (the tilt θ(κ) for :func:`compose_segments`)."""
+    from .pld_tilt import tilt_for_kappa as _impl
+
+    return _impl(segments, kappa, h, tail_mass)

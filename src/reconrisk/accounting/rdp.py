@@ -130,7 +130,10 @@ def _loss_moment(sigma: float, q: float, u: float) -> float:
     pts = sorted({0.0, 1.0, min(max(sigma**2 * (ls1 - lq) + 0.5, lo + 1), hi - 1)})
     with warnings.catch_warnings():  # quad's round-off note: its error estimate is added below either way
         warnings.simplefilter("ignore", integrate.IntegrationWarning)
-        val, err = integrate.quad(integrand, lo, hi, points=pts, epsabs=0.0, epsrel=1e-11, limit=500)
+        try:
+            val, err = integrate.quad(integrand, lo, hi, points=pts, epsabs=0.0, epsrel=1e-11, limit=500)
+        except OverflowError:  # e^{uL} beyond float range (tiny σ): the moment is +inf — an upper end, never too small
+            return math.inf
     return val + 2 * err
 
 

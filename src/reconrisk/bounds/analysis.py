@@ -73,7 +73,7 @@ class PrivacyAnalysis:
         self.release = gaussian_release(release, "a privacy analysis")
         self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
         self._memo: dict[tuple, Any] = {}
-        #: compositions made, per (h, pessimistic, direction)
+        #: compositions made, per (h, pessimistic, direction, options, round-off threshold)
         self.compositions: Counter = Counter()
 
     def __repr__(self) -> str:
@@ -114,23 +114,27 @@ class PrivacyAnalysis:
             slack_budget: float = 0.0, **options):
         """The composed PLD of the release on loss grid ``h``: composed on first request, then served.
 
-        A cached distribution serves a request when its loss cap is at least
-        the one asked for and its round-off threshold at most the one asked
-        for (both make it more accurate, never less sound). Otherwise it is
-        composed again with the larger cap and the smaller threshold (counted).
+        The cache key is the grid, the side, the direction, the options and the
+        round-off threshold (``slack_budget``: above it the engine recomputes the
+        amplified FFT frequencies, which is exact but can cost 50× the composition
+        at small σ, so each question keeps its own threshold and the numbers
+        never depend on which question came first). A cached distribution serves
+        a request whose loss cap is at most its own (a larger cap keeps more
+        atoms: more accurate, never less sound); otherwise it is composed again
+        with the larger cap (counted).
         """
         need = slack_budget if slack_budget > 0 else REFINE_ABOVE
-        key = (float(h), bool(pessimistic), direction, tuple(sorted(options.items())))
+        key = (float(h), bool(pessimistic), direction, tuple(sorted(options.items())), need)
         hit = self._pmfs.get(key)
-        if hit is not None and hit[0] >= loss_cap and hit[1] <= need:
+        if hit is not None and hit[0] >= loss_cap:
             return hit[2]
         cap = max(loss_cap, MIN_LOSS_CAP if loss_cap < EPSILON_CAP else loss_cap)
         if hit is not None:
             cap = max(cap, hit[0])
-        budget = min(need, REFINE_ABOVE)
+        budget = need
         pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
                                     loss_cap=cap, slack_budget=budget, **options)
-        self.compositions[key[:3]] += 1
+        self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 from scipy import special
 
 from .. import _validate as v
+from .._roots import bisect_between
 from ..errors import ReconRiskError
 from ..release import Release
 from ..results import Bound
@@ -304,13 +305,7 @@ def _smallest(ok: Callable[[float], bool], start: float, rel_tol: float, low: fl
             if ok(hi):
                 break
             lo, step = hi, step * step
-    while hi / lo - 1 > rel_tol:
-        mid = math.sqrt(lo * hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return lo, hi
+    return bisect_between(ok, lo, hi, rel_tol=rel_tol)
 
 
 def _strict_up(x: float, ok: Callable[[float], bool]) -> float:

@@ -249,10 +249,10 @@ class _Pmf:
 
 
 def _pmf_pair(analysis: PrivacyAnalysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
-    """Pessimistic and optimistic curves of the analysis, on the ReRo bracket's grid ladder (so the report's
-    questions share distributions), refined until ``width_fn(up, lo) ≤ tol``."""
+    """Pessimistic and optimistic curves of the analysis, refined (halving from the engine's start grid) until
+    ``width_fn(up, lo) ≤ tol``; the analysis composes each grid once for every δ-based measure."""
     release = analysis.release
-    h = h0 = _rero.first_discretization(release)
+    h = h0 = _rero.start_discretization(release)
     while True:
         up = _Pmf(analysis.pmf(h, pessimistic=True, loss_cap=cap))
         lo = _Pmf(analysis.pmf(h, pessimistic=False, loss_cap=cap))
@@ -260,8 +260,12 @@ def _pmf_pair(analysis: PrivacyAnalysis, cap: float, tol: float, width_fn) -> tu
         if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
             break  # both ends stay certified; only the width may miss the target
         h /= 2
-    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol,
-                    "converged": bool(width <= tol)}
+    det = {"method": "pld", "discretization": max(h, up.pmf.h, lo.pmf.h), "max_width": width, "target_width": tol,
+           "converged": bool(width <= tol)}
+    if max(up.pmf.h, lo.pmf.h) > h:  # the engine coarsened a grid whose window would not fit the memory target
+        det["note"] = (f"grid h = {h:.3g} would not fit the memory target; composed on h = {det['discretization']:.3g}"
+                       " (a coarser discretisation is still certified, only wider)")
+    return up, lo, det
 
 
 def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
@@ -380,6 +384,13 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
         return float(np.sum(counts * curve.nu_tail(u - lp)))
 
     lo, hi = lp.min() - 60.0, lp.max() + 700.0
+    # the threshold ε = u − log π can lie far below −60 (μ-GDP with μ = 100: ε ≈ −μ²/2 ≈ −5000, where
+    # a fixed window left the allocation at t = 0 and the lower end at the baseline): widen until the
+    # budget is overspent at lo (spent is non-increasing in u)
+    reach = 60.0
+    while spent(lo) <= 1.0 and reach < 1e8:
+        reach *= 4.0
+        lo = lp.min() - reach
     for _ in range(200):  # smallest u with spent(u) ≤ 1
         mid = 0.5 * (lo + hi)
         if spent(mid) <= 1.0:

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table, progress
+from ._common import print_json, print_table, progress, spinner
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
 
@@ -70,8 +70,10 @@ def bound_cmd(
         if m == "mc":
             results[m] = _run_mc(analysis, k, samples, seed, confidence, quiet=json_out)
         else:
-            results[m] = analysis.rero(k, method=m)
-    rdp = analysis.rero(k, method="rdp")
+            with spinner(f"certified bracket ({m})", enabled=not json_out):
+                results[m] = analysis.rero(k, method=m)
+    with spinner("RDP baseline", enabled=not json_out):
+        rdp = analysis.rero(k, method="rdp")
     primary = results[methods[0]]
 
     payload = {

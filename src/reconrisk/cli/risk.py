@@ -72,8 +72,11 @@ def _all(analysis, kw, json_out: bool) -> None:
     from ..bounds.risk import CLI_NAMES, all_risks
     from ..errors import ReconRiskError
 
+    from ._common import spinner
+
     release = analysis.release
-    risks = all_risks(analysis, **kw)
+    with spinner("every risk measure from the certified curve", enabled=not json_out):
+        risks = all_risks(analysis, **kw)
     try:
         eps = analysis.epsilon(1e-5).upper
     except ReconRiskError:  # an accountant corner (e.g. extreme noise): the risks stand on their own
@@ -179,8 +182,11 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     quantity = canonical_measure(measure, cli=True)
     kw = measure_kwargs(baseline_args["prior_size"], baseline_args["kappa"], baseline_args["baseline"],
                         baseline_args["prior"], baseline_args["fpr"])
-    cal = calibrate(quantity, target, solve.replace("-", "_"), noise_multiplier=noise_multiplier,
-                    sample_rate=sample_rate, steps=steps, **kw)
+    from ._common import spinner
+
+    with spinner(f"calibrating {solve.replace('-', ' ')}", enabled=not json_out):
+        cal = calibrate(quantity, target, solve.replace("-", "_"), noise_multiplier=noise_multiplier,
+                        sample_rate=sample_rate, steps=steps, **kw)
     b = cal.bound
     payload = cal.to_dict()
     payload.update(measure=CLI_NAMES[quantity], lower=b.lower, upper=b.upper, prior_size=baseline_args["prior_size"])
@@ -198,5 +204,4 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
         [["noise_multiplier", cal.noise_multiplier], ["sample_rate", cal.sample_rate], ["steps", cal.steps],
          [f"{CLI_NAMES[quantity]} lower", b.lower], [f"{CLI_NAMES[quantity]} upper (certified)", b.upper],
          [f"epsilon (δ={delta:g})", payload["epsilon"]]],
-        caption=b.formula,
     )

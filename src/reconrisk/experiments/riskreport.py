@@ -215,14 +215,14 @@ def fano_entry(release: Release, cfg: ReportConfig) -> dict:
     mi = release_mutual_information(release, cfg.prior_size)
     fb = fano_bound(mi["mutual_information"], cfg.prior_size)
     return {"applicable": True, **fb.to_dict(), "information": mi,
-            "source": "Guo et al. 2022b via Hayes, Mahloujifar & Balle 2023, App. H; I bounded by " + mi["source"].replace("_", " ")}
+            "source": "Guo, Sablayrolles & Sanjabi 2022 via Hayes, Mahloujifar & Balle 2023, App. H; I bounded by " + mi["source"].replace("_", " ")}
 
 
 def mse_entry(release: Release, cfg: ReportConfig) -> dict:
     from ..bounds.mse import mse_bound
 
     d = mse_bound(release=release, diam=cfg.diam).to_dict()
-    d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten 2022, Thm 1; Guo et al. 2022a)"
+    d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten 2022, Thm 1)"
     d["applies_to"] = "unbiased reconstruction attacks, data in a box of per-coordinate diameter diam"
     return d
 
@@ -264,7 +264,7 @@ def capacity_entry(release: Release, cfg: ReportConfig) -> dict:
         lc1 = log_capacity_gaussian(seg.noise_multiplier * release.clip_norm, release.clip_norm, cfg.model_dim)
         # log(1 − q + q·C1) = log C1 + log(q + (1 − q)/C1), stable for huge C1
         lcq = lc1 if seg.sample_rate == 1.0 else lc1 + math.log(seg.sample_rate + (1 - seg.sample_rate) * math.exp(-lc1))
-        steps.append({"sigma": seg.noise_multiplier * release.clip_norm, "radius": release.clip_norm,
+        steps.append({"noise_std": seg.noise_multiplier * release.clip_norm, "radius": release.clip_norm,
                       "dim": cfg.model_dim, "log_capacity_step": lc1, "log_capacity_subsampled_step": lcq,
                       "steps": seg.steps})
         total += seg.steps * lcq
