@@ -236,7 +236,6 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     e_up = np.empty(kappa.size)
     e_lo = np.empty(kappa.size)
     h_used = h
-    steps = sum(s.steps for s in segments)
     for th in np.unique(thetas):
         idx = thetas == th
         k = kappa[idx]

@@ -126,7 +126,6 @@ def tradeoff_cmd(
     import numpy as np
 
     from .. import _validate as v
-    from ..bounds.tradeoff import tradeoff
     from ..errors import ReconRiskError
     from ..release import Release
 
