@@ -26,7 +26,7 @@ import argparse
 import os
 import time
 
-from reconrisk import accounting
+from reconrisk import noise_multiplier_for_epsilon
 from reconrisk.data import load_dataset
 from reconrisk.experiments.onerun import OneRunSetting, run_onerun
 from reconrisk.release import Release
@@ -51,7 +51,7 @@ def main() -> None:
     print(head)
     for model in a.models:
         for eps in a.epsilons:
-            sigma = accounting.noise_multiplier_for_epsilon(eps, 1.0, a.steps, 1e-5)
+            sigma = noise_multiplier_for_epsilon(eps, 1.0, a.steps, 1e-5)
             setting = OneRunSetting(Release(sigma, 1.0, a.steps, 0.1), canaries=a.canaries, options=a.options,
                                     model=model, seed=a.seed,
                                     guess_counts=tuple(g for g in (100, 250, 500, 1000) if g <= a.canaries))
