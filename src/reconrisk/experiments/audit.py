@@ -192,18 +192,11 @@ def run_setting(
     progress: Callable[[int], None] | None = None,
     batch_trials: int | None = None,
     certificate: Certificate | None = None,
-    split=None,
-    target_norms: bool = False,
 ) -> SettingResult:
-    """Run ``setting.trials`` informed-adversary trials and compare with the ReRo bound of the same release.
-
-    ``split``: an explicit (known x, known y, pool x, pool y); ``target_norms``: keep every trial's target
-    gradient norms (trials, T) in ``extra["target_norms"]`` (:func:`~reconrisk.experiments.trials.run_trials`).
-    """
+    """Run ``setting.trials`` informed-adversary trials and compare with the ReRo bound of the same release."""
     t_start = time.perf_counter()
     cert = certificate if certificate is not None else certify(setting)
-    res = run_trials(setting, dataset, progress=progress, batch_trials=batch_trials, split=split,
-                     target_norms=target_norms)
+    res = run_trials(setting, dataset, progress=progress, batch_trials=batch_trials)
     rates = {name: SuccessRate.from_outcomes(res.outcomes[name]) for name in dict.fromkeys(setting.attacks)}
     mse = None
     if res.errors is not None:
@@ -220,7 +213,6 @@ def run_setting(
         mean_grad_norm=float(res.norm_sum / members),
         seconds=time.perf_counter() - t_start,
         mse=mse,
-        extra={} if res.target_norms is None else {"target_norms": res.target_norms},
     )
 
 

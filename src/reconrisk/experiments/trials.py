@@ -101,12 +101,11 @@ def draw_priors(pool_size: int, prior_size: int, trials: int, seed: int):
 # vectorised trials
 # ----------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=16)
-def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple, target_norms: bool = False):
+def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
     """jit(vmap(...)) trial functions for the prior-aware attacks and for gradient inversion.
 
     Cached on the static configuration; σ and the data are runtime arguments, so
-    an ε grid compiles once. ``target_norms``: the prior-aware trial also returns the target's
-    gradient norm ‖∇ℓ(θ_t, target)‖ at every step (T,), for the per-example audit.
+    an ε grid compiles once.
     """
     from .._jax import jax
     import jax.numpy as jnp
@@ -116,7 +115,6 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple, tar
     from ..attacks.prior_aware import attack_scores, deduct_known, observe_step
     import optax
 
-    from ..train.clipping import per_example_sq_norms, signals
     from ..train.dpsgd import apply_update, dpsgd_step, release_step
 
     inv_steps, inv_restarts, inv_lr = inversion
@@ -147,15 +145,12 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple, tar
             # known points' clipped sum (a function of θ_t, D₋ and the mask only) is evaluated once, for both
             obs = observe_step(model, c, info.theta, info.g, info.batch.mask[:n_known], kx, ky, prior_x, prior_y,
                                unravel, known_sum=info.head_sum)
-            if not target_norms:
-                return p2, (obs, stats)
-            taps, deltas, _ = signals(model, p, x[n_known:], y[n_known:])
-            return p2, (obs, stats, jnp.sqrt(per_example_sq_norms(taps, deltas))[0])
+            return p2, (obs, stats)
 
-        _, (obs, stats, *tn) = jax.lax.scan(body, params, jnp.arange(steps))
+        _, (obs, stats) = jax.lax.scan(body, params, jnp.arange(steps))
         scores = attack_scores(obs, sample_rate=c.sample_rate, noise_multiplier=sigma, clip_norm=c.clip_norm)
         success = jnp.stack([jnp.argmax(scores[k]) == target for k in names])
-        return (success, stats_summary(stats), *tn)
+        return success, stats_summary(stats)
 
     def inversion_trial(sigma, noise_std, kx, ky, key, prior_x, prior_y, target):
         c, x, y, params, k_run, k_gi = train_setup(kx, ky, key, prior_x, prior_y, target)
@@ -196,7 +191,6 @@ class TrialOutcomes:
     clipped: float
     members: float
     known_size: int
-    target_norms: np.ndarray | None = None  # (trials, T) with ``target_norms=True``
 
 
 class _Inputs:
@@ -234,13 +228,8 @@ class _Inputs:
 
 
 def run_trials(setting, dataset, *, progress: Callable[[int], None] | None = None,
-               batch_trials: int | None = None, split=None, target_norms: bool = False) -> TrialOutcomes:
-    """Run ``setting.trials`` trials of the requested attacks on ``setting.release``.
-
-    ``split``: (known x, known y, pool x, pool y) instead of :func:`split_dataset`'s seeded one — the
-    per-example audit attacks targets drawn from a chosen group of examples this way. ``target_norms``:
-    also return every trial's target gradient norm at every step (prior-aware attacks only).
-    """
+               batch_trials: int | None = None) -> TrialOutcomes:
+    """Run ``setting.trials`` trials of the requested attacks on ``setting.release``."""
     import jax.numpy as jnp
 
     from ..train.dpsgd import OVERFLOW_MESSAGE, make_step_config
@@ -249,16 +238,11 @@ def run_trials(setting, dataset, *, progress: Callable[[int], None] | None = Non
     s = setting
     release = s.release
     model = get_model(s.model, dataset.image_shape, dataset.num_classes)
-    if split is None:
-        split = split_dataset(dataset, s.prior_size, s.known_size, s.seed)
-    known_x, known_y, pool_x, pool_y = (np.asarray(a) for a in split)
-    if pool_x.shape[0] < s.prior_size or known_x.shape[0] != known_y.shape[0] or pool_x.shape[0] != pool_y.shape[0]:
-        raise ReconRiskError(f"split must hold known (x, y) and a pool of at least prior_size = {s.prior_size} "
-                             f"candidates; found {known_x.shape[0]} known, {pool_x.shape[0]} in the pool")
+    known_x, known_y, pool_x, pool_y = split_dataset(dataset, s.prior_size, s.known_size, s.seed)
     n_known = known_x.shape[0]
     cfg = make_step_config(release, n_known + 1, s.learning_rate, s.clip_mode, trials=s.trials)
     inversion = (s.inversion_steps, s.inversion_restarts, s.inversion_learning_rate)
-    pa_fn, gi_fn = _trial_functions(model, cfg, release.steps, n_known, inversion, bool(target_norms))
+    pa_fn, gi_fn = _trial_functions(model, cfg, release.steps, n_known, inversion)
     traced = (jnp.float32(release.noise_multiplier), jnp.float32(release.noise_std),
               jnp.asarray(known_x), jnp.asarray(known_y))
     inputs = _Inputs(s, dataset, pool_x, pool_y)
@@ -267,28 +251,25 @@ def run_trials(setting, dataset, *, progress: Callable[[int], None] | None = Non
     bs = trial_batch_size(release.steps, s.prior_size, s.trials, n_known, batch_trials)
     outcomes: dict = {}
     stats = np.zeros(4)
-    errors = tnorms = None
-    if target_norms and not want_pa:
-        raise ReconRiskError("target_norms needs a prior-aware attack (alg2, alg3, loglik, no_deduction)")
+    errors = None
     if want_pa:
-        ok, st, *tn = _run_batches(pa_fn, traced, inputs, bs, progress if not want_gi else None)
-        tnorms = tn[0].astype(np.float64) if tn else None
+        ok, st = _run_batches(pa_fn, traced, inputs, bs, progress if not want_gi else None)
         stats += st
         for j, name in enumerate(PRIOR_AWARE):
             outcomes[name] = ok[:, j]
     if want_gi:
-        out, st = _run_batches(gi_fn, traced, inputs, max(1, min(bs, 16)), progress)[:2]
+        out, st = _run_batches(gi_fn, traced, inputs, max(1, min(bs, 16)), progress)
         if not want_pa:
             stats += st
         outcomes["gradient_inversion"] = out[:, 0] > 0.5
         errors = out[:, 1].astype(np.float64)
     if stats[3] > 0:
         raise ReconRiskError(OVERFLOW_MESSAGE)
-    return TrialOutcomes(outcomes, errors, float(stats[0]), float(stats[1]), float(stats[2]), n_known, tnorms)
+    return TrialOutcomes(outcomes, errors, float(stats[0]), float(stats[1]), float(stats[2]), n_known)
 
 
 def _run_batches(fn, traced, inputs: _Inputs, bs: int, progress):
-    """(stacked per-trial outputs, summed stats (4,), any further stacked outputs) over all trials, ``bs`` per call."""
+    """(stacked per-trial outputs, summed stats (4,)) over all trials, ``bs`` trials per call."""
     res, stats = [], np.zeros(4)
     pending = None
     for lo in range(0, inputs.trials, bs):
@@ -301,12 +282,11 @@ def _run_batches(fn, traced, inputs: _Inputs, bs: int, progress):
     out = np.concatenate([r[0] for r in res])
     for r in res:
         stats += r[1].sum(axis=0)
-    extra = [np.concatenate([r[j] for r in res]) for j in range(2, len(res[0]))]
-    return (out, stats, *extra)
+    return out, stats
 
 
 def _collect(pending, res, progress):
-    outs, n_this = pending
-    res.append(tuple(np.asarray(o)[:n_this] for o in outs))
+    (out, st), n_this = pending
+    res.append((np.asarray(out)[:n_this], np.asarray(st)[:n_this]))
     if progress is not None:
         progress(n_this)
