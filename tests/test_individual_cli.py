@@ -2,8 +2,8 @@
 the JSON keeps every example, a filtered run certifies every example at its budget, bad flags are one line.
 
 One small run (N = 100, T = 20, prior size 5, FIL accounting on, a filtered run at ReRo ≤ 0.8, no attack
-trials: the attack check is tests/test_individual_audit.py's): ≈ 20 s CPU (busy 2-core machine), mostly the compilations of the
-norm-recording run with FIL, and of the filtered run.
+trials: the attack check is tests/test_individual_audit.py's): ≈ 20 s CPU (busy 2-core machine), mostly
+the compilations of the norm-recording run with FIL, and of the filtered run.
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ class PerSampleNorms:
         if isinstance(optimizer.max_grad_norm, (list, tuple)):
             raise ReconRiskError("per-sample norms need flat clipping (one max_grad_norm); found per-layer clipping")
         if getattr(optimizer, "world_size", 1) != 1:
-            raise ReconRiskError(f"per-sample norms are recorded in one process; found world_size={optimizer.world_size}")
+            raise ReconRiskError("per-sample norms are recorded in one process; found "
+                                 f"world_size={optimizer.world_size}")
         if "FastGradientClipping" in type(optimizer).__name__:
             raise ReconRiskError("ghost clipping keeps no per-sample gradients; use grad_sample_mode='hooks'")
         sampler = getattr(data_loader, "batch_sampler", None)
@@ -174,7 +175,8 @@ class PerSampleNorms:
     def _add_noise(self) -> None:
         opt = self._optimizer
         self._orig_noise()
-        self._end_step(float(opt.noise_multiplier), min(1.0, self.sample_rate * getattr(opt, "accumulated_iterations", 1)))
+        q = min(1.0, self.sample_rate * getattr(opt, "accumulated_iterations", 1))  # as Opacus's accountants count it
+        self._end_step(float(opt.noise_multiplier), q)
 
     def _end_step(self, sigma: float, q: float) -> None:
         idx = np.concatenate(self._cur_idx) if self._cur_idx else np.zeros(0, np.int64)
@@ -279,7 +281,8 @@ class IndividualFilterHook(PerSampleNorms):
         if idx.size and np.any(w != 1.0):
             for p in opt.params:
                 gs = opt._get_flat_grad_sample(p)
-                p.grad_sample = gs * torch.as_tensor(w, dtype=gs.dtype, device=gs.device).view(-1, *[1] * (gs.dim() - 1))
+                wt = torch.as_tensor(w, dtype=gs.dtype, device=gs.device)
+                p.grad_sample = gs * wt.view(-1, *[1] * (gs.dim() - 1))
         self._cur_idx.append(idx)
         self._cur_norms.append(norms)
         self._calls += 1

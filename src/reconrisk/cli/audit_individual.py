@@ -77,9 +77,10 @@ def print_tables(audit, attacks) -> None:
     con = console()
     plain = {} if con.is_terminal else {"box": _box()}
     eps = f"ε={s.epsilon:g}, " if s.epsilon is not None else ""
-    t = Table(title=f"Per-example risk, {EX_POST_TITLE}: {eps}σ={r.noise_multiplier:.4g}, q={r.sample_rate:g}, "
-                    f"T={r.steps}, C={r.clip_norm:g}, lr={s.learning_rate:g}, N={audit.n}, κ={s.kappa:g}",
-              caption=_fil_caption(audit), **plain)
+    con.print(f"Who is at risk: {eps}σ={r.noise_multiplier:.4g}, q={r.sample_rate:g}, T={r.steps}, C={r.clip_norm:g}, "
+              f"learning rate {s.learning_rate:g}, N={audit.n}, κ={s.kappa:g}; test accuracy {audit.test_accuracy:.3f}")
+    title = f"Per-example risk, {EX_POST_TITLE}"
+    t = Table(title=title, min_width=len(title) + 2, **plain)
     for c in ("", "ReRo_i", f"ε_i (δ={s.delta:g})"):
         t.add_column(c, justify="right")
     t.add_row("worst case (certified)", f"{sm['worst_case_rero']:.4f}", f"{sm['worst_case_epsilon']:.3f}")
@@ -89,9 +90,12 @@ def print_tables(audit, attacks) -> None:
     for name, qn in (("90th percentile", 0.9), ("median", 0.5), ("10th percentile", 0.1)):
         t.add_row(name, f"{np.quantile(audit.rero, qn):.4f}", f"{np.quantile(audit.epsilon, qn):.3f}")
     con.print(t)
+    if audit.dfil is not None:
+        con.print(_fil_caption(audit))
     rows = audit.top_rows()[:TABLE_ROWS]
     t = Table(title=f"Most exposed examples, {EX_POST_TITLE}", **plain)
-    cols = ["rank", "index", "label", "ReRo_i", "ε_i", "steps clipped"] + (["dFIL bound"] if audit.dfil is not None else [])
+    cols = ["rank", "index", "label", "ReRo_i", "ε_i", "steps clipped"]
+    cols += ["dFIL bound"] if audit.dfil is not None else []
     for c in cols:
         t.add_column(c, justify="right")
     for row in rows:
@@ -107,17 +111,15 @@ def print_tables(audit, attacks) -> None:
         t = Table(title=f"Per-example budget ReRo ≤ {f.budget:g}, {CERTIFIED_TITLE}", **plain)
         for c in ("run", "max ReRo_i", "median ReRo_i", "filtered", "test accuracy"):
             t.add_column(c, justify="right")
-        t.add_row("filtered (certified)", f"{np.max(cert):.4f}", f"{np.median(cert):.4f}", f"{np.mean(f.filtered):.1%}",
-                  f"{f.test_accuracy:.3f}")
+        t.add_row("filtered (certified)", f"{np.max(cert):.4f}", f"{np.median(cert):.4f}",
+                  f"{np.mean(f.filtered):.1%}", f"{f.test_accuracy:.3f}")
         t.add_row("plain DP-SGD (ex post)", f"{np.max(audit.rero):.4f}", f"{np.median(audit.rero):.4f}", "—",
                   f"{audit.test_accuracy:.3f}")
         con.print(t)
     if attacks:
         a0 = attacks[0]
-        t = Table(title=f"Attack check: {a0.attack} on targets from each decile, {a0.rate.trials} trials, "
-                        f"prior size {s.prior_size}",
-                  caption="bound: the decile's largest ReRo_i (ex post); targets: their mean ReRo_i, in the "
-                          "recorded run and from their own norms in the trials", **plain)
+        t = Table(title=f"Attack check: {a0.attack}, {a0.rate.trials} trials per decile, prior size {s.prior_size}",
+                  **plain)
         for c in ("targets", "success [95% CI]", "bound", "targets' ReRo_i", "in trials", "worst case"):
             t.add_column(c, justify="right")
         for a in attacks:
@@ -127,6 +129,8 @@ def print_tables(audit, attacks) -> None:
             t.add_row(f"{a.group} exposed 10%", f"{a.rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}", f"{a.bound:.3f}",
                       f"{a.target_rero:.3f}", trial, f"{a.worst_case:.3f}")
         con.print(t)
+        con.print("bound: the decile's largest ReRo_i (ex post); targets' ReRo_i: their mean, in the recorded run "
+                  "and from their own norms in the trials")
 
 
 def _fil_caption(audit) -> str | None:
@@ -134,8 +138,8 @@ def _fil_caption(audit) -> str | None:
     if rel is None:
         return None
     return (f"Spearman ρ(ReRo_i, per-example dFIL of Guo, Karrer, Chaudhuri & van der Maaten 2022) = "
-            f"{rel['spearman_rho']:.3f}; {rel['top_decile_overlap']} of the {rel['top_decile']} most exposed (10%) "
-            "are also in FIL's top 10%")
+            f"{rel['spearman_rho']:.3f}; {rel['top_decile_overlap']} of the {rel['top_decile']} most exposed by "
+            "ReRo_i are in FIL's top 10%")
 
 
 def _box():

@@ -115,7 +115,8 @@ def _trial_function(model, cfg, steps: int, n_train: int):
 def group_attack(audit, group: str, *, trials: int = 1000, attack: str = "alg2", fraction: float = 0.1,
                  seed: int | None = None, progress: Callable[[int], None] | None = None,
                  batch_trials: int | None = None) -> GroupAttack:
-    """Attack targets drawn from one decile of ``audit`` (a :class:`~reconrisk.experiments.individual.PerExampleAudit`)."""
+    """Attack targets drawn from one decile of ``audit``
+    (a :class:`~reconrisk.experiments.individual.PerExampleAudit`)."""
     import time
 
     from .._jax import jax

@@ -89,8 +89,8 @@ def _gallery_figure(audit, k: int | None = None, least: bool = True):
             axes[r0 + j // cols][j % cols].axis("off")
         axes[r0][0].set_ylabel(name, fontsize=8)
         r0 += -(-idx.size // cols)
-    fig.suptitle(f"ex-post ReRo_i at κ = {audit.setting.kappa:g} ({EX_POST_TITLE}); steps of {audit.setting.release.steps} "
-                 f"with ‖g‖ ≥ C", fontsize=8)
+    fig.suptitle(f"ex-post ReRo_i at κ = {audit.setting.kappa:g} ({EX_POST_TITLE}); steps of "
+                 f"{audit.setting.release.steps} with ‖g‖ ≥ C", fontsize=8)
     fig.tight_layout()
     return fig
 
