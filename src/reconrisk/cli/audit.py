@@ -55,7 +55,8 @@ def audit(
         None, "--batch-size", help="Fixed-size batches of exactly B of the |D₋| + 1 training points, without replacement "
         "(replace-one bound; instead of --sample-rate)."),
     steps: int = typer.Option(100, "--steps", "-T", help="Number of DP-SGD steps T."),
-    clip_norm: float = typer.Option(0.1, "--clip-norm", "-C", help="Clipping norm C."),
+    clip_norm: Optional[float] = typer.Option(
+        None, "--clip-norm", "-C", help="Clipping norm C. Default: 0.1; 3 with --per-example (gradients shrink below it)."),
     prior_size: int = typer.Option(10, "--prior-size", "-n", help="Candidates in the uniform prior (κ = 1/n)."),
     trials: int = typer.Option(1000, "--trials", help="Informed-adversary trials per setting."),
     attack: Optional[List[str]] = typer.Option(
@@ -74,6 +75,18 @@ def audit(
     out: Path = typer.Option(Path("reconrisk-out"), "--out", "-o", help="Directory for results.json, audit.png, audit.svg."),
     json_output: bool = typer.Option(False, "--json", help="Print results.json to stdout instead of a table (no progress bar)."),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Write audit.png and audit.svg."),
+    per_example: bool = typer.Option(
+        False, "--per-example",
+        help="Who is at risk: one run (default ε = 10, C = 3, N = 1,000) with every example's gradient norms; each "
+             "example's ex-post ε_i and ReRo_i (estimates, not DP guarantees), the most exposed, their relation to "
+             "Guo et al.'s per-example FIL, and the attack on the most/least exposed deciles (--trials each; 0 skips "
+             "it). Writes per_example.json, per_example.html and figures."),
+    per_example_budget: Optional[float] = typer.Option(
+        None, "--per-example-budget",
+        help="With --per-example: also train with a per-example budget, a target ReRo at κ (an individual filter "
+             "fixed before training; Feldman & Zrnic 2021): every example's ReRo_i is then certified ≤ it."),
+    top_k: int = typer.Option(8, "--top-k", help="With --per-example: how many of the most exposed examples to show."),
+    train_size: int = typer.Option(1000, "--train-size", help="With --per-example: training examples N."),
 ) -> None:
     """Empirical reconstruction success of real attacks beside the certified ReRo bound."""
     import time
@@ -86,6 +99,25 @@ def audit(
 
     from .. import _io
 
+    if per_example_budget is not None and not per_example:
+        raise ReconRiskError("--per-example-budget needs --per-example")
+    if per_example:
+        from ..experiments.individual import DEFAULT_CLIP_NORM
+        from .audit_individual import run_per_example
+
+        for flag, bad in (("--batch-size", batch_size is not None), ("--known-size", known_size is not None),
+                          ("--prior uniform", prior != "data"), ("--clip-mode gelu", clip_mode != "hard")):
+            if bad:
+                raise ReconRiskError(f"--per-example does not take {flag} (it trains on --train-size examples with "
+                                     "Poisson or full batches and hard clipping)")
+        sample_rate = v.sample_rate("sample_rate", sample_rate)
+        run_per_example(epsilon=epsilon, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                        clip_norm=DEFAULT_CLIP_NORM if clip_norm is None else clip_norm, prior_size=prior_size,
+                        trials=trials, attack=_attacks(attack, sample_rate)[0], dataset=dataset, model=model,
+                        learning_rate=learning_rate, delta=delta, seed=v.seed("seed", seed), budget=per_example_budget,
+                        top_k=top_k, train_size=train_size, out=out, json_output=json_output, plot=plot)
+        return
+    clip_norm = 0.1 if clip_norm is None else clip_norm
     if epsilon and noise_multiplier:
         raise ReconRiskError("give --epsilon or --noise-multiplier, not both")
     # issue 10: every flag, the seed and --out are checked before any data is read or model trained

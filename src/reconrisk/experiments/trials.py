@@ -63,6 +63,12 @@ def _unique(dataset):
 
 def split_dataset(dataset, prior_size: int, known_size: int | None, seed: int):
     """(known_x, known_y, pool_x, pool_y): a fixed D₋ and the pool priors are drawn from."""
+    known, pool = split_indices(dataset, prior_size, known_size, seed)
+    return dataset.x[known], dataset.y[known], dataset.x[pool], dataset.y[pool]
+
+
+def split_indices(dataset, prior_size: int, known_size: int | None, seed: int):
+    """(known, pool): indices into ``dataset`` of D₋ and of the pool (distinct rows, a seeded permutation)."""
     keep = _unique(dataset)
     n = keep.size
     if prior_size > n - 1:
@@ -77,8 +83,7 @@ def split_dataset(dataset, prior_size: int, known_size: int | None, seed: int):
             f"found {known_size} + {prior_size}"
         )
     perm = np.random.default_rng([seed, 0]).permutation(keep)
-    known, pool = perm[:known_size], perm[known_size:]
-    return dataset.x[known], dataset.y[known], dataset.x[pool], dataset.y[pool]
+    return perm[:known_size], perm[known_size:]
 
 
 def draw_priors(pool_size: int, prior_size: int, trials: int, seed: int):

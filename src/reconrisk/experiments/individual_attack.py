@@ -1,0 +1,175 @@
+"""The per-example audit's attack check: the prior-aware attack on the most and the least exposed deciles.
+
+For a group G of training examples (the decile with the largest, or the smallest, ex-post ReRo_i of
+:func:`reconrisk.experiments.individual.per_example_audit`), each trial draws a uniform prior of n
+candidates from G and a target among them, and trains on the recorded run's training set S **without the
+n − 1 other candidates** (D₋ = S minus the prior, known to the adversary; the target added): the run the
+target is attacked in differs from the recorded run by those n − 1 examples only, so the recorded norms
+describe it. The informed adversary is Hayes, Mahloujifar & Balle 2023's prior-aware attack (Alg. 2 at
+q = 1; :func:`reconrisk.attacks.prior_aware.observe_step` on the released (θ_t, g_t) with the exact known
+sum), on the same release, learning rate and model. A trial is one ``lax.scan`` that trains with
+:func:`reconrisk.train.dpsgd.release_step` on S as a shared head weighted 0 on the prior (one compiled
+program for every trial, vmapped) and the target as the one-row tail; the head's clipped sum is the
+adversary's known sum. Every trial also returns its target's gradient norm at every step.
+
+**Which bound applies.** Let R_z be example z's ReRo curve (success probability as a function of the
+baseline β of an attacker who never saw the run). A uniform prior over z₁…z_n gives success
+(1/n) Σ_j R_{z_j}(β_j) with Σ β_j = 1. At q = 1 every example's composition is Gaussian (μ_i-GDP, Dong,
+Roth & Su 2022, Cor. 3.3), so the curves are ordered by μ_i and the largest is concave: the success is at
+most max_j R_{z_j}(1/n). The decile's bound (``bound``) is therefore its largest ReRo_i(κ = 1/n); the mean
+over trials of the largest ReRo_i among each trial's own candidates (``prior_bound``) is the same argument
+trial by trial. These are *ex-post* numbers (estimates, not DP guarantees: the norms are the run's own); the
+attack is a check of them, not a proof. ``trial_target_rero`` is the mean ReRo_i of the targets computed
+from their norms in the trials themselves.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import _validate as v
+from ..errors import ReconRiskError
+from ..metrics import SuccessRate
+
+GROUPS = ("most", "least")
+
+
+@dataclass
+class GroupAttack:
+    """The attack on one group: success with its Clopper–Pearson interval beside the group's per-example bounds."""
+
+    group: str  # "most" or "least" exposed decile
+    members: np.ndarray  # positions in the training set
+    attack: str
+    rate: SuccessRate
+    bound: float  # max ex-post ReRo_i(κ) over the group
+    prior_bound: float  # mean over trials of the max ReRo_i among the trial's candidates
+    target_rero: float  # mean ex-post ReRo_i(κ) of the trials' targets (recorded run)
+    trial_target_rero: float  # the same from the targets' norms in the trials themselves
+    worst_case: float  # the release's worst-case ReRo(κ)
+    seconds: float = 0.0
+
+    @property
+    def holds(self) -> bool:
+        """The attack's success rate is at most the group's per-example bound."""
+        return self.rate.rate <= self.bound
+
+    def to_dict(self) -> dict:
+        return {"group": self.group, "decile": f"{self.group} exposed 10%", "size": int(self.members.size),
+                "attack_name": self.attack, "attack": self.rate.to_dict(), "ex_post_rero_bound": self.bound,
+                "ex_post_rero_prior_bound": self.prior_bound, "ex_post_rero_target_mean": self.target_rero,
+                "ex_post_rero_trial_target_mean": self.trial_target_rero, "worst_case_rero": self.worst_case,
+                "success_le_bound": self.holds, "positions": self.members.tolist(), "seconds": self.seconds,
+                "note": "ex-post estimates (not DP guarantees); the group's largest ex-post ReRo_i(kappa) bounds a "
+                        "uniform prior over its members (q = 1: ordered Gaussian curves)"}
+
+
+def group_members(rero: np.ndarray, group: str, fraction: float = 0.1) -> np.ndarray:
+    """Positions of the ``fraction`` most (``"most"``) or least (``"least"``) exposed examples by ReRo_i."""
+    rero = np.asarray(rero, dtype=float)
+    v.choice("group", group, GROUPS)
+    fraction = v.in_range("fraction", fraction, 0.0, 1.0, low_open=True, high_open=False)
+    k = max(1, int(round(fraction * rero.size)))
+    order = np.lexsort((np.arange(rero.size), rero))  # least exposed first, ties by position
+    return np.sort(order[-k:] if group == "most" else order[:k])
+
+
+@functools.lru_cache(maxsize=8)
+def _trial_function(model, cfg, steps: int, n_train: int):
+    """jit(vmap(trial)) over (key, prior positions, target); S, σ and σC are shared runtime arguments."""
+    from .._jax import jax
+    import jax.numpy as jnp
+    import optax
+    from jax.flatten_util import ravel_pytree
+
+    from ..attacks.prior_aware import attack_scores, observe_step
+    from ..train.dpsgd import apply_update, release_step
+    from .trials import PRIOR_AWARE
+
+    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+
+    def trial(sigma, noise_std, sx, sy, key, prior_pos, target):
+        px, py = sx[prior_pos], sy[prior_pos]
+        tx, ty = px[target][None], py[target][None]
+        weights = jnp.concatenate([jnp.ones((n_train,), jnp.float32).at[prior_pos].set(0.0), jnp.ones((1,))])
+        k_init, k_run, _ = jax.random.split(key, 3)
+
+        def body(p, t):
+            info, _ = release_step(model, cfg, p, k_run, t, tx, ty, noise_std, head=(sx, sy), weights=weights)
+            p2, _ = apply_update(cfg, info, optax.EmptyState())
+            obs = observe_step(model, cfg, info.theta, info.g, None, None, None, px, py, unravel,
+                               known_sum=info.head_sum)
+            return p2, (obs, info.norms[n_train])
+
+        _, (obs, norms) = jax.lax.scan(body, model.init(k_init), jnp.arange(steps))
+        scores = attack_scores(obs, sample_rate=cfg.sample_rate, noise_multiplier=sigma, clip_norm=cfg.clip_norm)
+        return jnp.stack([jnp.argmax(scores[k]) == target for k in PRIOR_AWARE]), norms
+
+    return jax.jit(jax.vmap(trial, in_axes=(None, None, None, None, 0, 0, 0)))
+
+
+def group_attack(audit, group: str, *, trials: int = 1000, attack: str = "alg2", fraction: float = 0.1,
+                 seed: int | None = None, progress: Callable[[int], None] | None = None,
+                 batch_trials: int | None = None) -> GroupAttack:
+    """Attack targets drawn from one decile of ``audit``
+    (a :class:`~reconrisk.experiments.individual.PerExampleAudit`)."""
+    import time
+
+    from .._jax import jax
+    import jax.numpy as jnp
+
+    from ..bounds.individual import individual_analysis
+    from ..train.dpsgd import make_step_config
+    from ..train.models import get_model
+    from .trials import PRIOR_AWARE, draw_priors, trial_batch_size
+
+    t0 = time.perf_counter()
+    s = audit.setting
+    rel = s.release
+    trials = v.integer("trials", trials, minimum=1)
+    v.choice("attack", attack, PRIOR_AWARE)
+    members = group_members(audit.rero, group, fraction)
+    if members.size < s.prior_size:
+        raise ReconRiskError(f"a {fraction:g} group of {audit.n} examples holds {members.size} examples, fewer than "
+                             f"the prior size {s.prior_size}; use more training examples or a larger fraction")
+    seed = s.seed if seed is None else v.integer("seed", seed, minimum=0)
+    n = audit.n
+    cfg = make_step_config(rel, n - s.prior_size + 1, s.learning_rate, "hard", trials=trials)
+    if cfg.cap is not None:
+        raise ReconRiskError(f"the attack check trains on full-mask batches (q = 1, or q large enough that no padded "
+                             f"gather is needed); found sample_rate={rel.sample_rate:g} on {n} examples")
+    model = get_model(s.model, audit.image_shape, int(audit.num_classes))
+    fn = _trial_function(model, cfg, rel.steps, n)
+    prior_idx, targets = draw_priors(members.size, s.prior_size, trials, seed)
+    prior_pos = members[prior_idx]  # (trials, n) positions in S
+    base = jax.random.PRNGKey(v.jax_seed(seed))
+    shared = (jnp.float32(rel.noise_multiplier), jnp.float32(rel.noise_std), jnp.asarray(audit.x, jnp.float32),
+              jnp.asarray(audit.y, jnp.int32))
+    bs = trial_batch_size(rel.steps, s.prior_size, trials, 0, batch_trials)
+    ok, norms = [], []
+    for lo in range(0, trials, bs):
+        ids = np.minimum(np.arange(lo, lo + bs), trials - 1)  # pad the last call by repeating a trial
+        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.asarray(ids))
+        out, nrm = fn(*shared, keys, jnp.asarray(prior_pos[ids], jnp.int32), jnp.asarray(targets[ids], jnp.int32))
+        m = min(bs, trials - lo)
+        ok.append(np.asarray(out)[:m, PRIOR_AWARE.index(attack)])
+        norms.append(np.asarray(nrm)[:m])
+        if progress is not None:
+            progress(m)
+    ok, norms = np.concatenate(ok), np.concatenate(norms).astype(np.float64)
+    target_pos = prior_pos[np.arange(trials), targets]
+    trial = individual_analysis(rel, np.minimum(norms, rel.clip_norm), buckets=s.buckets)
+    return GroupAttack(group, members, attack, SuccessRate.from_outcomes(ok), float(np.max(audit.rero[members])),
+                       float(np.mean(audit.rero[prior_pos].max(axis=1))), float(np.mean(audit.rero[target_pos])),
+                       float(np.mean(trial.rero(s.kappa))), float(audit.worst_rero.upper), time.perf_counter() - t0)
+
+
+def decile_attacks(audit, *, trials: int = 1000, attack: str = "alg2", groups=GROUPS,
+                   progress: Callable[[int], None] | None = None, batch_trials: int | None = None) -> list[GroupAttack]:
+    """:func:`group_attack` on the most and the least exposed deciles (``trials`` each)."""
+    return [group_attack(audit, g, trials=trials, attack=attack, progress=progress, batch_trials=batch_trials)
+            for g in groups]

@@ -1,0 +1,248 @@
+"""Who is at risk: the per-example audit's figures, JSON and HTML page (drawing only).
+
+* :func:`rero_histogram` — the ex-post ReRo_i at κ of every training example, the median and the release's
+  worst case (the certified number every example gets without per-example accounting) marked; with a
+  filtered run, its certified ReRo_i and the budget beside them.
+* :func:`gallery` — the k most exposed examples as images (and, for contrast, the k least exposed), each
+  with its ReRo_i, label and the number of steps its gradient was clipped.
+* :func:`fil_scatter` — ReRo_i against Guo, Karrer, Chaudhuri & van der Maaten 2022's per-example dFIL η̄²
+  of the same run, with Spearman's ρ.
+* :func:`attack_plot` — the prior-aware attack's success on the most and least exposed deciles (95 %
+  Clopper–Pearson) beside each decile's per-example bound and the worst case.
+* :func:`write_individual` writes ``per_example.json`` (every example's numbers), the figures (PNG + SVG)
+  and ``per_example.html``, one self-contained page whose section :func:`section_html` is the "Who is at
+  risk" section (inline SVG, escaped text).
+
+Ex-post numbers are labelled "estimate (ex post, not a DP guarantee)" everywhere; a filtered run's are
+"certified (filtered)". Nothing here computes: :mod:`reconrisk.experiments.individual` does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .. import _io
+from .._io import pyplot, save_figure
+
+EX_POST_TITLE = "estimate (ex post, not a DP guarantee)"
+CERTIFIED_TITLE = "certified (filtered)"
+
+
+def _hist_figure(audit):
+    plt = pyplot()
+    s = audit.setting
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    worst = float(audit.worst_rero.upper)
+    bins = np.linspace(s.kappa, max(worst, float(np.max(audit.rero))) * 1.02 + 1e-9, 41)
+    ax.hist(audit.rero, bins=bins, color="tab:orange", alpha=0.85,
+            label=f"ex-post ReRo_i, {audit.n} examples: {EX_POST_TITLE}")
+    if audit.filtered is not None:
+        cert = audit.filtered.analysis.rero(s.kappa)
+        ax.hist(cert, bins=bins, color="tab:green", alpha=0.55, label=f"filtered run: {CERTIFIED_TITLE}")
+        ax.axvline(audit.filtered.budget, color="tab:green", ls="--", lw=1.5,
+                   label=f"per-example budget {audit.filtered.budget:g}")
+    med = float(np.median(audit.rero))
+    ax.axvline(med, color="tab:orange", ls="-", lw=1.5, label=f"median {med:.3f}")
+    ax.axvline(worst, color="black", ls="--", lw=1.8, label=f"worst case (certified, every example) {worst:.3f}")
+    ax.axvline(s.kappa, color="grey", ls=":", lw=1, label=f"blind guess κ = {s.kappa:g}")
+    ax.set_xlabel(f"reconstruction success bound at κ = {s.kappa:g}")
+    ax.set_ylabel("examples")
+    ax.set_title(_release_title(audit), fontsize=9)
+    ax.legend(fontsize=7.5, loc="upper left")
+    ax.grid(True, alpha=0.25)
+    fig.tight_layout()
+    return fig
+
+
+def _release_title(audit) -> str:
+    s = audit.setting
+    r = s.release
+    eps = f"ε = {s.epsilon:g}, " if s.epsilon is not None else ""
+    return (f"{eps}σ = {r.noise_multiplier:.4g}, q = {r.sample_rate:g}, T = {r.steps}, C = {r.clip_norm:g}, "
+            f"learning rate {s.learning_rate:g}, N = {audit.n}")
+
+
+def _gallery_figure(audit, k: int | None = None, least: bool = True):
+    plt = pyplot()
+    top = audit.most_exposed if k is None else audit.most_exposed[:k]
+    k = top.size
+    order = np.lexsort((np.arange(audit.n), audit.rero))
+    rows = [("most exposed", top)] + ([("least exposed", order[:k])] if least else [])
+    cols = min(k, 8)
+    nrows = sum(-(-r[1].size // cols) for r in rows)
+    fig, axes = plt.subplots(nrows, cols, figsize=(1.25 * cols, 1.55 * nrows), squeeze=False)
+    h, w, c = audit.image_shape
+    clip = audit.setting.release.clip_norm
+    r0 = 0
+    for name, idx in rows:
+        for j, i in enumerate(idx):
+            ax = axes[r0 + j // cols][j % cols]
+            img = audit.x[i].reshape(h, w, c)
+            ax.imshow(img[..., 0] if c == 1 else img, cmap="gray_r" if c == 1 else None, vmin=0, vmax=1)
+            clipped = int(np.sum(audit.norms[i] >= clip))
+            ax.set_title(f"{audit.rero[i]:.3f}\nlabel {int(audit.y[i])}, {clipped} clipped", fontsize=6.5)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        for j in range(idx.size, -(-idx.size // cols) * cols):
+            axes[r0 + j // cols][j % cols].axis("off")
+        axes[r0][0].set_ylabel(name, fontsize=8)
+        r0 += -(-idx.size // cols)
+    fig.suptitle(f"ex-post ReRo_i at κ = {audit.setting.kappa:g} ({EX_POST_TITLE}); steps of "
+                 f"{audit.setting.release.steps} with ‖g‖ ≥ C", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _fil_figure(audit):
+    plt = pyplot()
+    rel = audit.fil_relation()
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    f = np.where(audit.dfil > 0, audit.dfil, np.nan)
+    ax.scatter(f, audit.rero, s=6, alpha=0.5, color="tab:blue", label="training examples")
+    ax.scatter(f[audit.most_exposed], audit.rero[audit.most_exposed], s=14, color="tab:red",
+               label=f"{audit.most_exposed.size} most exposed (ReRo_i)")
+    ax.set_xscale("log")
+    ax.set_xlabel("per-example dFIL η̄² (Guo, Karrer, Chaudhuri & van der Maaten 2022, Alg. 1)")
+    ax.set_ylabel(f"ex-post ReRo_i at κ = {audit.setting.kappa:g}")
+    ax.set_title(f"Spearman ρ = {rel['spearman_rho']:.3f}; {rel['top_decile_overlap']} of the {rel['top_decile']} "
+                 "most exposed by ReRo_i are in FIL's top 10%", fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7.5)
+    fig.tight_layout()
+    return fig
+
+
+def _attack_figure(audit, attacks):
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    xs = np.arange(len(attacks))
+    for j, a in enumerate(attacks):
+        r = a.rate
+        lo, hi = r.ci
+        ax.errorbar([j], [r.rate], yerr=[[r.rate - lo], [hi - r.rate]], fmt="o", color="tab:blue", capsize=4,
+                    label=f"{a.attack} success (95% CI)" if j == 0 else None)
+        ax.scatter([j], [a.bound], marker="_", s=500, color="tab:orange", zorder=3,
+                   label="decile's largest ex-post ReRo_i (the bound)" if j == 0 else None)
+        ax.scatter([j], [a.target_rero], marker="x", color="tab:orange", zorder=3,
+                   label="mean ex-post ReRo_i of the targets" if j == 0 else None)
+    ax.axhline(float(audit.worst_rero.upper), color="black", ls="--", lw=1.5, label="worst case (certified)")
+    ax.axhline(audit.setting.kappa, color="grey", ls=":", lw=1, label=f"blind guess κ = {audit.setting.kappa:g}")
+    ax.set_xticks(xs, [("most" if a.group == "most" else "least") + " exposed 10%" for a in attacks])
+    ax.set_xlim(-0.6, len(attacks) - 0.4)
+    ax.set_ylim(0, 1.3)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_ylabel("reconstruction success")
+    ax.set_title(f"{attacks[0].rate.trials} trials per decile, prior size {audit.setting.prior_size}", fontsize=9)
+    ax.grid(True, alpha=0.25)
+    ax.legend(fontsize=6.5, loc="upper center", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def rero_histogram(audit, out_dir) -> list[Path]:
+    return save_figure(_hist_figure(audit), out_dir, "per_example_histogram")
+
+
+def gallery(audit, out_dir) -> list[Path]:
+    return save_figure(_gallery_figure(audit), out_dir, "per_example_gallery")
+
+
+def fil_scatter(audit, out_dir) -> list[Path]:
+    return save_figure(_fil_figure(audit), out_dir, "per_example_fil")
+
+
+def attack_plot(audit, attacks, out_dir) -> list[Path]:
+    return save_figure(_attack_figure(audit, attacks), out_dir, "per_example_attack")
+
+
+def payload(audit, attacks=(), *, config: dict | None = None) -> dict:
+    """The ``per_example.json`` document: every example's numbers, the summary, the attack check."""
+    out = audit.to_dict()
+    if config:
+        out["config"] = config
+    if attacks:
+        out["attack_check"] = [a.to_dict() for a in attacks]
+    return out
+
+
+def section_html(audit, attacks=()) -> str:
+    """The "Who is at risk" section: summary, histogram, gallery, FIL relation, attack check (inline SVG)."""
+    import html
+
+    from .html import _pct
+    from .report_plots import svg_of
+
+    e = lambda t: html.escape(str(t), quote=True)  # noqa: E731
+    sm = audit.summary()
+    s = audit.setting
+    parts = [f"<section id='who-is-at-risk'><h2>Who is at risk</h2><p class='release'>{e(_release_title(audit))}</p>",
+             "<div class='summary'>",
+             f"<p>Worst case (certified for every example): an informed adversary with a 1-in-{s.prior_size} prior "
+             f"reconstructs a training example at most {_pct(sm['worst_case_rero'])} of the time.</p>",
+             f"<p>Per example, from the gradients this run produced — an <b>{e(EX_POST_TITLE)}</b>: the median "
+             f"example's ReRo_i is {sm['ex_post_rero_median']:.3f} (10% of examples below "
+             f"{sm['ex_post_rero_decile_10']:.3f}, 10% above {sm['ex_post_rero_decile_90']:.3f}; "
+             f"{sm['share_at_worst_case']:.0%} at the worst case).</p>"]
+    if audit.filtered is not None:
+        f = audit.filtered
+        cert = f.analysis.rero(s.kappa)
+        parts.append(f"<p>Trained with a per-example budget of ReRo ≤ {f.budget:g} — <b>{e(CERTIFIED_TITLE)}</b>: "
+                     f"every example at most {float(np.max(cert)):.3f}; {np.mean(f.filtered):.1%} of the examples "
+                     f"were stopped by the filter; test accuracy {f.test_accuracy:.3f} "
+                     f"(without the filter {audit.test_accuracy:.3f}).</p>")
+    parts.append("</div>")
+    parts.append(f"<figure>{svg_of(_hist_figure(audit), 'histogram of per-example ReRo')}<figcaption>Ex-post "
+                 f"ReRo_i at κ = {s.kappa:g} of every training example ({e(EX_POST_TITLE)}), its median and the "
+                 "worst case.</figcaption></figure>")
+    parts.append(f"<figure>{svg_of(_gallery_figure(audit), 'most and least exposed examples')}<figcaption>The "
+                 f"{audit.most_exposed.size} most exposed examples (top rows) and the least exposed (bottom rows), "
+                 "with ReRo_i, label and the steps their gradient was clipped.</figcaption></figure>")
+    rel = audit.fil_relation()
+    if rel is not None:
+        parts.append(f"<figure>{svg_of(_fil_figure(audit), 'ReRo against dFIL')}<figcaption>Ex-post ReRo_i against "
+                     "the per-example Fisher information leakage of Guo, Karrer, Chaudhuri &amp; van der Maaten 2022 "
+                     f"(same run): Spearman ρ = {rel['spearman_rho']:.3f}.</figcaption></figure>")
+    if attacks:
+        rows = "".join(
+            f"<tr><td>{e(a.to_dict()['decile'])}</td><td class='num'>{a.rate.rate:.3f} "
+            f"[{a.rate.ci[0]:.3f}, {a.rate.ci[1]:.3f}]</td><td class='num'>{a.bound:.3f}</td>"
+            f"<td class='num'>{a.target_rero:.3f}</td><td class='num'>{a.worst_case:.3f}</td></tr>" for a in attacks)
+        parts.append("<h3>Attack check</h3><table id='attack-check'><thead><tr><th>targets</th><th>success [95% CI]"
+                     "</th><th>bound (largest ReRo_i)</th><th>targets' mean ReRo_i</th><th>worst case</th></tr>"
+                     f"</thead><tbody>{rows}</tbody></table>")
+        parts.append(f"<figure>{svg_of(_attack_figure(audit, attacks), 'attack success per decile')}<figcaption>"
+                     "Prior-aware attack (Hayes, Mahloujifar &amp; Balle 2023) on targets from the most and the "
+                     "least exposed deciles.</figcaption></figure>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_page(audit, attacks=()) -> str:
+    """``per_example.html``: the section on a self-contained page (the report's stylesheet, no external URL)."""
+    from .. import __version__
+    from .html import _CSS
+
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>Who is at risk: per-example reconstruction risk</title><style>{_CSS}</style></head><body>"
+            "<header><h1>Per-example reconstruction risk</h1></header>"
+            f"{section_html(audit, attacks)}"
+            f"<footer><p>reconrisk {__version__} · the same numbers, every example's, are in "
+            "<code>per_example.json</code></p></footer></body></html>")
+
+
+def write_individual(audit, out_dir, attacks=(), *, config: dict | None = None, plot: bool = True) -> dict:
+    """Write ``per_example.json``, the figures (unless ``plot`` is False) and ``per_example.html``."""
+    out = _io.ensure_out_dir(out_dir)
+    files: list[Path] = []
+    if plot:
+        files += rero_histogram(audit, out) + gallery(audit, out)
+        if audit.dfil is not None:
+            files += fil_scatter(audit, out)
+        if attacks:
+            files += attack_plot(audit, attacks, out)
+        files.append(_io.atomic_write(Path(out) / "per_example.html", render_page(audit, attacks)))
+    files.append(_io.write_json(payload(audit, attacks, config=config), out, "per_example.json"))
+    return {"files": [str(p) for p in files]}
