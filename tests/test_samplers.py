@@ -230,3 +230,12 @@ def test_laplace_event_bracket_property(b, la, frac):
     eps = frac / b
     d = a.delta(eps)
     assert d.lower - 1e-12 <= -math.expm1((eps - 1 / b) / 2) <= d.upper + 1e-12
+
+
+def test_dominating_release_names_what_it_stands_for():
+    run = Release.fixed_batch(2.0, 10, 100, 5)
+    dom = run.dominating()
+    assert dom.stands_for == run and dom.as_run == run and run.stands_for is None and run.as_run is run
+    assert dom == Release(1.0, 0.1, 5) and "stands_for" not in repr(dom)  # neither compared nor printed
+    assert Release(1.0, 0.1, 5).dominating().stands_for is None  # a Poisson release is its own
+    assert PrivacyAnalysis(dom).source == run  # the analysis still says what was run

@@ -483,7 +483,8 @@ def gaussian_release(release, what: str) -> "Release":
     if not isinstance(release, Release):
         raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
     if release.noise != "gaussian":
-        hint = " (VMF: see reconrisk.accounting.vmf)" if release.noise == "vmf" else ""
+        hint = (" (VMF: its RDP curve through the optimal conversion, GuaranteeAnalysis.from_release(release, dim=p))"
+                if release.noise == "vmf" else "")
         raise ReconRiskError(f"{what} is for noise='gaussian' releases; found noise={release.noise!r}{hint}")
     return release.dominating()
 

@@ -167,6 +167,24 @@ class EventAnalysis:
                 return kind
         return type(self.source).__name__
 
+    @property
+    def label(self) -> str:
+        """The event in a few words for a table title: ``5×LaplaceDpEvent(b=10) + 20×Gaussian(σ=1, q=0.1)``."""
+        parts = []
+        for kind, a, q, count in self.leaves:
+            if kind in ("gaussian", "poisson", "fixed"):
+                what = {"gaussian": "Gaussian", "poisson": "PoissonSampled Gaussian", "fixed": "WithoutReplacement Gaussian"}
+                parts.append(f"{count}×{what[kind]}(s={a:g}" + (f", q={q:g})" if kind != "gaussian" else ")"))
+            else:
+                b = getattr(a, "noise_multiplier", None) or getattr(getattr(a, "event", None), "noise_multiplier", None)
+                parts.append(f"{count}×{kind}" + (f"(b={b:g})" if b is not None else ""))
+        return " + ".join(parts)
+
+    @property
+    def composition_count(self) -> int:
+        """Composed distributions made so far (all grids, both sides, both directions)."""
+        return len(self._cache)
+
     def directions(self, pessimistic: bool) -> tuple[str, ...]:
         """Directions with a distribution on this side (optimistic *add* only without Gaussian steps)."""
         return ("remove", "add") if pessimistic or not self.has_gaussian else ("remove",)

@@ -388,8 +388,7 @@ class GuaranteeAnalysis:
             g = self.describe()
             kw = {"epsilon": g.get("epsilon"), "delta": g.get("delta"), "order": g.get("order"), "rho": g.get("rho")}
             b = rero_from_guarantee(self.kind, k, log_kappa=lk, symmetric=self.symmetric, **kw)
-        return Bound("reconstruction", None, b.upper, method=b.method, formula=b.formula,
-                     details={**b.details, "guarantee": self.kind})
+        return Bound("reconstruction", None, b.upper, method=b.method, formula=b.formula, details=dict(b.details))
 
     def delta(self, epsilon: float) -> Bound:
         """Upper end of δ(ε) = sup_t (1 − f(t) − e^ε t) of the guarantee's curve (the tightest δ it implies at ε)."""

@@ -65,7 +65,7 @@ from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .analysis import PrivacyAnalysis, analyse
 from .guarantee import GuaranteeAnalysis
-from .risk_curves import MAX_HALVINGS, _Gdp, _Pmf, _pmf_pair, event_pair  # noqa: F401  (MAX_HALVINGS: kept importable)
+from .risk_curves import _Gdp, _pmf_pair, event_pair
 from .tradeoff import tradeoff
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
@@ -152,7 +152,7 @@ def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) ->
     if not isinstance(analysis, PrivacyAnalysis):
         r = analysis.rero(b)
         det = {"method": r.method, **extra, "converged": r.converged}
-        det.update({k: r.details[k] for k in ("discretization", "order", "guarantee") if k in r.details})
+        det.update({k: r.details[k] for k in ("discretization", "order") if k in r.details})
         if r.method != "pld":
             det["conversion"] = r.formula
         return _risk_bound(measure, b, r.lower, r.upper, formula, det)
