@@ -104,6 +104,18 @@ class PrivacyAnalysis:
 
         return EventAnalysis(event, value_discretization=value_discretization)
 
+    @staticmethod
+    def from_guarantee(source: str, **guarantee):
+        """What a guarantee alone certifies (no mechanism): a :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis`.
+
+        ``source`` ``"dp"`` (``epsilon``, ``delta``), ``"rdp"`` (``order``, ``epsilon``: the points of a curve)
+        or ``"zcdp"`` (``rho``), as ``reconrisk convert``; the same questions (``rero``, ``tradeoff``, ``risk``,
+        ``delta``, ``epsilon``) are answered from the tightest trade-off curve of the guarantee, upper ends only.
+        """
+        from .guarantee import GuaranteeAnalysis
+
+        return GuaranteeAnalysis(source, **guarantee)
+
     # -- the distributions -------------------------------------------------------------------
     @property
     def composition_count(self) -> int:
