@@ -51,9 +51,9 @@ def bound_cmd(
     confidence = v.probability_open("confidence", confidence)
     if method in ("mc", "all"):
         v.memory("--samples", samples, 48 * samples)
-    k = _kappa(kappa, prior_size)
     analysis, _ = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                                    release_file=release_file, batch_size=batch_size, dataset_size=dataset_size)
+    k = _kappa(kappa, prior_size)
     release = analysis.release  # the Poisson-subsampled Gaussian release the numbers are for (None: an event)
     delta = v.probability_open("delta", delta)
     from ..errors import ReconRiskError
