@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import special
 
 from reconrisk.bounds.analysis import PrivacyAnalysis
@@ -50,6 +52,19 @@ def test_laplace_event_risks_contain_the_exact_values(b):
     assert tpr.lower - 1e-12 <= 1 - float(laplace_tradeoff(0.01, e0)) <= tpr.upper + 1e-12
     rad = a.risk("rad", prior=[0.5, 0.3, 0.2])
     assert 0 <= rad.lower <= rad.upper <= 1 - 0.5
+
+
+@settings(max_examples=15, deadline=None)
+@given(b=st.floats(0.3, 5.0), n=st.integers(2, 10**6), la=st.floats(-9, -0.01))
+def test_laplace_event_risk_brackets_property(b, n, la):
+    a = EventAnalysis(dpa.LaplaceDpEvent(b))
+    e0 = 1 / b
+    for r, exact in ((a.risk("membership_advantage"), -math.expm1(-e0 / 2)),
+                     (a.risk("reidentification", prior_size=n), 1 - float(laplace_tradeoff(1 / n, e0))),
+                     (a.risk("membership_tpr", fpr=10.0**la), 1 - float(laplace_tradeoff(10.0**la, e0)))):
+        assert r.lower <= r.upper and r.lower - 1e-12 <= exact <= r.upper + 1e-12
+    lo = a.risk("membership_advantage").lower
+    assert EventAnalysis(dpa.LaplaceDpEvent(b * 1.5)).risk("membership_advantage").upper <= lo + 1e-9  # more noise
 
 
 def test_gdp_mu_of_events():

@@ -294,6 +294,11 @@ class EventAnalysis:
                      formula="B_kappa = inf_eps [e^eps kappa + delta(eps)] on the pessimistic and optimistic PLDs of the "
                              "event (Hayes, Mahloujifar & Balle 2023, Cor. 4)", details=det)
 
+    def rero_many(self, kappas, **kw) -> list[Bound]:
+        """:meth:`rero` at many κ (each refines on the grids the others composed)."""
+        ks, _ = v.kappa_array("kappas", kappas)
+        return [self.rero(float(k), **kw) for k in np.atleast_1d(ks)]
+
     def tradeoff(self, alphas, *, tol: float | None = None):
         """Bracket on the trade-off curve f(α) = 1 − B_α of the remove pair (Dong, Roth & Su 2022), as a
         :class:`~reconrisk.bounds.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``)."""

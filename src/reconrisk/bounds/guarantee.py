@@ -375,6 +375,11 @@ class GuaranteeAnalysis:
             b = replace(b, details={**b.details, "prior_size": prior_size})
         return b
 
+    def rero_many(self, kappas) -> list[Bound]:
+        """:meth:`rero` at many κ."""
+        ks, _ = v.kappa_array("kappas", kappas)
+        return [self.rero(float(k)) for k in np.atleast_1d(ks)]
+
     def _rero(self, k, lk) -> Bound:
         if self.kind == "vmf":
             from .vmf_rero import rero_vmf

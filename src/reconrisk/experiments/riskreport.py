@@ -182,7 +182,7 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     ns = [int(n) for n in prior_sizes]
     kap = np.array([1.0 / n for n in ns])
     if release is None:  # an event: its own bracket per prior size (the RDP and Fano bounds read sigma, q, T)
-        pld = [analysis.rero(float(k)) for k in kap]
+        pld = analysis.rero_many(kap)
         return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld],
                 "upper": [r.upper for r in pld], "rdp": None, "fano": None}
     pld = analysis.rero_many(kap, method="pld")
