@@ -3,6 +3,14 @@
 Let f be the trade-off curve of :mod:`reconrisk.bounds.tradeoff` (μ: output
 with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
 
+The same functions read the curve of anything :func:`~reconrisk.bounds.analysis.analyse`
+accepts: a release's privacy-loss distributions (two-sided), a ``dp_accounting``
+event's (:class:`~reconrisk.bounds.events.EventAnalysis`, two-sided, both
+directions' pessimistic δ for the upper ends) or a guarantee's tightest curve
+(:class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis`: upper ends only, ``lower``
+None, ``method`` and ``details["conversion"]`` naming the conversion). The curve
+adapters and their refinement loops are :mod:`reconrisk.bounds.risk_curves`.
+
 ``reconstruction`` / ``reidentification`` / ``attribute``
     Any attack whose blind-guess success is b succeeds with probability at
     most g(b) = 1 − f(b) (Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al., NeurIPS 2025,
