@@ -71,7 +71,8 @@ def main() -> None:
         b = float(np.exp(rng.uniform(math.log(0.2), math.log(10))))
         a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
         alphas = np.exp(rng.uniform(math.log(1e-10), math.log(0.999), 50))
-        lo, up = a.tradeoff(alphas)
+        t = a.tradeoff(alphas)
+        lo, up = t.beta_lower, t.beta_upper
         for x, l, u in zip(laplace_tradeoff(alphas, 1 / b), lo, up):
             v, m = check(l, x, u)
             n, bad, worst["laplace"] = n + 1, bad + v, min(worst["laplace"], m)

@@ -92,7 +92,7 @@ def test_parse_errors_one_line(capsys, value):
 @pytest.mark.parametrize(
     "argv,needle",
     [
-        (["bound", "-q", "0.01", "-T", "100"], "Missing option"),
+        (["bound", "-q", "0.01", "-T", "100"], "missing --noise-multiplier"),  # optional since --release/--batch-size
         (["bound", "-s", "1", "-q", "0.01", "-T", "100", "-n", "10", "--bogus"], "No such option"),
         (["bound", "-s"], "requires an argument"),
         (["no-such-command"], "No such command"),

@@ -157,7 +157,8 @@ def test_laplace_event_contains_the_exact_tradeoff_curve_and_delta(b):
     dpa = pytest.importorskip("dp_accounting")
     a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
     alphas = np.array([1e-6, 1e-3, 0.05, 0.2, 0.45, 0.6, 0.9])
-    lo, up = a.tradeoff(alphas)
+    t = a.tradeoff(alphas)
+    lo, up = t.beta_lower, t.beta_upper
     ex = laplace_tradeoff(alphas, 1 / b)
     assert np.all(lo <= ex + 1e-12) and np.all(ex <= up + 1e-12) and np.all(up - lo < 1e-4)
     for eps in (0.0, 0.3 / b, 0.9 / b):
@@ -222,9 +223,19 @@ def test_laplace_event_bracket_property(b, la, frac):
     dpa = pytest.importorskip("dp_accounting")
     a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
     alpha = np.array([10.0**la])
-    lo, up = a.tradeoff(alpha)
+    t = a.tradeoff(alpha)
+    lo, up = t.beta_lower, t.beta_upper
     ex = laplace_tradeoff(alpha, 1 / b)
     assert lo[0] <= ex[0] + 1e-12 and ex[0] <= up[0] + 1e-12
     eps = frac / b
     d = a.delta(eps)
     assert d.lower - 1e-12 <= -math.expm1((eps - 1 / b) / 2) <= d.upper + 1e-12
+
+
+def test_dominating_release_names_what_it_stands_for():
+    run = Release.fixed_batch(2.0, 10, 100, 5)
+    dom = run.dominating()
+    assert dom.stands_for == run and dom.as_run == run and run.stands_for is None and run.as_run is run
+    assert dom == Release(1.0, 0.1, 5) and "stands_for" not in repr(dom)  # neither compared nor printed
+    assert Release(1.0, 0.1, 5).dominating().stands_for is None  # a Poisson release is its own
+    assert PrivacyAnalysis(dom).source == run  # the analysis still says what was run

@@ -55,6 +55,8 @@ _LAZY = {
     "rero_zcdp": "bounds.rdp_tradeoff",
     "tradeoff_zcdp": "bounds.rdp_tradeoff",
     "rero_vmf": "bounds.vmf_rero",
+    "GuaranteeAnalysis": "bounds.guarantee",
+    "EventAnalysis": "bounds.events",
     "log_kappa_uniform_ball": "priors",
     "log_kappa_gaussian": "priors",
     "closed_form_experiment": "attacks.closed_form",
@@ -156,6 +158,8 @@ __all__ = [
     "rero_zcdp",
     "tradeoff_zcdp",
     "rero_vmf",
+    "GuaranteeAnalysis",
+    "EventAnalysis",
     # issue 11
     "tradeoff",
     "TradeOff",

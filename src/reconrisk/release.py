@@ -13,7 +13,7 @@ and then only read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from . import _validate as v
@@ -113,12 +113,19 @@ class Release:
     :class:`~reconrisk.errors.ReconRiskError`); :attr:`noise_scale` is what the
     simulator's noise function reads (σC or κ), and the (ε, δ) accounting is
     :func:`reconrisk.accounting.vmf.vmf_epsilon`, not the Gaussian one.
+
+    ``stands_for`` is set only on a release built by :meth:`dominating`: the
+    fixed-batch release this Poisson release is the exact dominating pair of
+    (so an analysis of it can still say what was run, :attr:`as_run`). It is
+    neither compared nor printed: two releases with the same segments, clip
+    norm, noise and sampler are equal, whatever they stand for.
     """
 
     segments: tuple[Segment, ...]
     clip_norm: float
     noise: str
     sampler: str = "poisson"
+    stands_for: "Release | None" = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -179,6 +186,7 @@ class Release:
         object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
         object.__setattr__(self, "noise", noise)
         object.__setattr__(self, "sampler", sampler)
+        object.__setattr__(self, "stands_for", None)
 
     # -- constructors -------------------------------------------------------------
     @classmethod
@@ -342,13 +350,13 @@ class Release:
             return self
         segs = [Segment(s.noise_multiplier / 2.0, s.sample_rate, s.steps) for s in self.segments]
         out = Release(segments=segs, clip_norm=self.clip_norm, noise=self.noise)
-        object.__setattr__(out, "_dominated", self)  # not a field: equality and repr are unchanged
+        object.__setattr__(out, "stands_for", self)  # the field documented in the class docstring
         return out
 
     @property
     def as_run(self) -> "Release":
         """The release that was run: itself, or for a :meth:`dominating` release the one it stands for."""
-        return getattr(self, "_dominated", self)
+        return self if self.stands_for is None else self.stands_for
 
     @classmethod
     def from_opacus(cls, privacy_engine_or_accountant, *, clip_norm: float = 1.0, data_loader=None) -> "Release":
@@ -475,7 +483,8 @@ def gaussian_release(release, what: str) -> "Release":
     if not isinstance(release, Release):
         raise ReconRiskError(f"release must be a reconrisk.Release; found {type(release).__name__}")
     if release.noise != "gaussian":
-        hint = " (VMF: see reconrisk.accounting.vmf)" if release.noise == "vmf" else ""
+        hint = (" (VMF: its RDP curve through the optimal conversion, GuaranteeAnalysis.from_release(release, dim=p))"
+                if release.noise == "vmf" else "")
         raise ReconRiskError(f"{what} is for noise='gaussian' releases; found noise={release.noise!r}{hint}")
     return release.dominating()
 

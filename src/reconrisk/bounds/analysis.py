@@ -104,6 +104,18 @@ class PrivacyAnalysis:
 
         return EventAnalysis(event, value_discretization=value_discretization)
 
+    @staticmethod
+    def from_guarantee(source: str, **guarantee):
+        """What a guarantee alone certifies (no mechanism): a :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis`.
+
+        ``source`` ``"dp"`` (``epsilon``, ``delta``), ``"rdp"`` (``order``, ``epsilon``: the points of a curve)
+        or ``"zcdp"`` (``rho``), as ``reconrisk convert``; the same questions (``rero``, ``tradeoff``, ``risk``,
+        ``delta``, ``epsilon``) are answered from the tightest trade-off curve of the guarantee, upper ends only.
+        """
+        from .guarantee import GuaranteeAnalysis
+
+        return GuaranteeAnalysis(source, **guarantee)
+
     # -- the distributions -------------------------------------------------------------------
     @property
     def composition_count(self) -> int:
@@ -287,8 +299,20 @@ def _with_details(b: Bound, **extra) -> Bound:
     return replace(b, details={**b.details, **extra})
 
 
-def analyse(release_or_analysis) -> PrivacyAnalysis:
-    """The :class:`PrivacyAnalysis` of a release (an analysis is returned as it is, so callers can pass either)."""
-    if isinstance(release_or_analysis, PrivacyAnalysis):
-        return release_or_analysis
-    return PrivacyAnalysis(release_or_analysis)
+def analyse(release_or_analysis):
+    """The analysis of what was run, so callers can pass any of them.
+
+    A :class:`PrivacyAnalysis`, an :class:`~reconrisk.bounds.events.EventAnalysis` or a
+    :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis` is returned as it is; a
+    :class:`~reconrisk.release.Release` gets its :class:`PrivacyAnalysis`, a ``dp_accounting`` ``DpEvent``
+    :meth:`PrivacyAnalysis.from_dp_event`.
+    """
+    from .events import EventAnalysis
+    from .guarantee import GuaranteeAnalysis
+
+    x = release_or_analysis
+    if isinstance(x, (PrivacyAnalysis, EventAnalysis, GuaranteeAnalysis)):
+        return x
+    if type(x).__module__.startswith("dp_accounting"):
+        return PrivacyAnalysis.from_dp_event(x)
+    return PrivacyAnalysis(x)

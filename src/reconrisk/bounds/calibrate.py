@@ -21,7 +21,14 @@ target?" is decided by the same bound at the release (:func:`meets`), never by
 comparing σ values.
 
 Search: the smallest σ (relative tolerance ``rel_tol``), the largest T
-(exact), the largest q (relative ``rel_tol``). Where a closed form gives the
+(exact), the largest q (relative ``rel_tol``).
+
+Samplers: ``batch_size`` B and ``dataset_size`` N (instead of ``sample_rate``)
+calibrate a release of fixed-size batches without replacement
+(:meth:`Release.fixed_batch <reconrisk.release.Release.fixed_batch>`; replace-one
+neighbours): every candidate is that release, analysed as it was run (its exact
+dominating pair, σ/2), so the same search answers it; ``solve="batch_size"``
+finds the largest B (exact) where ``solve="sample_rate"`` would find q. Where a closed form gives the
 answer (every q = 1 for the curve measures and ε) the search starts there and
 steps up by ulps until the certified predicate holds; otherwise it starts at a
 central-limit guess and widens geometrically — only the number of evaluations
@@ -46,7 +53,7 @@ from .risk import MEASURES, canonical_measure
 
 #: What can be calibrated: every risk measure and ε at δ.
 QUANTITIES = MEASURES + ("epsilon",)
-SOLVE = ("noise_multiplier", "steps", "sample_rate")
+SOLVE = ("noise_multiplier", "steps", "sample_rate", "batch_size")
 #: Largest number of steps searched when solving for steps.
 MAX_STEPS = 10**7
 #: Range of noise multipliers searched.
@@ -71,9 +78,14 @@ class Calibration:
     bound: Bound
     bracket: tuple[float, float]
     evaluations: int
+    sampler: str = "poisson"
+    batch_size: int | None = None
+    dataset_size: int | None = None
 
     @property
     def release(self) -> Release:
+        if self.sampler == "fixed":
+            return Release.fixed_batch(self.noise_multiplier, self.batch_size, self.dataset_size, self.steps)
         return Release(self.noise_multiplier, self.sample_rate, self.steps)
 
     @property
@@ -82,11 +94,14 @@ class Calibration:
         return getattr(self, self.solve)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "quantity": self.quantity, "target": self.target, "solve": self.solve,
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "bracket": list(self.bracket), "evaluations": self.evaluations, "bound": self.bound.to_dict(),
         }
+        if self.sampler == "fixed":
+            out.update(sampler="fixed", batch_size=self.batch_size, dataset_size=self.dataset_size)
+        return out
 
 
 def meets(bound: Bound, target: float) -> bool:
@@ -120,10 +135,15 @@ def calibrate(
     noise_multiplier: float | None = None,
     sample_rate: float | None = None,
     steps: int | None = None,
+    batch_size: int | None = None,
+    dataset_size: int | None = None,
     rel_tol: float | None = None,
     **args,
 ) -> Calibration:
     """The σ (smallest), T (largest) or q (largest) at which ``quantity`` meets ``target``; give the other two.
+
+    Fixed-size batches without replacement: ``dataset_size`` N with ``batch_size`` B instead of
+    ``sample_rate`` (``solve="batch_size"``: the largest B, exact).
 
     ``quantity``: a risk measure of :func:`reconrisk.bounds.risk.risk`
     (``"reconstruction"``, ``"membership_advantage"``, …) with its own
@@ -140,24 +160,44 @@ def calibrate(
         if extra:
             raise ReconRiskError(f"quantity 'epsilon' takes delta; found {', '.join(extra)}")
         args = {"delta": v.probability_open("delta", args.get("delta", 1e-5))}
-    given = dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
+    fixed = batch_size is not None or dataset_size is not None or solve == "batch_size"
+    if fixed:
+        if sample_rate is not None:
+            raise ReconRiskError("give sample_rate (Poisson sampling) or batch_size and dataset_size (fixed-size "
+                                 f"batches), not both; found sample_rate={sample_rate}")
+        if solve == "sample_rate":
+            raise ReconRiskError("with fixed-size batches solve batch_size (the largest B), not sample_rate")
+        n_data = v.integer("dataset_size", dataset_size) if dataset_size is not None else None
+        if n_data is None:
+            raise ReconRiskError("fixed-size batches need dataset_size (the number of training examples N)")
+        given = dict(noise_multiplier=noise_multiplier, batch_size=batch_size, steps=steps)
+    else:
+        given = dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
     if given[solve] is not None:
         raise ReconRiskError(f"{solve} is what solve={solve!r} computes; do not give it (found {given[solve]})")
-    for k in SOLVE:
+    for k in given:
         if k != solve and given[k] is None:
             raise ReconRiskError(f"solving for {solve} needs {k} (found none)")
     sigma = None if noise_multiplier is None else v.noise_multiplier("noise_multiplier", noise_multiplier)
     q = None if sample_rate is None else v.sample_rate("sample_rate", sample_rate)
+    if fixed and batch_size is not None:
+        b_size = v.integer("batch_size", batch_size, minimum=1, maximum=n_data)
+        q = b_size / n_data
     t = None if steps is None else v.steps("steps", steps)
     floor = _check_target(quantity, target, args)
+    sampler = "fixed" if fixed else "poisson"
+    scale = 2.0 if fixed else 1.0  # a fixed-batch release is its Poisson dominating pair at sigma/2
 
     cache: dict[tuple, Bound] = {}
 
     def at(s: float, r: float, n: int) -> Bound:
         key = (s, r, n)
         if key not in cache:
-            cache[key] = quantity_bound(PrivacyAnalysis(Release(s, r, n)), quantity, args)
+            cache[key] = quantity_bound(PrivacyAnalysis(Release(s, r, n, sampler=sampler)), quantity, args)
         return cache[key]
+
+    if solve == "batch_size":
+        return _largest_batch(quantity, target, sigma, n_data, t, at, cache)
 
     if solve == "noise_multiplier":
         if q < 1.0 and floor < MIN_KAPPA_PLD and quantity in _CURVE:
@@ -171,6 +211,7 @@ def calibrate(
                     f"target must be < {top:.6g}, the success without any noise at sample_rate={q:g}, steps={t}; "
                     f"found {target:g} (every noise multiplier meets it)")
         exact = _closed_form_sigma(quantity, target, q, t, args, floor)
+        exact = None if exact is None else scale * exact
 
         def ok_sigma(s: float) -> bool:
             return meets(at(s, q, t), target)
@@ -179,7 +220,7 @@ def calibrate(
             sigma = _strict_up(exact, ok_sigma)
             lo = hi = sigma
         else:
-            lo, hi = _smallest(ok_sigma, _sigma_guess(quantity, target, q, t, args, floor), rel_tol,
+            lo, hi = _smallest(ok_sigma, scale * _sigma_guess(quantity, target, q, t, args, floor), rel_tol,
                                MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER, "noise_multiplier")
             sigma = hi
     elif solve == "steps":
@@ -214,7 +255,31 @@ def calibrate(
     b = at(sigma, q, t)
     if not meets(b, target):  # pragma: no cover - every answer is a point where the predicate held
         raise ReconRiskError(f"internal error: the calibrated release does not meet target {target:g}")
+    if fixed:
+        return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache), "fixed", b_size, n_data)
     return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache))
+
+
+def _largest_batch(quantity, target, sigma, n_data, t, at, cache: dict) -> Calibration:
+    """The largest batch size B ≤ N (fixed-size batches) at which the bound meets the target: bisection on B
+    (the release is post-processing-dominated by a larger B, so the predicate is monotone)."""
+    if not meets(at(sigma, 1.0 / n_data, t), target):
+        raise ReconRiskError(f"even batch_size=1 exceeds target {target:g} for {quantity} at noise_multiplier={sigma:g}, "
+                             f"steps={t}, dataset_size={n_data}; raise the noise or take fewer steps")
+    lo, hi = 1, n_data + 1  # meets at lo; hi: fails, or past N
+    if meets(at(sigma, 1.0, t), target):
+        lo = n_data
+    else:
+        hi = n_data
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if meets(at(sigma, mid / n_data, t), target):
+                lo = mid
+            else:
+                hi = mid
+    b = at(sigma, lo / n_data, t)
+    return Calibration(quantity, target, "batch_size", sigma, lo / n_data, t, b, (float(lo), float(min(hi, n_data))),
+                       len(cache), "fixed", lo, n_data)
 
 
 def _check_target(quantity: str, target: float, args: dict) -> float:

@@ -3,10 +3,21 @@
 :class:`EventAnalysis` is what :meth:`PrivacyAnalysis.from_dp_event
 <reconrisk.bounds.analysis.PrivacyAnalysis.from_dp_event>` returns for events
 that are not Gaussian DP-SGD (those become a :class:`~reconrisk.release.Release`
-and get the full analysis). It composes, on one loss grid ``h``, a pessimistic
+and get the full analysis). It composes, on a loss grid ``h``, a pessimistic
 and an optimistic privacy-loss distribution (PLD) of the event, both
-directions, and answers ``epsilon``, ``delta``, ``rero`` and ``tradeoff`` as
-two-sided :class:`~reconrisk.results.Bound` s / arrays.
+directions, and answers what :class:`~reconrisk.bounds.analysis.PrivacyAnalysis`
+answers for a release — ``epsilon``, ``delta``, ``rero``, ``tradeoff`` (a
+:class:`~reconrisk.bounds.tradeoff.TradeOff`), ``risk`` (every measure of
+``reconrisk risk``, through :mod:`reconrisk.bounds.risk`) and ``gdp_mu`` — as
+two-sided :class:`~reconrisk.results.Bound` s.
+
+**Refinement.** The first grid is ``value_discretization`` (default
+``EVENT_DISCRETIZATION``); a question whose bracket is wider than its target
+(``rel_tol`` for ε, δ and ReRo, an absolute ``tol`` for the curve and the δ-based
+risks) halves the grid, at most ``MAX_EVENT_HALVINGS`` times and while the
+composed distribution stays under ``MAX_EVENT_ATOMS`` atoms; each grid is composed
+once and kept, and ``converged`` says whether the target was met (both ends are
+certified either way).
 
 Where the distributions come from:
 
@@ -27,7 +38,9 @@ round-off bound (it is float64 arithmetic on closed forms); the brackets are
 as certified as those. The optimistic *add* direction exists only for the
 ``dp_accounting`` pieces; when Gaussian steps are composed in, ``lower`` comes
 from the remove direction (as in :class:`PrivacyAnalysis`). Events that mix the
-add/remove and replace-one relations are refused.
+add/remove and replace-one relations are refused. ``dp_accounting`` builds the
+distribution of a mixture of Gaussians slowly (about a minute per side at
+h = 1e-4 on a 2-core machine), and every refinement of such an event doubles it.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
@@ -42,8 +56,13 @@ from ..accounting.pmf import PMF
 from ..errors import ReconRiskError
 from ..results import Bound
 
-#: Default loss grid of an event analysis.
+#: First loss grid of an event analysis.
 EVENT_DISCRETIZATION = 1e-4
+#: A question halves the grid at most this many times, and not past this many atoms per distribution.
+MAX_EVENT_HALVINGS = 5
+MAX_EVENT_ATOMS = 400_000
+#: Default relative width targets of ε / δ and of ReRo (the latter the release engine's own default).
+EPSILON_REL_TOL = 1e-2
 #: Losses kept in compositions (beyond: +∞ when pessimistic, the cap when optimistic).
 EVENT_LOSS_CAP = 250.0
 
@@ -109,19 +128,22 @@ def _dpa_pld(event, h: float, pessimistic: bool, relation: str):
 
 
 class EventAnalysis:
-    """Two-sided certified (ε, δ), ReRo and trade-off values of a ``DpEvent`` (see the module docstring).
+    """Two-sided certified (ε, δ), ReRo, trade-off and risk values of a ``DpEvent`` (see the module docstring).
 
     >>> import dp_accounting as dpa
     >>> a = EventAnalysis(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(2.0), 3))
     >>> b = a.epsilon(1e-6, two_sided=True); b.lower <= b.upper
     True
+    >>> r = a.risk("membership_advantage"); r.lower <= r.upper
+    True
     """
+
+    release = None  # not a DP-SGD release: quantities that need σ, q, T are refused by name
 
     def __init__(self, event, *, value_discretization: float | None = None) -> None:
         from ..release import dp_event_leaves
 
         self.source = event
-        self.release = None
         self.leaves = dp_event_leaves(event)
         if not self.leaves:
             raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
@@ -129,18 +151,50 @@ class EventAnalysis:
         self.h = EVENT_DISCRETIZATION if value_discretization is None else v.positive(
             "value_discretization", value_discretization)
         self.has_gaussian = any(k in ("gaussian", "poisson", "fixed") for k, *_ in self.leaves)
-        self._cache: dict[tuple[bool, str], PMF] = {}
+        self._cache: dict[tuple[float, bool, str], PMF] = {}
+        self._memo: dict = {}
 
     def __repr__(self) -> str:
         return f"EventAnalysis({self.source!r}, h={self.h:g})"
+
+    def describe(self) -> dict:
+        """The event as JSON-ready keys (its ``dp_accounting`` repr and the neighbouring relation)."""
+        return {"dp_event": repr(self.source), "relation": self.relation}
+
+    @property
+    def name(self) -> str:
+        """The first leaf that is not a Gaussian step (what a refusal names), else the event's class name."""
+        for kind, *_ in self.leaves:
+            if kind not in ("gaussian", "poisson", "fixed"):
+                return kind
+        return type(self.source).__name__
+
+    @property
+    def label(self) -> str:
+        """The event in a few words for a table title: ``5×LaplaceDpEvent(b=10) + 20×Gaussian(σ=1, q=0.1)``."""
+        parts = []
+        for kind, a, q, count in self.leaves:
+            if kind in ("gaussian", "poisson", "fixed"):
+                what = {"gaussian": "Gaussian", "poisson": "PoissonSampled Gaussian", "fixed": "WithoutReplacement Gaussian"}
+                parts.append(f"{count}×{what[kind]}(s={a:g}" + (f", q={q:g})" if kind != "gaussian" else ")"))
+            else:
+                b = getattr(a, "noise_multiplier", None) or getattr(getattr(a, "event", None), "noise_multiplier", None)
+                parts.append(f"{count}×{kind}" + (f"(b={b:g})" if b is not None else ""))
+        return " + ".join(parts)
+
+    @property
+    def composition_count(self) -> int:
+        """Composed distributions made so far (all grids, both sides, both directions)."""
+        return len(self._cache)
 
     def directions(self, pessimistic: bool) -> tuple[str, ...]:
         """Directions with a distribution on this side (optimistic *add* only without Gaussian steps)."""
         return ("remove", "add") if pessimistic or not self.has_gaussian else ("remove",)
 
-    def pmf(self, *, pessimistic: bool, direction: str = "remove") -> PMF:
-        """The composed PLD of the event (one side, one direction), composed once and cached."""
-        key = (bool(pessimistic), v.choice("direction", direction, ("remove", "add")))
+    def pmf(self, h: float | None = None, *, pessimistic: bool, direction: str = "remove") -> PMF:
+        """The composed PLD of the event on grid ``h`` (default the first grid), one side, one direction; cached."""
+        h = self.h if h is None else float(h)
+        key = (h, bool(pessimistic), v.choice("direction", direction, ("remove", "add")))
         if key in self._cache:
             return self._cache[key]
         if direction not in self.directions(pessimistic):
@@ -149,9 +203,9 @@ class EventAnalysis:
         for kind, a, q, count in self.leaves:
             if kind in ("gaussian", "poisson", "fixed"):
                 # without replacement: the Poisson pair at the event's noise multiplier (Release.dominating)
-                step = _pld.step_pmf(a, q, self.h, pessimistic=pessimistic, direction=direction)
+                step = _pld.step_pmf(a, q, h, pessimistic=pessimistic, direction=direction)
             else:
-                d = _dpa_pld(a, self.h, pessimistic, self.relation)
+                d = _dpa_pld(a, h, pessimistic, self.relation)
                 step = _from_dp_accounting(d._pmf_remove if direction == "remove" else d._pmf_add, pessimistic)
             part = step.self_compose(count, EVENT_LOSS_CAP)
             total = part if total is None else total.compose(part, EVENT_LOSS_CAP)
@@ -159,53 +213,165 @@ class EventAnalysis:
         self._cache[key] = total
         return total
 
-    def _both(self, fn, pessimistic: bool) -> float:
-        return max(fn(self.pmf(pessimistic=pessimistic, direction=d)) for d in self.directions(pessimistic))
+    def can_refine(self, h: float) -> bool:
+        """Whether a question may halve grid ``h``: within ``MAX_EVENT_HALVINGS`` of the first grid and with the
+        distributions composed at ``h`` under half of ``MAX_EVENT_ATOMS``."""
+        sizes = [p.probs.size for (hh, *_), p in self._cache.items() if hh == h]
+        return h / 2 >= self.h / 2**MAX_EVENT_HALVINGS * (1 - 1e-9) and 2 * max(sizes, default=0) <= MAX_EVENT_ATOMS
 
-    def delta(self, epsilon: float, *, two_sided: bool = True) -> Bound:
-        """δ(ε), the max over both directions: ``upper`` from the pessimistic PLDs, ``lower`` from the optimistic ones."""
+    def _refined(self, compute, target: float):
+        """``compute(h) → (lower, upper, width)`` on the first grid, halved until ``width ≤ target`` or no further."""
+        h = self.h
+        while True:
+            out = compute(h)
+            if out[-1] <= target or not self.can_refine(h):
+                return h, out, bool(out[-1] <= target)
+            h /= 2
+
+    def _both(self, fn, pessimistic: bool, h: float) -> float:
+        return max(fn(self.pmf(h, pessimistic=pessimistic, direction=d)) for d in self.directions(pessimistic))
+
+    # -- (ε, δ) ------------------------------------------------------------------------------------
+    def delta(self, epsilon: float, *, two_sided: bool = True, rel_tol: float = EPSILON_REL_TOL) -> Bound:
+        """δ(ε), the max over both directions: ``upper`` from the pessimistic PLDs, ``lower`` from the optimistic ones
+        (refined until (upper − lower) ≤ rel_tol·upper when ``two_sided``)."""
         eps = v.real("epsilon", epsilon)
-        up = self._both(lambda p: float(p.delta([eps])[0]), True)
-        lo = min(self._both(lambda p: float(p.delta([eps])[0]), False), up) if two_sided else None
-        return Bound("delta", lo, up, method="pld", converged=True,
+        rel_tol = v.positive("rel_tol", rel_tol)
+
+        def at(h):
+            up = self._both(lambda p: float(p.delta([eps])[0]), True, h)
+            lo = min(self._both(lambda p: float(p.delta([eps])[0]), False, h), up) if two_sided else None
+            return lo, up, 0.0 if lo is None else up - lo
+
+        h, (lo, up, w), ok = self._memoised(("delta", eps, bool(two_sided), rel_tol),
+                                            lambda: self._refined(at, rel_tol * at(self.h)[1]))
+        return Bound("delta", lo, up, method="pld", converged=ok if two_sided else None,
                      formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs of the event",
-                     details={"epsilon": eps, "discretization": self.h, "relation": self.relation})
+                     details={"epsilon": eps, "discretization": h, "relation": self.relation})
 
-    def epsilon(self, delta: float, *, two_sided: bool = True) -> Bound:
-        """The smallest ε with the event (ε, δ)-DP, both directions, bracketed by the two PLDs."""
+    def epsilon(self, delta: float, *, two_sided: bool = True, rel_tol: float = EPSILON_REL_TOL) -> Bound:
+        """The smallest ε with the event (ε, δ)-DP, both directions, bracketed by the two PLDs (refined as :meth:`delta`)."""
         d = v.probability_open("delta", delta)
-        up = self._both(lambda p: p.epsilon(d), True)
-        lo = min(self._both(lambda p: p.epsilon(d), False), up) if two_sided else None
-        return Bound("epsilon", lo, up, method="pld", converged=True,
-                     formula="smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
-                     details={"delta": d, "discretization": self.h, "relation": self.relation})
+        rel_tol = v.positive("rel_tol", rel_tol)
 
-    def _blowup(self, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        up = np.max([self.pmf(pessimistic=True, direction=d).blowup(kappa) for d in ("remove", "add")], axis=0)
-        lo = np.minimum(self.pmf(pessimistic=False, direction="remove").blowup(kappa), up)
+        def at(h):
+            up = self._both(lambda p: p.epsilon(d), True, h)
+            lo = min(self._both(lambda p: p.epsilon(d), False, h), up) if two_sided else None
+            return lo, up, 0.0 if lo is None else up - lo
+
+        h, (lo, up, w), ok = self._memoised(("epsilon", d, bool(two_sided), rel_tol),
+                                            lambda: self._refined(at, rel_tol * max(at(self.h)[1], 1e-12)))
+        return Bound("epsilon", lo, up, method="pld", converged=ok if two_sided else None,
+                     formula="smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
+                     details={"delta": d, "discretization": h, "relation": self.relation})
+
+    # -- ReRo, the curve, the risks ----------------------------------------------------------------
+    def _blowup(self, kappa: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+        up = np.max([self.pmf(h, pessimistic=True, direction=d).blowup(kappa) for d in ("remove", "add")], axis=0)
+        lo = np.minimum(self.pmf(h, pessimistic=False, direction="remove").blowup(kappa), up)
         return lo, up
 
-    def rero(self, kappa: float | None = None, *, prior_size: int | None = None) -> Bound:
+    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, rel_tol: float | None = None) -> Bound:
         """Certified ReRo B_κ = sup{P(E) : Q(E) ≤ κ} of the remove pair (Hayes, Mahloujifar & Balle 2023, Cor. 4).
 
         ``upper`` is the larger of both directions' pessimistic values (sound whichever order an event's
-        relation makes the worst), ``lower`` the remove direction's optimistic value.
+        relation makes the worst), ``lower`` the remove direction's optimistic value; refined until
+        (upper − lower) ≤ ``rel_tol``·upper (default: the release engine's 1 %).
         """
         from ..priors import resolve_kappa
+        from .rero import DEFAULT_REL_TOL
 
         k = resolve_kappa(kappa, prior_size)
-        lo, up = self._blowup(np.array([k]))
-        det = {"kappa": k, "discretization": self.h, "relation": self.relation}
+        rel_tol = v.positive("rel_tol", DEFAULT_REL_TOL if rel_tol is None else rel_tol)
+
+        def at(h):
+            lo, up = self._blowup(np.array([k]), h)
+            return float(lo[0]), float(up[0]), float(up[0] - lo[0]) / max(float(up[0]), 1e-300)
+
+        h, (lo, up, _), ok = self._memoised(("rero", k, rel_tol), lambda: self._refined(at, rel_tol))
+        det = {"kappa": k, "discretization": h, "relation": self.relation}
         if prior_size is not None:
             det["prior_size"] = prior_size
-        return Bound("reconstruction", float(lo[0]), float(up[0]), method="pld", converged=True,
+        return Bound("reconstruction", lo, up, method="pld", converged=ok,
                      formula="B_kappa = inf_eps [e^eps kappa + delta(eps)] on the pessimistic and optimistic PLDs of the "
                              "event (Hayes, Mahloujifar & Balle 2023, Cor. 4)", details=det)
 
-    def tradeoff(self, alphas) -> tuple[np.ndarray, np.ndarray]:
-        """Bracket ``(lower, upper)`` on the trade-off curve f(α) = 1 − B_α of the remove pair (Dong, Roth & Su 2022)."""
-        a, _ = v.positive_array("alphas", alphas)
-        if np.any(a >= 1):
-            raise ReconRiskError(f"alphas must be in (0, 1); found max {float(np.max(a)):g}")
-        lo, up = self._blowup(np.atleast_1d(a))
-        return 1.0 - up, 1.0 - lo
+    def rero_many(self, kappas, **kw) -> list[Bound]:
+        """:meth:`rero` at many κ (each refines on the grids the others composed)."""
+        ks, _ = v.kappa_array("kappas", kappas)
+        return [self.rero(float(k), **kw) for k in np.atleast_1d(ks)]
+
+    def tradeoff(self, alphas, *, tol: float | None = None):
+        """Bracket on the trade-off curve f(α) = 1 − B_α of the remove pair (Dong, Roth & Su 2022), as a
+        :class:`~reconrisk.bounds.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``)."""
+        from .tradeoff import CURVE_TOL, TradeOff
+
+        a, _ = v.kappa_array("alphas", alphas)
+        tol = CURVE_TOL if tol is None else v.positive("tol", tol)
+
+        def at(h):
+            lo, up = self._blowup(a, h)
+            return lo, up, float(np.max(up - lo))
+
+        h, (lo, up, w), ok = self._refined(at, tol)
+        b_lo = np.clip(np.nextafter(1.0 - up, -np.inf), 0.0, 1.0)  # 1 − B rounded outward
+        b_up = np.clip(np.nextafter(1.0 - lo, np.inf), 0.0, 1.0)
+        return TradeOff(a, b_lo, b_up, lo, up, "pld", self.describe(),
+                        {"discretization": h, "max_width": w, "target_width": tol, "converged": ok})
+
+    def risk(self, measure: str, **kwargs) -> Bound:
+        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.bounds.risk.risk`)."""
+        from .analysis import _hashable
+        from .risk import canonical_measure, risk
+
+        m = canonical_measure(measure)
+        key = ("risk", m, tuple(sorted((k, _hashable(x)) for k, x in kwargs.items())))
+        return self._memoised(key, lambda: risk(self, m, **kwargs))
+
+    def gdp_mu(self, alphas=None) -> Bound:
+        """Certified range of the smallest μ with the event μ-Gaussian-DP (Dong, Roth & Su 2022).
+
+        ``lower`` = max over a grid of α of Φ⁻¹(1 − α) − Φ⁻¹(f_upper(α)), as for a release. ``upper`` =
+        √(Σ count·μ_leaf²) (Gaussian DP composes exactly): a Gaussian step of noise multiplier s (Poisson-
+        sampled or not, or without replacement in ``dp_accounting``'s units) is 1/s-GDP (subsampling is a
+        garbling); a pure ε-DP step (Laplace 1/b, Poisson-sampled Laplace, discrete Laplace a·Δ, randomized
+        response log(1 + k(1 − p)/p)) is μ_ε-GDP with μ_ε = 2Φ⁻¹(e^ε/(1 + e^ε)) (f_{ε,0} meets G_μ at its
+        kink and lies above it elsewhere by convexity). A mixture of Gaussians has no such bound here:
+        ``upper`` is None then.
+        """
+        a = np.logspace(-12, math.log10(0.5), 97) if alphas is None else np.asarray(alphas, dtype=float)
+        t = self.tradeoff(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
+        lo = max(0.0, float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf))))
+        mus = [_leaf_mu(kind, a_, count) for kind, a_, _, count in self.leaves]
+        up = None if any(m is None for m in mus) else math.sqrt(sum(mus))
+        return Bound("gdp_mu", lo if up is None else min(lo, up), up, method="tradeoff", converged=None,
+                     formula="lower: max_a Phi^-1(1-a) - Phi^-1(f_upper(a)); upper: sqrt(sum count * mu_leaf^2) "
+                             "(Gaussian DP composes; pure eps-DP is 2 Phi^-1(e^eps/(1+e^eps))-GDP)",
+                     details={"alphas": int(t.alpha.size), "discretization": t.details["discretization"]})
+
+    def _memoised(self, key: tuple, compute):
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+
+def _pure_dp_mu(eps: float) -> float:
+    """The smallest μ with f_{ε,0} ≥ G_μ: 2Φ⁻¹(e^ε/(1 + e^ε)) = −2Φ⁻¹(1/(1 + e^ε))."""
+    return math.inf if math.isinf(eps) else float(-2.0 * special.ndtri(1.0 / (1.0 + math.exp(min(eps, 700.0)))))
+
+
+def _leaf_mu(kind: str, a, count: int) -> float | None:
+    """count·μ² of one leaf (see :meth:`EventAnalysis.gdp_mu`), None where no GDP bound is known here."""
+    if kind in ("gaussian", "poisson", "fixed"):
+        return count / float(a) ** 2
+    if kind in ("LaplaceDpEvent", "PoissonSampledDpEvent(LaplaceDpEvent)"):
+        b = a.noise_multiplier if kind == "LaplaceDpEvent" else a.event.noise_multiplier
+        return count * _pure_dp_mu(1.0 / b) ** 2
+    if kind == "DiscreteLaplaceDpEvent":
+        return count * _pure_dp_mu(a.noise_parameter * a.sensitivity) ** 2
+    if kind == "RandomizedResponseDpEvent":
+        p, k = a.noise_parameter, a.num_buckets
+        return count * _pure_dp_mu(math.inf if p == 0 else math.log1p(k * (1 - p) / p)) ** 2
+    return None

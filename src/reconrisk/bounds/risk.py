@@ -3,6 +3,14 @@
 Let f be the trade-off curve of :mod:`reconrisk.bounds.tradeoff` (μ: output
 with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
 
+The same functions read the curve of anything :func:`~reconrisk.bounds.analysis.analyse`
+accepts: a release's privacy-loss distributions (two-sided), a ``dp_accounting``
+event's (:class:`~reconrisk.bounds.events.EventAnalysis`, two-sided, both
+directions' pessimistic δ for the upper ends) or a guarantee's tightest curve
+(:class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis`: upper ends only, ``lower``
+None, ``method`` and ``details["conversion"]`` naming the conversion). The curve
+adapters and their refinement loops are :mod:`reconrisk.bounds.risk_curves`.
+
 ``reconstruction`` / ``reidentification`` / ``attribute``
     Any attack whose blind-guess success is b succeeds with probability at
     most g(b) = 1 − f(b) (Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al., NeurIPS 2025,
@@ -61,11 +69,11 @@ from ..errors import ReconRiskError
 from ..priors import resolve_kappa
 from ..release import Release
 from ..results import Bound
-from ..accounting import pld as _pld
-from ..accounting.pmf import _nu_mass
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .analysis import PrivacyAnalysis, analyse
+from .guarantee import GuaranteeAnalysis
+from .risk_curves import _Gdp, _pmf_pair, event_pair
 from .tradeoff import tradeoff
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
@@ -83,8 +91,6 @@ CLI_NAMES = {m: m.replace("_", "-") for m in MEASURES}
 _FROM_CLI = {c: m for m, c in CLI_NAMES.items()}
 #: Default target width of the δ-based brackets (advantage, Bayes security, RAD).
 DEFAULT_TOL = 1e-4
-#: The δ-based brackets halve the engine's first loss grid at most this many times.
-MAX_HALVINGS = 8
 
 
 def canonical_measure(measure, *, cli: bool = False) -> str:
@@ -147,9 +153,17 @@ def normalize_prior(prior) -> np.ndarray:
 
 
 # -- the curve at one baseline --------------------------------------------------------------
-def _curve_point(analysis: PrivacyAnalysis, b: float, measure: str, formula: str, extra: dict) -> Bound:
+def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) -> Bound:
     """1 − f(b): the exact closed form where one exists, else the analysis's ReRo bracket at κ = b with its
-    default target — the very numbers ``reconrisk bound`` prints for κ = b (the same cached computation)."""
+    default target — the very numbers ``reconrisk bound`` prints for κ = b (the same cached computation).
+    An event or a guarantee: its own :meth:`rero` at κ = b (a guarantee's ``method`` names its conversion)."""
+    if not isinstance(analysis, PrivacyAnalysis):
+        r = analysis.rero(b)
+        det = {"method": r.method, **extra, "converged": r.converged}
+        det.update({k: r.details[k] for k in ("discretization", "order") if k in r.details})
+        if r.method != "pld":
+            det["conversion"] = r.formula
+        return _risk_bound(measure, b, r.lower, r.upper, formula, det)
     release = analysis.release
     if _rero.has_closed_form(release):
         t = tradeoff(analysis, np.array([b]), method="closed_form")
@@ -202,72 +216,6 @@ def membership_tpr(release, *, fpr: float) -> Bound:
 
 
 # -- hockey-stick based measures ----------------------------------------------------------
-class _Gdp:
-    """Exact curve of μ-GDP (every q = 1): δ, ν-tails and g in closed form, for any real ε."""
-
-    def __init__(self, mu: float):
-        self.mu = mu
-
-    def delta(self, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        mu = self.mu
-        with np.errstate(over="ignore", invalid="ignore"):
-            a = special.log_ndtr(-eps / mu + mu / 2)
-            b = eps + special.log_ndtr(-eps / mu - mu / 2)
-            d = np.exp(a) * -np.expm1(np.minimum(b - a, 0.0))
-        return np.clip(np.nan_to_num(d, nan=0.0), 0.0, 1.0)
-
-    def nu_tail(self, eps: np.ndarray) -> np.ndarray:
-        return special.ndtr(-np.asarray(eps, dtype=float) / self.mu - self.mu / 2)
-
-    def blowup(self, t: np.ndarray) -> np.ndarray:
-        t = np.asarray(t, dtype=float)
-        with np.errstate(divide="ignore"):
-            return np.where(t <= 0, 0.0, np.where(t >= 1, 1.0, special.ndtr(special.ndtri(np.clip(t, 1e-300, 1)) + self.mu)))
-
-
-class _Pmf:
-    """A discrete PLD seen as a curve: δ, ν-tails above ε and g (blow-up)."""
-
-    def __init__(self, pmf: _pld.PMF):
-        self.pmf = pmf
-        l = pmf.losses
-        w = _nu_mass(pmf.probs, l)
-        self._l = l
-        self._w_suf = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
-
-    def delta(self, eps: np.ndarray) -> np.ndarray:
-        return self.pmf.delta(eps)
-
-    def nu_tail(self, eps: np.ndarray) -> np.ndarray:
-        idx = np.searchsorted(self._l, np.asarray(eps, dtype=float), side="right")
-        return self._w_suf[idx]
-
-    def blowup(self, t: np.ndarray) -> np.ndarray:
-        t = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
-        return self.pmf.blowup(t)
-
-
-def _pmf_pair(analysis: PrivacyAnalysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
-    """Pessimistic and optimistic curves of the analysis, refined (halving from the engine's start grid) until
-    ``width_fn(up, lo) ≤ tol``; the analysis composes each grid once for every δ-based measure."""
-    release = analysis.release
-    h = h0 = _rero.start_discretization(release)
-    while True:
-        up = _Pmf(analysis.pmf(h, pessimistic=True, loss_cap=cap))
-        lo = _Pmf(analysis.pmf(h, pessimistic=False, loss_cap=cap))
-        width = float(width_fn(up, lo))
-        if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
-            break  # both ends stay certified; only the width may miss the target
-        h /= 2
-    det = {"method": "pld", "discretization": max(h, up.pmf.h, lo.pmf.h), "max_width": width, "target_width": tol,
-           "converged": bool(width <= tol)}
-    if max(up.pmf.h, lo.pmf.h) > h:  # the engine coarsened a grid whose window would not fit the memory target
-        det["note"] = (f"grid h = {h:.3g} would not fit the memory target; composed on h = {det['discretization']:.3g}"
-                       " (a coarser discretisation is still certified, only wider)")
-    return up, lo, det
-
-
 def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
     """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α))."""
     an = _check_release(release)
@@ -275,7 +223,14 @@ def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float,
     return an._memoised(("total_variation", tol), lambda: _total_variation(an, tol))
 
 
-def _total_variation(an: PrivacyAnalysis, tol: float) -> tuple[float, float, dict]:
+def _total_variation(an, tol: float) -> tuple[float | None, float, dict]:
+    if isinstance(an, GuaranteeAnalysis):
+        return an.total_variation(tol)
+    if not isinstance(an, PrivacyAnalysis):  # an event: its pessimistic and optimistic distributions
+        zero = np.zeros(1)
+        up, lo, det = event_pair(an, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
+        hi = float(up.delta(zero)[0])
+        return min(float(lo.delta(zero)[0]), hi), hi, det
     release = an.release
     if release.full_batch:
         x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
@@ -337,8 +292,9 @@ def bayes_security(release, *, tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
     an = _check_release(release)
     lo, up, det = total_variation(an, tol=tol)
-    det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}
-    return _risk_bound("bayes_security", 1.0, 1.0 - up, 1.0 - lo,
+    if isinstance(an, PrivacyAnalysis):
+        det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}
+    return _risk_bound("bayes_security", 1.0, 1.0 - up, None if lo is None else 1.0 - lo,
                        "1 - TV = 1 - max_a (1 - a - f(a)) (Chatzikokolakis et al. 2023)", det)
 
 
@@ -402,7 +358,10 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
     g = curve.blowup(t)
     base = float(np.sum(counts * vals * g))
     extra = float(np.max(vals * (curve.blowup(np.minimum(t + left, 1.0)) - g)))
-    return base + max(extra, 0.0)
+    # t_z = 1/n for every z is feasible too and worth g(1/n): it wins where ν's tail jumps over a large atom
+    # (a single Laplace or randomized-response step), so the threshold allocation above leaves t = 0
+    even = float(curve.blowup(np.array([1.0 / float(counts.sum())]))[0])
+    return max(base + max(extra, 0.0), even)
 
 
 def reconstruction_advantage(release, *, prior=None, prior_size: int | None = None,
@@ -423,7 +382,9 @@ def reconstruction_advantage(release, *, prior=None, prior_size: int | None = No
     else:
         vals, counts = _prior_groups(prior)
     b = float(vals.max())
-    if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
+    if release is None:
+        lo, up, u, det = _rad_unreleased(an, vals, counts, tol)
+    elif _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
         n = float(counts.sum())
         lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
         up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
@@ -442,10 +403,33 @@ def reconstruction_advantage(release, *, prior=None, prior_size: int | None = No
         cu, cl, det = _pmf_pair(an, cap, tol, width)
         up, u = _dual_upper(cu, vals, counts)
         lo = _primal_lower(cl, vals, counts)
-    lo = min(max(lo, b), up)
-    det = {**det, "success_lower": lo, "success_upper": up, "lambda": math.exp(u), "prior_values": int(counts.sum())}
-    return _risk_bound("rad", b, lo - b, up - b,
+    lo = None if lo is None else min(max(lo, b), up)
+    det = {**det, "success_lower": lo, "success_upper": up, "lambda": None if u is None else math.exp(u), "prior_values": int(counts.sum())}
+    return _risk_bound("rad", b, None if lo is None else lo - b, up - b,
                        "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z) (Guerra-Balboa et al. 2026)", det)
+
+
+def _rad_unreleased(an, vals: np.ndarray, counts: np.ndarray, tol: float):
+    """(lower, upper, log λ, details) of S(π) for an event (its two distributions) or a guarantee (upper only:
+    S = g(1/N) for a uniform prior, else the dual on its curve, refined where the best λ reads it)."""
+    lp = np.log(vals)
+    if isinstance(an, GuaranteeAnalysis):
+        _, _, det = an.total_variation(tol)
+        det = {k: x for k, x in det.items() if k != "grid_points"}
+        if vals.size == 1:
+            r = an.rero(float(vals[0]))
+            return None, float(r.upper), None, {**det, "converged": None}
+        up0, u0 = _dual_upper(an.curve, vals, counts)
+        an.curve.delta(u0 - lp, refine=True)
+        ok = an.curve.converged
+        up1, u1 = _dual_upper(an.curve, vals, counts)
+        return None, min(up0, up1), (u1 if up1 <= up0 else u0), {**det, "converged": ok}
+    def width(pu, pl):
+        return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
+
+    cu, cl, det = event_pair(an, tol, width)
+    up, u = _dual_upper(cu, vals, counts)
+    return _primal_lower(cl, vals, counts), up, u, det
 
 
 def risk(release, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
@@ -455,7 +439,10 @@ def risk(release, measure: str, *, kappa: float | None = None, prior_size: int |
     The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
     (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
     ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` may be a
-    :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis` (whose distributions are then reused).
+    :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis` (whose distributions are then reused),
+    a ``dp_accounting`` event or its :class:`~reconrisk.bounds.events.EventAnalysis` (two-sided too), or a
+    :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis` (a guarantee alone: upper ends only, ``method``
+    naming the conversion).
     """
     release = _check_release(release)
     measure = canonical_measure(measure)

@@ -21,9 +21,12 @@ def _kappa(kappa: Optional[float], prior_size: Optional[int]) -> float:
 
 @app.command("bound")
 def bound_cmd(
-    noise_multiplier: float = typer.Option(..., "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ (noise std σC)."),
-    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
-    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ (noise std σC)."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Fixed-size batches of B examples without replacement (instead of -q; with --dataset-size)."),
+    dataset_size: Optional[int] = typer.Option(None, "--dataset-size", help="Number of training examples N (with --batch-size)."),
+    release_file: Optional[Path] = typer.Option(None, "--release", help="A TOML release file (release keys, a schedule, or dp_accounting events, e.g. Laplace)."),
     prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="Uniform prior over n candidates (κ = 1/n)."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success probability κ in (0, 1)."),
     delta: float = typer.Option(1e-5, "--delta", help="δ at which ε is reported."),
@@ -36,10 +39,10 @@ def bound_cmd(
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
     from ..accounting import epsilon
-    from ..bounds.analysis import PrivacyAnalysis
     from ..bounds.conversions import rero_from_dp
     from ..bounds.rero import has_closed_form
-    from ..release import Release
+    from ..experiments.release_source import resolve_analysis
+    from .risk import source_dict, source_label
 
     method = v.choice("method", method, _METHODS)
     # every flag is checked, also those the chosen method does not use (issue 10: none is ignored silently)
@@ -48,11 +51,16 @@ def bound_cmd(
     confidence = v.probability_open("confidence", confidence)
     if method in ("mc", "all"):
         v.memory("--samples", samples, 48 * samples)
+    analysis, _ = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                   release_file=release_file, batch_size=batch_size, dataset_size=dataset_size)
     k = _kappa(kappa, prior_size)
-    release = Release(noise_multiplier, sample_rate, steps)
-    analysis = PrivacyAnalysis(release)
+    release = analysis.release  # the Poisson-subsampled Gaussian release the numbers are for (None: an event)
     delta = v.probability_open("delta", delta)
     from ..errors import ReconRiskError
+
+    if release is None and method != "pld":
+        raise ReconRiskError(f"--method {method} is for DP-SGD with Gaussian noise; {analysis.name} has the PLD "
+                             "bracket only (--method pld)")
 
     accountant = "PLD"
     try:
@@ -71,10 +79,15 @@ def bound_cmd(
             results[m] = _run_mc(analysis, k, samples, seed, confidence, quiet=json_out)
         else:
             with spinner(f"certified bracket ({m})", enabled=not json_out):
-                results[m] = analysis.rero(k, method=m)
-    with spinner("RDP baseline", enabled=not json_out):
-        rdp = analysis.rero(k, method="rdp")
+                results[m] = analysis.rero(k, method=m) if release is not None else analysis.rero(k)
+    rdp = None
+    if release is not None:
+        with spinner("RDP baseline", enabled=not json_out):
+            rdp = analysis.rero(k, method="rdp")
     primary = results[methods[0]]
+    src = source_dict(analysis)
+    where = ({key: src.get(key) for key in ("noise_multiplier", "sample_rate", "steps")}
+             | {key: src[key] for key in ("sampler", "segments", "dp_event", "relation") if key in src})
 
     payload = {
         "kappa": k,
@@ -82,13 +95,11 @@ def bound_cmd(
         "delta": delta,
         "epsilon": eps,
         "epsilon_accountant": accountant.lower(),
-        "noise_multiplier": release.noise_multiplier,
-        "sample_rate": release.sample_rate,
-        "steps": release.steps,
+        **where,
         "rero": primary.to_dict(),
-        "baselines": {"rdp": rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
+        "baselines": {"rdp": None if rdp is None else rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
         "baseline_formulas": {
-            "rdp": rdp.formula,
+            "rdp": None if rdp is None else rdp.formula,
             "dp": "kappa*exp(epsilon) + delta (Balle, Cherubin & Hayes 2022)",
         },
     }
@@ -102,9 +113,10 @@ def bound_cmd(
     for m, r in results.items():
         label = m if r.converged is not False else f"{m} (stopped short)"
         rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
-    rows.append(["rdp (baseline)", None, rdp.upper, None, None])
+    if rdp is not None:
+        rows.append(["rdp (baseline)", None, rdp.upper, None, None])
     rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
-    title = f"ReRo bound: σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}, κ={k:.4g}"
+    title = f"ReRo bound: {source_label(analysis)}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
 
@@ -143,8 +155,10 @@ def calibrate_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     measure: Optional[str] = typer.Option(None, "--measure", "-m", help="Calibrate any risk measure (see `reconrisk risk`)."),
     target: Optional[float] = typer.Option(None, "--target", help="Target of --measure (bayes-security: the minimum)."),
-    solve: str = typer.Option("noise-multiplier", "--solve", help="noise-multiplier | steps | sample-rate (with --measure)."),
+    solve: str = typer.Option("noise-multiplier", "--solve", help="noise-multiplier | steps | sample-rate | batch-size (with --measure)."),
     noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="σ, when solving for steps or sample-rate."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Fixed-size batches of B examples without replacement (instead of -q; with --dataset-size)."),
+    dataset_size: Optional[int] = typer.Option(None, "--dataset-size", help="Number of training examples N (fixed-size batches)."),
     baseline: Optional[float] = typer.Option(None, "--baseline", help="Baseline success b (with --measure)."),
     prior: Optional[str] = typer.Option(None, "--prior", help="Prior probabilities, comma-separated (with --measure)."),
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
@@ -152,13 +166,14 @@ def calibrate_cmd(
     """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
     from .risk import calibrate_measure
 
-    if target_rero is not None and (sample_rate is None or steps is None) and solve == "noise-multiplier":
+    if target_rero is not None and ((sample_rate is None and batch_size is None) or steps is None) \
+            and solve == "noise-multiplier":
         from ..errors import ReconRiskError
 
         raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
     calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
                       dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out,
-                      delta=delta)
+                      delta=delta, batch_size=batch_size, dataset_size=dataset_size)
 
 
 @app.command("curve")

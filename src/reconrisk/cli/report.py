@@ -54,12 +54,12 @@ def report_cmd(
     import sys
 
     from .._io import check_out_dir
-    from ..experiments.release_source import resolve_release
+    from ..experiments.release_source import resolve_analysis
     from ..experiments.riskreport import ReportConfig, risk_report
 
     out = check_out_dir(out)  # before any computation (issue 10)
-    release, source = resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                      clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+    analysis, source = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                        clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
     cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
                        confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
                        target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
@@ -72,13 +72,14 @@ def report_cmd(
         print("reconrisk: note: the Opacus file holds no clip norm (max_grad_norm); Bayes' capacity assumes C = 1 "
               "(give --clip-norm)", file=sys.stderr)
     # one bar: the Monte-Carlo samples, plus one unit per stage of the report (named as it starts)
-    total = (2 * samples * release.steps if samples else 0) + len(REPORT_STAGES)
+    release = analysis.release  # None for a dp_accounting event: no Monte Carlo, no attack
+    total = (2 * samples * release.steps if samples and release is not None else 0) + len(REPORT_STAGES)
     with progress(total, "report", enabled=not json_out) as bar:
         def stage(name: str) -> None:
             bar.describe(f"report: {name}")
             bar(1)
 
-        report = risk_report(release, cfg, progress=stage, mc_progress=bar)
+        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar)
     from .. import __version__
     from ..report.html import write_report
 

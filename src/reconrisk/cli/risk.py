@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -32,12 +32,76 @@ def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
     return {k: x for k, x in kw.items() if x is not None}
 
 
+def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
+    """The :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
+    flags, read as ``reconrisk convert`` reads them."""
+    from .. import _validate as v
+    from ..bounds.guarantee import SOURCES, GuaranteeAnalysis
+    from ..errors import ReconRiskError
+    from .convert import parse_curve
+
+    source = v.choice("from", source, SOURCES)
+    if curve is not None:
+        if source != "rdp":
+            raise ReconRiskError("--curve belongs to --from rdp")
+        if epsilon or order:
+            raise ReconRiskError("give the RDP curve either as --curve or as --epsilon/--order pairs, not both")
+        order, epsilon = parse_curve(curve)
+    if one_sided and source == "dp":
+        raise ReconRiskError("--one-sided belongs to --from rdp or zcdp ((epsilon, delta)-DP holds in both directions by "
+                             "definition)")
+    one = lambda x: None if not x else (x[0] if len(x) == 1 else list(x))  # noqa: E731
+    return GuaranteeAnalysis(source, epsilon=one(epsilon), delta=one(delta), order=None if not order else list(order),
+                             rho=rho, symmetric=not one_sided)
+
+
+def source_label(analysis) -> str:
+    """What a table title says the numbers are about: σ, q, T (and the sampler), the event, or the guarantee."""
+    from ..release import Release
+
+    src = analysis.source
+    if isinstance(src, Release):
+        if not src.homogeneous:
+            return f"{len(src.segments)} segments, T={src.steps}"
+        sampler = {"fixed": " (fixed batches)", "full": " (full batch)"}.get(src.sampler, "")
+        return f"σ={src.noise_multiplier:g}, q={src.sample_rate:g}{sampler}, T={src.steps}"
+    if isinstance(src, dict):  # a guarantee
+        g = src["guarantee"]
+        if g == "dp":
+            e, d = src["epsilon"], src["delta"]
+            return f"(ε={e:g}, δ={d:g})-DP" if not isinstance(e, list) else f"a privacy profile of {len(e)} (ε, δ) pairs"
+        if g == "rdp":
+            return f"an RDP curve of {len(src['order'])} orders"
+        if g == "zcdp":
+            return f"ρ={src['rho']:g}-zCDP"
+        return f"VMF κ={src['concentration']:g}, p={src['dim']}, q={src['sample_rate']:g}, T={src['compositions']}"
+    return analysis.label
+
+
+def source_dict(analysis) -> dict:
+    """The JSON keys that say what was analysed: the release as run, the event, or the guarantee."""
+    src = analysis.source
+    if hasattr(src, "to_dict"):
+        return src.to_dict()
+    return {"guarantee": src} if isinstance(src, dict) else analysis.describe()
+
+
 @app.command("risk")
 def risk_cmd(
     measure: str = typer.Option(..., "--measure", "-m", help=_MEASURE_HELP),
-    noise_multiplier: float = typer.Option(..., "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
-    sample_rate: float = typer.Option(..., "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
-    steps: int = typer.Option(..., "--steps", "-T", help="Number of DP-SGD steps T."),
+    noise_multiplier: Optional[float] = typer.Option(None, "--noise-multiplier", "-s", help="DP-SGD noise multiplier σ."),
+    sample_rate: Optional[float] = typer.Option(None, "--sample-rate", "-q", help="Poisson sampling rate q in (0, 1]."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-T", help="Number of DP-SGD steps T."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Fixed-size batches of B examples without replacement (instead of -q; with --dataset-size)."),
+    dataset_size: Optional[int] = typer.Option(None, "--dataset-size", help="Number of training examples N (with --batch-size)."),
+    release_file: Optional[Path] = typer.Option(None, "--release", help="A TOML release file (release keys, a schedule, or dp_accounting events, e.g. Laplace)."),
+    source: Optional[str] = typer.Option(None, "--from", help="dp | rdp | zcdp: the risks a guarantee alone certifies (upper ends; flags as `reconrisk convert`)."),
+    epsilon: Optional[List[float]] = typer.Option(None, "--epsilon", "-e", help="ε of (ε, δ)-DP, or of (order, ε)-RDP (repeat with --order)."),
+    delta: Optional[List[float]] = typer.Option(None, "--delta", help="δ of (ε, δ)-DP (default 0: pure ε-DP)."),
+    order: Optional[List[float]] = typer.Option(None, "--order", "-a", help="Rényi order of each --epsilon (--from rdp)."),
+    curve: Optional[str] = typer.Option(None, "--curve", help="RDP curve: order:epsilon pairs or a file of pairs (--from rdp)."),
+    rho: Optional[float] = typer.Option(None, "--rho", help="ρ of ρ-zCDP (--from zcdp)."),
+    one_sided: bool = typer.Option(False, "--one-sided", help="--from rdp/zcdp: the curve bounds one direction only."),
     prior_size: Optional[int] = typer.Option(None, "--prior-size", "-n", help="N candidates, uniform prior (b = 1/N)."),
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success κ of a reconstruction prior."),
     baseline: Optional[float] = typer.Option(None, "--baseline", help="Baseline success b (attribute: max prior mass)."),
@@ -45,27 +109,40 @@ def risk_cmd(
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate α (membership-tpr)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Certified two-sided bound on one operational risk (or --measure all), read off the release's trade-off curve."""
-    from ..bounds.analysis import PrivacyAnalysis
+    """Certified bound on one operational risk (or --measure all), read off the trade-off curve of a release, a
+    dp_accounting event (--release) or a guarantee alone (--from; upper ends, the conversion named)."""
     from ..bounds.risk import CLI_NAMES, canonical_measure
-    from ..release import Release
+    from ..errors import ReconRiskError
 
-    analysis = PrivacyAnalysis(Release(noise_multiplier, sample_rate, steps))
+    if source is not None:
+        given = [f for f, x in (("-s", noise_multiplier), ("-q", sample_rate), ("-T", steps), ("--batch-size", batch_size),
+                                ("--dataset-size", dataset_size), ("--release", release_file)) if x is not None]
+        if given:
+            raise ReconRiskError(f"--from takes a guarantee instead of a release; found {', '.join(given)}")
+        analysis = guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided)
+    else:
+        extra = [f for f, x in (("--epsilon", epsilon), ("--delta", delta), ("--order", order), ("--curve", curve),
+                                ("--rho", rho)) if x] + (["--one-sided"] if one_sided else [])
+        if extra:
+            raise ReconRiskError(f"{', '.join(extra)} describe a guarantee: give --from dp|rdp|zcdp with them")
+        from ..experiments.release_source import resolve_analysis
+
+        analysis, _ = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                       release_file=release_file, batch_size=batch_size, dataset_size=dataset_size)
     if measure == "all":
         _all(analysis, measure_kwargs(prior_size, kappa, baseline, prior, fpr), json_out)
         return
     r = analysis.risk(canonical_measure(measure, cli=True), **measure_kwargs(prior_size, kappa, baseline, prior, fpr))
-    payload = {"measure": CLI_NAMES[r.quantity], **r.to_dict(), **analysis.release.to_dict()}
+    payload = {"measure": CLI_NAMES[r.quantity], **r.to_dict(), **source_dict(analysis)}
     if json_out:
         print_json(payload)
         return
     rows = [[CLI_NAMES[r.quantity], r.baseline, r.lower, r.upper]]
     for name, val in payload.get("baselines", {}).items():
         rows.append([f"{name} (baseline)", None, None, val])
-    print_table(
-        f"{CLI_NAMES[r.quantity]}: σ={noise_multiplier:g}, q={sample_rate:g}, T={steps}",
-        ["method", "blind guess", "lower", "upper"], rows, caption=r.formula,
-    )
+    caption = r.formula if r.lower is not None else f"{r.formula}; upper end only ({r.method} conversion of a guarantee)"
+    print_table(f"{CLI_NAMES[r.quantity]}: {source_label(analysis)}", ["method", "blind guess", "lower", "upper"], rows,
+                caption=caption)
 
 
 def _all(analysis, kw, json_out: bool) -> None:
@@ -74,7 +151,6 @@ def _all(analysis, kw, json_out: bool) -> None:
 
     from ._common import spinner
 
-    release = analysis.release
     with spinner("every risk measure from the certified curve", enabled=not json_out):
         risks = all_risks(analysis, **kw)
     try:
@@ -82,7 +158,7 @@ def _all(analysis, kw, json_out: bool) -> None:
     except ReconRiskError:  # an accountant corner (e.g. extreme noise): the risks stand on their own
         eps = None
     if json_out:
-        payload = {"measure": "all", **release.to_dict(), "epsilon": eps, "delta": 1e-5,
+        payload = {"measure": "all", **source_dict(analysis), "epsilon": eps, "delta": 1e-5,
                    "risks": [{"measure": CLI_NAMES[r.quantity], **r.to_dict()} for r in risks]}
         print_json(payload)
         return
@@ -91,12 +167,15 @@ def _all(analysis, kw, json_out: bool) -> None:
         rows.append([_MEANING.get(r.quantity, r.quantity), r.baseline, r.lower, r.upper])
         for name, val in r.details.get("baselines", {}).items():
             rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
+    if analysis.release is not None:
+        caption = "each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)"
+    elif isinstance(analysis.source, dict):
+        caption = f"upper ends only: a guarantee bounds the risks from above ({risks[0].method} conversion)"
+    else:
+        caption = "each row certified two-sided from the event's pessimistic and optimistic privacy-loss distributions"
     print_table(
-        (f"What ε = {eps:.3g} (δ = 1e-5) means: " if eps is not None else "Risks of ")
-        + f"σ={release.noise_multiplier:g}, q={release.sample_rate:g}, T={release.steps}",
-        ["risk", "blind guess", "lower", "upper"], rows,
-        caption="each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)",
-    )
+        (f"What ε = {eps:.3g} (δ = 1e-5) means: " if eps is not None and eps != float("inf") else "Risks of ")
+        + source_label(analysis), ["risk", "blind guess", "lower", "upper"], rows, caption=caption)
 
 
 _MEANING = {
@@ -158,7 +237,7 @@ def tradeoff_cmd(
 
 
 def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args,
-                      json_out, delta: float = 1e-5):
+                      json_out, delta: float = 1e-5, batch_size=None, dataset_size=None):
     """``reconrisk calibrate`` — both routes (``--target-rero`` and ``--measure M --target X``) call this, and it
     calls the one calibrator, :func:`reconrisk.bounds.calibrate.calibrate`."""
     from ..bounds.analysis import PrivacyAnalysis
@@ -184,8 +263,10 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     from ._common import spinner
 
     with spinner(f"calibrating {solve.replace('-', ' ')}", enabled=not json_out):
+        fixed = {} if batch_size is None and dataset_size is None else dict(batch_size=batch_size,
+                                                                            dataset_size=dataset_size)
         cal = calibrate(quantity, target, solve.replace("-", "_"), noise_multiplier=noise_multiplier,
-                        sample_rate=sample_rate, steps=steps, **kw)
+                        sample_rate=sample_rate, steps=steps, **fixed, **kw)
     b = cal.bound
     payload = cal.to_dict()
     payload.update(measure=CLI_NAMES[quantity], lower=b.lower, upper=b.upper, prior_size=baseline_args["prior_size"])
@@ -197,10 +278,13 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
         print_json(payload)
         return
     solved = cal.solve
+    sampling = ([["batch_size", cal.batch_size], ["dataset_size", cal.dataset_size]] if cal.sampler == "fixed"
+                else [["sample_rate", cal.sample_rate]])
     print_table(
         f"Calibration of {CLI_NAMES[quantity]} to {target:g}: solved {solved}",
         ["quantity", "value"],
-        [["noise_multiplier", cal.noise_multiplier], ["sample_rate", cal.sample_rate], ["steps", cal.steps],
+        [["noise_multiplier", cal.noise_multiplier], *sampling, ["steps", cal.steps],
          [f"{CLI_NAMES[quantity]} lower", b.lower], [f"{CLI_NAMES[quantity]} upper (certified)", b.upper],
          [f"epsilon (δ={delta:g})", payload["epsilon"]]],
+        caption="fixed-size batches without replacement (replace-one neighbours)" if cal.sampler == "fixed" else None,
     )

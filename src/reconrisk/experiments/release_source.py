@@ -14,7 +14,8 @@ Three sources, exactly one per report (``reconrisk report``):
 
   fixed-size batches: ``sampler = "fixed"`` with ``batch_size`` and ``dataset_size`` instead of
   ``sample_rate`` (``sampler = "full"``: q = 1); or ``dp_accounting`` events, one table each
-  (:func:`event_from_mapping`)::
+  (:func:`event_from_mapping`; Gaussian events become a :class:`Release`, others — Laplace — stay an
+  event and get an :class:`~reconrisk.bounds.events.EventAnalysis` through :func:`resolve_analysis`)::
 
       [[release.events]]
       type = "sampled_without_replacement_gaussian"
@@ -53,6 +54,7 @@ _EVENT_TYPES = {
     "sampled_without_replacement_gaussian": ("SampledWithoutReplacementDpEvent",
                                              ("noise_multiplier", "source_dataset_size", "sample_size")),
     "laplace": ("LaplaceDpEvent", ("noise_multiplier",)),
+    "poisson_sampled_laplace": ("PoissonSampledDpEvent", ("noise_multiplier", "sampling_probability")),
 }
 
 
@@ -60,7 +62,8 @@ def event_from_mapping(items: Any, where: str):
     """The ``dp_accounting`` ``ComposedDpEvent`` of ``[[release.events]]`` tables (``type``, its keys, ``count``).
 
     Types: ``gaussian``, ``poisson_sampled_gaussian``, ``sampled_without_replacement_gaussian`` (noise
-    multipliers in ``dp_accounting``'s units: relative to the relation's sensitivity) and ``laplace``.
+    multipliers in ``dp_accounting``'s units: relative to the relation's sensitivity), ``laplace`` and
+    ``poisson_sampled_laplace`` (the Laplace scale b for sensitivity 1).
     """
     import dp_accounting as dpa
 
@@ -77,9 +80,9 @@ def event_from_mapping(items: Any, where: str):
         if unknown or missing:
             raise ReconRiskError(f"{w} ({d['type']}): needs {', '.join(keys)} (and optionally count); "
                                  f"found unknown {unknown or 'none'}, missing {missing or 'none'}")
-        inner = (dpa.LaplaceDpEvent if d["type"] == "laplace" else dpa.GaussianDpEvent)(
+        inner = (dpa.LaplaceDpEvent if "laplace" in d["type"] else dpa.GaussianDpEvent)(
             v.positive(f"{w} noise_multiplier", d["noise_multiplier"]))
-        if d["type"] == "poisson_sampled_gaussian":
+        if d["type"] in ("poisson_sampled_gaussian", "poisson_sampled_laplace"):
             inner = dpa.PoissonSampledDpEvent(v.sample_rate(f"{w} sampling_probability", d["sampling_probability"]), inner)
         elif d["type"] == "sampled_without_replacement_gaussian":
             inner = dpa.SampledWithoutReplacementDpEvent(v.integer(f"{w} source_dataset_size", d["source_dataset_size"]),
@@ -103,8 +106,12 @@ def file_provenance(path: Path, data: bytes) -> dict:
     return {"path": str(path), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None) -> Release:
-    """A release from a mapping with the keys of :data:`_RELEASE_KEYS` (checked; unknown keys refused)."""
+def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None, events: bool = False):
+    """A release from a mapping with the keys of :data:`_RELEASE_KEYS` (checked; unknown keys refused).
+
+    ``events=True``: ``events`` that are not DP-SGD with Gaussian noise (Laplace) are returned as the
+    ``dp_accounting`` event (for :func:`resolve_analysis`); otherwise they are refused in one line naming it.
+    """
     if not isinstance(d, dict):
         raise ReconRiskError(f"{where} must hold a table of release keys {', '.join(_RELEASE_KEYS)}; found {type(d).__name__}")
     unknown = sorted(set(d) - set(_RELEASE_KEYS))
@@ -115,7 +122,13 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None) 
         extra = sorted(set(d) - {"events", "clip_norm"})
         if extra:
             raise ReconRiskError(f"{where}: give events or the release keys, not both; found {', '.join(extra)}")
-        return Release.from_dp_event(event_from_mapping(d["events"], where), clip_norm=c)
+        event = event_from_mapping(d["events"], where)
+        try:
+            return Release.from_dp_event(event, clip_norm=c)
+        except ReconRiskError as exc:
+            if events and "analyse it with" in str(exc):
+                return event
+            raise ReconRiskError(f"{where}: {exc}") from None
     sampler = d.get("sampler", "poisson")
     if "batch_size" in d or "dataset_size" in d:
         if sampler != "fixed" or "sample_rate" in d or "segments" in d:
@@ -136,8 +149,9 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None) 
     return Release(d["noise_multiplier"], d["sample_rate"], d["steps"], c, sampler=sampler)
 
 
-def release_from_toml(path) -> tuple[Release, dict]:
-    """The release of a TOML file and its provenance (path, SHA-256)."""
+def release_from_toml(path, *, events: bool = False) -> tuple[Any, dict]:
+    """The release of a TOML file and its provenance (path, SHA-256); ``events=True`` as for
+    :func:`release_from_mapping` (a Laplace event comes back as the event)."""
     import tomllib
 
     p, data = _read_bytes(path, "release file")
@@ -150,7 +164,7 @@ def release_from_toml(path) -> tuple[Release, dict]:
         if rest:
             raise ReconRiskError(f"release file {str(p)!r}: keys outside [release] are not read; found {', '.join(rest)}")
         doc = doc["release"]
-    rel = release_from_mapping(doc, f"release file {str(p)!r}")
+    rel = release_from_mapping(doc, f"release file {str(p)!r}", events=events)
     return rel, {"source": "toml", **file_provenance(p, data)}
 
 
@@ -295,3 +309,37 @@ def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip
         raise ReconRiskError(f"the release flags need all of --noise-multiplier, --sample-rate, --steps; missing {', '.join(missing)}")
     rel = Release(noise_multiplier, sample_rate, steps, 1.0 if clip_norm is None else clip_norm)
     return rel, {"source": "flags"}
+
+
+def resolve_analysis(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
+                     from_opacus=None, batch_size=None, dataset_size=None) -> tuple[Any, dict]:
+    """The analysis of exactly one source, as :func:`resolve_release` reads it, and its provenance.
+
+    A release gets its :class:`~reconrisk.bounds.analysis.PrivacyAnalysis`; a TOML file of ``dp_accounting``
+    events that are not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.bounds.events.EventAnalysis`.
+    ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and ``steps``, instead of ``sample_rate``)
+    describe fixed-size batches without replacement.
+    """
+    from ..bounds.analysis import PrivacyAnalysis
+
+    if batch_size is not None or dataset_size is not None:
+        if sample_rate is not None or release_file is not None or from_opacus is not None:
+            raise ReconRiskError("--batch-size and --dataset-size describe fixed-size batches instead of --sample-rate "
+                                 "(with --noise-multiplier and --steps); give them without --sample-rate, --release "
+                                 "or --from-opacus")
+        missing = [f for f, x in (("--noise-multiplier", noise_multiplier), ("--steps", steps), ("--batch-size", batch_size),
+                                  ("--dataset-size", dataset_size)) if x is None]
+        if missing:
+            raise ReconRiskError(f"fixed-size batches need --noise-multiplier, --steps, --batch-size and --dataset-size; "
+                                 f"missing {', '.join(missing)}")
+        rel = Release.fixed_batch(noise_multiplier, batch_size, dataset_size, steps, 1.0 if clip_norm is None else clip_norm)
+        return PrivacyAnalysis(rel), {"source": "flags"}
+    if release_file is not None and noise_multiplier is None and sample_rate is None and steps is None \
+            and from_opacus is None:
+        if clip_norm is not None:
+            raise ReconRiskError("--clip-norm goes inside the release file (key clip_norm), not beside --release")
+        obj, prov = release_from_toml(release_file, events=True)
+        return (PrivacyAnalysis(obj) if isinstance(obj, Release) else PrivacyAnalysis.from_dp_event(obj)), prov
+    rel, prov = resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+    return PrivacyAnalysis(rel), prov

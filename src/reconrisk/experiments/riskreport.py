@@ -26,6 +26,12 @@ Each entry carries its formula/source and its error: a certified bracket (``lowe
 confidence interval (Monte Carlo, attacks), or ``exact``. Families whose assumptions fail for this release
 are kept with ``"applicable": false`` and the reason, never dropped silently.
 
+A ``dp_accounting`` event that is not DP-SGD with Gaussian noise (a release file of Laplace events) gets
+its :class:`~reconrisk.bounds.events.EventAnalysis`: ε, the ReRo bracket, the trade-off curve and every
+operational risk are certified two-sided from the event's distributions; the families that read σ, q, T
+(RDP baseline, Monte Carlo, Fano, MSE, analytic attack, capacity, calibration, attack) say in one line that
+they are not defined for the event, naming it.
+
 Derived numbers that no single command prints (each stated in its entry's ``formula``):
 
 * Bayes' capacity of T steps: ``log C ≤ Σ_s T_s · log(1 − q_s + q_s·C_1(σ_s))`` — one subsampled step's
@@ -113,6 +119,10 @@ def _na(reason: str, **extra) -> dict:
     return {"applicable": False, "reason": reason, **extra}
 
 
+def _not_for_event(analysis, what: str) -> str:
+    return f"{what} reads a DP-SGD release (sigma, q, T); not defined for the event {analysis.name}"
+
+
 # -- ε and ReRo -------------------------------------------------------------------------------
 def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
     """ε at δ as ``reconrisk bound`` reports it (PLD, RDP where the PLD grid cannot hold the loss range)."""
@@ -142,6 +152,13 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
     out["pld"] = analysis.rero(k).to_dict()
+    if analysis.release is None:  # an event: the PLD bracket and the (eps, delta) baseline only
+        out["rdp"] = _na(_not_for_event(analysis, "the RDP baseline"))
+        out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
+                     "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
+        out["mc"] = _na(_not_for_event(analysis, "the Monte-Carlo estimate"))
+        out["headline"] = "pld"
+        return out
     if has_closed_form(analysis.release):
         out["closed_form"] = analysis.rero(k, method="closed_form").to_dict()
     out["rdp"] = analysis.rero(k, method="rdp").to_dict()
@@ -164,6 +181,10 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     release = analysis.release
     ns = [int(n) for n in prior_sizes]
     kap = np.array([1.0 / n for n in ns])
+    if release is None:  # an event: its own bracket per prior size (the RDP and Fano bounds read sigma, q, T)
+        pld = analysis.rero_many(kap)
+        return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld],
+                "upper": [r.upper for r in pld], "rdp": None, "fano": None}
     pld = analysis.rero_many(kap, method="pld")
     rdp = analysis.rero_many(kap, method="rdp")
     kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
@@ -364,11 +385,14 @@ def risk_report(release, config: ReportConfig | None = None, *,
     level; ``out["analysis"]["compositions"]`` says how many were made.
     """
     analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
-        else release
+        else analyse(release)
     release = analysis.release
     cfg = config or ReportConfig()
     note = progress or (lambda stage: None)
-    out: dict = {"release": analysis.source.to_dict(), "config": cfg.to_dict()}  # as run (sampler, σ)
+    src = analysis.source.to_dict() if release is not None else analysis.describe()  # as run (sampler, σ)
+    out: dict = {"release": src, "config": cfg.to_dict()}
+    if release is None:
+        return _event_report(analysis, cfg, out, note)
     note("epsilon")
     out["epsilon"] = epsilon_entry(analysis, cfg.delta)
     note("ReRo")
@@ -387,6 +411,32 @@ def risk_report(release, config: ReportConfig | None = None, *,
     out["calibration"] = calibration_entry(analysis, cfg)
     note("attack")
     out["attack"] = attack_entry(release, cfg)
+    out["summary"] = summary_entry(out, cfg)
+    out["analysis"] = {"compositions": analysis.composition_count}
+    return out
+
+
+def _event_report(analysis, cfg: ReportConfig, out: dict, note) -> dict:
+    """The report of an :class:`~reconrisk.bounds.events.EventAnalysis`: the families its distributions answer,
+    and one line naming the event for each family that reads sigma, q, T."""
+    note("epsilon")
+    out["epsilon"] = {**epsilon_entry(analysis, cfg.delta), "formula": "smallest eps with delta(eps) <= delta on the "
+                      "pessimistic (upper) and optimistic (lower) PLDs of the event"}
+    note("ReRo")
+    out["rero"] = rero_entry(analysis, cfg, out["epsilon"])
+    out["rero_vs_prior"] = rero_vs_prior(analysis)
+    note("trade-off curve")
+    out["tradeoff"] = tradeoff_entry(analysis)
+    note("risk measures")
+    out["risks"] = risks_entry(analysis, cfg)
+    note("Fano, MSE, analytic, capacity")
+    for key, what in (("fano", "Fano's bound"), ("mse", "Guo et al.'s MSE bound"), ("analytic", "the analytic attack"),
+                      ("capacity", "Bayes' capacity of the Gaussian mechanism")):
+        out[key] = _na(_not_for_event(analysis, what))
+    note("calibration")
+    out["calibration"] = _na(_not_for_event(analysis, "calibration of sigma"))
+    note("attack")
+    out["attack"] = _na(_not_for_event(analysis, "the informed adversary's audit"))
     out["summary"] = summary_entry(out, cfg)
     out["analysis"] = {"compositions": analysis.composition_count}
     return out

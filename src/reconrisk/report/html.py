@@ -202,8 +202,11 @@ def table_rows(report: dict) -> list[dict]:
     else:
         rows.append(_row("Fano", "reconstruction success", None, None, "", f["reason"], na=True))
     m = report["mse"]
-    rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack ≥", m["mse_lower_bound"], None,
-                     f"exact given ε₂ = {m['rdp_epsilon']:.4g}", m["formula"]))
+    if m.get("applicable") is False:
+        rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack", None, None, "", m["reason"], na=True))
+    else:
+        rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack ≥", m["mse_lower_bound"], None,
+                         f"exact given ε₂ = {m['rdp_epsilon']:.4g}", m["formula"]))
     a = report["analytic"]
     if a.get("applicable"):
         rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["rero"], "exact (Riess et al. 2024)",
@@ -325,6 +328,8 @@ def pretty_formula(text: str) -> str:
 
 
 def _release_text(rel: dict) -> str:
+    if "dp_event" in rel:
+        return f"the dp_accounting event {rel['dp_event']} ({rel['relation'].replace('_', '/')} neighbours)"
     if "segments" in rel:
         return f"{len(rel['segments'])} segments, T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}"
     sampler = {"fixed": " (fixed-size batches, replace-one)", "full": " (full batch)"}.get(rel.get("sampler"), "")

@@ -80,8 +80,10 @@ def prior_svg(report: dict) -> str:
     fig, ax = plt.subplots(figsize=(8.0, 4.6))
     ax.fill_between(p["prior_size"], p["lower"], p["upper"], color=_BLUE, alpha=0.4, lw=0)
     ax.plot(p["prior_size"], p["upper"], "o-", color=_BLUE, ms=3, label="ReRo bound (PLD, certified bracket)")
-    ax.plot(p["prior_size"], p["rdp"], "s--", color=_RED, ms=3, label="RDP bound, Eq. (2)")
-    ax.plot(p["prior_size"], p["fano"], "^-.", color=_PURPLE, ms=3, label="Fano's bound (App. H)")
+    if p.get("rdp") is not None:  # (an event has neither)
+        ax.plot(p["prior_size"], p["rdp"], "s--", color=_RED, ms=3, label="RDP bound, Eq. (2)")
+    if p.get("fano") is not None:
+        ax.plot(p["prior_size"], p["fano"], "^-.", color=_PURPLE, ms=3, label="Fano's bound (App. H)")
     ax.plot(p["prior_size"], p["kappa"], ":", color=_GREY, label="blind guess 1/N")
     at = report["attack"]
     if at.get("applicable"):
