@@ -72,6 +72,7 @@ from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
 from .models import Model
 from .noise import noise_fn
 from .transcript import Transcript, TranscriptWriter  # noqa: F401  (re-exported)
+from .transcript import TranscriptSink as _TranscriptSink, transcript_meta as _transcript_meta
 
 #: Default learning rate: θ moves by η · (mean clipped gradient + noise/(qN)).
 DEFAULT_LEARNING_RATE = 2.0
@@ -265,6 +266,7 @@ class StepInfo(NamedTuple):
     y: Any
     noise_std: Any
     head_sum: Any = None  # with ``head``: the clipped sum over the head rows (flat)
+    norms: Any = None  # per-row gradient norms of the rows the step evaluated (``batch.member`` says which count)
 
 
 def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_norm: float, mode: str):
@@ -281,8 +283,11 @@ def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_
     return summed, jnp.concatenate([hnorms, tnorms]), ravel(hsum)
 
 
-def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std, head=None):
+def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std, head=None, weights=None):
     """Stages 1–3: (StepInfo with the released (θ_t, g_t), stats); no update.
+
+    ``weights`` (n,): per-example contribution scales multiplying the batch membership
+    (an individual filter's admissions, :mod:`reconrisk.train.individual`); None: all 1.
 
     ``noise_std`` is the noise scale of the release (σC for Gaussian noise), a
     traced scalar. ``stats`` holds the sum of per-example norms in the batch,
@@ -304,6 +309,9 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
     from .sampling import sample_batch  # noqa: PLC0415 - sampling.py imports Batch from here
 
     batch = sample_batch(k_batch, n, cfg)
+    if weights is not None:
+        batch = batch._replace(mask=batch.mask * weights,
+                               valid=None if batch.index is None else batch.valid * weights[batch.index])
     head_sum = None
     if head is not None:
         if batch.index is not None:
@@ -321,7 +329,7 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
         "members": jnp.sum(member),
         "overflow": batch.overflow,
     }
-    return StepInfo(t, params, theta, g, batch, k_batch, k_noise, x, y, noise_std, head_sum), stats
+    return StepInfo(t, params, theta, g, batch, k_batch, k_noise, x, y, noise_std, head_sum, norms), stats
 
 
 def apply_update(cfg: StepConfig, info: StepInfo, opt_state):
@@ -367,6 +375,10 @@ class StepHook:
     def step(self, state, info: StepInfo):
         return state, ()
 
+    def weights(self, state, params, t, x, y):
+        """Before the batch sum: (state, per-example contribution scales (n,) or None); see release_step."""
+        return state, None
+
 
 @dataclass(frozen=True)
 class RecordTranscript(StepHook):
@@ -388,6 +400,9 @@ class TrainResult:
     hook_states: tuple = ()
     hook_outputs: tuple = ()
     opt_state: object = field(default=None, repr=False)
+    norms: np.ndarray | None = None  # (n, T) with record_norms / a filter (train/individual.py)
+    filtered: np.ndarray | None = None  # (n,) stopped by the individual filter
+    individual_filter: object = None
 
 
 def make_step_config(release: Release, n: int, learning_rate: float, clip_mode: str, trials: int = 1,
@@ -440,7 +455,12 @@ def _chunk_runner(model: Model, cfg: StepConfig, hooks: tuple):
     def run_chunk(carry, ts, k_run, xs, ys, noise_std):
         def body(c, t):
             params, opt_state, states = c
-            info, stats = release_step(model, cfg, params, k_run, t, xs, ys, noise_std)
+            scales, states = None, list(states)
+            for i, hook in enumerate(hooks):
+                states[i], w = hook.weights(states[i], params, t, xs, ys)
+                if w is not None:
+                    scales = w if scales is None else scales * w
+            info, stats = release_step(model, cfg, params, k_run, t, xs, ys, noise_std, weights=scales)
             new_states, outs = [], []
             for hook, st in zip(hooks, states):
                 st, out = hook.step(st, info)
@@ -452,46 +472,6 @@ def _chunk_runner(model: Model, cfg: StepConfig, hooks: tuple):
         return jax.lax.scan(body, carry, ts)
 
     return jax.jit(run_chunk)
-
-
-class _TranscriptSink:
-    """Host side of :class:`RecordTranscript`: stream chunks to disk or keep them in memory."""
-
-    def __init__(self, path, n_params: int, n_points: int, steps: int, meta: dict, theta0):
-        self.meta = meta
-        self.parts: list = []
-        self.writer = None
-        if path is not None:
-            self.writer = TranscriptWriter(path, n_params, n_points, steps, meta)
-            self.writer.write_initial(theta0)
-
-    def add(self, out, theta_after):
-        thetas, grads, masks = (np.asarray(a) for a in out)
-        if self.writer is not None:
-            self.writer.write_chunk(np.concatenate([thetas[1:], theta_after[None]]), grads, masks)
-        else:
-            self.parts.append((thetas, grads, masks))
-
-    def close(self, theta_final) -> Transcript:
-        if self.writer is not None:
-            return Transcript.load(self.writer.close())
-        thetas = np.concatenate([p[0] for p in self.parts] + [theta_final[None]])
-        return Transcript(thetas, np.concatenate([p[1] for p in self.parts]),
-                          np.concatenate([p[2] for p in self.parts]), self.meta)
-
-
-def _transcript_meta(model, release, cfg, clip_mode, seed) -> dict:
-    return {
-        "release": release.to_dict(),
-        "model": model.to_dict(),
-        "learning_rate": cfg.learning_rate,
-        "momentum": cfg.momentum,
-        "clip_mode": clip_mode,
-        "normalizer": cfg.normalizer,
-        "seed": seed,
-        "update": "theta_{t+1} = theta_t - learning_rate * g_t / normalizer"
-        if cfg.momentum == 0 else "v = momentum * v + g_t / normalizer; theta_{t+1} = theta_t - learning_rate * v",
-    }
 
 
 def train(
@@ -514,6 +494,8 @@ def train(
     transcript_path: str | os.PathLike | None = None,
     max_memory_bytes: int = 1 << 30,
     progress=None,
+    record_norms: str | None = None,
+    individual_filter=None,
 ) -> TrainResult:
     """Run DP-SGD as ``release`` describes on (x, y); record its transcript and call ``hooks`` every step.
 
@@ -526,6 +508,9 @@ def train(
     ``hooks``/``hook_states``: see :class:`StepHook`; their final states and
     stacked outputs come back in the result. ``runs``: how many runs share
     the batch-overflow budget. ``progress(k)`` is called after each chunk of k steps.
+    ``record_norms`` (``"batch"``, ``"step"``, ``"epoch"``) and ``individual_filter`` (an
+    :class:`~reconrisk.bounds.individual_filter.IndividualFilter`): per-example norms and
+    filtered training, :mod:`reconrisk.train.individual` (``result.norms``, ``.filtered``).
     """
     from .._jax import jax
     import jax.numpy as jnp
@@ -549,11 +534,17 @@ def train(
         raise ReconRiskError(
             f"the transcript would take {size / 2**20:.0f} MiB (> max_memory_bytes); pass transcript_path to stream it to disk"
         )
-    all_hooks = ((RecordTranscript(),) if record else ()) + hooks
     if hook_states is None:
         hook_states = [h.init(params) for h in hooks]
     if len(hook_states) != len(hooks):
         raise ReconRiskError(f"hook_states must hold one state per hook ({len(hooks)}); found {len(hook_states)}")
+    own = ()
+    if record_norms is not None or individual_filter is not None:
+        from .individual import individual_hooks  # noqa: PLC0415 - it imports this module
+
+        own = individual_hooks(model, release, cfg, x.shape[0], record_norms, individual_filter, clip_mode)
+        hooks, hook_states = hooks + own, list(hook_states) + [h.init(params) for h in own]
+    all_hooks = ((RecordTranscript(),) if record else ()) + hooks
     states = (((),) if record else ()) + tuple(hook_states)
     sink = None
     if record:
@@ -586,8 +577,13 @@ def train(
         for i in range(len(hooks))
     )
     denom = max(totals[2], 1.0)
-    return TrainResult(params, transcript, totals[1] / denom, totals[0] / denom,
-                       tuple(states[1:] if record else states), hook_outputs, opt_state)
+    result = TrainResult(params, transcript, totals[1] / denom, totals[0] / denom,
+                         tuple(states[1:] if record else states), hook_outputs, opt_state)
+    if own:
+        from .individual import finish_individual  # noqa: PLC0415
+
+        finish_individual(result, len(own), individual_filter, T)
+    return result
 
 
 def model_accuracy(model: Model, params, x, y) -> float:

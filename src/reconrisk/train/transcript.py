@@ -176,3 +176,46 @@ class TranscriptWriter:
         self.zf.writestr("meta.npy", buf.getvalue())
         self.zf.close()
         return self.path
+
+
+# ----------------------------------------------------------------------------------------
+# the trainer's side of the transcript hook (moved here from dpsgd.py)
+# ----------------------------------------------------------------------------------------
+class TranscriptSink:
+    """Host side of :class:`RecordTranscript`: stream chunks to disk or keep them in memory."""
+
+    def __init__(self, path, n_params: int, n_points: int, steps: int, meta: dict, theta0):
+        self.meta = meta
+        self.parts: list = []
+        self.writer = None
+        if path is not None:
+            self.writer = TranscriptWriter(path, n_params, n_points, steps, meta)
+            self.writer.write_initial(theta0)
+
+    def add(self, out, theta_after):
+        thetas, grads, masks = (np.asarray(a) for a in out)
+        if self.writer is not None:
+            self.writer.write_chunk(np.concatenate([thetas[1:], theta_after[None]]), grads, masks)
+        else:
+            self.parts.append((thetas, grads, masks))
+
+    def close(self, theta_final) -> Transcript:
+        if self.writer is not None:
+            return Transcript.load(self.writer.close())
+        thetas = np.concatenate([p[0] for p in self.parts] + [theta_final[None]])
+        return Transcript(thetas, np.concatenate([p[1] for p in self.parts]),
+                          np.concatenate([p[2] for p in self.parts]), self.meta)
+
+
+def transcript_meta(model, release, cfg, clip_mode, seed) -> dict:
+    return {
+        "release": release.to_dict(),
+        "model": model.to_dict(),
+        "learning_rate": cfg.learning_rate,
+        "momentum": cfg.momentum,
+        "clip_mode": clip_mode,
+        "normalizer": cfg.normalizer,
+        "seed": seed,
+        "update": "theta_{t+1} = theta_t - learning_rate * g_t / normalizer"
+        if cfg.momentum == 0 else "v = momentum * v + g_t / normalizer; theta_{t+1} = theta_t - learning_rate * v",
+    }
