@@ -53,6 +53,8 @@ __all__ = ["DEFAULT_BUCKETS", "MIN_LEVEL", "sensitivity_levels", "bucket_index",
 DEFAULT_BUCKETS = 32
 #: Smallest positive level (s/C); smaller non-zero norms are rounded up to it.
 MIN_LEVEL = 2.0**-8
+#: How the per-example compositions are computed (see :class:`IndividualPrivacy`).
+METHODS = ("fourier", "analysis")
 
 EX_POST_NOTE = ("ex-post individual accounting (Yu et al. 2023): an estimate of who is exposed, computed from the "
                 "norms this run produced; data-dependent, so not itself a differential-privacy guarantee")
@@ -167,7 +169,7 @@ class IndividualPrivacy:
     """
 
     def __init__(self, release: Release, counts: np.ndarray, levels: np.ndarray, *, certified: bool = False,
-                 individual_filter=None) -> None:
+                 individual_filter=None, method: str = "fourier") -> None:
         from .analysis import PrivacyAnalysis
 
         self.release = release
@@ -176,6 +178,9 @@ class IndividualPrivacy:
         self.n = int(self.counts.shape[0])
         self.certified = bool(certified)
         self.individual_filter = individual_filter
+        #: ``"fourier"``: all groups from the level spectra (accounting/pld_batch.py); ``"analysis"``: one
+        #: PrivacyAnalysis per group (the reference; slow)
+        self.method = v.choice("method", method, METHODS)
         #: the worst-case analysis of the release (shared with the examples at C on every step)
         self.analysis = PrivacyAnalysis(release)
         flat = self.counts.reshape(self.n, -1)
@@ -212,6 +217,7 @@ class IndividualPrivacy:
         return self._analyses[g]
 
     def _per_group(self, key, value_of, floor: float) -> np.ndarray:
+        """One value per group through its own PrivacyAnalysis (the reference path, ``method="analysis"``)."""
         if key not in self._memo:
             out = np.empty(len(self._groups))
             for g in range(len(self._groups)):
@@ -220,21 +226,88 @@ class IndividualPrivacy:
             self._memo[key] = out
         return self._memo[key][self._inverse]
 
+    # -- the Fourier path: every group's composition from the L level spectra ----------------------
+    def _kinds(self):
+        """(columns of the flattened counts with a loss, their (σ_eff, q)): segment j at level k ≥ 1."""
+        K1 = self.counts.shape[2]
+        cols, kinds = [], []
+        for j, seg in enumerate(self.release.segments):
+            for k in range(1, K1):
+                cols.append(j * K1 + k)
+                kinds.append((seg.noise_multiplier / self.levels[k], seg.sample_rate))
+        return np.array(cols), kinds
+
+    def _gdp_mu(self) -> np.ndarray:
+        """Per group μ = √(Σ c·u²/σ²): each example's schedule is μ-GDP (subsampling only garbles)."""
+        cols, kinds = self._kinds()
+        w = np.array([1.0 / sig**2 for sig, _ in kinds])
+        return np.sqrt(self._groups[:, cols].astype(float) @ w)
+
+    def _fourier(self, key, h: float, directions, loss_cap: float, value_of, worst: float, floor: float):
+        """Per-group values from :func:`reconrisk.accounting.pld_batch.compose_counts` (max over ``directions``);
+        the group at C on every step gets the worst case's own number."""
+        if key in self._memo:
+            return self._memo[key][self._inverse]
+        from ..accounting import pld as _pld
+        from ..accounting.pld_batch import LevelSpectra, compose_counts
+
+        cols, kinds = self._kinds()
+        counts = self._groups[:, cols]
+        out = np.full(len(self._groups), floor)
+        top = self._groups.reshape((-1,) + self.counts.shape[1:])
+        full = np.array([schedule_of(self.release, t, self.levels) == self.release for t in top])
+        todo = np.flatnonzero(~full & (counts.sum(axis=1) > 0))
+        out[full] = worst
+        if todo.size:
+            used = np.flatnonzero(counts[todo].sum(axis=0) > 0)
+            for n_dir, d in enumerate(directions):
+                pmfs = [_pld.step_pmf(kinds[c][0], kinds[c][1], h, pessimistic=True, direction=d) for c in used]
+                lev = LevelSpectra(pmfs)
+                for r, pmf in compose_counts(lev, counts[todo][:, used], loss_cap=loss_cap):
+                    g = todo[r]
+                    val = value_of(pmf)
+                    out[g] = val if n_dir == 0 else max(out[g], val)
+        self._memo[key] = out
+        return out[self._inverse]
+
     # -- ex-post (or certified) per-example numbers ---------------------------------------------
     def ex_post_epsilon(self, delta: float) -> np.ndarray:
-        """Ex-post ε_i(δ): the pessimistic PLD's ε of example i's schedule, capped at the worst case (n,)."""
+        """Ex-post ε_i(δ) (n,): the pessimistic PLD's ε of example i's schedule (both directions), on the
+        worst case's own grid; at most the Gaussian-DP ε of the schedule and the worst case."""
+        from ..accounting.epsilon import EPSILON_CAP, PLD_DISCRETIZATION, pld_grid
+        from ..accounting.gaussian import gaussian_eps
+
         delta = v.probability_open("delta", delta)
         worst = self.worst_case_epsilon(delta).upper
-        vals = self._per_group(("epsilon", delta), lambda a: a.epsilon(delta).upper, 0.0)
-        return np.minimum(vals, worst)
+        if self.method == "analysis" or self.release.full_batch:
+            vals = self._per_group(("epsilon", delta), lambda a: a.epsilon(delta).upper, 0.0)
+        else:
+            h = pld_grid(self.release, PLD_DISCRETIZATION)
+            vals = self._fourier(("epsilon", delta, "fourier"), h, ("remove", "add"), EPSILON_CAP,
+                                 lambda pmf: pmf.epsilon(delta), worst, 0.0)
+        mu = self._gdp_mu()[self._inverse]
+        gdp = np.array([0.0 if m == 0 else gaussian_eps(1.0 / m, delta) for m in mu])
+        return np.minimum(np.minimum(vals, gdp), worst)
 
-    def ex_post_rero(self, kappa: float, *, rel_tol: float | None = None) -> np.ndarray:
-        """Ex-post ReRo_i(κ): the upper end of example i's certified bracket, capped at the worst case (n,)."""
+    def ex_post_rero(self, kappa: float) -> np.ndarray:
+        """Ex-post ReRo_i(κ) (n,): the pessimistic PLD's B_κ of example i's schedule on the grid the worst
+        case's bracket ended on; at most the Gaussian-DP bound of the schedule and the worst case."""
+        from scipy import special
+
+        from .rero import loss_cap
+
         kappa = v.in_range("kappa", kappa, 0.0, 1.0, low_open=True, high_open=True)
-        worst = self.worst_case_rero(kappa).upper
-        kw = {} if rel_tol is None else {"rel_tol": rel_tol}
-        vals = self._per_group(("rero", kappa, rel_tol), lambda a: a.rero(kappa, **kw).upper, kappa)
-        return np.minimum(np.maximum(vals, kappa), worst)
+        wb = self.worst_case_rero(kappa)
+        worst = wb.upper
+        h = wb.details.get("discretization")
+        if self.method == "analysis" or h is None:
+            vals = self._per_group(("rero", kappa), lambda a: a.rero(kappa).upper, kappa)
+        else:
+            cap = loss_cap(np.array([kappa]))
+            vals = self._fourier(("rero", kappa, "fourier"), float(h), ("remove",), cap,
+                                 lambda pmf: float(pmf.blowup(np.array([kappa]))[0]), worst, kappa)
+        gdp = special.ndtr(special.ndtri(kappa) + self._gdp_mu()[self._inverse])
+        return np.minimum(np.maximum(np.minimum(vals, gdp), kappa), worst)
 
     def epsilon(self, delta: float) -> np.ndarray:
         """ε_i(δ) per example (n,): certified by the filter when ``certified``, else ex-post."""
@@ -302,7 +375,7 @@ def _summary(x: np.ndarray) -> dict:
 
 
 def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKETS, certified: bool = False,
-                        individual_filter=None) -> IndividualPrivacy:
+                        individual_filter=None, method: str = "fourier") -> IndividualPrivacy:
     """Per-example privacy of a Poisson-subsampled Gaussian DP-SGD run from its clipped-gradient norms.
 
     ``norms`` (n, T): example i's clipped-gradient norm s_i,t = min(C, ‖g_i,t‖) at
@@ -328,7 +401,7 @@ def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKE
         if f_n is not None and f_n != counts.shape[0]:
             raise ReconRiskError(f"individual_filter holds {f_n} examples; norms hold {counts.shape[0]}")
     return IndividualPrivacy(rel, counts, levels, certified=certified or individual_filter is not None,
-                             individual_filter=individual_filter)
+                             individual_filter=individual_filter, method=method)
 
 
 def __getattr__(name: str):
