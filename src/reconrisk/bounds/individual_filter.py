@@ -90,7 +90,8 @@ class IndividualFilter:
     ``IndividualFilter(release, target_rero=γ, kappa=κ)`` or ``(…, target_epsilon=ε, delta=δ)``:
     the budget is the RDP curve of the largest number c of full-sensitivity steps whose
     converted bound meets the target (module docstring); without a target, c = the
-    release's steps (the worst case of the release itself: no example is ever filtered).
+    release's steps (the worst case of the release itself, with the admission margin: no
+    example is ever filtered within T steps).
     ``release`` gives σ, q, C and the planned steps T (homogeneous, Poisson or full batch).
 
     Each step, :meth:`admit` takes every example's clipped-gradient norm **at the
@@ -138,8 +139,8 @@ class IndividualFilter:
             d = v.probability_open("delta", delta)
             self.target = {"target_epsilon": eps, "delta": d}
             c = self._largest_steps(lambda x: _rdp_to_epsilon(self.orders, x[None, :], d)[0] <= eps)
-        else:
-            c = float(rel.steps)
+        else:  # the release's own worst case (plus the admission margin: an example at C on every step fits)
+            c = float(rel.steps) * (1.0 + 4 * MARGIN)
         #: the budget in full-sensitivity steps and as an RDP curve over ``orders``
         self.budget_steps = c
         self.budget = c * self.charges[-1]
