@@ -582,7 +582,7 @@ def train(
     if own:
         from .individual import finish_individual  # noqa: PLC0415
 
-        finish_individual(result, len(own), individual_filter, T)
+        finish_individual(result, own, individual_filter, T)
     return result
 
 
