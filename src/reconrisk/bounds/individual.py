@@ -98,7 +98,8 @@ def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
     """
     s = np.asarray(norms, dtype=float)
     if np.any(s < 0):
-        raise ReconRiskError(f"norms must be >= 0 (clipped-gradient norms; NaN where not observed); found {float(s[s < 0][0])!r}")
+        raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
+                             f"{float(s[s < 0][0])!r}")
     c = v.positive("clip_norm", clip_norm)
     with np.errstate(invalid="ignore"):
         u = np.where(np.isnan(s), 1.0, np.minimum(s / c, 1.0))

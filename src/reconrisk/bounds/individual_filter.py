@@ -65,8 +65,8 @@ MARGIN = 1e-5
 
 
 def _rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndarray:
-    """ε(δ) = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] per row of ``rdp`` (Balle et al. 2020, Thm 21;
-    the conversion of dp_accounting's RDP accountant), at least 0."""
+    """ε(δ) = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] per row of ``rdp``, at least 0
+    (Balle et al. 2020, Thm 21; the conversion of dp_accounting's RDP accountant)."""
     a = orders[None, :]
     val = rdp + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     return np.maximum(0.0, np.min(val, axis=-1))
@@ -159,7 +159,8 @@ class IndividualFilter:
         """Largest c (full-sensitivity steps, real) with ``meets(c·ρ)``; bisection on the monotone predicate."""
         w = self.charges[-1]
         if not meets(w * 1e-12):
-            raise ReconRiskError("the target cannot be met even by a vanishing budget; raise target_rero/target_epsilon")
+            raise ReconRiskError("the target cannot be met even by a vanishing budget; raise target_rero or "
+                                 "target_epsilon")
         lo, hi = 0.0, 1.0
         while meets(hi * w):
             lo, hi = hi, hi * 2.0
