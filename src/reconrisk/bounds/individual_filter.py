@@ -22,8 +22,12 @@ at most ρ(α; q, σC/(w s)) — the Poisson-subsampled Gaussian's curve of
 of :func:`~reconrisk.bounds.individual.sensitivity_levels` just above s_i,t (rounded
 up: sound), example i is admitted at step t only if every order's running sum plus
 that charge stays within its budget, and an example once refused stays out (w = 0
-from then on: it contributes nothing and is charged nothing). This is how Koskela,
-Tobaben & Honkela 2023 use individual RDP filters for DP-SGD.
+from then on: it contributes nothing and is charged nothing). Why Rényi and not
+Gaussian DP: Koskela, Tobaben & Honkela 2023 prove a Gaussian-DP individual filter
+(fully adaptive composition, Smith & Thakurta 2022), optimal for full-batch Gaussian
+steps; a Poisson-subsampled step is not μ-GDP with an amplified μ, so for DP-SGD their
+filter would charge the unamplified 1/σ per step, while the RDP charge keeps the
+subsampling amplification.
 
 **The budget** is a curve B(α) = c·ρ(α; q, σ) — the RDP curve of c steps at full
 sensitivity C — with c the largest number of such steps whose curve meets the target
