@@ -5,8 +5,8 @@ The plain trainer (:func:`reconrisk.train.dpsgd.train`, no transcript) against t
 example once per epoch, ⌈1/q⌉ steps, the other steps NaN) and ``"step"`` (every example every step: one
 extra forward/backward over the data per step), and filtered training (an ``IndividualFilter``: the
 ``"step"`` pass plus the filter's bookkeeping). Digits training split (n = 1347), the default MLP,
-q = 0.05, T steps, timed after compilation (best of the repeats: the machine is shared). Aim (issue 26): full-data norms per
-epoch at ≤ 2× the plain trainer per step.
+q = 0.05, T steps, timed after compilation (best of the repeats, run round robin: the machine is shared).
+Aim (issue 26): full-data norms per epoch at ≤ 2× the plain trainer per step.
 
     PYTHONPATH=src python benchmarks/bench_norms.py [--steps 200] [--repeats 3] [--model mlp]
 """

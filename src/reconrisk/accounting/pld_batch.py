@@ -16,8 +16,8 @@ with a certified slack, built exactly as :meth:`PMF.self_compose` builds a power
 * window: Chernoff bounds from the combined log-MGF Σ_k c_k K_k(λ) on a fixed λ grid
   (any λ gives a valid bound) leave out at most ``COMPOSE_TAIL`` of the normalised
   mass, charged twice (missing, and aliased by the circular FFT), times Π‖p_k‖₁^{c_k};
-* the steps' own slack s_k: ‖Π(p̂_k + e_k)^{c_k} − Πp̂_k^{c_k}‖₁ ≤ Σ_k c_k s_k·Π_j max(1, n_j + s_j)^{c_j}
-  (n_j = ‖p̂_j‖₁; telescoping);
+* the steps' own slack s_k: ‖Π(p̂_k + e_k)^{c_k} − Πp̂_k^{c_k}‖₁
+  ≤ Σ_k c_k s_k·Π_j max(1, n_j + s_j)^{c_j} (n_j = ‖p̂_j‖₁; telescoping);
 * round-off. Forward FFTs: ‖X̂_k − X_k‖₂ ≤ e_k = η√N‖p_k‖₂ (Higham 2002, Thm 24.2, with
   Parseval; :func:`~reconrisk.accounting.fft_roundoff.fft_eta`), and
   |Π X̂^c − Π X^c| ≤ Π_j M_j^{c_j}·Σ_k c_k|X̂_k − X_k| with M_j = max(1, n_j + e_j) ≥ |X̂_j|, |X_j|
@@ -145,7 +145,8 @@ def compose_counts(levels: LevelSpectra, counts, *, loss_cap: float = math.inf):
             for j, i in enumerate(r):
                 z = spec[j]
                 z_norm = full_norm(z, int(N))
-                exp_err = math.sqrt(2.0) * norm2(np.abs(z) * (np.expm1(d[j]) + 4 * UNIT_ROUNDOFF)) / (1 - 4 * UNIT_ROUNDOFF)
+                rel = np.expm1(d[j]) + 4 * UNIT_ROUNDOFF
+                exp_err = math.sqrt(2.0) * norm2(np.abs(z) * rel) / (1 - 4 * UNIT_ROUNDOFF)
                 err_z = fwd[j] + exp_err
                 fft_err = math.sqrt(out_len[i]) * (err_z * (1 + eta) + eta * z_norm) / math.sqrt(N) * (1 + 1e-9)
                 shift = int((lo[i] - base[i]) % N)

@@ -53,6 +53,10 @@ __all__ = ["DEFAULT_BUCKETS", "MIN_LEVEL", "sensitivity_levels", "bucket_index",
 DEFAULT_BUCKETS = 32
 #: Smallest positive level (s/C); smaller non-zero norms are rounded up to it.
 MIN_LEVEL = 2.0**-8
+#: Loss grid of the ex-post ε (the accountant's is 1e-4). Still a pessimistic (sound) end; measured: the worst
+#: case of σ = 1, q = 0.05, T = 1000 gives ε(1e-5) = 10.98690 against 10.98668 at 1e-4 (+2e-5 relative), at a
+#: tenth of the atoms.
+EX_POST_EPSILON_GRID = 1e-3
 #: How the per-example compositions are computed (see :class:`IndividualPrivacy`).
 METHODS = ("fourier", "analysis")
 
@@ -94,7 +98,8 @@ def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
     """
     s = np.asarray(norms, dtype=float)
     if np.any(s < 0):
-        raise ReconRiskError(f"norms must be >= 0 (clipped-gradient norms; NaN where not observed); found {float(s[s < 0][0])!r}")
+        raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
+                             f"{float(s[s < 0][0])!r}")
     c = v.positive("clip_norm", clip_norm)
     with np.errstate(invalid="ignore"):
         u = np.where(np.isnan(s), 1.0, np.minimum(s / c, 1.0))
@@ -273,8 +278,8 @@ class IndividualPrivacy:
     # -- ex-post (or certified) per-example numbers ---------------------------------------------
     def ex_post_epsilon(self, delta: float) -> np.ndarray:
         """Ex-post ε_i(δ) (n,): the pessimistic PLD's ε of example i's schedule (both directions), on the
-        worst case's own grid; at most the Gaussian-DP ε of the schedule and the worst case."""
-        from ..accounting.epsilon import EPSILON_CAP, PLD_DISCRETIZATION, pld_grid
+        grid ``EX_POST_EPSILON_GRID``; at most the Gaussian-DP ε of the schedule and the worst case."""
+        from ..accounting.epsilon import EPSILON_CAP, pld_grid
         from ..accounting.gaussian import gaussian_eps
 
         delta = v.probability_open("delta", delta)
@@ -282,7 +287,7 @@ class IndividualPrivacy:
         if self.method == "analysis" or self.release.full_batch:
             vals = self._per_group(("epsilon", delta), lambda a: a.epsilon(delta).upper, 0.0)
         else:
-            h = pld_grid(self.release, PLD_DISCRETIZATION)
+            h = pld_grid(self.release, EX_POST_EPSILON_GRID)
             vals = self._fourier(("epsilon", delta, "fourier"), h, ("remove", "add"), EPSILON_CAP,
                                  lambda pmf: pmf.epsilon(delta), worst, 0.0)
         mu = self._gdp_mu()[self._inverse]

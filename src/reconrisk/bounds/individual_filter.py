@@ -22,8 +22,12 @@ at most ρ(α; q, σC/(w s)) — the Poisson-subsampled Gaussian's curve of
 of :func:`~reconrisk.bounds.individual.sensitivity_levels` just above s_i,t (rounded
 up: sound), example i is admitted at step t only if every order's running sum plus
 that charge stays within its budget, and an example once refused stays out (w = 0
-from then on: it contributes nothing and is charged nothing). This is how Koskela,
-Tobaben & Honkela 2023 use individual RDP filters for DP-SGD.
+from then on: it contributes nothing and is charged nothing). Why Rényi and not
+Gaussian DP: Koskela, Tobaben & Honkela 2023 prove a Gaussian-DP individual filter
+(fully adaptive composition, Smith & Thakurta 2022), optimal for full-batch Gaussian
+steps; a Poisson-subsampled step is not μ-GDP with an amplified μ, so for DP-SGD their
+filter would charge the unamplified 1/σ per step, while the RDP charge keeps the
+subsampling amplification.
 
 **The budget** is a curve B(α) = c·ρ(α; q, σ) — the RDP curve of c steps at full
 sensitivity C — with c the largest number of such steps whose curve meets the target
@@ -65,8 +69,8 @@ MARGIN = 1e-5
 
 
 def _rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndarray:
-    """ε(δ) = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] per row of ``rdp`` (Balle et al. 2020, Thm 21;
-    the conversion of dp_accounting's RDP accountant), at least 0."""
+    """ε(δ) = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] per row of ``rdp``, at least 0
+    (Balle et al. 2020, Thm 21; the conversion of dp_accounting's RDP accountant)."""
     a = orders[None, :]
     val = rdp + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     return np.maximum(0.0, np.min(val, axis=-1))
@@ -159,7 +163,8 @@ class IndividualFilter:
         """Largest c (full-sensitivity steps, real) with ``meets(c·ρ)``; bisection on the monotone predicate."""
         w = self.charges[-1]
         if not meets(w * 1e-12):
-            raise ReconRiskError("the target cannot be met even by a vanishing budget; raise target_rero/target_epsilon")
+            raise ReconRiskError("the target cannot be met even by a vanishing budget; raise target_rero or "
+                                 "target_epsilon")
         lo, hi = 0.0, 1.0
         while meets(hi * w):
             lo, hi = hi, hi * 2.0
