@@ -43,7 +43,7 @@ from ..accounting import pld as _pld
 from ..accounting import pld_tilt as _pld_tilt
 from .analysis import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
-from .montecarlo import mc_rero
+from .montecarlo import MonteCarloRero
 from .conversions import rdp_rero_bound
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
@@ -523,13 +523,42 @@ def rero_bounds(
         up = rdp_rero_bound(release.segments, kappas)
         note = "exact Eq. (2) (q = 1)" if release.full_batch else "real orders, minimised numerically"
         return [bound(k, None, float(b), orders=note) for k, b in zip(kappas, up)]
-    # Monte Carlo
+    return start_monte_carlo(analysis, kappas, samples=samples, seed=seed, confidence=confidence,
+                             progress=progress).bounds()
+
+
+class MonteCarloBounds:
+    """The ``mc`` method of :func:`rero_bounds`, started: its draws run on background threads until
+    :meth:`bounds` (which helps, then returns the list of :class:`~reconrisk.results.Bound`) or :meth:`cancel`."""
+
+    def __init__(self, job, kappas: np.ndarray, samples: int, seed, confidence: float) -> None:
+        self._job, self._kappas = job, kappas
+        self._samples, self._seed, self._confidence = samples, seed, confidence
+
+    def cancel(self) -> None:
+        self._job.cancel()
+
+    def bounds(self) -> list[Bound]:
+        res = self._job.result()
+        return [Bound("reconstruction", float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
+                      confidence=self._confidence, method="mc", formula=FORMULAS["mc"], converged=None,
+                      details={"kappa": float(k), "samples": self._samples, "seed": self._seed,
+                               "dkw_tau": res["dkw_tau"]})
+                for i, k in enumerate(self._kappas)]
+
+
+def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int | None = None, seed=None,
+                      confidence: float = 0.95, progress: Callable[[int], None] | None = None) -> MonteCarloBounds:
+    """``rero_bounds(..., method="mc")`` started in the background (same arguments, same numbers):
+    ``start_monte_carlo(...).bounds()`` equals it; the report overlaps the draws with its other families."""
+    release = analyse(release).release
+    kappas, _ = v.kappa_array("kappa", kappa)
+    confidence = v.probability_open("confidence", confidence)
     samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)
     seed = v.seed("seed", seed, allow_none=True)
     # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
     v.memory("samples", samples, 48 * samples)
     v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
-    res = mc_rero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence, progress=progress)
-    return [bound(k, float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
-                  conf=confidence, samples=samples, seed=seed, dkw_tau=res["dkw_tau"])
-            for i, k in enumerate(kappas)]
+    job = MonteCarloRero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence,
+                         progress=progress)
+    return MonteCarloBounds(job, kappas, samples, seed, confidence)
