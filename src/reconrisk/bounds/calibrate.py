@@ -349,7 +349,7 @@ def _smallest(ok: Callable[[float], bool], start: float, rel_tol: float, low: fl
         if want is not None and want != 0 and (want < 0) == down:
             mag = min(1.2 * abs(want) + tol_u, 4.0 * mag)
         elif prev is not None:
-            mag *= 2.0
+            mag *= 4.0 if prev[2] == cur[2] else 2.0  # (a flat score: the bound is saturated there, stride on)
         u = max(cur[0] - mag, lu) if down else min(cur[0] + mag, hu)
         if (down and cur[3] <= low) or (not down and cur[3] >= high):
             if down:
