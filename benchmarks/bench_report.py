@@ -129,9 +129,17 @@ _QSOLVE = r"""
 import json, time
 t0 = time.perf_counter()
 try:
-    from reconrisk.bounds.calibrate import calibrate
-    c = calibrate("reconstruction", 6.753e-11, "sample_rate", noise_multiplier=0.8285, steps=3810, kappa=1.437e-11)
-    out = dict(sample_rate=c.sample_rate, upper=c.bound.upper, evaluations=c.evaluations)
+    try:
+        from reconrisk.bounds.calibrate import calibrate
+    except ImportError:  # a baseline before the one calibrator
+        from reconrisk.bounds.calibrate_risk import calibrate_risk
+        c = calibrate_risk("reconstruction", 6.753e-11, "sample-rate", noise_multiplier=0.8285, steps=3810,
+                           kappa=1.437e-11)
+        out = dict(sample_rate=c["sample_rate"], upper=c.get("upper"))
+    else:
+        c = calibrate("reconstruction", 6.753e-11, "sample_rate", noise_multiplier=0.8285, steps=3810,
+                      kappa=1.437e-11)
+        out = dict(sample_rate=c.sample_rate, upper=c.bound.upper, evaluations=c.evaluations)
 except Exception as exc:
     out = dict(error=str(exc)[:160])
 out["time"] = time.perf_counter() - t0
