@@ -11,6 +11,16 @@ every certified bracket of one overlaps the other's.
 
     git worktree add /tmp/base 5e38172          # main before the analysis object
     python3.11 benchmarks/bench_report.py --baseline-src /tmp/base/src --repeats 3
+    python3.11 benchmarks/bench_report.py --baseline-src /tmp/base/src --extremes   # + issue 22 item 5
+
+Targets (issue 22): the report ≥ 5× faster than the baseline with the same numbers, ``calibrate --target-rero``
+≤ 1.5 s. The machine's load average (1 min) is printed before and after each command: on a shared 2-core
+machine only figures taken at a load below ~1 compare.
+
+``--extremes`` adds issue 22 item 5: ``PrivacyAnalysis(Release(σ, q, T)).rero(1e-12)`` for σ ∈ {0.5, 1, 2},
+q ∈ {1e-6, 1e-4}, T ∈ {10³, 10⁵} (target: relative width ≤ 1 % in ≤ 2 s, or an honest ``converged: false``
+with its reason) and the sample-rate calibration of the issue (κ 1.437e-11, σ 0.8285, T 3,810, target
+6.753e-11), each in a fresh process with a time limit, for both trees.
 """
 
 from __future__ import annotations
@@ -47,8 +57,15 @@ sys.exit(code or 0)
 """
 
 
+#: Python caches compiled modules as an installed package does (set by --no-bytecode-cache: every run compiles
+#: the sources again, ~0.3 s of CPU on this machine for either tree)
+BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
+
+
 def run(src: Path, args: list[str], out_dir: str | None = None) -> tuple[float, str, int]:
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    env = {**os.environ, "PYTHONPATH": str(src), **BYTECODE}
+    if not env["PYTHONDONTWRITEBYTECODE"]:
+        env.pop("PYTHONDONTWRITEBYTECODE")
     extra = ["--out", out_dir] if out_dir is not None else []
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", _COUNTING, *args, *extra, "--json"], env=env, capture_output=True,
@@ -92,14 +109,104 @@ def compare(new: dict, old: dict) -> tuple[float, str, int, int]:
     return worst, where, n, disjoint
 
 
+#: issue 22 item 5: one extreme question in a fresh process (wall time of the question, after the imports)
+_EXTREME = r"""
+import json, sys, time
+from reconrisk import Release
+s, q, T, k = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+try:
+    from reconrisk.bounds.analysis import PrivacyAnalysis
+    ask = lambda: PrivacyAnalysis(Release(s, q, T)).rero(k)
+except ImportError:  # a baseline before the analysis object
+    import reconrisk as rr
+    ask = lambda: rr.rero_bound(s, q, T, kappa=k)
+t0 = time.perf_counter()
+b = ask()
+note = (getattr(b, "details", None) or {}).get("note", "")
+print(json.dumps(dict(time=time.perf_counter() - t0, lower=b.lower, upper=b.upper, converged=b.converged, note=note)))
+"""
+_QSOLVE = r"""
+import json, time
+t0 = time.perf_counter()
+try:
+    try:
+        from reconrisk.bounds.calibrate import calibrate
+    except ImportError:  # a baseline before the one calibrator
+        from reconrisk.bounds.calibrate_risk import calibrate_risk
+        c = calibrate_risk("reconstruction", 6.753e-11, "sample-rate", noise_multiplier=0.8285, steps=3810,
+                           kappa=1.437e-11)
+        out = dict(sample_rate=c["sample_rate"], upper=c.get("upper"))
+    else:
+        c = calibrate("reconstruction", 6.753e-11, "sample_rate", noise_multiplier=0.8285, steps=3810,
+                      kappa=1.437e-11)
+        out = dict(sample_rate=c.sample_rate, upper=c.bound.upper, evaluations=c.evaluations)
+except Exception as exc:
+    out = dict(error=str(exc)[:160])
+out["time"] = time.perf_counter() - t0
+print(json.dumps(out))
+"""
+EXTREMES = [(s, q, t) for s in (0.5, 1.0, 2.0) for q in (1e-6, 1e-4) for t in (1000, 100_000)]
+
+
+def _child(src: Path, code: str, args: list[str], timeout: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src), **BYTECODE}
+    if not env["PYTHONDONTWRITEBYTECODE"]:
+        env.pop("PYTHONDONTWRITEBYTECODE")
+    try:
+        p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no answer within {timeout:.0f} s"}
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:160]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def extremes(baseline: Path, timeout: float) -> None:
+    print(f"\n== issue 22 item 5: ReRo at kappa = 1e-12 (target: relative width <= 1 % in <= 2 s); "
+          f"load {_load()} at start")
+    for s, q, t in EXTREMES:
+        for who, src in (("baseline", baseline), ("this", HERE)):
+            r = _child(src, _EXTREME, [repr(s), repr(q), str(t), "1e-12"], timeout)
+            label = f"sigma={s} q={q:g} T={t:.0e}"
+            if "error" in r:
+                print(f"  {label:<26} {who:9s} {r['error']}")
+                continue
+            rel = (r["upper"] - r["lower"]) / r["upper"]
+            ok = "met" if rel <= 0.01 and r["time"] <= 2.0 else "missed"
+            print(f"  {label:<26} {who:9s} {r['time']:7.2f} s  [{r['lower']:.4g}, {r['upper']:.4g}]  rel width "
+                  f"{rel:.2e}  converged={r['converged']}  {ok}  {r['note'][:110]}")
+    print(f"  sample rate for target 6.753e-11 at kappa 1.437e-11, sigma 0.8285, T 3810 (load {_load()}):")
+    for who, src in (("baseline", baseline), ("this", HERE)):
+        print(f"    {who:9s} {_child(src, _QSOLVE, [], timeout)}")
+    print(f"  load {_load()} at end")
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline-src", type=Path, required=True, help="src/ folder of the baseline checkout")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--extremes", action="store_true", help="also issue 22 item 5 (minutes on the baseline)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per extreme question")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="compile the sources in every run (PYTHONDONTWRITEBYTECODE=1), as in this machine's shells")
     args = ap.parse_args()
+    if args.no_bytecode_cache:
+        BYTECODE["PYTHONDONTWRITEBYTECODE"] = "1"
+    print("bytecode: " + ("compiled in every run" if args.no_bytecode_cache else
+                          "cached as an installed package's (one untimed warm-up run per tree and command)"))
     for name, cmd in (("report", REPORT), ("report", REPORT_NO_MC), ("calibrate --target-rero", CALIBRATE)):
         times = {"this": [], "baseline": []}
         outs, counts = {}, {}
+        if not args.no_bytecode_cache:
+            for src in (HERE, args.baseline_src):
+                with tempfile.TemporaryDirectory() as d:
+                    run(src, cmd[:-2] + ["--samples", "100"] if name == "report" else cmd, d if name == "report" else None)
+        load_before = _load()
         for _ in range(args.repeats):
             for who, src in (("this", HERE), ("baseline", args.baseline_src)):
                 with tempfile.TemporaryDirectory() as d:
@@ -107,7 +214,7 @@ def main() -> None:
                 times[who].append(wall)
                 outs[who], counts[who] = json.loads(out), count
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"\n== reconrisk {' '.join(cmd)}")
+        print(f"\n== reconrisk {' '.join(cmd)}   (load average {load_before} before, {_load()} after)")
         for who in ("baseline", "this"):
             print(f"  {who:9s} median {med[who]:7.2f} s  (runs: {', '.join(f'{t:.2f}' for t in times[who])}),"
                   f"  PLD compositions {counts[who]}")
@@ -118,6 +225,14 @@ def main() -> None:
         if name == "report":
             print(f"  the report's own release: {outs['this'].get('analysis', {}).get('compositions')} compositions "
                   "(the rest are the calibrator's candidate releases)")
+            mc = {w: outs[w].get("rero", {}).get("mc", {}) for w in outs}
+            if mc["this"].get("estimate") is not None:
+                print("  Monte Carlo (same samples, same seed, its own random stream per tree): "
+                      + "; ".join(f"{w} {m['estimate']:.4f} in [{m['lower']:.4f}, {m['upper']:.4f}]" for w, m in mc.items()))
+        if name.startswith("calibrate"):
+            print(f"  target <= 1.5 s: {'met' if med['this'] <= 1.5 else 'MISSED'} (median of this tree)")
+    if args.extremes:
+        extremes(args.baseline_src, args.timeout)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,36 @@ def test_tradeoff_power_at_alpha_1e12_is_narrow():
     assert np.all(t.power_lower <= t.power_upper)
 
 
+# -- rarely sampled targets: the sampled-steps bound and the stop when round-off dominates ----------
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.3, 20.0), st.floats(1e-6, 0.9), st.floats(-12.0, -0.5), st.sampled_from([1, 2]))
+def test_sampled_steps_upper_end_contains_the_exact_value(s, q, lk, T):
+    # E_K[Φ(Φ⁻¹(κ) + √K/σ)] ≥ B_κ: against the exact T = 1 closed form (where it is exact) and T = 2 quadrature
+    from reconrisk.bounds.rero import _sampled_gdp_upper
+
+    k = 10.0**lk
+    ex = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_two_steps(s, q, s, q, k)
+    up = float(_sampled_gdp_upper(Release(s, q, T).segments[0], np.array([k]))[0])
+    assert ex <= up * (1 + REL), (ex, up)
+    if T == 1:
+        assert up <= ex * (1 + 1e-9)  # one step: the bound is the exact value
+
+
+def test_rarely_sampled_target_calibrates_its_sample_rate():
+    # issue 22: solving for q at κ 1.437e-11, σ 0.8285, T 3,810, target 6.753e-11 stopped with "even
+    # sample_rate=1e-07 exceeds target" (bracket [1.438e-11, 3.8e-4] there); the sampled-steps bound certifies it
+    lo, up = analytic_bracket(Release(0.8285, 1e-7, 3810), np.array([1.437e-11]))  # (rero_bound's upper is ≤ it)
+    assert up[0] <= 6.753e-11 and lo[0] <= up[0]
+
+
+def test_roundoff_dominated_bracket_stops_at_once_and_says_why():
+    # σ 1, q 1e-4, T 1000, κ 1e-12: the width is the composition's absolute round-off allowance (~1e-11),
+    # which finer grids only grow; it used to refine five times (35 s) to [1.19e-12, 1.33e-11]
+    lo, up, det = pld_bracket(Release(1.0, 1e-4, 1000), np.array([1e-12]))
+    assert not det["converged"] and det["rounds"] == 1 and "round-off" in det["note"]
+    assert lo[0] <= up[0] <= 1.3e-11
+
+
 # -- tilted brackets against exact references at tiny κ ------------------------------------------
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 20.0), st.floats(1e-4, 0.9), st.floats(-13.0, -3.0), st.sampled_from([4, 16]))

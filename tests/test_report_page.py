@@ -65,6 +65,8 @@ def test_figures_are_inline_responsive_svg_and_the_page_prints(rep):
     assert "data:image" not in page and "http://" not in page and "https://" not in page
     assert "@media print" in page and "figure svg{display:block;width:100%" in page
     assert "set_yscale" not in page  # (a sanity check that no source leaked into the page)
+    # tick labels are plain text (10⁻⁶, 2¹⁰), not mathtext, and every power of ten on the axes is labelled
+    assert "mathdefault" not in page and "10⁻⁶" in page and "2¹⁰" in page
 
 
 def test_each_paper_is_referenced_in_full_once(rep):

@@ -43,8 +43,9 @@ from ..accounting import pld as _pld
 from ..accounting import pld_tilt as _pld_tilt
 from .analysis import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
-from .montecarlo import mc_rero
+from .montecarlo import MonteCarloRero
 from .conversions import rdp_rero_bound
+from .rero_analytic import SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket  # noqa: F401  (re-exported)
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
 #: Default target of the PLD bracket: relative width (upper − lower)/upper.
@@ -107,8 +108,8 @@ def pld_bracket(
 
     With ``discretization`` given, that loss grid is used once; otherwise the
     grid starts at :func:`first_discretization` (a step's loss spread / 16) and
-    is refined — by the factor the h² error law predicts, between 1/4 and 1/2,
-    or halved while the PLD lower end is still below the analytic one — until,
+    is refined — by the factor the h² error law predicts, between 1/4 and 1/2
+    (from the raw PLD width while its lower end is still below the analytic one) — until,
     for every κ, (upper − lower) ≤ ``rel_tol``·upper (or ≤ ``tol`` when an
     absolute target is given), or until a finer grid would exceed ``max_atoms``
     atoms per step (default ``MAX_REFINED_ATOMS``) or fall below
@@ -150,6 +151,18 @@ def pld_bracket(
             return short
     h = discretization if discretization is not None else first_discretization(release)
     h_finest = H_FINEST_REL * min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
+    if discretization is None and _atoms_per_step(release, h) > max_atoms:
+        # a step's loss spread (≈ q√(e^{1/σ²} − 1): rarely sampled targets, q ≤ 1e-6 at σ ≤ 0.5) needs a grid
+        # whose atoms over the step's loss range exceed the refinement's limit: no affordable grid resolves
+        # one step, and a coarsened one gives nothing the analytic bracket does not (it took minutes to learn that)
+        ok = bool(np.all(a_w <= rel_tol * a_up) or (tol is not None and np.all(a_w <= tol)))
+        return a_lo, a_up, {
+            "discretization": None, "max_width": float(np.max(a_w)), "max_rel_width": float(np.max(a_w / a_up)),
+            "converged": ok, "target_rel_width": rel_tol, "target_width": tol, "rounds": 0,
+            "note": (f"analytic bracket: a step's privacy loss spreads over {_loss_spread_min(release):.3g}, so its grid "
+                     f"needs h <= {h:.3g}, i.e. {_atoms_per_step(release, h):.3g} atoms per step, beyond the "
+                     f"{max_atoms:,} the PLD refinement allows"),
+        }
     rounds = 0
     note = None
     # tilt up front the κ in the tiny-tail regime (B possibly < 1e-6: the untilted round-off allowance,
@@ -198,8 +211,17 @@ def pld_bracket(
                 continue
         if discretization is not None or converged or coarsened or h / 2 < h_finest:
             break  # (a coarsened grid: no finer one fits the memory target)
-        # a PLD lower end still below the analytic one is pre-asymptotic: its width predicts nothing
-        h_next = h * (_refinement_factor(upper, lower, rel_tol, tol) if informative else 0.5)
+        allowance = info["err_upper"] + info["err_lower"]
+        if replanned and np.all((w_k <= target) | (allowance > target)):
+            # every κ still too wide is so by the composition's round-off/tail allowance alone, which a finer
+            # grid does not shrink (more atoms, more round-off): refining would only cost time
+            note = (f"stopped: the composition's round-off and tail allowance ({float(np.max(allowance)):.3g}) "
+                    "exceeds the target width at this grid, and finer grids do not shrink it")
+            break
+        # a PLD lower end still below the analytic one predicts the next grid from its own, raw width (it
+        # used to halve the grid: σ 0.5, q 1e-4, T 1e5, κ 1e-12 took three rounds where h/4 meets 1 % in two)
+        h_next = h * _refinement_factor(upper, lower if informative else np.minimum(info["raw_lower"], lower),
+                                        rel_tol, tol)
         h_next = max(h_next, h_finest)
         if _atoms_per_step(release, h_next) > max_atoms:
             break  # the bracket stays certified; only its width misses the target
@@ -258,7 +280,7 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     upper = np.minimum(np.maximum(upper, kappa), a_up)
     lower = np.minimum(np.maximum(raw, a_lo), upper)
     if info is not None:
-        info.update(err_upper=e_up, err_lower=e_lo, h=h_used)
+        info.update(err_upper=e_up, err_lower=e_lo, h=h_used, raw_lower=np.minimum(raw, upper))
     return lower, upper, bool(np.all(raw >= a_lo))
 
 
@@ -373,54 +395,6 @@ def _pld_feasible(release: Release) -> bool:
     return all(SIGMA_PLD_MIN <= s.noise_multiplier <= SIGMA_PLD_MAX for s in release.segments)
 
 
-def analytic_bracket(release: Release, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A cheap certified bracket on B_κ from closed forms, valid for every σ, q, T (and schedules).
-
-    Upper ends (the smaller is used):
-
-    * Gaussian DP: each step's pair ((1−q)ν + qN(1,σ²), ν) is a garbling of
-      (N(1,σ²), ν) (mix in ν), Blackwell order survives products, so
-      B ≤ Φ(Φ⁻¹(κ) + μ) with μ² = Σ T_i/σ_i².
-    * No noise: every σ is a garbling of σ = 0, where the adversary learns
-      exactly whether the target was ever sampled: B ≤ 1 − Π(1−q_i)^{T_i}(1−κ).
-
-    Lower ends (the larger is used): any test E with ν(E) ≤ κ gives B ≥ μ(E).
-
-    * "some step exceeds its threshold": E = ∪_t {x_t > σ_t z} with
-      Φ̄(z) = 1 − (1−κ)^{1/T} (so ν(E) = κ exactly) has
-      μ(E) = 1 − Π_i (1 − (1−q_i)Φ̄(z) − q_i Φ̄(z − 1/σ_i))^{T_i} — tight when
-      σ is small or the risk saturates (B ≈ 1).
-    * a single step's optimal test: (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ) (Hayes, Mahloujifar & Balle 2023, T = 1).
-
-    Everything is evaluated with log1p/expm1 so that σ from 5e-324 to 1e308
-    and T up to 1e7 neither overflow nor lose the answer.
-    """
-    kappa = np.asarray(kappa, dtype=float)
-    segs = release.segments
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        inv = np.array([1.0 / s.noise_multiplier if s.noise_multiplier > 0 else np.inf for s in segs])
-        mu = math.sqrt(sum(s.steps * min(float(iv), 1e154) ** 2 for s, iv in zip(segs, inv)))
-        up_gdp = special.ndtr(special.ndtri(kappa) + mu)
-        log_never = sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in segs)
-        up_free = -np.expm1(log_never + np.log1p(-kappa))
-        upper = np.minimum(np.minimum(up_gdp, up_free), 1.0)
-        t_total = release.steps
-        p_tail = -np.expm1(np.log1p(-kappa) / t_total)  # Φ̄(z) = 1 − (1−κ)^{1/T}
-        z = -special.ndtri(p_tail)
-        log_miss = np.zeros_like(kappa)
-        for s, iv in zip(segs, inv):
-            hit = (1 - s.sample_rate) * p_tail + s.sample_rate * special.ndtr(-(z - iv))
-            log_miss = log_miss + s.steps * np.log1p(-np.minimum(hit, 1.0))
-        low_max = -np.expm1(log_miss)
-        low_one = np.max(
-            [(1 - s.sample_rate) * kappa + s.sample_rate * special.ndtr(special.ndtri(kappa) + iv) for s, iv in zip(segs, inv)],
-            axis=0,
-        )
-        lower = np.maximum(np.maximum(low_max, low_one), kappa)
-    lower = np.minimum(lower, upper)
-    return lower, upper
-
-
 def _loss_spread(sigma: float, q: float) -> float:
     """Standard deviation scale of one step's privacy loss: ≈ min(1/σ, q·√(e^{1/σ²} − 1)).
 
@@ -456,6 +430,10 @@ def first_discretization(release: Release) -> float:
     spread/8 needed two rounds at three of them, 30 % more time in all.)"""
     spread = min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
     return min(H_START, spread / 16)
+
+
+def _loss_spread_min(release: Release) -> float:
+    return min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
 
 
 def _atoms_per_step(release: Release, h: float) -> float:
@@ -523,13 +501,42 @@ def rero_bounds(
         up = rdp_rero_bound(release.segments, kappas)
         note = "exact Eq. (2) (q = 1)" if release.full_batch else "real orders, minimised numerically"
         return [bound(k, None, float(b), orders=note) for k, b in zip(kappas, up)]
-    # Monte Carlo
+    return start_monte_carlo(analysis, kappas, samples=samples, seed=seed, confidence=confidence,
+                             progress=progress).bounds()
+
+
+class MonteCarloBounds:
+    """The ``mc`` method of :func:`rero_bounds`, started: its draws run on background threads until
+    :meth:`bounds` (which helps, then returns the list of :class:`~reconrisk.results.Bound`) or :meth:`cancel`."""
+
+    def __init__(self, job, kappas: np.ndarray, samples: int, seed, confidence: float) -> None:
+        self._job, self._kappas = job, kappas
+        self._samples, self._seed, self._confidence = samples, seed, confidence
+
+    def cancel(self) -> None:
+        self._job.cancel()
+
+    def bounds(self) -> list[Bound]:
+        res = self._job.result()
+        return [Bound("reconstruction", float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
+                      confidence=self._confidence, method="mc", formula=FORMULAS["mc"], converged=None,
+                      details={"kappa": float(k), "samples": self._samples, "seed": self._seed,
+                               "dkw_tau": res["dkw_tau"]})
+                for i, k in enumerate(self._kappas)]
+
+
+def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int | None = None, seed=None,
+                      confidence: float = 0.95, progress: Callable[[int], None] | None = None) -> MonteCarloBounds:
+    """``rero_bounds(..., method="mc")`` started in the background (same arguments, same numbers):
+    ``start_monte_carlo(...).bounds()`` equals it; the report overlaps the draws with its other families."""
+    release = analyse(release).release
+    kappas, _ = v.kappa_array("kappa", kappa)
+    confidence = v.probability_open("confidence", confidence)
     samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)
     seed = v.seed("seed", seed, allow_none=True)
     # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
     v.memory("samples", samples, 48 * samples)
     v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
-    res = mc_rero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence, progress=progress)
-    return [bound(k, float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
-                  conf=confidence, samples=samples, seed=seed, dkw_tau=res["dkw_tau"])
-            for i, k in enumerate(kappas)]
+    job = MonteCarloRero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence,
+                         progress=progress)
+    return MonteCarloBounds(job, kappas, samples, seed, confidence)

@@ -79,14 +79,21 @@ def report_cmd(
             bar.describe(f"report: {name}")
             bar(1)
 
-        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar)
+        figures = []  # drawn while the Monte-Carlo draws finish on other threads (the figures do not show them)
+
+        def draw(partial: dict) -> None:
+            from ..report.report_plots import figures as draw_figures
+
+            figures.append(draw_figures(partial))
+
+        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar, before_monte_carlo=draw)
     from .. import __version__
     from ..report.html import write_report
 
     provenance = {"reconrisk_version": __version__, "command": shlex.join(["reconrisk", *sys.argv[1:]]),
                   "release_source": source,
                   "prior": {"defaulted": defaulted, "prior_size": cfg.prior_size, "kappa": cfg.kappa}}
-    files = write_report(report, out, provenance)
+    files = write_report(report, out, provenance, figures[0] if figures else None)
     if json_out:
         print_json({**report, "provenance": provenance, "files": files})
         return

@@ -143,11 +143,14 @@ def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
 
 
 def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
-               progress: Callable[[int], None] | None = None) -> dict:
-    """Every ReRo method of ``bound`` at κ, with the ε-based baselines."""
+               progress: Callable[[int], None] | None = None, *, mc=None) -> dict:
+    """Every ReRo method of ``bound`` at κ, with the ε-based baselines.
+
+    ``mc``: the Monte Carlo already started (:func:`start_monte_carlo_entry`); its row is then left for
+    :func:`finish_monte_carlo_entry` to fill in, so the draws run while the other families are computed."""
     analysis = analyse(analysis)
     from ..bounds.conversions import rero_from_dp
-    from ..bounds.rero import has_closed_form, rero_bounds
+    from ..bounds.rero import has_closed_form
 
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
@@ -164,13 +167,30 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     out["rdp"] = analysis.rero(k, method="rdp").to_dict()
     out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
                  "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
-    if cfg.samples:
-        out["mc"] = rero_bounds(analysis, k, method="mc", samples=cfg.samples, seed=cfg.seed,
-                                confidence=cfg.confidence, progress=progress)[0].to_dict()
+    if mc is not None:
+        out["mc"] = None  # (its place in the JSON; filled in by finish_monte_carlo_entry)
+    elif cfg.samples:
+        out["mc"] = finish_monte_carlo_entry(start_monte_carlo_entry(analysis, cfg, progress))
     else:
         out["mc"] = _na("Monte Carlo skipped (samples = 0)")
     out["headline"] = "closed_form" if "closed_form" in out else "pld"
     return out
+
+
+def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
+                            progress: Callable[[int], None] | None = None):
+    """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0)."""
+    if not cfg.samples or analysis.release is None:  # an event without a Gaussian reading: no Monte Carlo
+        return None
+    from ..bounds.rero import start_monte_carlo
+
+    return start_monte_carlo(analysis, cfg.kappa_value, samples=cfg.samples, seed=cfg.seed,
+                             confidence=cfg.confidence, progress=progress)
+
+
+def finish_monte_carlo_entry(mc) -> dict:
+    """The Monte-Carlo row: waits for (and helps with) the draws started by :func:`start_monte_carlo_entry`."""
+    return mc.bounds()[0].to_dict()
 
 
 def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
@@ -257,14 +277,14 @@ ANALYTIC_ASSUMPTIONS = (
 
 def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
     """Riess et al.'s (2024) optimal analytic attack, only where its assumptions hold (q = 1, one (σ, q) segment)."""
-    from ..bounds.analytic import analytic_bound
-
     if not release.homogeneous or release.sample_rate != 1.0:
         return _na("Riess et al.'s (2024) bounds are single-step and need the target in every step (q = 1, one segment); "
                    "subsampled composition is not in the paper", assumptions=list(ANALYTIC_ASSUMPTIONS))
     if cfg.data_dim is None or cfg.min_norm is None:
         return _na("needs the input dimension and smallest nonzero data norm (--data-dim, --min-norm)",
                    assumptions=list(ANALYTIC_ASSUMPTIONS))
+    from ..bounds.analytic import analytic_bound  # (scipy.stats: imported only where the bound applies)
+
     common = dict(min_norm=cfg.min_norm, clip_norm=release.clip_norm, averaged=release.steps)
     mse = analytic_bound("mse", release.noise_multiplier, cfg.data_dim, eta=cfg.mse_eta, **common)
     psnr = analytic_bound("psnr", release.noise_multiplier, cfg.data_dim, eta=cfg.psnr_eta, **common)
@@ -377,17 +397,38 @@ def summary_entry(report: dict, cfg: ReportConfig) -> dict:
 
 def risk_report(release, config: ReportConfig | None = None, *,
                 progress: Callable[[str], None] | None = None,
-                mc_progress: Callable[[int], None] | None = None) -> dict:
+                mc_progress: Callable[[int], None] | None = None,
+                before_monte_carlo: Callable[[dict], None] | None = None) -> dict:
     """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each.
 
     ``release``: a :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis`. Every family asks the
     one analysis, so the release's privacy-loss distributions are composed at most once per discretisation
     level; ``out["analysis"]["compositions"]`` says how many were made.
+
+    The Monte-Carlo draws start first, on background threads, and run while the other families are computed
+    (numbers as ``bound --method mc``: they depend on the seed only). ``before_monte_carlo(report)``, if given,
+    is called with the report whose Monte-Carlo row is not in yet (``report["rero"]["mc"]`` is None), before
+    waiting for it — the CLI draws the figures there, which do not show that row.
     """
     analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
         else analyse(release)
-    release = analysis.release
     cfg = config or ReportConfig()
+    mc = start_monte_carlo_entry(analysis, cfg, mc_progress)
+    try:
+        out = _families(analysis, cfg, progress, mc)
+        if mc is not None:
+            if before_monte_carlo is not None:
+                before_monte_carlo(out)
+            out["rero"]["mc"] = finish_monte_carlo_entry(mc)
+    except BaseException:
+        if mc is not None:
+            mc.cancel()
+        raise
+    return out
+
+
+def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dict:
+    release = analysis.release
     note = progress or (lambda stage: None)
     src = analysis.source.to_dict() if release is not None else analysis.describe()  # as run (sampler, σ)
     out: dict = {"release": src, "config": cfg.to_dict()}
@@ -396,7 +437,7 @@ def risk_report(release, config: ReportConfig | None = None, *,
     note("epsilon")
     out["epsilon"] = epsilon_entry(analysis, cfg.delta)
     note("ReRo")
-    out["rero"] = rero_entry(analysis, cfg, out["epsilon"], mc_progress)
+    out["rero"] = rero_entry(analysis, cfg, out["epsilon"], mc=mc)
     out["rero_vs_prior"] = rero_vs_prior(analysis)
     note("trade-off curve")
     out["tradeoff"] = tradeoff_entry(analysis)

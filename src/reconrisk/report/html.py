@@ -371,19 +371,21 @@ def _references() -> str:
     return f"<section id='references'><h2>References</h2><ul class='refs'>{items}</ul></section>"
 
 
-def render_html(report: dict, provenance: dict) -> str:
-    """The whole page as one string (no external resource)."""
+def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None = None) -> str:
+    """The whole page as one string (no external resource). ``figures``: the two inline SVGs of
+    :func:`reconrisk.report.report_plots.figures` when already drawn (they depend on the report only)."""
     from .. import __version__
-    from .report_plots import prior_svg, tradeoff_svg
+    from .report_plots import figures as draw
 
     rel_text = _release_text(report["release"])
     summary = "".join(f"<p>{s}</p>" for s in summary_sentences(report))
     rows = table_rows(report)
     shown = [r for r in rows if not r["na"]]
-    figs = (f"<figure>{tradeoff_svg(report)}<figcaption>Certified trade-off curve on log–log axes: any "
+    tradeoff_fig, prior_fig = figures if figures is not None else draw(report)
+    figs = (f"<figure>{tradeoff_fig}<figcaption>Certified trade-off curve on log–log axes: any "
             "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
             "the band's width, the certificate's own error.</figcaption></figure>"
-            f"<figure>{prior_svg(report)}<figcaption>Reconstruction success bound against the prior size N "
+            f"<figure>{prior_fig}<figcaption>Reconstruction success bound against the prior size N "
             "(κ = 1/N).</figcaption></figure>")
     src = provenance.get("release_source", {})
     src_text = ", ".join(f"{k}: {v}" for k, v in src.items() if v is not None)
@@ -407,10 +409,10 @@ def render_html(report: dict, provenance: dict) -> str:
             f"<h2>Plots</h2>{figs}{_references()}{footer}<script>{_JS}</script></body></html>")
 
 
-def write_report(report: dict, out_dir, provenance: dict) -> dict:
+def write_report(report: dict, out_dir, provenance: dict, figures: tuple[str, str] | None = None) -> dict:
     """Write ``report.html`` and ``report.json`` (same numbers + provenance) into ``out_dir``, atomically."""
     out = _io.ensure_out_dir(out_dir)
-    page = render_html(report, provenance)
+    page = render_html(report, provenance, figures)
     payload = {**report, "provenance": provenance}
     json_path = _io.write_json(payload, out, "report.json")
     html_path = _io.atomic_write(Path(out) / "report.html", page)
