@@ -36,34 +36,32 @@ def reference_jit(fn, patches=()):
     return call
 
 
-def generic_shadow_reference(monkeypatch, model, cfg, n: int):
-    """Have ``train_shadow_models(..., program="vmap")`` run the generic program compiled as a reference.
+def shadow_reference(monkeypatch, model, cfg, n: int, program: str = "vmap"):
+    """Have the shadow trainer run one of its generic programs compiled as a reference.
 
-    The same program as :func:`reconrisk.train.shadow._vectorised` builds (``vmap`` of ``_train_one`` over the
-    targets), compiled with :data:`REFERENCE_OPTIONS`, put in its cache for this test (``monkeypatch``
-    removes it after). Returns the cache key, so that the test can check that the entry served the call.
+    ``program``: ``"vmap"`` (``train_shadow_models(..., program="vmap")``: ``vmap`` of ``_train_one`` over the
+    targets), ``"scan"`` (``train_shadow_models_sequential(..., program="scan")``: ``_train_one`` for one
+    target) or ``"steps"`` (``program="steps"``: the (init, step) pair of ``_step``) — the programs
+    :mod:`reconrisk.train.shadow` builds, compiled with :data:`REFERENCE_OPTIONS` and put in its cache for this
+    test (``monkeypatch`` removes them after); checked to be what the trainer's cache now serves. The trace
+    happens at the first call, so patches active then (e.g. ``_plain_gradient``) are seen.
     """
     from reconrisk._jax import jax
     from reconrisk.train import shadow
 
     static = cfg.static(n)
+    jit = lambda f: jax.jit(f, compiler_options=REFERENCE_OPTIONS)  # noqa: E731
     one = lambda xf, yf, xt, yt, s, k: shadow._train_one(model, static, xf, yf, xt, yt, s, k)  # noqa: E731
-    key = ("vmap", model, static)
-    program = jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0)), compiler_options=REFERENCE_OPTIONS)
-    monkeypatch.setitem(shadow._COMPILED, key, program)
-    assert shadow._vectorised(model, cfg, n, "vmap") is program  # the trainer's cache serves this program
-    return key
-
-
-def stepwise_shadow_reference(monkeypatch, model, cfg, n: int):
-    """Have ``train_shadow_models_sequential(..., program="steps")`` run its (init, step) programs compiled as
-    references (the pair :func:`reconrisk.train.shadow._stepwise` builds, :data:`REFERENCE_OPTIONS`)."""
-    from reconrisk._jax import jax
-    from reconrisk.train import shadow
-
-    static = cfg.static(n)
-    init = jax.jit(lambda *a: shadow._step(model, static, *a)[0], compiler_options=REFERENCE_OPTIONS)
-    step = jax.jit(lambda carry, t, *a: shadow._step(model, static, *a)[1](carry, t)[0],
-                   compiler_options=REFERENCE_OPTIONS)
-    monkeypatch.setitem(shadow._COMPILED, ("steps", model, static), (init, step))
-    assert shadow._stepwise(model, cfg, n) == (init, step)
+    if program == "vmap":
+        key, value, lookup = ("vmap", model, static), jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0))), \
+            lambda: shadow._vectorised(model, cfg, n, "vmap")
+    elif program == "scan":
+        key, value, lookup = ("one", model, static), jit(one), lambda: shadow._single(model, cfg, n)
+    elif program == "steps":
+        value = (jit(lambda *a: shadow._step(model, static, *a)[0]),
+                 jit(lambda carry, t, *a: shadow._step(model, static, *a)[1](carry, t)[0]))
+        key, lookup = ("steps", model, static), lambda: shadow._stepwise(model, cfg, n)
+    else:
+        raise ValueError(program)
+    monkeypatch.setitem(shadow._COMPILED, key, value)
+    assert lookup() is value  # the trainer's cache serves the reference program

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-from _reference import generic_shadow_reference, stepwise_shadow_reference  # noqa: E402
+from _reference import shadow_reference  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
 from reconrisk.release import Release  # noqa: E402
@@ -38,7 +38,7 @@ def test_dense_program_equals_the_generic_vmapped_program(data, name, random_ini
     model = get_model(name, d.image_shape)
     cfg = shadow.ShadowConfig(**DENSE_CFG, random_init=random_init)
     assert shadow_dense.supports(model, cfg.step_config(31))
-    generic_shadow_reference(monkeypatch, model, cfg, 31)
+    shadow_reference(monkeypatch, model, cfg, 31)
     fast = shadow.train_shadow_models(model, xf, yf, xt, yt, cfg, seed=5, program="dense")
     ref = shadow.train_shadow_models(model, xf, yf, xt, yt, cfg, seed=5, program="vmap")
     assert fast.shape == ref.shape == (5, model.num_params)
@@ -53,7 +53,7 @@ def test_every_sequential_baseline_trains_the_same_models(data, monkeypatch):
     d, (xf, yf, xt, yt) = data
     model = get_model("mlp", d.image_shape)
     cfg = shadow.ShadowConfig(steps=STEPS)
-    stepwise_shadow_reference(monkeypatch, model, cfg, 31)  # the generic one-step programs: references
+    shadow_reference(monkeypatch, model, cfg, 31, "steps")  # the generic one-step programs: references
     vec = shadow.train_shadow_models(model, xf, yf, xt[:3], yt[:3], cfg)
     # "steps" is the generic one-model program stepped from Python: for the default mlp it is the dense-vs-generic
     # check; "dense" one model at a time is the stronger sequential baseline ("scan" is checked in test_reconn.py)
@@ -69,7 +69,7 @@ def test_dp_dense_program_equals_the_generic_program_noise_bits_and_clipping_inc
     model = get_model(name, d.image_shape)
     dp = shadow.ShadowConfig(**DENSE_CFG, random_init=random_init, release=Release(0.7, 1.0, STEPS, clip_norm=0.3))
     assert shadow_dense.supports(model, dp.step_config(31))
-    generic_shadow_reference(monkeypatch, model, dp, 31)  # σ is traced: the tiny-noise run below shares it
+    shadow_reference(monkeypatch, model, dp, 31)  # σ is traced: the tiny-noise run below shares it
     fast = shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=5, program="dense")
     ref = shadow.train_shadow_models(model, xf, yf, xt, yt, dp, seed=5, program="vmap")
     np.testing.assert_allclose(fast, ref, rtol=1e-4, atol=2e-5)
