@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _reference import REFERENCE_OPTIONS
 from reconrisk.attacks import analytic as atk
 from reconrisk.attacks import analytic_step as st
 
@@ -30,7 +31,7 @@ def _reference_step(rows, dim, bias, sc):
         keys = jax.vmap(lambda i: jax.random.fold_in(base_key, i))(idx)
         return jax.vmap(one, in_axes=(None, 0, 0, None, None))(p, xb, keys, s, c)
 
-    return jax.jit(batch)
+    return jax.jit(batch, compiler_options=REFERENCE_OPTIONS)  # the reference: compiled cheaply (tests/_reference.py)
 
 
 def _host_metrics(x, xh):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -24,7 +25,6 @@ def digits():
 
 # the clip norm is traced (it only enters arithmetic), so both clip values of a test share one compilation
 fast_sum = jax.jit(dpsgd.clipped_grad_sum, static_argnums=(0, 6))
-naive_sum = jax.jit(dpsgd.naive_clipped_sum, static_argnums=(0, 6))
 step = jax.jit(dpsgd.dpsgd_step, static_argnums=(0, 1))
 
 
@@ -33,16 +33,31 @@ def _leaves_close(a, b, atol):
         np.testing.assert_allclose(np.asarray(u), np.asarray(w), atol=atol, rtol=1e-4)
 
 
+@functools.lru_cache(maxsize=None)
+def _both_sums(name, clip):
+    """{mode: (ghost sum and norms, vmap(grad) sum and norms)} for both clip modes, from one compiled program per
+    model (the clip norm is traced): the four sums share their forward pass and per-example gradients, so one
+    program compiles in about half the time of four. Each parametrised test below asserts on its own mode."""
+    model = models.get_model(name, (8, 8, 1))
+    d = load_digits()
+    params = model.init(jax.random.PRNGKey(1))
+    x, y = jnp.asarray(d.x[:37]), jnp.asarray(d.y[:37])
+    w = (jax.random.uniform(jax.random.PRNGKey(2), (37,)) < 0.6).astype(jnp.float32)
+    return _sums_program(model)(params, x, y, clip, w)
+
+
+@functools.lru_cache(maxsize=None)
+def _sums_program(model):
+    return jax.jit(lambda *a: {mode: (dpsgd.clipped_grad_sum(model, *a, mode), dpsgd.naive_clipped_sum(model, *a, mode))
+                               for mode in ("hard", "gelu")})
+
+
 @pytest.mark.parametrize("name", ["mlp", "cnn", "logistic", "mlp:12,7"])
 @pytest.mark.parametrize("mode", ["hard", "gelu"])
 def test_ghost_clipping_matches_vmap_grad(digits, name, mode):
-    model = models.get_model(name, digits.image_shape)
-    params = model.init(jax.random.PRNGKey(1))
-    x, y = jnp.asarray(digits.x[:37]), jnp.asarray(digits.y[:37])
-    w = (jax.random.uniform(jax.random.PRNGKey(2), (37,)) < 0.6).astype(jnp.float32)
+    assert digits.image_shape == (8, 8, 1)
     for clip in (0.05, 3.0):  # all clipped / mostly unclipped
-        fast, norms = fast_sum(model, params, x, y, clip, w, mode)
-        ref, ref_norms = naive_sum(model, params, x, y, clip, w, mode)
+        (fast, norms), (ref, ref_norms) = _both_sums(name, clip)[mode]
         np.testing.assert_allclose(np.asarray(norms), np.asarray(ref_norms), rtol=1e-4)
         _leaves_close(fast, ref, atol=1e-5)
 
@@ -53,35 +68,43 @@ def test_cnn_on_larger_images_uses_both_norm_forms():
     params = model.init(jax.random.PRNGKey(0))
     x = jax.random.uniform(jax.random.PRNGKey(1), (5, 784))
     y = jnp.arange(5) % 10
-    fast, norms = fast_sum(model, params, x, y, 0.5, None, "hard")
-    ref, ref_norms = naive_sum(model, params, x, y, 0.5, None, "hard")
+    both = jax.jit(lambda p: (dpsgd.clipped_grad_sum(model, p, x, y, 0.5, None, "hard"),
+                              dpsgd.naive_clipped_sum(model, p, x, y, 0.5, None, "hard")))  # one program
+    (fast, norms), (ref, ref_norms) = both(params)
     np.testing.assert_allclose(np.asarray(norms), np.asarray(ref_norms), rtol=1e-4)
     _leaves_close(fast, ref, atol=1e-5)
 
 
 def test_inner_products_without_per_example_grads(digits):
     model = models.get_model("mlp", digits.image_shape)
-    params = model.init(jax.random.PRNGKey(3))
     x, y = jnp.asarray(digits.x[:9]), jnp.asarray(digits.y[:9])
-    taps, deltas, _ = dpsgd.signals(model, params, x, y)
-    vecs = [model.init(jax.random.PRNGKey(k)) for k in (4, 5)]
-    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), *vecs)
-    ips = jax.jit(dpsgd.grad_inner_products)(taps, deltas, stacked)
 
     def loss(p, xi, yi):
         return dpsgd.cross_entropy(model.logits(p, xi[None]), yi[None])[0]
 
-    g = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, x, y)
-    flat = jax.vmap(lambda gi: ravel_pytree(gi)[0])(g)
-    ref = flat @ jnp.stack([ravel_pytree(v_)[0] for v_ in vecs]).T
+    params = model.init(jax.random.PRNGKey(3))
+    vecs = [model.init(jax.random.PRNGKey(k)) for k in (4, 5)]
+    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), *vecs)
+
+    @jax.jit  # one program (eagerly, every op of signals and vmap(grad) compiled on its own: ~60 compiles)
+    def both(params, stacked):
+        taps, deltas, _ = dpsgd.signals(model, params, x, y)
+        g = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, x, y)
+        flat = jax.vmap(lambda gi: ravel_pytree(gi)[0])(g)
+        vflat = jax.vmap(lambda v_: ravel_pytree(v_)[0])(stacked)
+        return dpsgd.grad_inner_products(taps, deltas, stacked), flat @ vflat.T
+
+    ips, ref = both(params, stacked)
+    assert float(jnp.abs(ref).max()) > 1e-2  # the inner products are not all ~0: the comparison has power
     np.testing.assert_allclose(np.asarray(ips), np.asarray(ref), rtol=1e-4, atol=1e-5)
 
 
 def test_clip_factor_bounds():
-    sq = jnp.linspace(0, 25, 1001) ** 2
-    hard = jnp.sqrt(sq) * dpsgd.clip_factors(sq, 2.0, "hard")
+    sq = np.linspace(0, 25, 1001) ** 2
+    clipped = jax.jit(lambda mode: jnp.sqrt(sq) * dpsgd.clip_factors(sq, 2.0, mode), static_argnums=0)
+    hard = clipped("hard")
     assert float(hard.max()) <= 2.0 + 1e-6
-    soft = jnp.sqrt(sq) * dpsgd.clip_factors(sq, 2.0, "gelu")
+    soft = clipped("gelu")
     assert 1.114 * 2.0 < float(soft.max()) < 1.116 * 2.0  # seed 001: ‖g̃‖ ≤ 1.115 C
     with pytest.raises(ReconRiskError):
         dpsgd.clip_factors(sq, 2.0, "soft")
@@ -110,12 +133,30 @@ def test_train_transcript_consistency(digits):
     np.testing.assert_allclose(ravel_pytree(res.params)[0], tr.thetas[-1], atol=1e-6)
 
 
-def test_same_seed_same_transcript(digits):
+# One logistic-regression setting (one compiled trainer) for the seeding, sample-rate and noise-registry tests:
+# n = 400, q = 0.25, T = 40 in one chunk; the sample-rate test needs the 16 000 membership draws.
+LOGISTIC_REL = Release(1.0, 0.25, 40, clip_norm=1.0)
+
+
+@pytest.fixture(scope="module")
+def logistic_runs(digits):
+    """seed ↦ transcript of the shared logistic setting (each seed trained once)."""
     model = models.get_model("logistic", digits.image_shape)
-    rel = Release(1.0, 0.3, 6, clip_norm=1.0)
-    a = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=3).transcript
-    b = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=3).transcript
-    c = dpsgd.train(model, rel, digits.x[:60], digits.y[:60], seed=4).transcript
+    done = {}
+
+    def run(seed):
+        if seed not in done:
+            done[seed] = dpsgd.train(model, LOGISTIC_REL, digits.x[:400], digits.y[:400], seed=seed).transcript
+        return done[seed]
+
+    return model, run
+
+
+def test_same_seed_same_transcript(digits, logistic_runs):
+    model, run = logistic_runs
+    a = run(3)
+    b = dpsgd.train(model, LOGISTIC_REL, digits.x[:400], digits.y[:400], seed=3).transcript  # trained again
+    c = run(4)
     np.testing.assert_array_equal(a.grads, b.grads)
     np.testing.assert_array_equal(a.masks, b.masks)
     assert not np.array_equal(a.grads, c.grads)
@@ -151,16 +192,16 @@ def test_batch_cap_tail():
     assert dpsgd.batch_cap(100, 0.6, 10) is None
 
 
-def test_mean_sample_rate(digits):
-    model = models.get_model("logistic", digits.image_shape)
-    tr = dpsgd.train(model, Release(1.0, 0.25, 40, clip_norm=1.0), digits.x[:400], digits.y[:400], seed=0).transcript
+def test_mean_sample_rate(logistic_runs):
+    tr = logistic_runs[1](3)
+    assert tr.masks.shape == (40, 400)
     rate = tr.masks.mean()
     assert abs(rate - 0.25) < 4 * np.sqrt(0.25 * 0.75 / tr.masks.size)
 
 
 def test_transcript_disk_roundtrip(tmp_path, digits):
     model = models.get_model("mlp", digits.image_shape)
-    rel = Release(2.0, 0.5, 7, clip_norm=0.1)
+    rel = Release(2.0, 0.5, 6, clip_norm=0.1)  # two chunks of 3 steps: one compiled chunk program
     mem = dpsgd.train(model, rel, digits.x[:50], digits.y[:50], seed=1, chunk_steps=3).transcript
     disk = dpsgd.train(model, rel, digits.x[:50], digits.y[:50], seed=1, chunk_steps=3,
                        transcript_path=tmp_path / "t.npz").transcript
@@ -210,16 +251,16 @@ def test_seed000_model_size():
 
 
 # ---------------------------------------------------------------- the composable step
-def test_noise_registry_dispatches_on_release_noise(digits):
+def test_noise_registry_dispatches_on_release_noise(digits, logistic_runs):
     from reconrisk.train import noise
 
     assert "gaussian" in noise.noise_families()
     with pytest.raises(ReconRiskError, match="noise"):
         noise.noise_fn("laplace")
-    model = models.get_model("logistic", digits.image_shape)
-    x, y = digits.x[:30], digits.y[:30]
-    rel = Release(1.0, 1.0, 3, clip_norm=0.5)
-    base = dpsgd.train(model, rel, x, y, seed=4).transcript
+    model, run = logistic_runs
+    x, y = digits.x[:400], digits.y[:400]
+    rel = LOGISTIC_REL
+    base = run(4)
     calls = []
 
     def shifted(key, summed, noise_std):  # a stand-in family: Gaussian noise plus 1
@@ -228,36 +269,47 @@ def test_noise_registry_dispatches_on_release_noise(digits):
 
     noise.register_noise("shifted", shifted)
     try:
-        cfg = dataclasses.replace(dpsgd.make_step_config(rel, 30, 2.0, "hard"), noise="shifted")
+        cfg = dataclasses.replace(dpsgd.make_step_config(rel, 400, 2.0, "hard"), noise="shifted")
         params = model.init(jax.random.split(jax.random.PRNGKey(4))[0])
         k_run = jax.random.split(jax.random.PRNGKey(4))[1]
-        _, theta, g, _, _ = dpsgd.dpsgd_step(model, cfg, params, k_run, 0, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
+        _, theta, g, mask, _ = step(model, cfg, params, k_run, 0, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
     finally:
         noise._REGISTRY.pop("shifted")
     assert calls
+    np.testing.assert_array_equal(np.asarray(mask), base.masks[0])  # the same Poisson batch (q = 0.25)
     np.testing.assert_allclose(np.asarray(g), base.grads[0] + 1.0, rtol=1e-6, atol=1e-6)
 
 
-def test_noise_std_is_traced_one_compilation_for_many_sigmas(digits):
-    model = models.get_model("logistic", digits.image_shape)
-    x, y = digits.x[:30], digits.y[:30]
-    a = dpsgd.train(model, Release(1.0, 1.0, 2, clip_norm=0.5), x, y, seed=1, record=False)
-    before = dpsgd._chunk_runner.cache_info().currsize
-    b = dpsgd.train(model, Release(3.0, 1.0, 2, clip_norm=0.5), x, y, seed=1, record=False)
-    assert dpsgd._chunk_runner.cache_info().currsize == before  # same static config, same compiled chunk
+# The hook test's setting (mlp:4, n = 80, q = 0.1, T = 8): its plain run is the first σ of the one-compilation test.
+HOOK_REL = Release(1.0, 0.1, 8, clip_norm=0.5)
+
+
+@pytest.fixture(scope="module")
+def hook_setting(digits):
+    model = models.get_model("mlp:4", digits.image_shape)
+    x, y = digits.x[:80], digits.y[:80]
+    return model, x, y, dpsgd.train(model, HOOK_REL, x, y, seed=3, record=False)
+
+
+def test_noise_std_is_traced_one_compilation_for_many_sigmas(hook_setting):
+    model, x, y, a = hook_setting
+    before = dpsgd._chunk_runner.cache_info()
+    b = dpsgd.train(model, Release(3.0, 0.1, 8, clip_norm=0.5), x, y, seed=3, record=False)
+    after = dpsgd._chunk_runner.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)  # the cached chunk program served it
     assert not np.allclose(np.asarray(ravel_pytree(a.params)[0]), np.asarray(ravel_pytree(b.params)[0]))
 
 
 def test_pad_members_is_the_one_gather():
     mask = jnp.asarray([0.0, 1.0, 0.0, 1.0, 1.0])
-    index, valid, count = dpsgd.pad_members(mask, 4)
+    index, valid, count = jax.jit(dpsgd.pad_members, static_argnums=1)(mask, 4)
     assert int(count) == 3
     np.testing.assert_array_equal(np.asarray(index), [1, 3, 4, 0])
     np.testing.assert_array_equal(np.asarray(valid), [1, 1, 1, 0])
     assert dpsgd.pad_members(mask, None)[:2] == (None, None)
 
 
-def test_hook_sees_parameters_before_the_update_and_the_batch(digits):
+def test_hook_sees_parameters_before_the_update_and_the_batch(hook_setting):
     """A hook recording (θ_t, batch size) agrees with the transcript, and does not change training."""
 
     @dataclasses.dataclass(frozen=True)
@@ -268,15 +320,13 @@ def test_hook_sees_parameters_before_the_update_and_the_batch(digits):
         def step(self, state, info):
             return state + jnp.sum(info.batch.member), (info.theta, jnp.sum(info.batch.member))
 
-    model = models.get_model("mlp:4", digits.image_shape)
-    x, y = digits.x[:80], digits.y[:80]
-    rel = Release(1.0, 0.1, 6, clip_norm=0.5)
-    res = dpsgd.train(model, rel, x, y, seed=3, hooks=(Watch(),), chunk_steps=4)
+    model, x, y, plain = hook_setting
+    rel = HOOK_REL
+    res = dpsgd.train(model, rel, x, y, seed=3, hooks=(Watch(),), chunk_steps=4)  # T = 8: two chunks of 4
     thetas, sizes = res.hook_outputs[0]
     np.testing.assert_array_equal(thetas, res.transcript.thetas[:-1])
     np.testing.assert_array_equal(sizes, res.transcript.masks.sum(axis=1))
     assert float(res.hook_states[0]) == res.transcript.masks.sum()
-    plain = dpsgd.train(model, rel, x, y, seed=3, record=False)
     np.testing.assert_array_equal(ravel_pytree(plain.params)[0], ravel_pytree(res.params)[0])
     with pytest.raises(ReconRiskError, match="hooks"):
         dpsgd.train(model, rel, x, y, hooks=(lambda s, i: (s, ()),))

@@ -97,12 +97,22 @@ def test_fil_logreg_paper_formula_without_attack(capsys):
     assert d["violation_fraction"] is None and d["figures"] == []
 
 
+# The three DP-SGD + FIL runs below (one configuration, the CLI grid, the Python grid) share one static
+# configuration — mlp:4 on the seed-0 digits split, q = 0.02, T = 40 (one chunk), C = 0.5, m = 4, the CLI's
+# learning rate and momentum — so the trainer compiles once for all of them (σ is traced). q·n ≈ 27 keeps the
+# hook's row chunks few; T = 40 samples the median example at least once (P = 1 − 0.98⁴⁰ ≈ 0.55 per example, so
+# ~55 ± 1.4 % of the 1348: the median-dFIL bound is finite). C = 0.5 is not the non-grid default (1) and σ = 3,
+# T = 40 are not on the default grid, so the CLI grid test still sees which axis values it was given.
+Q, T, C = "0.02", "40", "0.5"
+
+
 def test_fil_dpsgd_single_configuration(capsys):
-    d = run_json(capsys, ["fil", "dpsgd", "--model", "mlp:4", "--steps", "4", "-q", "0.1", "--num-coords", "4"])
+    d = run_json(capsys, ["fil", "dpsgd", "--model", "mlp:4", "--steps", T, "-q", Q, "-C", C, "--num-coords", "4"])
     assert {"rdp_epsilon", "rdp_mse_bound", "dfil_bound", "violation_fraction", "test_accuracy", "subsampling_factor"} <= set(d)
     assert "kappa" not in d  # kappa is the prior's baseline only; seed 001's factor has its own name
     assert d["violation_fraction"] is None
-    assert d["rdp_epsilon"] == pytest.approx(release_rdp_alpha2(Release(1.0, 0.1, 4), sensitivity=GELU_CLIP_OVERSHOOT))
+    assert d["rdp_epsilon"] == pytest.approx(release_rdp_alpha2(Release(1.0, 0.02, 40), sensitivity=GELU_CLIP_OVERSHOOT))
+    assert d["release"]["clip_norm"] == 0.5 and d["release"]["steps"] == 40
     assert 0.0 <= d["test_accuracy"] <= 1.0
 
 
@@ -111,8 +121,8 @@ def test_small_grid_writes_fig5(tmp_path):
     from reconrisk.report.fil import grid_figures
     from reconrisk.train.fil import FILConfig
 
-    grid = {"steps": (5,), "noise_multiplier": (0.8, 4.0), "clip_norm": (1.0,)}
-    res = dpsgd_grid(model="mlp:4", grid=grid, sample_rate=0.4, config=FILConfig(num_coords=4, learning_rate=0.5))
+    grid = {"steps": (int(T),), "noise_multiplier": (0.8, 4.0), "clip_norm": (float(C),)}
+    res = dpsgd_grid(model="mlp:4", grid=grid, sample_rate=float(Q), config=FILConfig(num_coords=4, learning_rate=0.5))
     assert res.figures == () and not any(tmp_path.iterdir())  # experiments compute, report draws
     grid_figures(res, tmp_path)
     assert len(res.rows) == 2
@@ -130,11 +140,11 @@ def test_small_grid_writes_fig5(tmp_path):
 
 def test_grid_uses_the_given_sigma_steps_and_clip_norm(capsys, tmp_path):
     """--grid no longer ignores -s/-T/-C: each one given fixes that axis of the grid."""
-    d = run_json(capsys, ["fil", "dpsgd", "--grid", "--model", "mlp:4", "-s", "3", "-T", "3", "-C", "0.5", "-q", "0.2",
+    d = run_json(capsys, ["fil", "dpsgd", "--grid", "--model", "mlp:4", "-s", "3", "-T", T, "-C", C, "-q", Q,
                           "--num-coords", "4", "--out", str(tmp_path)])
     assert d["configurations"] == 1
     (row,) = d["rows"]
-    assert (row["noise_multiplier"], row["steps"], row["clip_norm"]) == (3.0, 3, 0.5)
+    assert (row["noise_multiplier"], row["steps"], row["clip_norm"]) == (3.0, 40, 0.5)
     assert (tmp_path / "fig5_grid.json").is_file()
 
 

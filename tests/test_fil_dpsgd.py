@@ -66,11 +66,19 @@ def test_sampled_trace_is_unbiased_on_a_small_model(small):
 
 def test_clipped_grad_fn_is_the_trainers_clipped_gradient(small):
     model, params, x, y = small
-    for mode in ("gelu", "hard"):
-        g = F.clipped_grad_fn(model, params, 0.3, mode)
-        for i in (0, 5):
-            ref, _ = dpsgd.naive_clipped_sum(model, params, x[i:i + 1], y[i:i + 1], 0.3, mode=mode)
-            np.testing.assert_allclose(np.asarray(g(x[i], y[i])), np.asarray(ravel_pytree(ref)[0]), rtol=2e-5, atol=1e-7)
+
+    @jax.jit  # one program for both modes and rows (run eagerly, each op compiled on its own: ~100 compiles)
+    def pairs():
+        out = []
+        for mode in ("gelu", "hard"):
+            g = F.clipped_grad_fn(model, params, 0.3, mode)
+            for i in (0, 5):
+                ref, _ = dpsgd.naive_clipped_sum(model, params, x[i:i + 1], y[i:i + 1], 0.3, mode=mode)
+                out.append((g(x[i], y[i]), ravel_pytree(ref)[0]))
+        return out
+
+    for got, ref in pairs():
+        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-5, atol=1e-7)
 
 
 def test_per_example_fil_methods_and_noise_scale(small):
@@ -96,108 +104,142 @@ def test_per_example_fil_methods_and_noise_scale(small):
 
 
 # ---------------------------------------------------------------- Algorithm 1 in the trainer
-def _manual_accounting(model, release, x, y, cfg):
-    """Replay Algorithm 1 step by step in Python (κ = 1, no momentum, exact trace) for comparison."""
-    k_train, _ = F.fil_run_keys(cfg.seed, 0)
-    k_init, k_run = jax.random.split(k_train)
-    params = model.init(k_init)
-    scfg = dpsgd.make_step_config(release, x.shape[0], cfg.learning_rate, cfg.clip_mode)
-    xs, ys = jnp.asarray(x), jnp.asarray(y)
-    step = jax.jit(lambda p, t: dpsgd.dpsgd_step(model, scfg, p, k_run, t, xs, ys, release.noise_std))
-    every = jax.jit(lambda p: F.per_example_fil(model, p, xs, ys, clip_norm=release.clip_norm,
-                                                noise_std=release.noise_std, method="trace_exact",
-                                                clip_mode=cfg.clip_mode))
-    acc = np.zeros(x.shape[0])
-    for t in range(release.steps):
-        new, _, _, mask, _ = step(params, t)
-        acc += np.asarray(every(params)) * np.asarray(mask)  # FIL at w_{t-1}, members only
-        params = new
-    return acc
+# One accounted configuration serves four tests (one compiled FIL trainer, one compiled plain trainer): the
+# step-by-step replay, the seeds/κ/summary test's six accountings (they differ only in traced values: seed, κ,
+# the FIL noise scale), the q < 1 case of the plain-trainer comparison and the momentum recursion (on the plain
+# trainer's transcript). T = 8 in chunks of 4: two calls of one chunk program (a shorter last chunk would
+# compile a second one). C = 0.5 ≠ 1, so that the paper-literal noise scale σ differs from σC. The exact trace
+# (mlp:5: the first-layer reduction); the sampled Eq. 5 in the trainer is covered by the q = 1 case below
+# (ghost route), test_cnn_accounting_runs (all-pixel route) and tests/test_fil_chunks.py (its keys per row).
+# q = 0.19: q·n = 15.2 members expected, so the hook's one lead chunk of 16 rows overflows into its loop in
+# some steps (P ≈ 0.4 per step): the replay covers the loop inside the trainer too.
+REL_A = Release(2.0, 0.19, 8, clip_norm=0.5)
+CHUNK_A = 4
 
 
-def test_trainer_accounting_matches_a_step_by_step_replay(digits):
+def _cfg_a(**kw):
+    return F.FILConfig(**{"method": "trace_exact", "runs": 2, "seed": 1, **kw})
+
+
+@pytest.fixture(scope="module")
+def setting_a(digits):
     model = models.get_model("mlp:5", digits.image_shape)
-    x, y = digits.x[:60], digits.y[:60]
-    release = Release(1.3, 0.1, 6, clip_norm=0.7)
-    cfg = F.FILConfig(method="trace_exact", use_subsampling_factor=False, momentum=0.0, learning_rate=0.3, seed=4)
-    res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=3)
-    manual = _manual_accounting(model, release, x, y, cfg)
-    np.testing.assert_allclose(res.fil, manual, rtol=2e-4, atol=1e-9)
-    assert (res.fil == 0).any() and (res.fil > 0).any()  # unsampled examples have no leakage
+    return model, digits.x[:80], digits.y[:80], digits.x[80:120], digits.y[80:120]
+
+
+@pytest.fixture(scope="module")
+def accounted_a(setting_a):
+    model, x, y, xt, yt = setting_a
+    return F.train_dpsgd_with_fil(model, REL_A, x, y, x_test=xt, y_test=yt, config=_cfg_a(), chunk_steps=CHUNK_A)
+
+
+@pytest.fixture(scope="module")
+def plain_a(setting_a):
+    """The plain trainer (no FIL hook, one chunk of 8 steps) with each run's trainer key, transcript recorded."""
+    model, x, y, _, _ = setting_a
+    cfg = _cfg_a()
+    return [dpsgd.train(model, REL_A, x, y, key=F.fil_run_keys(cfg.seed, r)[0], learning_rate=cfg.learning_rate,
+                        momentum=cfg.momentum, clip_mode="gelu", runs=2) for r in range(2)]
+
+
+def test_trainer_accounting_matches_a_step_by_step_replay(setting_a, plain_a):
+    """Algorithm 1 replayed in Python from the plain trainer's transcript (θ_t before each update, the batch
+    masks; the trainer equals the accounted run, test below): Σ_t FIL(θ_t; z)·[z ∈ B_t], κ = 1, exact trace."""
+    model, x, y, _, _ = setting_a
+    res = F.train_dpsgd_with_fil(model, REL_A, x, y, config=_cfg_a(use_subsampling_factor=False),
+                                 chunk_steps=CHUNK_A)
+    xs, ys = jnp.asarray(x), jnp.asarray(y)
+    unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))[1]
+    every = jax.jit(lambda th: F.per_example_fil(model, unravel(th), xs, ys, clip_norm=REL_A.clip_norm,
+                                                 noise_std=REL_A.noise_std, method="trace_exact", clip_mode="gelu"))
+    assert F.lead_chunks(80, REL_A.sample_rate) == 1
+    for r in range(2):
+        tr = plain_a[r].transcript
+        manual = sum(np.asarray(every(jnp.asarray(tr.thetas[t]))) * tr.masks[t] for t in range(REL_A.steps))
+        np.testing.assert_allclose(res.fil_runs[r], manual, rtol=2e-4, atol=1e-9)
+        assert (res.fil_runs[r] == 0).any() and (res.fil_runs[r] > 0).any()  # unsampled examples have no leakage
+    sizes = np.concatenate([p.transcript.masks.sum(axis=1) for p in plain_a])
+    assert sizes.max() > F.ROW_CHUNK  # some batches ran the hook's loop (fixed keys: checked, not hoped)
     assert np.isinf(res.bounds[res.fil == 0]).all()
     assert res.subsampling_factor == 1.0 and res.subsampling is None
-    assert res.noise_std == pytest.approx(1.3 * 0.7)
+    assert res.noise_std == pytest.approx(2.0 * 0.5)
 
 
-@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.1, 0.5)])
-def test_fil_path_and_plain_trainer_give_the_same_parameters(digits, q, momentum):
+@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.19, 0.5)])
+def test_fil_path_and_plain_trainer_give_the_same_parameters(request, digits, q, momentum):
     """The FIL hook only watches: the accounted run and the plain trainer end at the same parameters."""
-    model = models.get_model("mlp:5", digits.image_shape)
-    x, y = digits.x[:60], digits.y[:60]
-    release = Release(1.3, q, 5, clip_norm=0.7)
-    cfg = F.FILConfig(num_coords=3, momentum=momentum, learning_rate=0.3, seed=3, runs=2)
-    res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=2)
+    if q < 1:  # the padded Poisson gather, momentum 0.5, chunks of 4 against the plain trainer's one chunk of 8
+        res, plain = request.getfixturevalue("accounted_a"), request.getfixturevalue("plain_a")
+        assert (REL_A.sample_rate, res.config.momentum) == (q, momentum)
+        finals = [p.params for p in plain]
+    else:  # the full-mask batch; T = 4 in chunks of 2 (one chunk program, called twice)
+        model = models.get_model("mlp:5", digits.image_shape)
+        x, y = digits.x[:60], digits.y[:60]
+        release = Release(1.3, q, 4, clip_norm=0.7)
+        cfg = F.FILConfig(num_coords=3, momentum=momentum, learning_rate=0.3, seed=3, runs=2)
+        res = F.train_dpsgd_with_fil(model, release, x, y, config=cfg, chunk_steps=2)
+        finals = [dpsgd.train(model, release, x, y, key=F.fil_run_keys(3, r)[0], learning_rate=0.3, momentum=momentum,
+                              clip_mode="gelu", record=False, runs=2).params for r in range(2)]
     for r in range(2):
-        k_train, _ = F.fil_run_keys(3, r)
-        plain = dpsgd.train(model, release, x, y, key=k_train, learning_rate=0.3, momentum=momentum,
-                            clip_mode="gelu", record=False, runs=2)
-        for a, b in zip(jax.tree_util.tree_leaves(res.params_runs[r]), jax.tree_util.tree_leaves(plain.params)):
+        for a, b in zip(jax.tree_util.tree_leaves(res.params_runs[r]), jax.tree_util.tree_leaves(finals[r])):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # and the runs differ (the keys matter)
     assert not np.array_equal(ravel_pytree(res.params_runs[0])[0], ravel_pytree(res.params_runs[1])[0])
 
 
-def test_momentum_update_is_the_seed001_recursion(digits):
-    """optax form of v ← μv + g/(qN), w ← w − ρv, replayed from a transcript."""
-    model = models.get_model("mlp:5", digits.image_shape)
-    x, y = digits.x[:40], digits.y[:40]
-    rel = Release(1.0, 0.5, 4, clip_norm=0.5)
-    res = dpsgd.train(model, rel, x, y, seed=2, learning_rate=0.2, momentum=0.5)
-    tr = res.transcript
+def test_momentum_update_is_the_seed001_recursion(plain_a):
+    """optax form of v ← μv + g/(qN), w ← w − ρv, replayed from a transcript (μ = 0.5, ρ = 0.1)."""
+    tr = plain_a[0].transcript
     vel = np.zeros(tr.thetas.shape[1])
     theta = np.asarray(tr.thetas[0], np.float64)
-    for t in range(4):
+    assert tr.meta["normalizer"] == pytest.approx(0.19 * 80) and tr.grads.shape[0] == 8
+    for t in range(8):
         vel = 0.5 * vel + tr.grads[t] / tr.meta["normalizer"]
-        theta = theta - 0.2 * vel
+        theta = theta - 0.1 * vel
         np.testing.assert_allclose(tr.thetas[t + 1], theta, rtol=1e-5, atol=1e-6)
     assert tr.meta["momentum"] == 0.5
+    # power: the momentum-free update (or ρ off by 10 %) leaves the recorded parameters after a few steps
+    plain = np.asarray(tr.thetas[0], np.float64) - 0.1 * np.cumsum(tr.grads, axis=0) / tr.meta["normalizer"]
+    assert np.abs(plain[-1] - tr.thetas[-1]).max() > 1e-3
 
 
-def test_trainer_seeds_kappa_runs_and_summary(digits):
-    model = models.get_model("mlp:5", digits.image_shape)
-    x, y = digits.x[:80], digits.y[:80]
-    xt, yt = digits.x[80:120], digits.y[80:120]
-    release = Release(2.0, 0.1, 8, clip_norm=1.0)
-    cfg = F.FILConfig(num_coords=8, runs=2, seed=1)
-    a = F.train_dpsgd_with_fil(model, release, x, y, x_test=xt, y_test=yt, config=cfg)
-    b = F.train_dpsgd_with_fil(model, release, x, y, x_test=xt, y_test=yt, config=cfg)
+def test_trainer_seeds_kappa_runs_and_summary(setting_a, accounted_a):
+    model, x, y, xt, yt = setting_a
+    release, cfg = REL_A, _cfg_a()
+    a = accounted_a
+    b = F.train_dpsgd_with_fil(model, release, x, y, x_test=xt, y_test=yt, config=cfg, chunk_steps=CHUNK_A)
     np.testing.assert_array_equal(a.fil, b.fil)  # same seed, same numbers
     assert a.test_accuracy == b.test_accuracy and len(a.test_accuracy_runs) == 2
     np.testing.assert_allclose(a.fil, a.fil_runs.mean(axis=0))
     assert not np.allclose(a.fil_runs[0], a.fil_runs[1])
-    c = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=2))
+    c = F.train_dpsgd_with_fil(model, release, x, y, config=_cfg_a(seed=2), chunk_steps=CHUNK_A)
     assert not np.allclose(a.fil, c.fil)
     # κ of Eq. 3 with δ = 1/(n·T) and sensitivity 2 × 1.11522 (GELU clip); the RDP ε uses σ/1.11522
     from reconrisk.accounting.order2 import release_rdp_alpha2
     from reconrisk.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
 
     assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (80 * 8), rel=1e-9)
-    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.1, a.subsampling.step_epsilon))
+    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.19, a.subsampling.step_epsilon))
     assert a.rdp_epsilon == pytest.approx(release_rdp_alpha2(release, sensitivity=GELU_CLIP_OVERSHOOT))
     d = a.to_dict()
     assert set(d["dfil_bound"]) == {"min", "median", "max"}
     assert d["max_dfil_bound"] == pytest.approx(1 / a.fil.max())
-    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=F.FILConfig(num_coords=8, runs=2, seed=1, use_subsampling_factor=False))
+    nokappa = F.train_dpsgd_with_fil(model, release, x, y, config=_cfg_a(use_subsampling_factor=False),
+                                     chunk_steps=CHUNK_A)
     np.testing.assert_allclose(nokappa.fil * a.subsampling_factor, a.fil, rtol=1e-5)
-    literal = F.train_dpsgd_with_fil(model, Release(2.0, 0.1, 8, clip_norm=2.0), x, y,
-                                     config=F.FILConfig(num_coords=8, seed=1, paper_literal=True))
-    assert literal.noise_std == 2.0
+    # the paper's Eq. 1 noise scale s = σ (= 2) instead of σC (= 1): the same run, every FIL 4 times smaller
+    literal = F.train_dpsgd_with_fil(model, release, x, y, config=_cfg_a(paper_literal=True), chunk_steps=CHUNK_A)
+    assert literal.noise_std == 2.0 and a.noise_std == 1.0
+    np.testing.assert_allclose(literal.fil * 4, a.fil, rtol=1e-5)
 
 
 def test_cnn_accounting_runs(digits):
+    # m = 40 coordinates: d = 64 ≤ 2m, so the digits CNN takes the all-pixel route (as at the default m = 50);
+    # n = 30, q = 0.2: the full-mask batch. One chunk of 3 steps.
     model = models.get_model("cnn", digits.image_shape)
+    assert F._route(model, "trace_sampled", 40) == "pixel"
     res = F.train_dpsgd_with_fil(model, Release(1.0, 0.2, 3), digits.x[:30], digits.y[:30],
-                                 config=F.FILConfig(num_coords=4, method="trace_sampled"))
+                                 config=F.FILConfig(num_coords=40, method="trace_sampled"))
     assert np.isfinite(res.fil).all() and (res.fil > 0).any()
 
 

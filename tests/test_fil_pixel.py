@@ -12,56 +12,94 @@ clip's derivative moves the result far beyond the tolerance.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 
-from _fil_routes import digits_head, fast_and_jvp as _both  # noqa: E402
+from _fil_routes import digits_head, reference_jit  # noqa: E402
 from reconrisk.train import fil as F  # noqa: E402
 from reconrisk.train import fil_ghost, fil_pixel, models  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def cnn_data():
+@functools.lru_cache(maxsize=None)
+def _cnn():
     shape, x, y = digits_head(6)
     model = models.get_model("cnn", shape)
     return model, model.init(jax.random.PRNGKey(2)), x, y
 
 
-def _pixel(model, params, x, y, idx=None, clip_norm=0.05, clip_mode="gelu"):
-    return np.asarray(fil_pixel.pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode, idx, 1e-14))
+@pytest.fixture(scope="module")
+def cnn_data():
+    return _cnn()
+
+
+def _pixel_fn(idx=None, clip_mode="gelu"):
+    """clip norm ↦ the all-pixel route's (B,) ‖J‖² (Eq. 5 at ``idx``, or the exact trace) on the digits CNN."""
+    model, params, x, y = _cnn()
+    return lambda c: fil_pixel.pixel_trace_sq_norms(model, params, x, y, c, clip_mode, idx, 1e-14)
+
+
+@functools.lru_cache(maxsize=None)
+def _programs():
+    """(route under test, reference): one compiled program each for both clip modes and both estimators, the
+    clip norm traced (the three equality cases are two calls); the ghost route is the reference."""
+    model, params, x, y = _cnn()
+    b, d = x.shape
+    idx = jax.random.randint(jax.random.PRNGKey(5), (b, d), 0, d)
+    every = jax.numpy.broadcast_to(jax.numpy.arange(d), (b, d))
+
+    def ghost(c, mode, probes):
+        return fil_ghost.ghost_trace_sq_norms(model, params, x, y, c, mode, probes, 1e-14)
+
+    pixel = jax.jit(lambda c: {m: (_pixel_fn(idx, m)(c), _pixel_fn(None, m)(c)) for m in ("gelu", "hard")})
+    ghosts = reference_jit(lambda c: {m: (ghost(c, m, idx), ghost(c, m, every)) for m in ("gelu", "hard")})
+    return idx, pixel, ghosts
+
+
+@functools.lru_cache(maxsize=None)
+def _routes(clip_norm):
+    """{clip mode: ((pixel Eq. 5, pixel exact), (ghost Eq. 5, ghost on all d coordinates))} at ``clip_norm``."""
+    _, pixel, ghosts = _programs()
+    c = np.float32(clip_norm)
+    got, ref = pixel(c), ghosts(c)
+    return {m: (tuple(np.asarray(a) for a in got[m]), tuple(np.asarray(a) for a in ref[m])) for m in got}
+
+
+def _good():
+    """The all-pixel exact trace, GELU clip at C = 0.05 (clipping active): what the power checks break."""
+    return _routes(0.05)["gelu"][0][1]
+
+
+def _broken(*patches):
+    return np.asarray(reference_jit(_pixel_fn(), patches)(np.float32(0.05)))
 
 
 @pytest.mark.parametrize("clip_mode, clip_norm", [("gelu", 0.05), ("hard", 0.05), ("gelu", 50.0)])
 def test_pixel_route_equals_ghost_route(cnn_data, clip_mode, clip_norm):
     """Eq. 5 with the same coordinates (drawn with repeats) and the exact trace (= the ghost route's Eq. 5 on
-    all d coordinates once each), clipping active and inactive; one ghost compile per clip setting."""
-    model, params, x, y = cnn_data
-    b, d = x.shape
-    ghost = jax.jit(lambda idx: fil_ghost.ghost_trace_sq_norms(model, params, x, y, clip_norm, clip_mode, idx, 1e-14))
-    idx = jax.random.randint(jax.random.PRNGKey(5), (b, d), 0, d)
-    every = jax.numpy.broadcast_to(jax.numpy.arange(d), (b, d))
-    for probes, pixel_idx in ((idx, idx), (every, None)):
-        ref = np.asarray(ghost(probes))
-        assert (ref > 0).all()
-        np.testing.assert_allclose(_pixel(model, params, x, y, pixel_idx, clip_norm, clip_mode), ref, rtol=2e-5)
-    assert len(np.unique(np.asarray(idx[0]))) < d  # the sampled coordinates repeat
+    all d coordinates once each), clipping active and inactive; one compile per route for all cases."""
+    d = cnn_data[2].shape[1]
+    got, ref = _routes(clip_norm)[clip_mode]
+    for pixel, ghost in zip(got, ref):
+        assert (ghost > 0).all()
+        np.testing.assert_allclose(pixel, ghost, rtol=2e-5)
+    assert len(np.unique(np.asarray(_programs()[0][0]))) < d  # the sampled coordinates repeat
 
 
 @pytest.mark.parametrize("broken", ["elu_curvature", "clip_derivative"])
-def test_a_dropped_term_would_be_caught(monkeypatch, cnn_data, broken):
-    model, params, x, y = cnn_data
-    good = _pixel(model, params, x, y)
+def test_a_dropped_term_would_be_caught(cnn_data, broken):
+    good = _good()
     if broken == "elu_curvature":
         real = fil_pixel._elu_d
-        monkeypatch.setattr(fil_pixel, "_elu_d", lambda s: (real(s)[0], 0.0 * real(s)[1]))
+        bad = _broken((fil_pixel, "_elu_d", lambda s: (real(s)[0], 0.0 * real(s)[1])))
     else:
         from reconrisk.train import fil_dense
 
         real = fil_dense._clip_terms
-        monkeypatch.setattr(fil_dense, "_clip_terms", lambda *a: (real(*a)[0], 0.0 * real(*a)[1]))
-    bad = _pixel(model, params, x, y)
+        bad = _broken((fil_dense, "_clip_terms", lambda *a: (real(*a)[0], 0.0 * real(*a)[1])))
     assert np.max(np.abs(bad / good - 1)) > 1e-2
 
 
@@ -99,18 +137,16 @@ def test_static_structure_matches_the_dense_tables(cnn_data):
 
 
 @pytest.mark.parametrize("broken", ["pair", "slot"])
-def test_a_dropped_block_would_be_caught(monkeypatch, cnn_data, broken):
+def test_a_dropped_block_would_be_caught(cnn_data, broken):
     """Leaving out one second-layer position pair of da_p·da_q, or one first-layer slot of the pixels, moves the
     result far beyond the tolerance of the equality tests."""
-    model, params, x, y = cnn_data
-    good = _pixel(model, params, x, y)
+    good = _good()
     if broken == "pair":
         real = fil_pixel._overlapping_pairs
-        monkeypatch.setattr(fil_pixel, "_overlapping_pairs", lambda m: tuple(a[1:] for a in real(m)))
+        bad = _broken((fil_pixel, "_overlapping_pairs", lambda m: tuple(a[1:] for a in real(m))))
     else:
         real = fil_pixel._pixel_slots
-        monkeypatch.setattr(fil_pixel, "_pixel_slots", lambda m: tuple(a[:, :-1] for a in real(m)))
-    bad = _pixel(model, params, x, y)
+        bad = _broken((fil_pixel, "_pixel_slots", lambda m: tuple(a[:, :-1] for a in real(m))))
     assert np.max(np.abs(bad / good - 1)) > 1e-3
 
 
@@ -124,7 +160,7 @@ def test_pixel_route_on_another_geometry():
     x = jax.random.uniform(jax.random.PRNGKey(5), (3, model.input_dim))
     y = jax.numpy.asarray([0, 3, 7])
     idx = jax.random.randint(jax.random.PRNGKey(6), (3, 12), 0, model.input_dim)
-    ref = np.asarray(jax.jit(lambda: fil_ghost.ghost_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))())
+    ref = np.asarray(reference_jit(lambda: fil_ghost.ghost_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))())
     assert (ref > 0).all()
     got = jax.jit(lambda: fil_pixel.pixel_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))()
     np.testing.assert_allclose(np.asarray(got), ref, rtol=2e-5)

@@ -43,9 +43,8 @@ def test_unrolled_rule_is_fused_on_cpu():
     assert "while" in small
 
 
-_DRAW = """
-import sys, numpy as np
-sys.path.insert(0, {src!r})
+_DRAWS = """
+import numpy as np
 from reconrisk._jax import jax, INSTALLED
 k = jax.random.key(11)
 a = jax.jit(lambda k: jax.random.normal(k, (3, 1001)))(k)
@@ -53,20 +52,28 @@ b = jax.random.uniform(jax.random.fold_in(k, 7), (513,))
 c = jax.random.bits(jax.random.split(k, 4)[2], (17,))
 d = jax.jit(lambda k: jax.random.normal(k, (2**17 + 5,)))(jax.random.fold_in(k, 3))  # above the unroll threshold
 np.save({out!r}, np.concatenate([np.ravel(a), np.ravel(b), np.ravel(c).astype(np.float64), np.ravel(d)]))
-print(INSTALLED)
 """
+_DRAW = "import sys; sys.path.insert(0, {src!r})" + _DRAWS + "print(INSTALLED)\n"
 
 
 def test_draws_equal_jax_own_lowering(tmp_path):
-    src = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+    """The same draws in this process (the installed rule) and in a subprocess with JAX's own lowering
+    (``RECONRISK_ROLLED_THREEFRY=1`` is read at import, hence the subprocess: one, not one per lowering)."""
+    from reconrisk._jax import INSTALLED, jax
+
+    src = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, "src"))
     out = {}
-    for rolled in ("0", "1"):
-        path = str(tmp_path / f"draw{rolled}.npy")
-        env = dict(os.environ, RECONRISK_ROLLED_THREEFRY=rolled, JAX_PLATFORMS="cpu")
-        res = subprocess.run([sys.executable, "-c", _DRAW.format(src=os.path.abspath(src), out=path)],
-                             env=env, capture_output=True, text=True, timeout=120)
-        assert res.returncode == 0, res.stderr
-        assert res.stdout.strip() == ("True" if rolled == "0" else "False")
-        out[rolled] = np.load(path)
+    path = str(tmp_path / "draw1.npy")
+    env = dict(os.environ, RECONRISK_ROLLED_THREEFRY="1", JAX_PLATFORMS="cpu")
+    res = subprocess.run([sys.executable, "-c", _DRAW.format(src=src, out=path)],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "False"
+    out["1"] = np.load(path)
+    assert INSTALLED
+    path = str(tmp_path / "draw0.npy")
+    with jax.default_device(jax.devices("cpu")[0]):
+        exec(_DRAWS.format(out=path), {})
+    out["0"] = np.load(path)
     assert out["0"].size == 3 * 1001 + 513 + 17 + 2**17 + 5
     np.testing.assert_array_equal(out["0"], out["1"])

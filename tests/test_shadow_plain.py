@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("jax")
 
+from _reference import shadow_reference  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.train import shadow  # noqa: E402
 from reconrisk.train.models import get_model  # noqa: E402
@@ -23,6 +24,9 @@ def test_plain_gradient_equals_the_ghost_clipped_sum(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(shadow, "_plain_gradient", lambda c: False)
         shadow._COMPILED.clear()
+        # the clipped-sum programs are the references: compiled with tests/_reference.py's options
+        shadow_reference(m, model, cfg, 41, "vmap")
+        shadow_reference(m, model, cfg, 41, "scan")
         ghost = shadow.train_shadow_models(*args, chunk=4, program="vmap")
         ghost_seq = shadow.train_shadow_models_sequential(*args)
     shadow._COMPILED.clear()
