@@ -11,7 +11,7 @@ family                        function (source)                                 
 ε at δ                        ``accounting.epsilon`` (PLD; RDP where PLD's grid fails)   ``bound``
 ReRo, PLD bracket / closed    ``bounds.rero.rero_bounds(method="pld"/"closed_form")``    ``bound --method all``
 ReRo, RDP Eq. (2)             ``rero_bounds(method="rdp")``                              ``bound`` (baselines.rdp)
-ReRo, Monte Carlo + CI        ``rero_bounds(method="mc", samples, seed, confidence)``    ``bound --method mc``
+ReRo, Monte Carlo + CI        ``start_monte_carlo(samples, seed, confidence)`` (= mc)    ``bound --method mc``
 trade-off curve f(α)          ``bounds.tradeoff.tradeoff`` on the ``tradeoff`` α grid    ``tradeoff``
 operational risks             ``bounds.risk.all_risks`` (+ ``risk(.., "attribute")``)    ``risk --measure all``
 Fano (Hayes, Mahloujifar & Balle 2023, App. H)        ``bounds.fano`` (new; no command of its own)               —
