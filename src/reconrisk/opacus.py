@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from . import _validate as v
 from .errors import ReconRiskError
-from .release import Release
+from .release import Release, extend_history
 
 MECHANISM = "reconrisk"
 
@@ -107,11 +107,7 @@ class ReconRiskAccountant:
         """Record one optimisation step (merged into the last history entry when σ and q repeat)."""
         sigma = v.positive("noise_multiplier", noise_multiplier)
         q = v.sample_rate("sample_rate", sample_rate)
-        if self.history and self.history[-1][0] == sigma and self.history[-1][1] == q:
-            s, r, n = self.history[-1]
-            self.history[-1] = (s, r, n + 1)
-        else:
-            self.history.append((sigma, q, 1))
+        extend_history(self.history, sigma, q)
 
     def get_epsilon(self, delta: float, *, accountant: str = "pld", **kwargs) -> float:
         """ε spent so far at ``delta`` (reconrisk's PLD accountant by default; 0 before any step)."""

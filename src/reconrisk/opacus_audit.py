@@ -74,7 +74,7 @@ import numpy as np
 
 from . import _validate as v
 from .errors import ReconRiskError
-from .release import Release
+from .release import Release, extend_history
 from .results import Bound
 
 THREAT_MODELS = ("transcript", "no_deduction")
@@ -273,10 +273,7 @@ class OneRunAudit:
         shape = (self.canaries, self.options)
         self._loglik["transcript"] += _step_loglik((observed - known).reshape(shape), sigma * clip, clip, q)
         self._loglik["no_deduction"] += _step_loglik(observed.reshape(shape), sigma * clip, clip, q)
-        if self.history and self.history[-1][:2] == (sigma, q):
-            self.history[-1] = (sigma, q, self.history[-1][2] + 1)
-        else:
-            self.history.append((sigma, q, 1))
+        extend_history(self.history, sigma, q)
 
     # -- the verdict ----------------------------------------------------------------------------
     @property

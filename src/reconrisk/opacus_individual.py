@@ -42,7 +42,7 @@ import numpy as np
 
 from . import _validate as v
 from .errors import ReconRiskError
-from .release import Release
+from .release import Release, extend_history
 
 
 class _RecordingSampler:
@@ -183,10 +183,7 @@ class PerSampleNorms:
         nrm = np.concatenate(self._cur_norms) if self._cur_norms else np.zeros(0)
         self._rows.append((idx, nrm))
         self._cur_idx, self._cur_norms, self._calls = [], [], 0
-        if self.history and self.history[-1][:2] == (sigma, q):
-            self.history[-1] = (sigma, q, self.history[-1][2] + 1)
-        else:
-            self.history.append((sigma, q, 1))
+        extend_history(self.history, sigma, q)
 
     # -- what it recorded -----------------------------------------------------------------------
     @property

@@ -489,6 +489,15 @@ def gaussian_release(release, what: str) -> "Release":
     return release.dominating()
 
 
+def extend_history(history: list, noise_multiplier: float, sample_rate: float) -> None:
+    """Append one step to an Opacus-style history ``[(σ, q, steps), …]`` (what :meth:`Release.schedule` reads):
+    merged into the last entry when σ and q repeat, a new entry otherwise."""
+    if history and history[-1][0] == noise_multiplier and history[-1][1] == sample_rate:
+        history[-1] = (noise_multiplier, sample_rate, history[-1][2] + 1)
+    else:
+        history.append((noise_multiplier, sample_rate, 1))
+
+
 def dp_event_leaves(event, count: int = 1) -> list:
     """A ``DpEvent`` flattened to ``[(kind, noise_multiplier, sample_rate, count), …]`` for its Gaussian steps.
 

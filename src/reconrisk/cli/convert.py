@@ -16,6 +16,20 @@ from . import app
 from ._common import print_json, print_table
 
 
+def curve_pairs(source: str, curve: str | None, order, epsilon):
+    """(orders, epsilons) of an RDP curve given as ``--curve`` (then only with ``--from rdp``, and not also as
+    ``--order``/``--epsilon`` pairs), or the pairs as given."""
+    from ..errors import ReconRiskError
+
+    if curve is None:
+        return order, epsilon
+    if source != "rdp":
+        raise ReconRiskError("--curve belongs to --from rdp")
+    if epsilon or order:
+        raise ReconRiskError("give the RDP curve either as --curve or as --epsilon/--order pairs, not both")
+    return parse_curve(curve)
+
+
 def parse_curve(text: str) -> tuple[list[float], list[float]]:
     """An RDP curve from ``"1.5:0.3,2:0.5"`` (order:epsilon pairs, comma or space separated) or a file of such pairs.
 
@@ -107,12 +121,7 @@ def convert_cmd(
         return
     if rero is not None:
         raise ReconRiskError("--rero belongs to --from rero")
-    if curve is not None:
-        if source != "rdp":
-            raise ReconRiskError("--curve belongs to --from rdp")
-        if epsilon or order:
-            raise ReconRiskError("give the RDP curve either as --curve or as --epsilon/--order pairs, not both")
-        order, epsilon = parse_curve(curve)
+    order, epsilon = curve_pairs(source, curve, order, epsilon)
     if source != "dp" and delta:
         raise ReconRiskError("--delta belongs to --from dp")
     if one_sided and (source == "dp" or conversion != "optimal"):

@@ -38,15 +38,10 @@ def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
     from .. import _validate as v
     from ..bounds.guarantee import SOURCES, GuaranteeAnalysis
     from ..errors import ReconRiskError
-    from .convert import parse_curve
+    from .convert import curve_pairs
 
     source = v.choice("from", source, SOURCES)
-    if curve is not None:
-        if source != "rdp":
-            raise ReconRiskError("--curve belongs to --from rdp")
-        if epsilon or order:
-            raise ReconRiskError("give the RDP curve either as --curve or as --epsilon/--order pairs, not both")
-        order, epsilon = parse_curve(curve)
+    order, epsilon = curve_pairs(source, curve, order, epsilon)
     if one_sided and source == "dp":
         raise ReconRiskError("--one-sided belongs to --from rdp or zcdp ((epsilon, delta)-DP holds in both directions by "
                              "definition)")
