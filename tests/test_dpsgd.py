@@ -12,6 +12,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
+from _reference import reference_jit  # noqa: E402
 from reconrisk import Release  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
@@ -23,8 +24,6 @@ def digits():
     return load_digits()
 
 
-# the clip norm is traced (it only enters arithmetic), so both clip values of a test share one compilation
-fast_sum = jax.jit(dpsgd.clipped_grad_sum, static_argnums=(0, 6))
 step = jax.jit(dpsgd.dpsgd_step, static_argnums=(0, 1))
 
 
@@ -35,21 +34,25 @@ def _leaves_close(a, b, atol):
 
 @functools.lru_cache(maxsize=None)
 def _both_sums(name, clip):
-    """{mode: (ghost sum and norms, vmap(grad) sum and norms)} for both clip modes, from one compiled program per
-    model (the clip norm is traced): the four sums share their forward pass and per-example gradients, so one
-    program compiles in about half the time of four. Each parametrised test below asserts on its own mode."""
+    """{mode: (ghost sum and norms, vmap(grad) sum and norms)} for both clip modes, from two compiled programs per
+    model (the clip norm is traced): the ghost sums (the unit) and the vmap(grad) sums (the reference, compiled
+    as tests/_reference.py says). Two modes in one program share the forward pass and per-example gradients:
+    about half the compile time of one program per mode. Each parametrised test below asserts on its mode."""
     model = models.get_model(name, (8, 8, 1))
     d = load_digits()
     params = model.init(jax.random.PRNGKey(1))
     x, y = jnp.asarray(d.x[:37]), jnp.asarray(d.y[:37])
     w = (jax.random.uniform(jax.random.PRNGKey(2), (37,)) < 0.6).astype(jnp.float32)
-    return _sums_program(model)(params, x, y, clip, w)
+    fast, ref = (program(params, x, y, clip, w) for program in _sums_programs(model))
+    return {mode: (fast[mode], ref[mode]) for mode in fast}
 
 
 @functools.lru_cache(maxsize=None)
-def _sums_program(model):
-    return jax.jit(lambda *a: {mode: (dpsgd.clipped_grad_sum(model, *a, mode), dpsgd.naive_clipped_sum(model, *a, mode))
-                               for mode in ("hard", "gelu")})
+def _sums_programs(model):
+    def both(sums):
+        return lambda *a: {mode: sums(model, *a, mode) for mode in ("hard", "gelu")}
+
+    return jax.jit(both(dpsgd.clipped_grad_sum)), reference_jit(both(dpsgd.naive_clipped_sum))
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "logistic", "mlp:12,7"])
@@ -68,9 +71,8 @@ def test_cnn_on_larger_images_uses_both_norm_forms():
     params = model.init(jax.random.PRNGKey(0))
     x = jax.random.uniform(jax.random.PRNGKey(1), (5, 784))
     y = jnp.arange(5) % 10
-    both = jax.jit(lambda p: (dpsgd.clipped_grad_sum(model, p, x, y, 0.5, None, "hard"),
-                              dpsgd.naive_clipped_sum(model, p, x, y, 0.5, None, "hard")))  # one program
-    (fast, norms), (ref, ref_norms) = both(params)
+    fast, norms = jax.jit(lambda p: dpsgd.clipped_grad_sum(model, p, x, y, 0.5, None, "hard"))(params)
+    ref, ref_norms = reference_jit(lambda p: dpsgd.naive_clipped_sum(model, p, x, y, 0.5, None, "hard"))(params)
     np.testing.assert_allclose(np.asarray(norms), np.asarray(ref_norms), rtol=1e-4)
     _leaves_close(fast, ref, atol=1e-5)
 
@@ -122,10 +124,11 @@ def test_train_transcript_consistency(digits):
     np.testing.assert_allclose(tr.thetas[1:], tr.thetas[:-1] - 1.5 * tr.grads / 200.0, atol=1e-5)
     # g_t − Σ clip(∇ℓ(θ_t, z)) is N(0, σ²C²): check its standard deviation
     _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    clipped_sum = reference_jit(lambda th: ravel_pytree(dpsgd.clipped_grad_sum(
+        model, unravel(th), jnp.asarray(x), jnp.asarray(y), 0.1, None, "hard")[0])[0])
     resid = []
     for t in range(12):
-        s, _ = fast_sum(model, unravel(jnp.asarray(tr.thetas[t])), jnp.asarray(x), jnp.asarray(y), 0.1, None, "hard")
-        resid.append(tr.grads[t] - np.asarray(ravel_pytree(s)[0]))
+        resid.append(tr.grads[t] - np.asarray(clipped_sum(jnp.asarray(tr.thetas[t]))))
     resid = np.concatenate(resid)
     assert abs(resid.std() / (3.0 * 0.1) - 1) < 0.03
     assert abs(resid.mean()) < 0.01
@@ -171,10 +174,12 @@ def test_poisson_gather_equals_mask(digits):
     assert cfg.cap is not None and cfg.cap < 60
     cfg_full = dataclasses.replace(cfg, cap=None)
     params = model.init(jax.random.PRNGKey(0))
+    full_step = reference_jit(lambda t: dpsgd.dpsgd_step(model, cfg_full, params, jax.random.PRNGKey(9), t, x, y,
+                                                         rel.noise_std))  # the full mask: the reference
     sizes = []
     for t in range(5):
         p1, th1, g1, m1, s1 = step(model, cfg, params, jax.random.PRNGKey(9), t, x, y, rel.noise_std)
-        p2, th2, g2, m2, s2 = step(model, cfg_full, params, jax.random.PRNGKey(9), t, x, y, rel.noise_std)
+        p2, th2, g2, m2, s2 = full_step(t)
         np.testing.assert_array_equal(np.asarray(m1), np.asarray(m2))
         np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-5)
         assert float(s1["members"]) == float(np.asarray(m1).sum())
