@@ -40,7 +40,8 @@ def shadow_reference(monkeypatch, model, cfg, n: int, program: str = "vmap"):
     """Have the shadow trainer run one of its generic programs compiled as a reference.
 
     ``program``: ``"vmap"`` (``train_shadow_models(..., program="vmap")``: ``vmap`` of ``_train_one`` over the
-    targets), ``"scan"`` (``train_shadow_models_sequential(..., program="scan")``: ``_train_one`` for one
+    targets), ``"dense"`` (the batched dense program, ``program="dense"`` or ``"auto"`` for dense models, and
+    the sequential ``"dense"`` baseline), ``"scan"`` (``train_shadow_models_sequential(..., program="scan")``: ``_train_one`` for one
     target) or ``"steps"`` (``program="steps"``: the (init, step) pair of ``_step``) — the programs
     :mod:`reconrisk.train.shadow` builds, compiled with :data:`REFERENCE_OPTIONS` and put in its cache for this
     test (``monkeypatch`` removes them after); checked to be what the trainer's cache now serves. The trace
@@ -55,6 +56,11 @@ def shadow_reference(monkeypatch, model, cfg, n: int, program: str = "vmap"):
     if program == "vmap":
         key, value, lookup = ("vmap", model, static), jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0))), \
             lambda: shadow._vectorised(model, cfg, n, "vmap")
+    elif program == "dense":
+        from reconrisk.train import shadow_dense
+
+        key, value = ("dense", model, static), jit(shadow_dense.dense_program(model, static))
+        lookup = lambda: shadow._vectorised(model, cfg, n, "dense")  # noqa: E731
     elif program == "scan":
         key, value, lookup = ("one", model, static), jit(one), lambda: shadow._single(model, cfg, n)
     elif program == "steps":

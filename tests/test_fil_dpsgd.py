@@ -9,6 +9,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
+from _reference import reference_jit  # noqa: E402
 from reconrisk import Release  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
@@ -56,7 +57,7 @@ def test_sampled_trace_is_unbiased_on_a_small_model(small):
     xi, yi = x[3], y[3]
     g = F.clipped_grad_fn(model, params, 1.0, "gelu")
     f = lambda z: g(z, yi)  # noqa: E731
-    exact = float(jax.jit(lambda z: F.jacobian_sq_norm(f, z, "trace_exact"))(xi))
+    exact = float(reference_jit(lambda z: F.jacobian_sq_norm(f, z, "trace_exact"))(xi))  # the reference
     keys = jax.random.split(jax.random.PRNGKey(7), 400)
     est = np.asarray(jax.jit(jax.vmap(lambda k: F.jacobian_sq_norm(f, xi, "trace_sampled", key=k, num_coords=4)))(keys))
     se = est.std(ddof=1) / np.sqrt(est.size)
@@ -68,17 +69,23 @@ def test_clipped_grad_fn_is_the_trainers_clipped_gradient(small):
     model, params, x, y = small
 
     @jax.jit  # one program for both modes and rows (run eagerly, each op compiled on its own: ~100 compiles)
-    def pairs():
-        out = []
+    def pairs(clip):
+        out = {}
         for mode in ("gelu", "hard"):
-            g = F.clipped_grad_fn(model, params, 0.3, mode)
+            g = F.clipped_grad_fn(model, params, clip, mode)
             for i in (0, 5):
-                ref, _ = dpsgd.naive_clipped_sum(model, params, x[i:i + 1], y[i:i + 1], 0.3, mode=mode)
-                out.append((g(x[i], y[i]), ravel_pytree(ref)[0]))
+                ref, _ = dpsgd.naive_clipped_sum(model, params, x[i:i + 1], y[i:i + 1], clip, mode=mode)
+                out[mode, i] = (g(x[i], y[i]), ravel_pytree(ref)[0])
         return out
 
-    for got, ref in pairs():
-        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-5, atol=1e-7)
+    # C = 0.3: every gradient (norms 3.6 and 4.4) far above C, where both clips give ≈ C·∇ℓ/‖∇ℓ‖; C = 8: below C,
+    # where the GELU clip scales by ~1.2 and the hard clip not at all, so a mode mix-up shows
+    for clip in (0.3, 8.0):
+        out = pairs(clip)
+        for got, ref in out.values():
+            np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=2e-5, atol=1e-7)
+    gelu, hard = np.asarray(out["gelu", 0][0]), np.asarray(out["hard", 0][0])
+    assert np.linalg.norm(gelu) > 1.1 * np.linalg.norm(hard)  # ratio 1.19 here
 
 
 def test_per_example_fil_methods_and_noise_scale(small):
@@ -93,7 +100,7 @@ def test_per_example_fil_methods_and_noise_scale(small):
 
     exact, spec = (np.asarray(a) for a in fil(1.5, jax.random.PRNGKey(0)))
     g = F.clipped_grad_fn(model, params, 2.0, "gelu")
-    jac = jax.jit(jax.vmap(jax.jacfwd(g), in_axes=(0, 0)))
+    jac = reference_jit(jax.vmap(jax.jacfwd(g), in_axes=(0, 0)))  # the reference Jacobians
     for i, J in enumerate(np.asarray(jac(x, y))):
         assert exact[i] == pytest.approx(np.sum(J**2) / (64 * 1.5**2), rel=1e-4)
         top = np.linalg.norm(J, 2) ** 2 / 1.5**2
@@ -111,9 +118,11 @@ def test_per_example_fil_methods_and_noise_scale(small):
 # compile a second one). C = 0.5 ≠ 1, so that the paper-literal noise scale σ differs from σC. The exact trace
 # (mlp:5: the first-layer reduction); the sampled Eq. 5 in the trainer is covered by the q = 1 case below
 # (ghost route), test_cnn_accounting_runs (all-pixel route) and tests/test_fil_chunks.py (its keys per row).
-# q = 0.19: q·n = 15.2 members expected, so the hook's one lead chunk of 16 rows overflows into its loop in
-# some steps (P ≈ 0.4 per step): the replay covers the loop inside the trainer too.
-REL_A = Release(2.0, 0.19, 8, clip_norm=0.5)
+# n = 160, q = 0.095: the padded Poisson gather (cap 49 rows < n/2) with q·n = 15.2 members expected, so the
+# hook's one lead chunk of 16 rows overflows into its loop in some steps (P ≈ 0.4 per step): the replay covers
+# the gather and the loop inside the trainer too.
+N_A = 160
+REL_A = Release(2.0, 0.095, 8, clip_norm=0.5)
 CHUNK_A = 4
 
 
@@ -124,7 +133,7 @@ def _cfg_a(**kw):
 @pytest.fixture(scope="module")
 def setting_a(digits):
     model = models.get_model("mlp:5", digits.image_shape)
-    return model, digits.x[:80], digits.y[:80], digits.x[80:120], digits.y[80:120]
+    return model, digits.x[:N_A], digits.y[:N_A], digits.x[N_A:N_A + 40], digits.y[N_A:N_A + 40]
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +161,8 @@ def test_trainer_accounting_matches_a_step_by_step_replay(setting_a, plain_a):
     unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))[1]
     every = jax.jit(lambda th: F.per_example_fil(model, unravel(th), xs, ys, clip_norm=REL_A.clip_norm,
                                                  noise_std=REL_A.noise_std, method="trace_exact", clip_mode="gelu"))
-    assert F.lead_chunks(80, REL_A.sample_rate) == 1
+    assert dpsgd.make_step_config(REL_A, N_A, 0.1, "gelu", trials=2).cap == 49  # the padded gather
+    assert F.lead_chunks(N_A, REL_A.sample_rate) == 1
     for r in range(2):
         tr = plain_a[r].transcript
         manual = sum(np.asarray(every(jnp.asarray(tr.thetas[t]))) * tr.masks[t] for t in range(REL_A.steps))
@@ -165,7 +175,7 @@ def test_trainer_accounting_matches_a_step_by_step_replay(setting_a, plain_a):
     assert res.noise_std == pytest.approx(2.0 * 0.5)
 
 
-@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.19, 0.5)])
+@pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.095, 0.5)])
 def test_fil_path_and_plain_trainer_give_the_same_parameters(request, digits, q, momentum):
     """The FIL hook only watches: the accounted run and the plain trainer end at the same parameters."""
     if q < 1:  # the padded Poisson gather, momentum 0.5, chunks of 4 against the plain trainer's one chunk of 8
@@ -192,7 +202,7 @@ def test_momentum_update_is_the_seed001_recursion(plain_a):
     tr = plain_a[0].transcript
     vel = np.zeros(tr.thetas.shape[1])
     theta = np.asarray(tr.thetas[0], np.float64)
-    assert tr.meta["normalizer"] == pytest.approx(0.19 * 80) and tr.grads.shape[0] == 8
+    assert tr.meta["normalizer"] == pytest.approx(0.095 * N_A) and tr.grads.shape[0] == 8
     for t in range(8):
         vel = 0.5 * vel + tr.grads[t] / tr.meta["normalizer"]
         theta = theta - 0.1 * vel
@@ -218,8 +228,8 @@ def test_trainer_seeds_kappa_runs_and_summary(setting_a, accounted_a):
     from reconrisk.accounting.order2 import release_rdp_alpha2
     from reconrisk.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
 
-    assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (80 * 8), rel=1e-9)
-    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.19, a.subsampling.step_epsilon))
+    assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (N_A * 8), rel=1e-9)
+    assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.095, a.subsampling.step_epsilon))
     assert a.rdp_epsilon == pytest.approx(release_rdp_alpha2(release, sensitivity=GELU_CLIP_OVERSHOOT))
     d = a.to_dict()
     assert set(d["dfil_bound"]) == {"min", "median", "max"}

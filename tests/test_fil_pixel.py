@@ -156,10 +156,13 @@ def test_pixel_route_on_another_geometry():
     route's with the same coordinates."""
     model = models.get_model("cnn", (6, 6, 2))
     assert F._route(model, "trace_exact", 50) == "pixel"
-    params = model.init(jax.random.PRNGKey(4))
-    x = jax.random.uniform(jax.random.PRNGKey(5), (3, model.input_dim))
+    # arbitrary parameters and inputs, drawn with numpy (jax.random compiles a sampler per shape)
+    rng = np.random.default_rng(4)
+    shapes = jax.eval_shape(model.init, jax.random.PRNGKey(0))
+    params = jax.tree_util.tree_map(lambda a: jax.numpy.asarray(0.3 * rng.standard_normal(a.shape), a.dtype), shapes)
+    x = jax.numpy.asarray(rng.uniform(size=(3, model.input_dim)), jax.numpy.float32)
     y = jax.numpy.asarray([0, 3, 7])
-    idx = jax.random.randint(jax.random.PRNGKey(6), (3, 12), 0, model.input_dim)
+    idx = jax.numpy.asarray(rng.integers(0, model.input_dim, (3, 12)), jax.numpy.int32)
     ref = np.asarray(reference_jit(lambda: fil_ghost.ghost_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))())
     assert (ref > 0).all()
     got = jax.jit(lambda: fil_pixel.pixel_trace_sq_norms(model, params, x, y, 0.05, "gelu", idx, 1e-14))()

@@ -20,7 +20,9 @@ STEPS = 8
 #   test's kernel-form program is that same dense program (n = 30 < 2d: kernel form), compiled once for the run
 #   (the persistent compilation cache, tests/conftest.py);
 # * the default mlp with ShadowConfig(steps=STEPS), chunks of 3 models: the sequential-baselines test's batched
-#   run and the threads test's chunks (7 targets in chunks of 3: 3, 3 and a padded 1).
+#   run and the threads test's chunks (7 targets in chunks of 3: 3, 3 and a padded 1). Those two tests are about
+#   sequencing (baselines, threads), not the program: it is compiled as a reference for both (the dense program
+#   under XLA's default options is what the equality tests compare).
 # The generic vmapped program, the reference of the equality tests, is compiled with tests/_reference.py's
 # options (the dense program under test with the defaults); train_shadow_models(program="vmap") still runs it.
 DENSE_CFG = dict(steps=STEPS, learning_rate=0.3, momentum=0.7)
@@ -30,6 +32,15 @@ DENSE_CFG = dict(steps=STEPS, learning_rate=0.3, momentum=0.7)
 def data():
     d = load_digits()
     return d, (d.x[:30], d.y[:30], d.x[40:45], d.y[40:45])
+
+
+@pytest.fixture(scope="module")
+def mlp_dense_reference(data):
+    """The default mlp's dense program (ShadowConfig(steps=STEPS)) compiled as a reference for this module."""
+    d, _ = data
+    with pytest.MonkeyPatch.context() as m:
+        shadow_reference(m, get_model("mlp", d.image_shape), shadow.ShadowConfig(steps=STEPS), 31, "dense")
+        yield
 
 
 @pytest.mark.parametrize("name,random_init", [("mlp:12,7", True), ("logistic", False)])
@@ -49,7 +60,7 @@ def test_dense_program_equals_the_generic_vmapped_program(data, name, random_ini
     np.testing.assert_array_equal(shadow.train_shadow_models(model, xf, yf, xt, yt, cfg, seed=5), fast)
 
 
-def test_every_sequential_baseline_trains_the_same_models(data, monkeypatch):
+def test_every_sequential_baseline_trains_the_same_models(data, monkeypatch, mlp_dense_reference):
     d, (xf, yf, xt, yt) = data
     model = get_model("mlp", d.image_shape)
     cfg = shadow.ShadowConfig(steps=STEPS)
@@ -121,7 +132,7 @@ def test_conv_models_keep_the_generic_program_and_bad_programs_are_refused(data)
         shadow.train_shadow_models_sequential(mlp, xf, yf, xt, yt, dp, program="loop")
 
 
-def test_chunks_on_several_threads_give_the_same_rows_in_order(data, monkeypatch):
+def test_chunks_on_several_threads_give_the_same_rows_in_order(data, monkeypatch, mlp_dense_reference):
     # the default mlp in chunks of 3 (the batched program of the sequential-baselines test): 7 targets are
     # chunks of 3, 3 and 1 (padded to 3); after the first, two chunks for the pool
     d, (xf, yf, _, _) = data
