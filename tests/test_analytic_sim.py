@@ -125,8 +125,8 @@ def test_fig2_clipped_rows_match_theory_and_unclipped_row_does_not():
 
 
 def test_explicit_and_fast_agree_in_distribution():
-    # X4, 5000 draws, M ∈ {100, 1} (was a 6-dim x, 3000 draws, M ∈ {4, 1}): the explicit steps have the shapes of the
-    # variance cases above and reuse their compiled programs; only the ratio estimator's step compiles here
+    # X4, 5000 draws, M ∈ {100, 1} (was a 6-dim x, 3000 draws, M ∈ {4, 1}): the explicit steps have the shapes of
+    # the variance cases above and reuse their compiled programs; only the ratio estimator's step compiles here
     n, reps = 4, 5000
     x = X4
     norm = float(np.linalg.norm(x))

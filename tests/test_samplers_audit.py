@@ -9,7 +9,7 @@ pytest.importorskip("jax")
 
 from reconrisk import Release  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.experiments.audit import calibrated_settings, run_setting  # noqa: E402
+from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
 from reconrisk.train import dpsgd, sampling  # noqa: E402
 
 
@@ -58,8 +58,6 @@ def test_fixed_batch_audit_stays_below_its_certified_bound():
     """Batches of exactly 20 of the 200 training points (q = 0.1, known_size 199 + the target), T = 20,
     the default audit's ε grid: no attack's Clopper–Pearson lower end exceeds the fixed-batch bound."""
     from reconrisk.data import load_digits
-
-    from reconrisk.experiments.audit import AuditSetting
 
     digits = load_digits()
     settings = [AuditSetting.of(sigma, 0.1, 20, 0.1, sampler="fixed", epsilon=eps, known_size=199, prior_size=10,
