@@ -1,7 +1,7 @@
 """``reconrisk report``'s page: one self-contained HTML file and ``report.json`` (drawing only).
 
 :func:`write_report` takes the dict of :func:`reconrisk.experiments.riskreport.risk_report` and writes
-``report.html`` (inline CSS, the plots as inline responsive SVG drawn with matplotlib — :mod:`.report_plots` —,
+``report.html`` (inline CSS, the plots as inline responsive SVG written by :mod:`.report_plots`, no matplotlib —
 no external URL, no network, a print stylesheet) and ``report.json`` (the same numbers, plus provenance), each
 atomically (:mod:`reconrisk._io`). Every piece of user-supplied text (file paths, the command line) is escaped
 with :func:`html.escape`.
