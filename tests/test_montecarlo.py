@@ -67,3 +67,57 @@ def test_cancel_and_errors_stop_the_threads():
 
     with pytest.raises(RuntimeError, match="progress failed"):
         M.LogRatioSampler(0, 3000, Release(1.0, 0.05, 200).segments, progress=boom, threads=2).result()
+
+
+def test_a_started_sampler_is_used_only_for_its_own_draws():
+    """``reconrisk report`` starts the draws before its imports and hands them over: the result is the same
+    as drawing in place, and draws for another seed, size or release are cancelled and drawn anew."""
+    from reconrisk.bounds.rero import start_monte_carlo
+
+    rel = Release(1.0, 0.05, 200)
+    direct = start_monte_carlo(rel, 0.1, samples=3000, seed=5).bounds()[0]
+    early = M.LogRatioSampler(5, 3000, rel.segments, threads=1)
+    assert start_monte_carlo(rel, 0.1, samples=3000, seed=5, sampler=early).bounds()[0] == direct
+    for wrong in (M.LogRatioSampler(6, 3000, rel.segments, threads=1),
+                  M.LogRatioSampler(5, 2000, rel.segments, threads=1),
+                  M.LogRatioSampler(5, 3000, Release(1.0, 0.06, 200).segments, threads=1)):
+        assert start_monte_carlo(rel, 0.1, samples=3000, seed=5, sampler=wrong).bounds()[0] == direct
+        assert all(not t.is_alive() for t in wrong._blocks._workers)
+
+
+def test_a_started_sampler_is_cancelled_when_the_arguments_are_refused():
+    from reconrisk import ReconRiskError
+    from reconrisk.bounds.rero import start_monte_carlo
+
+    rel = Release(1.0, 0.01, 1000)
+    early = M.LogRatioSampler(0, 50_000, rel.segments, threads=2)
+    with pytest.raises(ReconRiskError, match="confidence"):
+        start_monte_carlo(rel, 0.1, samples=50_000, seed=0, confidence=1.5, sampler=early)
+    assert all(not t.is_alive() for t in early._blocks._workers)
+
+
+def test_report_cli_draws_the_same_numbers_as_bound_mc(tmp_path, monkeypatch):
+    """The CLI's early start (flags) and ``bound --method mc`` (no early start) draw the same samples, and the
+    report draws once: the early sampler is the one used."""
+    import json
+
+    from reconrisk.cli import main
+
+    made = []
+    real = M.LogRatioSampler
+
+    class Counting(real):
+        def __init__(self, *a, **k):
+            made.append(1)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(M, "LogRatioSampler", Counting)
+    main(["report", "-s", "1", "-q", "0.05", "-T", "50", "--prior-size", "10", "--samples", "2000",
+          "--out", str(tmp_path), "--json"])
+    assert len(made) == 1
+    monkeypatch.setattr(M, "LogRatioSampler", real)
+    mc = json.loads((tmp_path / "report.json").read_text())["rero"]["mc"]
+    from reconrisk.bounds.rero import rero_bounds
+
+    ref = rero_bounds(Release(1.0, 0.05, 50), [0.1], method="mc", samples=2000, seed=0)[0]
+    assert (mc["lower"], mc["upper"], mc["estimate"]) == (ref.lower, ref.upper, ref.estimate)

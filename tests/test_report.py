@@ -384,3 +384,16 @@ def test_kappa_only_prior_keeps_every_family_on_the_page(capsys, tmp_path):
     assert "a prior whose blind guess succeeds 5% of the time" in page
     for reason in (rep["fano"]["reason"], rep["capacity"]["reason"], rep["analytic"]["reason"]):
         assert reason.replace("'", "&#x27;") in page  # n/a families stay on the page with their reason
+
+
+def test_the_report_starts_its_draws_before_scipy_is_imported(tmp_path):
+    """`import reconrisk.cli` and the Monte-Carlo sampler need numpy only, so `reconrisk report` can start its
+    draws on the idle core while scipy and the rest load (issue 22); an eager import would undo that silently."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import reconrisk.cli, reconrisk.bounds.montecarlo, reconrisk.release; "
+            "heavy = sorted(m for m in ('scipy', 'matplotlib', 'jax', 'dp_accounting') if m in sys.modules); "
+            "assert not heavy, heavy")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

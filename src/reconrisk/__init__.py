@@ -5,18 +5,30 @@ the simulation layer (DP-SGD simulator, attacks) needs the ``sim`` extra (JAX)
 and is imported lazily.
 """
 
-from .api import PrivacyAnalysis, analyse, calibrate, calibrate_noise, epsilon, noise_multiplier_for_epsilon, rero_bound
-from .bounds.rero import ReroBound  # noqa: F401  (= results.Bound, kept importable for one release)
-from .results import Bound
 from .errors import ReconRiskError
-from .priors import kappa_from_points, kappa_from_samples, kappa_uniform, log_kappa_coordinate_match
-from .release import Release, Segment
 
 __version__ = "0.1.0"
 
 # Names loaded on first use (PEP 562), so that `import reconrisk` — and with it
 # every CLI command — does not pay for scipy.stats and friends up front.
 _LAZY = {
+    # the core API, also loaded on first use: `reconrisk report` starts its Monte-Carlo draws (numpy only)
+    # before scipy is imported, and `import reconrisk.errors` costs nothing
+    "PrivacyAnalysis": "api",
+    "analyse": "api",
+    "calibrate": "api",
+    "calibrate_noise": "api",
+    "epsilon": "api",
+    "noise_multiplier_for_epsilon": "api",
+    "rero_bound": "api",
+    "ReroBound": "bounds.rero",  # (= results.Bound, kept importable for one release)
+    "Bound": "results",
+    "kappa_from_points": "priors",
+    "kappa_from_samples": "priors",
+    "kappa_uniform": "priors",
+    "log_kappa_coordinate_match": "priors",
+    "Release": "release",
+    "Segment": "release",
     "analytic_bound": "bounds.analytic",
     "analytic_calibration": "bounds.analytic",
     "eta_for_rero": "bounds.analytic",

@@ -53,7 +53,6 @@ import threading
 from typing import Callable
 
 import numpy as np
-from ..metrics import clopper_pearson_interval
 
 #: Normals per block: each block of samples draws from its own stream (see the module docstring).
 BLOCK_FLOATS = 1 << 20
@@ -204,6 +203,8 @@ class LogRatioSampler:
 
     def __init__(self, seed, n: int, segments, *, mu: bool = True, nu: bool = True,
                  progress: Callable[[int], None] | None = None, threads: int | None = None) -> None:
+        #: what was drawn: a consumer given a started sampler checks it against what it would draw itself
+        self.key = (seed if isinstance(seed, int) else None, n, tuple(segments), mu, nu)
         root = _root(seed)
         steps = sum(s.steps for s in segments)
         rows = max(1, BLOCK_FLOATS // max(1, steps))
@@ -256,10 +257,15 @@ class MonteCarloRero:
     meanwhile, so a caller can do other work); :meth:`cancel` stops it."""
 
     def __init__(self, segments, kappa: np.ndarray, *, samples: int, seed, confidence: float,
-                 progress: Callable[[int], None] | None = None, threads: int | None = None) -> None:
+                 progress: Callable[[int], None] | None = None, threads: int | None = None,
+                 sampler: LogRatioSampler | None = None) -> None:
         self.kappa = np.asarray(kappa, dtype=float)
         self.samples, self.confidence = samples, confidence
-        self._sampler = LogRatioSampler(seed, samples, segments, progress=progress, threads=threads)
+        if sampler is not None and (not isinstance(seed, int)
+                                    or sampler.key != (seed, samples, tuple(segments), True, True)):
+            sampler.cancel()  # started for other draws than these: not used
+            sampler = None
+        self._sampler = sampler or LogRatioSampler(seed, samples, segments, progress=progress, threads=threads)
 
     def cancel(self) -> None:
         self._sampler.cancel()
@@ -288,6 +294,8 @@ def mc_rero(
 
 def _interval(log_nu: np.ndarray, log_mu: np.ndarray, kappa: np.ndarray, samples: int, confidence: float) -> dict:
     """The complement estimate and the DKW + Clopper–Pearson interval from sorted ν- and μ-samples."""
+    from ..metrics import clopper_pearson_interval  # (scipy: imported once the draws are done, not before)
+
     alpha = 1.0 - confidence
     estimate = complement_estimate(log_nu, kappa)
     tau = math.sqrt(math.log(4.0 / alpha) / (2.0 * samples))

@@ -526,9 +526,23 @@ class MonteCarloBounds:
 
 
 def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int | None = None, seed=None,
-                      confidence: float = 0.95, progress: Callable[[int], None] | None = None) -> MonteCarloBounds:
+                      confidence: float = 0.95, progress: Callable[[int], None] | None = None,
+                      sampler=None) -> MonteCarloBounds:
     """``rero_bounds(..., method="mc")`` started in the background (same arguments, same numbers):
-    ``start_monte_carlo(...).bounds()`` equals it; the report overlaps the draws with its other families."""
+    ``start_monte_carlo(...).bounds()`` equals it; the report overlaps the draws with its other families.
+
+    ``sampler``: a :class:`~reconrisk.bounds.montecarlo.LogRatioSampler` the caller started earlier with
+    this seed, sample count and release (``reconrisk report`` starts it before its other imports); used if it
+    is those draws, cancelled and replaced otherwise. On an invalid argument it is cancelled too."""
+    try:
+        return _start_monte_carlo(release, kappa, samples, seed, confidence, progress, sampler)
+    except BaseException:
+        if sampler is not None:
+            sampler.cancel()
+        raise
+
+
+def _start_monte_carlo(release, kappa, samples, seed, confidence, progress, sampler) -> MonteCarloBounds:
     release = analyse(release).release
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
@@ -538,5 +552,5 @@ def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int
     v.memory("samples", samples, 48 * samples)
     v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
     job = MonteCarloRero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence,
-                         progress=progress)
+                         progress=progress, sampler=sampler)
     return MonteCarloBounds(job, kappas, samples, seed, confidence)

@@ -16,6 +16,52 @@ REPORT_STAGES = ("epsilon", "ReRo", "trade-off curve", "risk measures", "Fano, M
                  "attack")
 
 
+def _early_draws(noise_multiplier, sample_rate, steps, from_file, samples: int, seed: int, progress):
+    """The Monte-Carlo draws of a release given by flags, started before the report's heavier imports.
+
+    They need only σ, q, T, the seed and the sample count (numpy, no scipy), so they run on the idle core while
+    the rest of the report is imported and computed; the report checks they are its own draws and uses them
+    (:func:`~reconrisk.bounds.rero.start_monte_carlo`). None where the report validates or resolves first:
+    a release file, out-of-range values, or sizes that its memory checks must see first.
+    """
+    if from_file is not None or None in (noise_multiplier, sample_rate, steps) or not 100 <= samples <= 10**7 \
+            or seed < 0 or samples * steps > 10**10:
+        return None
+    from ..bounds.montecarlo import LogRatioSampler
+    from ..errors import ReconRiskError
+    from ..release import Release
+
+    try:
+        release = Release(noise_multiplier, sample_rate, steps)
+    except ReconRiskError:  # said in one line by the report's own validation
+        return None
+    return LogRatioSampler(seed, samples, release.segments, progress=progress)
+
+
+class _DrawCounts:
+    """Progress of draws started before the progress bar exists: counted, then handed to the bar."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._bar = None
+        self._pending = 0
+
+    def __call__(self, k: int) -> None:
+        with self._lock:
+            if self._bar is None:
+                self._pending += k
+                return
+        self._bar(k)
+
+    def attach(self, bar) -> None:
+        with self._lock:
+            self._bar, k, self._pending = bar, self._pending, 0
+        if k:
+            bar(k)
+
+
 @app.command("report")
 def report_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Directory for report.html and report.json."),
@@ -54,16 +100,24 @@ def report_cmd(
     import sys
 
     from .._io import check_out_dir
-    from ..experiments.release_source import resolve_analysis
-    from ..experiments.riskreport import ReportConfig, risk_report
 
     out = check_out_dir(out)  # before any computation (issue 10)
-    analysis, source = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                        clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
-    cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
-                       confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
-                       target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
-                       mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
+    counts = _DrawCounts()
+    sampler = _early_draws(noise_multiplier, sample_rate, steps, release_file or from_opacus, samples, seed, counts)
+    try:
+        from ..experiments.release_source import resolve_analysis
+        from ..experiments.riskreport import ReportConfig, risk_report
+
+        analysis, source = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                            clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+        cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
+                           confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
+                           target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
+                           mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
+    except BaseException:
+        if sampler is not None:
+            sampler.cancel()
+        raise
     defaulted = prior_size is None and kappa is None
     if defaulted and not json_out:
         print(f"reconrisk: warning: no prior given (--prior-size or --kappa): every number assumes a uniform 1-in-"
@@ -86,7 +140,9 @@ def report_cmd(
 
             figures.append(draw_figures(partial))
 
-        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar, before_monte_carlo=draw)
+        counts.attach(bar)
+        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar, before_monte_carlo=draw,
+                             sampler=sampler)
     from .. import __version__
     from ..report.html import write_report
 

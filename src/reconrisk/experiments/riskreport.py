@@ -178,14 +178,18 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
 
 
 def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
-                            progress: Callable[[int], None] | None = None):
-    """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0)."""
+                            progress: Callable[[int], None] | None = None, sampler=None):
+    """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0).
+
+    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.bounds.rero.start_monte_carlo`)."""
     if not cfg.samples or analysis.release is None:  # an event without a Gaussian reading: no Monte Carlo
+        if sampler is not None:
+            sampler.cancel()
         return None
     from ..bounds.rero import start_monte_carlo
 
     return start_monte_carlo(analysis, cfg.kappa_value, samples=cfg.samples, seed=cfg.seed,
-                             confidence=cfg.confidence, progress=progress)
+                             confidence=cfg.confidence, progress=progress, sampler=sampler)
 
 
 def finish_monte_carlo_entry(mc) -> dict:
@@ -398,7 +402,7 @@ def summary_entry(report: dict, cfg: ReportConfig) -> dict:
 def risk_report(release, config: ReportConfig | None = None, *,
                 progress: Callable[[str], None] | None = None,
                 mc_progress: Callable[[int], None] | None = None,
-                before_monte_carlo: Callable[[dict], None] | None = None) -> dict:
+                before_monte_carlo: Callable[[dict], None] | None = None, sampler=None) -> dict:
     """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each.
 
     ``release``: a :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis`. Every family asks the
@@ -408,12 +412,19 @@ def risk_report(release, config: ReportConfig | None = None, *,
     The Monte-Carlo draws start first, on background threads, and run while the other families are computed
     (numbers as ``bound --method mc``: they depend on the seed only). ``before_monte_carlo(report)``, if given,
     is called with the report whose Monte-Carlo row is not in yet (``report["rero"]["mc"]`` is None), before
-    waiting for it — the CLI draws the figures there, which do not show that row.
+    waiting for it — the CLI draws the figures there, which do not show that row. ``sampler``: those draws
+    already started by the caller (:class:`~reconrisk.bounds.montecarlo.LogRatioSampler`; used when it is this
+    release's, seed's and sample count's, otherwise cancelled and drawn anew).
     """
-    analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
-        else analyse(release)
-    cfg = config or ReportConfig()
-    mc = start_monte_carlo_entry(analysis, cfg, mc_progress)
+    try:
+        analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
+            else analyse(release)
+        cfg = config or ReportConfig()
+    except BaseException:
+        if sampler is not None:
+            sampler.cancel()
+        raise
+    mc = start_monte_carlo_entry(analysis, cfg, mc_progress, sampler)
     try:
         out = _families(analysis, cfg, progress, mc)
         if mc is not None:
