@@ -368,7 +368,12 @@ class PSNRLaw(_LawSummaries):
 
     def mean(self) -> float:
         """E[PSNR] = 10·log10(r²N/v) − (10/ln 10)(ψ(N/2) + ln 2) ([inferred], spec_003 §8)."""
-        return (math.log(self.data_range**2 * self.dim / self.variance) - special.digamma(self._a) - math.log(2.0)) / _LN10_10
+        return self._mean(self.variance, self.dim, self.data_range)
+
+    @staticmethod
+    def _mean(variance: float, dim: int, data_range: float) -> float:
+        """:meth:`mean` of validated floats (shared with :func:`psnr_means`, which skips the per-law validation)."""
+        return (math.log(data_range**2 * dim / variance) - special.digamma(0.5 * dim) - math.log(2.0)) / _LN10_10
 
     def var(self) -> float:
         """Var[PSNR] = (10/ln 10)²·ψ'(N/2)."""
@@ -396,3 +401,36 @@ def psnr_law(noise_multiplier, norm, dim, *, data_range: float = 1.0, averaged: 
     """Law of the PSNR (dB) of the optimal attack on a sample of norm ‖X‖ (Riess et al. 2024, Prop. 4)."""
     m = mse_law(noise_multiplier, norm, dim, averaged=averaged)
     return PSNRLaw(m.variance, m.dim, data_range)
+
+
+# ----------------------------------------------------------------------------
+# many laws at once (one per sample): the per-law results, without building a law per sample
+# ----------------------------------------------------------------------------
+
+
+def _all_positive(a: np.ndarray) -> bool:
+    return bool(a.size == 0 or (np.isfinite(a).all() and (a > 0).all()))
+
+
+def mse_cdfs(variances, dim: int, x) -> np.ndarray:
+    """``[MSELaw(v, dim).cdf(xi) for v, xi in zip(variances, x)]`` as one array, the same floats bit for bit.
+
+    The arithmetic is elementwise (one correctly rounded division and product, then ``gammainc``), so
+    doing it over an array gives each element exactly the per-law value; an invalid variance or ``dim``
+    falls back to the per-law loop, which raises the per-law error.
+    """
+    v = np.asarray(variances).astype(float).ravel()
+    xs = _arr(x).ravel()
+    if not (_all_positive(v) and isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim >= 1):
+        return np.array([MSELaw(float(vi), dim).cdf(xi) for vi, xi in zip(v, xs)], dtype=float)
+    return special.gammainc(0.5 * int(dim), np.maximum(xs, 0.0) * (int(dim) / (2.0 * v)))
+
+
+def psnr_means(variances, dim: int, data_ranges) -> list[float]:
+    """``[PSNRLaw(v, dim, r).mean() for v, r in zip(variances, data_ranges)]``, without a law per sample."""
+    v = np.asarray(variances).astype(float).ravel()
+    r = np.asarray(data_ranges).astype(float).ravel()
+    if not (_all_positive(v) and _all_positive(r) and isinstance(dim, (int, np.integer)) and not isinstance(dim, bool)
+            and dim >= 1):
+        return [PSNRLaw(vi, dim, ri).mean() for vi, ri in zip(v, r)]
+    return [PSNRLaw._mean(vi, int(dim), ri) for vi, ri in zip(v.tolist(), r.tolist())]
