@@ -92,3 +92,21 @@ def test_many_laws_at_once_are_the_per_law_floats_bit_for_bit():
         mse_cdfs(np.array([1.0, 0.0]), 3, np.ones(2))
     with pytest.raises(ReconRiskError, match="data_range"):
         psnr_means(np.ones(2), 3, np.array([1.0, np.nan]))
+
+
+def test_many_densities_at_once_are_the_per_law_floats_bit_for_bit():
+    """The Fig. 2 background (one law per sample and σ) is evaluated as arrays (mse_pdfs, psnr_pdfs): the same
+    floats as each law's pdf, including zeros below/above the support and far tails (exact equality: a one-ulp
+    change in a per-law constant fails)."""
+    from reconrisk.bounds.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
+
+    rng = np.random.default_rng(5)
+    v = 10.0 ** rng.uniform(-8, 4, 60)
+    r = rng.uniform(0.1, 300, 60)
+    for dim in (1, 5, 784):
+        x = np.concatenate([[-1.0, 0.0], 10.0 ** np.linspace(-12, 6, 157)])
+        assert (mse_pdfs(v, dim, x) == np.array([MSELaw(vi, dim).pdf(x) for vi in v])).all()
+        p = np.linspace(-80, 200, 160)
+        assert (psnr_pdfs(v, dim, r, p) == np.array([PSNRLaw(vi, dim, ri).pdf(p) for vi, ri in zip(v, r)])).all()
+    with pytest.raises(ReconRiskError, match="variance"):
+        mse_pdfs(np.array([1.0, -2.0]), 3, x)
