@@ -70,3 +70,43 @@ def test_law_refuses_ratio_scale_and_unknown_mode():
         simulate_success(np.ones((2, 3)), [0.1], 1.0, 2, bias=True, scale="ratio", mode="law")
     with pytest.raises(ReconRiskError, match="mode"):
         simulate_success(np.ones((2, 3)), [0.1], 1.0, 2, mode="fastest")
+
+
+def test_many_laws_at_once_are_the_per_law_floats_bit_for_bit():
+    """simulate's CSV and summary evaluate one law per sample as arrays (mse_cdfs, psnr_means): the same floats.
+
+    Variances over 40 decades and MSEs from 0 (and below, clamped), the median, and far tails, so both ends of
+    gammainc are compared; exact equality, so a reordered product (one ulp) fails. An invalid variance raises the
+    per-law error.
+    """
+    from reconrisk.bounds.analytic_laws import MSELaw, PSNRLaw, mse_cdfs, psnr_means
+
+    rng = np.random.default_rng(4)
+    v = 10.0 ** rng.uniform(-20, 20, 300)
+    r = rng.uniform(0.1, 300, 300)
+    for dim in (1, 7, 784):
+        x = v * rng.choice([0.0, -1.0, 1e-3, 1.0, 3.0, 1e3], 300) * rng.uniform(0.5, 2, 300)
+        assert mse_cdfs(v, dim, x).tolist() == [MSELaw(vi, dim).cdf(xi) for vi, xi in zip(v, x)]
+        assert psnr_means(v, dim, r) == [PSNRLaw(vi, dim, ri).mean() for vi, ri in zip(v, r)]
+    with pytest.raises(ReconRiskError, match="variance"):
+        mse_cdfs(np.array([1.0, 0.0]), 3, np.ones(2))
+    with pytest.raises(ReconRiskError, match="data_range"):
+        psnr_means(np.ones(2), 3, np.array([1.0, np.nan]))
+
+
+def test_many_densities_at_once_are_the_per_law_floats_bit_for_bit():
+    """The Fig. 2 background (one law per sample and σ) is evaluated as arrays (mse_pdfs, psnr_pdfs): the same
+    floats as each law's pdf, including zeros below/above the support and far tails (exact equality: a one-ulp
+    change in a per-law constant fails)."""
+    from reconrisk.bounds.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
+
+    rng = np.random.default_rng(5)
+    v = 10.0 ** rng.uniform(-8, 4, 60)
+    r = rng.uniform(0.1, 300, 60)
+    for dim in (1, 5, 784):
+        x = np.concatenate([[-1.0, 0.0], 10.0 ** np.linspace(-12, 6, 157)])
+        assert (mse_pdfs(v, dim, x) == np.array([MSELaw(vi, dim).pdf(x) for vi in v])).all()
+        p = np.linspace(-80, 200, 160)
+        assert (psnr_pdfs(v, dim, r, p) == np.array([PSNRLaw(vi, dim, ri).pdf(p) for vi, ri in zip(v, r)])).all()
+    with pytest.raises(ReconRiskError, match="variance"):
+        mse_pdfs(np.array([1.0, -2.0]), 3, x)

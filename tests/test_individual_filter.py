@@ -105,3 +105,20 @@ def test_inputs_are_checked():
         f.admit(np.ones(5))
     with pytest.raises(ReconRiskError, match="homogeneous"):
         IndividualFilter(Release.schedule([(1.0, 0.1, 3), (2.0, 0.1, 3)]))
+
+
+def test_each_distinct_curve_converted_once_gives_each_rows_own_bound():
+    """_rdp_to_rero converts each distinct spent curve once (cached on its bytes and κ): every row still gets
+    exactly rdp_power of its own curve at the κ asked, whatever rows or κ came before (a cache that ignored κ,
+    or mixed up rows, fails here); all-zero rows are κ."""
+    from reconrisk.bounds.individual_filter import FILTER_ORDERS
+    from reconrisk.bounds.rdp_tradeoff import rdp_power
+
+    rng = np.random.default_rng(3)
+    curves = rng.uniform(0.0, 2.0, (3, FILTER_ORDERS.size)) * FILTER_ORDERS[None, :] / 10
+    rows = curves[[0, 1, 0, 2, 1, 0]]
+    rows[4] = 0.0
+    for kappa in (0.1, 0.01, 0.1):
+        got = _rdp_to_rero(FILTER_ORDERS, rows, kappa)
+        want = [kappa if not r.any() else rdp_power(kappa, FILTER_ORDERS, r)[0] for r in rows]
+        assert got.tolist() == want and len(set(want)) == 4

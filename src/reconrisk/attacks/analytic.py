@@ -54,7 +54,7 @@ import numpy as np
 from .. import _validate as val
 from ..bounds.analytic import ncc_bound, reconstruction_variance
 from ..metrics import mse, ncc, psnr  # noqa: F401  (Riess et al. 2024, Defs. 3-5; re-exported)
-from ..bounds.analytic_laws import MSELaw, PSNRLaw
+from ..bounds.analytic_laws import mse_cdfs, psnr_means
 from ..errors import ReconRiskError
 from .analytic_step import _gathered_step, _sample_stats
 
@@ -363,7 +363,7 @@ class AnalyticSimulation:
         out = []
         for i, s in enumerate(self.noise_multipliers):
             v = self.variance[i]
-            psnr_theory = [PSNRLaw(vi, self.dim, ri).mean() for vi, ri in zip(v, self.data_ranges)]
+            psnr_theory = psnr_means(v, self.dim, self.data_ranges)  # PSNRLaw(v_j, N, r_j).mean() per sample
             out.append(
                 {
                     "noise_multiplier": s,
@@ -400,23 +400,23 @@ class AnalyticSimulation:
 
     def csv_rows(self) -> list[dict]:
         """One row per (noise multiplier, sample), with the law's CDF at the observed MSE (uniform if the theory holds)."""
+        # Column by column (the same floats as one MSELaw per row: mse_cdfs is elementwise; the NCC bound depends
+        # on σ alone): at 300,000 samples the per-row laws took ~10 s
         rows = []
+        n = self.norms.size
+        norms = self.norms.astype(float).tolist()
+        sample = [j // self.repeats for j in range(n)]
         for i, s in enumerate(self.noise_multipliers):
-            for j in range(self.norms.size):
-                v = float(self.variance[i, j])
-                rows.append(
-                    {
-                        "noise_multiplier": s,
-                        "sample": j // self.repeats,
-                        "norm": float(self.norms[j]),
-                        "mse": float(self.mse[i, j]),
-                        "psnr": float(self.psnr[i, j]),
-                        "ncc": float(self.ncc[i, j]),
-                        "theory_variance": v,
-                        "theory_mse_cdf": float(MSELaw(v, self.dim).cdf(self.mse[i, j])),
-                        "ncc_bound": float(ncc_bound(s, self.dim)),
-                    }
-                )
+            if n == 0:
+                continue
+            variance = self.variance[i, :n].astype(float)
+            cdf = mse_cdfs(variance, self.dim, self.mse[i, :n]).tolist()
+            bound = float(ncc_bound(s, self.dim))
+            keys = ("noise_multiplier", "sample", "norm", "mse", "psnr", "ncc", "theory_variance", "theory_mse_cdf",
+                    "ncc_bound")
+            cols = zip(sample, norms, self.mse[i, :n].astype(float).tolist(), self.psnr[i, :n].astype(float).tolist(),
+                       self.ncc[i, :n].astype(float).tolist(), variance.tolist(), cdf)
+            rows.extend(dict(zip(keys, (s, *c, bound))) for c in cols)
         return rows
 
     def write_csv(self, path) -> Path:
@@ -424,9 +424,9 @@ class AnalyticSimulation:
         p.parent.mkdir(parents=True, exist_ok=True)
         rows = self.csv_rows()
         with p.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+            w = csv.writer(fh)  # every row's keys are the header, in order: DictWriter's per-row lookups add ~30 %
+            w.writerow(list(rows[0]))
+            w.writerows(r.values() for r in rows)
         return p
 
 

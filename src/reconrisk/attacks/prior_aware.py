@@ -172,7 +172,6 @@ def prior_aware_attack(
     """
     from .._jax import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
     rel = transcript.meta.get("release", {})
     clip_norm = v.positive("clip_norm", clip_norm if clip_norm is not None else rel.get("clip_norm"))
@@ -200,7 +199,7 @@ def prior_aware_attack(
                       for sl in (slice(i, i + chunk_steps) for i in range(0, transcript.steps, chunk_steps)))
         cap = None if largest > cap else cap  # never drop a known point from the subtraction
     cfg = StepConfig(sample_rate, clip_norm, 1.0, clip_mode, cap)
-    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    unravel = model.unravel()
 
     @jax.jit
     def chunk_obs(thetas, grads, masks):

@@ -230,13 +230,17 @@ class MSELaw(_LawSummaries):
         return _ret(log_gammaincc(self._a, self._z(x)))
 
     def logpdf(self, x):
-        x = _arr(x)
-        a, k = self._a, self.dim / (2.0 * self.variance)
+        k = self.dim / (2.0 * self.variance)
+        return _ret(self._logpdf(_arr(x), self._a, k, math.log(k)))
+
+    @staticmethod
+    def _logpdf(x, a, k, log_k):
+        """log density at ``x`` with k = N/(2v); ``k``, ``log_k`` may be columns (one law per row, see mse_pdfs)."""
         z = np.maximum(x, 0.0) * k
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = special.xlogy(a - 1.0, z) - z - special.gammaln(a) + math.log(k)
+            out = special.xlogy(a - 1.0, z) - z - special.gammaln(a) + log_k
         out = np.where(x < 0, -np.inf, out)
-        return _ret(np.where(np.isnan(x), np.nan, out))
+        return np.where(np.isnan(x), np.nan, out)
 
     def pdf(self, x):
         return _ret(np.exp(self.logpdf(x)))
@@ -345,12 +349,17 @@ class PSNRLaw(_LawSummaries):
 
     def logpdf(self, x):
         """log density: gamma density in z times |dz/dx| = z·ln10/10."""
-        z = self._z(x)
-        a = self._a
+        return _ret(self._logpdf(self._logc, _arr(x), self._a))
+
+    @staticmethod
+    def _logpdf(logc, x, a):
+        """log density at ``x`` given :attr:`_logc` (may be a column: one law per row, see psnr_pdfs)."""
+        with np.errstate(over="ignore"):
+            z = np.exp(logc - _LN10_10 * x)
         with np.errstate(divide="ignore", invalid="ignore"):
             out = a * np.log(z) - z - special.gammaln(a) + math.log(_LN10_10)
         out = np.where((z == 0) | np.isinf(z), -np.inf, out)
-        return _ret(np.where(np.isnan(z), np.nan, out))
+        return np.where(np.isnan(z), np.nan, out)
 
     def pdf(self, x):
         return _ret(np.exp(self.logpdf(x)))
@@ -368,7 +377,12 @@ class PSNRLaw(_LawSummaries):
 
     def mean(self) -> float:
         """E[PSNR] = 10·log10(r²N/v) − (10/ln 10)(ψ(N/2) + ln 2) ([inferred], spec_003 §8)."""
-        return (math.log(self.data_range**2 * self.dim / self.variance) - special.digamma(self._a) - math.log(2.0)) / _LN10_10
+        return self._mean(self.variance, self.dim, self.data_range)
+
+    @staticmethod
+    def _mean(variance: float, dim: int, data_range: float) -> float:
+        """:meth:`mean` of validated floats (shared with :func:`psnr_means`, which skips the per-law validation)."""
+        return (math.log(data_range**2 * dim / variance) - special.digamma(0.5 * dim) - math.log(2.0)) / _LN10_10
 
     def var(self) -> float:
         """Var[PSNR] = (10/ln 10)²·ψ'(N/2)."""
@@ -396,3 +410,64 @@ def psnr_law(noise_multiplier, norm, dim, *, data_range: float = 1.0, averaged: 
     """Law of the PSNR (dB) of the optimal attack on a sample of norm ‖X‖ (Riess et al. 2024, Prop. 4)."""
     m = mse_law(noise_multiplier, norm, dim, averaged=averaged)
     return PSNRLaw(m.variance, m.dim, data_range)
+
+
+# ----------------------------------------------------------------------------
+# many laws at once (one per sample): the per-law results, without building a law per sample
+# ----------------------------------------------------------------------------
+
+
+def _all_positive(a: np.ndarray) -> bool:
+    return bool(a.size == 0 or (np.isfinite(a).all() and (a > 0).all()))
+
+
+def mse_cdfs(variances, dim: int, x) -> np.ndarray:
+    """``[MSELaw(v, dim).cdf(xi) for v, xi in zip(variances, x)]`` as one array, the same floats bit for bit.
+
+    The arithmetic is elementwise (one correctly rounded division and product, then ``gammainc``), so
+    doing it over an array gives each element exactly the per-law value; an invalid variance or ``dim``
+    falls back to the per-law loop, which raises the per-law error.
+    """
+    v = np.asarray(variances).astype(float).ravel()
+    xs = _arr(x).ravel()
+    if not (_all_positive(v) and _is_dim(dim)):
+        return np.array([MSELaw(float(vi), dim).cdf(xi) for vi, xi in zip(v, xs)], dtype=float)
+    return special.gammainc(0.5 * int(dim), np.maximum(xs, 0.0) * (int(dim) / (2.0 * v)))
+
+
+def psnr_means(variances, dim: int, data_ranges) -> list[float]:
+    """``[PSNRLaw(v, dim, r).mean() for v, r in zip(variances, data_ranges)]``, without a law per sample."""
+    v = np.asarray(variances).astype(float).ravel()
+    r = np.asarray(data_ranges).astype(float).ravel()
+    if not (_all_positive(v) and _all_positive(r) and _is_dim(dim)):
+        return [PSNRLaw(vi, dim, ri).mean() for vi, ri in zip(v, r)]
+    return [PSNRLaw._mean(vi, int(dim), ri) for vi, ri in zip(v.tolist(), r.tolist())]
+
+
+def mse_pdfs(variances, dim: int, x) -> np.ndarray:
+    """Row i: ``MSELaw(variances[i], dim).pdf(x)``, the same floats (elementwise arithmetic; per-law constants
+    from ``math.log`` as there); an invalid variance or ``dim`` falls back to the per-law loop and its error."""
+    v = np.asarray(variances).astype(float).ravel()
+    xs = _arr(x)
+    if not (_all_positive(v) and _is_dim(dim)):
+        return np.array([MSELaw(float(vi), dim).pdf(xs) for vi in v], dtype=float).reshape(v.size, *xs.shape)
+    k = int(dim) / (2.0 * v)
+    log_k = np.array([math.log(ki) for ki in k.tolist()])
+    return np.exp(MSELaw._logpdf(xs[None, :], 0.5 * int(dim), k[:, None], log_k[:, None]))
+
+
+def psnr_pdfs(variances, dim: int, data_ranges, x) -> np.ndarray:
+    """Row i: ``PSNRLaw(variances[i], dim, data_ranges[i]).pdf(x)``, the same floats (see :func:`mse_pdfs`)."""
+    v = np.asarray(variances).astype(float).ravel()
+    r = np.asarray(data_ranges).astype(float).ravel()
+    xs = _arr(x)
+    if not (_all_positive(v) and _all_positive(r) and _is_dim(dim)):
+        return np.array([PSNRLaw(float(vi), dim, float(ri)).pdf(xs) for vi, ri in zip(v, r)],
+                        dtype=float).reshape(v.size, *xs.shape)
+    n = int(dim)
+    logc = np.array([math.log(n) + 2.0 * math.log(ri) - math.log(2.0 * vi) for vi, ri in zip(v.tolist(), r.tolist())])
+    return np.exp(PSNRLaw._logpdf(logc[:, None], xs[None, :], 0.5 * n))
+
+
+def _is_dim(dim) -> bool:
+    return isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim >= 1

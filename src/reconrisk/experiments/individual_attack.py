@@ -84,13 +84,12 @@ def _trial_function(model, cfg, steps: int, n_train: int):
     from .._jax import jax
     import jax.numpy as jnp
     import optax
-    from jax.flatten_util import ravel_pytree
 
     from ..attacks.prior_aware import attack_scores, observe_step
     from ..train.dpsgd import apply_update, release_step
     from .trials import PRIOR_AWARE
 
-    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    unravel = model.unravel()
 
     def trial(sigma, noise_std, sx, sy, key, prior_pos, target):
         px, py = sx[prior_pos], sy[prior_pos]

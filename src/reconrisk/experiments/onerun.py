@@ -117,7 +117,7 @@ def _scores(model, cfg, transcript, known_x, known_y, cand_x, cand_y, threat: st
 
     m, k = cand_y.shape
     thetas = jnp.asarray(np.asarray(transcript.thetas))
-    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    unravel = model.unravel()
     kx, ky = jnp.asarray(known_x), jnp.asarray(known_y)
     cx, cy = jnp.asarray(cand_x.reshape(m * k, -1)), jnp.asarray(cand_y.reshape(-1))
     full = jnp.ones(kx.shape[0], bool)

@@ -109,7 +109,6 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
     """
     from .._jax import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
     from ..attacks.gradient_inversion import gradient_inversion, nearest_neighbour
     from ..attacks.prior_aware import attack_scores, deduct_known, observe_step
@@ -119,7 +118,7 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
 
     inv_steps, inv_restarts, inv_lr = inversion
     shared = cfg.cap is None and n_known > 0  # full-mask batches: one evaluation of the known points' clipped sum
-    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    unravel = model.unravel()
     names = PRIOR_AWARE
 
     def train_setup(kx, ky, key, prior_x, prior_y, target):

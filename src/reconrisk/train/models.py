@@ -86,6 +86,20 @@ class Model:
             params.append({"w": w / math.sqrt(layer.in_features), "b": jnp.zeros((layer.out_features,), jnp.float32)})
         return tuple(params)
 
+    def unravel(self):
+        """``ravel_pytree``'s unravel for this model's parameters: flat vector -> :meth:`init`'s tree.
+
+        Built from the parameters' shapes (``jax.eval_shape``), not from drawn values: the same function as
+        ``ravel_pytree(self.init(key))[1]`` (it depends on the tree, shapes and dtypes only), without the eager
+        random draws, each shape of which compiled its own program (~1.5 s for the digits MLP in a fresh process).
+        """
+        from .._jax import jax
+        import numpy as np
+        from jax.flatten_util import ravel_pytree
+
+        shapes = jax.eval_shape(self.init, jax.ShapeDtypeStruct((2,), np.uint32))
+        return ravel_pytree(jax.tree_util.tree_map(lambda s: np.zeros(s.shape, s.dtype), shapes))[1]
+
     def zero_perturbations(self, batch: int):
         import jax.numpy as jnp
 

@@ -435,9 +435,8 @@ def shadow_accuracy(model: Model, thetas, x, y) -> np.ndarray:
     """Accuracy on (x, y) of each flat parameter vector in ``thetas`` (N, P)."""
     from .._jax import jax
     import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
 
-    _, unravel = ravel_pytree(model.init(jax.random.PRNGKey(0)))
+    unravel = model.unravel()
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y)
     acc = jax.jit(jax.vmap(lambda th: jnp.mean(jnp.argmax(model.logits(unravel(th), xs), 1) == ys)))
     return np.asarray(acc(jnp.asarray(thetas)))
