@@ -185,6 +185,22 @@ class _Blocks:
                 t.join()
 
 
+def check_draws(samples, seed, steps: int) -> tuple[int, int | None]:
+    """The validated (samples, seed) of ``samples`` draws of ``steps`` coordinates per side, or ReconRiskError.
+
+    The one place these limits live: :func:`reconrisk.bounds.rero.start_monte_carlo` and ``reconrisk report``'s
+    early start (which draws before the rest of the report is imported) both ask it.
+    """
+    from .. import _validate as v
+
+    samples = v.integer("samples", samples, minimum=100)
+    seed = v.seed("seed", seed, allow_none=True)
+    # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
+    v.memory("samples", samples, 48 * samples)
+    v.max_count("samples × steps", samples * steps, 10**11, "normal draws of the Monte-Carlo estimate")
+    return samples, seed
+
+
 def _root(seed) -> np.random.SeedSequence:
     if isinstance(seed, np.random.Generator):  # a generator's state picks the entropy (and advances)
         return np.random.SeedSequence([int(w) for w in seed.integers(0, 2**63, size=4)])

@@ -43,7 +43,7 @@ from ..accounting import pld as _pld
 from ..accounting import pld_tilt as _pld_tilt
 from .analysis import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
-from .montecarlo import MonteCarloRero
+from .montecarlo import MonteCarloRero, check_draws
 from .conversions import rdp_rero_bound
 from .rero_analytic import SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket  # noqa: F401  (re-exported)
 
@@ -546,11 +546,7 @@ def _start_monte_carlo(release, kappa, samples, seed, confidence, progress, samp
     release = analyse(release).release
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
-    samples = v.integer("samples", 1_000_000 if samples is None else samples, minimum=100)
-    seed = v.seed("seed", seed, allow_none=True)
-    # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
-    v.memory("samples", samples, 48 * samples)
-    v.max_count("samples × steps", samples * release.steps, 10**11, "normal draws of the Monte-Carlo estimate")
+    samples, seed = check_draws(1_000_000 if samples is None else samples, seed, release.steps)
     job = MonteCarloRero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence,
                          progress=progress, sampler=sampler)
     return MonteCarloBounds(job, kappas, samples, seed, confidence)

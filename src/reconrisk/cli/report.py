@@ -22,18 +22,18 @@ def _early_draws(noise_multiplier, sample_rate, steps, from_file, samples: int, 
     They need only σ, q, T, the seed and the sample count (numpy, no scipy), so they run on the idle core while
     the rest of the report is imported and computed; the report checks they are its own draws and uses them
     (:func:`~reconrisk.bounds.rero.start_monte_carlo`). None where the report validates or resolves first:
-    a release file, out-of-range values, or sizes that its memory checks must see first.
+    a release file, or values the Monte Carlo's own checks (:func:`~reconrisk.bounds.montecarlo.check_draws`) refuse.
     """
-    if from_file is not None or None in (noise_multiplier, sample_rate, steps) or not 100 <= samples <= 10**7 \
-            or seed < 0 or samples * steps > 10**10:
+    if from_file is not None or None in (noise_multiplier, sample_rate, steps) or not samples:
         return None
-    from ..bounds.montecarlo import LogRatioSampler
+    from ..bounds.montecarlo import LogRatioSampler, check_draws
     from ..errors import ReconRiskError
     from ..release import Release
 
     try:
         release = Release(noise_multiplier, sample_rate, steps)
-    except ReconRiskError:  # said in one line by the report's own validation
+        samples, seed = check_draws(samples, seed, release.steps)
+    except ReconRiskError:  # said in one line by the report's own validation, which runs the same checks
         return None
     return LogRatioSampler(seed, samples, release.segments, progress=progress)
 
