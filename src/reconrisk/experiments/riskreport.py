@@ -439,14 +439,17 @@ def risk_report(release, config: ReportConfig | None = None, *,
 
 
 def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dict:
+    """Every family in the page's order. An :class:`~reconrisk.bounds.events.EventAnalysis` (no σ, q, T) gets
+    the families its distributions answer, and one line naming the event for each family that reads σ, q, T."""
     release = analysis.release
     note = progress or (lambda stage: None)
     src = analysis.source.to_dict() if release is not None else analysis.describe()  # as run (sampler, σ)
     out: dict = {"release": src, "config": cfg.to_dict()}
-    if release is None:
-        return _event_report(analysis, cfg, out, note)
     note("epsilon")
     out["epsilon"] = epsilon_entry(analysis, cfg.delta)
+    if release is None:
+        out["epsilon"]["formula"] = ("smallest eps with delta(eps) <= delta on the pessimistic (upper) and "
+                                     "optimistic (lower) PLDs of the event")
     note("ReRo")
     out["rero"] = rero_entry(analysis, cfg, out["epsilon"], mc=mc)
     out["rero_vs_prior"] = rero_vs_prior(analysis)
@@ -455,40 +458,21 @@ def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dic
     note("risk measures")
     out["risks"] = risks_entry(analysis, cfg)
     note("Fano, MSE, analytic, capacity")
-    out["fano"] = fano_entry(release, cfg)
-    out["mse"] = mse_entry(release, cfg)
-    out["analytic"] = analytic_entry(release, cfg)
-    out["capacity"] = capacity_entry(release, cfg)
+    if release is None:
+        for key, what in (("fano", "Fano's bound"), ("mse", "Guo et al.'s MSE bound"),
+                          ("analytic", "the analytic attack"), ("capacity", "Bayes' capacity of the Gaussian mechanism")):
+            out[key] = _na(_not_for_event(analysis, what))
+    else:
+        out["fano"] = fano_entry(release, cfg)
+        out["mse"] = mse_entry(release, cfg)
+        out["analytic"] = analytic_entry(release, cfg)
+        out["capacity"] = capacity_entry(release, cfg)
     note("calibration")
-    out["calibration"] = calibration_entry(analysis, cfg)
+    out["calibration"] = (calibration_entry(analysis, cfg) if release is not None
+                          else _na(_not_for_event(analysis, "calibration of sigma")))
     note("attack")
-    out["attack"] = attack_entry(release, cfg)
-    out["summary"] = summary_entry(out, cfg)
-    out["analysis"] = {"compositions": analysis.composition_count}
-    return out
-
-
-def _event_report(analysis, cfg: ReportConfig, out: dict, note) -> dict:
-    """The report of an :class:`~reconrisk.bounds.events.EventAnalysis`: the families its distributions answer,
-    and one line naming the event for each family that reads sigma, q, T."""
-    note("epsilon")
-    out["epsilon"] = {**epsilon_entry(analysis, cfg.delta), "formula": "smallest eps with delta(eps) <= delta on the "
-                      "pessimistic (upper) and optimistic (lower) PLDs of the event"}
-    note("ReRo")
-    out["rero"] = rero_entry(analysis, cfg, out["epsilon"])
-    out["rero_vs_prior"] = rero_vs_prior(analysis)
-    note("trade-off curve")
-    out["tradeoff"] = tradeoff_entry(analysis)
-    note("risk measures")
-    out["risks"] = risks_entry(analysis, cfg)
-    note("Fano, MSE, analytic, capacity")
-    for key, what in (("fano", "Fano's bound"), ("mse", "Guo et al.'s MSE bound"), ("analytic", "the analytic attack"),
-                      ("capacity", "Bayes' capacity of the Gaussian mechanism")):
-        out[key] = _na(_not_for_event(analysis, what))
-    note("calibration")
-    out["calibration"] = _na(_not_for_event(analysis, "calibration of sigma"))
-    note("attack")
-    out["attack"] = _na(_not_for_event(analysis, "the informed adversary's audit"))
+    out["attack"] = (attack_entry(release, cfg) if release is not None
+                     else _na(_not_for_event(analysis, "the informed adversary's audit")))
     out["summary"] = summary_entry(out, cfg)
     out["analysis"] = {"compositions": analysis.composition_count}
     return out
