@@ -2,10 +2,12 @@
 
 Most of the trainer-family tests' cost is XLA compilation. A reference computation (vmap(grad) for the ghost
 clipping, the per-example JVP path for a FIL route, the generic vmapped shadow program for the dense one) or a
-power check's broken variant is compiled here with :data:`REFERENCE_OPTIONS`; the unit under test keeps XLA's
-default options, as production compiles it. Same function either way: the options change the machine code
-XLA emits, not what it computes (float rounding aside: ~4e-7 relative on the FIL routes, against tolerances
-of 2e-5 and wider).
+power check's broken variant is compiled here with :data:`REFERENCE_OPTIONS`. The suite compiles everything
+at that level by default (``RECONRISK_TEST_XLA=fast``, tests/conftest.py), so there the options change
+nothing; written per compilation, they keep the references cheap in a production-level run
+(``RECONRISK_TEST_XLA=production``), where the unit under test is compiled as production compiles it. Same
+function either way: the options change the machine code XLA emits, not what it computes (float rounding
+aside: ~4e-7 relative on the FIL routes, against tolerances of 2e-5 and wider).
 """
 
 from __future__ import annotations

@@ -14,10 +14,24 @@ per-run temporary directory that the xdist workers and the CLI subprocesses the 
 by a test and the CLI process it launches, or by two tests that build the same closure twice, is compiled
 once. The directory starts empty (nothing carries over between runs, so no test can pass on a stale
 executable) and is removed at the end. ``RECONRISK_TEST_JAX_CACHE=off`` disables it.
+
+XLA's optimisation level (``RECONRISK_TEST_XLA``): over half of the suite's time was XLA compiling programs
+that then run for milliseconds. By default (``fast``) the tests compile with JAX's
+``jax_disable_most_optimizations`` (LLVM at -O0; the same HLO, so the same operations in the same order,
+rounded as XLA's unvectorised code rounds them), set in the environment so the xdist workers and every CLI
+subprocess a test starts compile the same way. This cuts a compile-heavy file's CPU time by about a third.
+What it cannot check is a claim about the exact bits users get from the production build (-O2, which
+vectorises and may round a transcendental function differently): tests that assert two different compiled
+programs give identical floats carry ``@pytest.mark.production_xla`` and run at the production level, their
+subprocesses too (the fixture below clears JAX's in-memory caches on entering one, so no fast-level
+executable serves it). Such a test computes both sides of its comparison itself: a module-scoped fixture may
+have been built at the fast level. ``RECONRISK_TEST_XLA=production`` runs the whole suite at the production
+level (slower by about a fifth), for a release or when a failure might depend on the level.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -26,6 +40,7 @@ import shutil
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _COMMON = dict(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -60,25 +75,60 @@ def _configure_jax_cache() -> str | None:
 
 _OWNED_CACHE = _configure_jax_cache()
 
+_XLA_ENV = "RECONRISK_TEST_XLA"
+_XLA_LEVEL = os.environ.get(_XLA_ENV, "fast")
+if _XLA_LEVEL not in ("fast", "production"):
+    raise pytest.UsageError(f"{_XLA_ENV}={_XLA_LEVEL!r}: must be 'fast' (the default) or 'production'")
+_FAST_ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"
+if _XLA_LEVEL == "fast":
+    os.environ[_FAST_ENV] = "1"  # read by JAX at import: the workers' and every subprocess's
+    if "jax" in sys.modules:  # imported already (by a plugin)
+        import jax
 
-def pytest_sessionfinish(session, exitstatus):
-    """In an xdist worker, collect the last tests' garbage now, then freeze what survives.
-
-    After the session a worker still runs pytest's cleanups, which collect garbage several times over the whole
-    heap (JAX, torch: GBs). On a busy 2-core machine that took over 5 s, and execnet then SIGINTs a worker that
-    has not exited 5 s after the controller's shutdown: the KeyboardInterrupt landed in hypothesis's gc callback
-    and ended the run with a PytestUnraisableExceptionWarning traceback. Collected here, before the worker
-    reports back, anything unraisable is still reported against the session; frozen, the survivors (alive
-    until exit anyway) are skipped by the later collections, so the worker exits promptly.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        gc.collect()
-        gc.freeze()
+        jax.config.update("jax_disable_most_optimizations", True)
+else:
+    os.environ.pop(_FAST_ENV, None)
 
 
-def pytest_unconfigure(config):
-    if _OWNED_CACHE:
-        shutil.rmtree(_OWNED_CACHE, ignore_errors=True)
+_LEVEL_NOW = {"fast": _XLA_LEVEL == "fast"}  # what jax_disable_most_optimizations is set to in this process
+
+
+@contextlib.contextmanager
+def _production_level():
+    """JAX compiles at its default (production) level inside; nested or at a production-level run: nothing."""
+    if not _LEVEL_NOW["fast"]:
+        yield
+        return
+    import jax
+
+    jax.config.update("jax_disable_most_optimizations", False)
+    _LEVEL_NOW["fast"] = False
+    jax.clear_caches()  # the in-memory caches do not key on the level: drop the fast-level executables
+    saved = os.environ.pop(_FAST_ENV, None)  # the subprocesses started inside compile at the production level too
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[_FAST_ENV] = saved
+        # executables compiled at the production level may serve later tests: they are correct at any level
+        jax.config.update("jax_disable_most_optimizations", True)
+        _LEVEL_NOW["fast"] = True
+
+
+@pytest.fixture(scope="session")
+def production_xla():
+    """``with production_xla(): ...`` in a module fixture whose results a ``production_xla`` test compares."""
+    return _production_level
+
+
+@pytest.fixture(autouse=True)
+def _xla_level(request):
+    """A ``production_xla`` test's programs (and its subprocesses') compile at JAX's default level."""
+    if request.node.get_closest_marker("production_xla") is None:
+        yield
+        return
+    with _production_level():
+        yield
 
 
 # -- scheduling: heaviest files first --------------------------------------------------------------------------

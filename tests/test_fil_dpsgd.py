@@ -137,17 +137,19 @@ def setting_a(digits):
 
 
 @pytest.fixture(scope="module")
-def accounted_a(setting_a):
+def accounted_a(setting_a, production_xla):
     model, x, y, xt, yt = setting_a
-    return F.train_dpsgd_with_fil(model, REL_A, x, y, x_test=xt, y_test=yt, config=_cfg_a(), chunk_steps=CHUNK_A)
+    with production_xla():  # compared bit for bit with plain_a (test_fil_path_and_plain_trainer_give_the_same_parameters)
+        return F.train_dpsgd_with_fil(model, REL_A, x, y, x_test=xt, y_test=yt, config=_cfg_a(), chunk_steps=CHUNK_A)
 
 
 @pytest.fixture(scope="module")
-def plain_a(setting_a):
+def plain_a(setting_a, production_xla):
     """The plain trainer (no FIL hook, one chunk of 8 steps) with each run's trainer key, transcript recorded."""
     model, x, y, _, _ = setting_a
     cfg = _cfg_a()
-    return [dpsgd.train(model, REL_A, x, y, key=F.fil_run_keys(cfg.seed, r)[0], learning_rate=cfg.learning_rate,
+    with production_xla():
+        return [dpsgd.train(model, REL_A, x, y, key=F.fil_run_keys(cfg.seed, r)[0], learning_rate=cfg.learning_rate,
                         momentum=cfg.momentum, clip_mode="gelu", runs=2) for r in range(2)]
 
 
@@ -175,6 +177,7 @@ def test_trainer_accounting_matches_a_step_by_step_replay(setting_a, plain_a):
     assert res.noise_std == pytest.approx(2.0 * 0.5)
 
 
+@pytest.mark.production_xla  # the FIL route and the plain trainer give the same bits in the production build
 @pytest.mark.parametrize("q, momentum", [(1.0, 0.0), (0.095, 0.5)])
 def test_fil_path_and_plain_trainer_give_the_same_parameters(request, digits, q, momentum):
     """The FIL hook only watches: the accounted run and the plain trainer end at the same parameters."""

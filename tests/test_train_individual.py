@@ -34,10 +34,11 @@ def setup():
 
 
 @pytest.fixture(scope="module")
-def batch_run(setup):
+def batch_run(setup, production_xla):
     model, x, y = setup
     assert dpsgd.make_step_config(REL, N, 2.0, "hard").cap is not None  # the gathered-batch path
-    return dpsgd.train(model, REL, x, y, seed=1, learning_rate=LR, record=True, record_norms="batch",
+    with production_xla():  # its parameters are compared bit for bit with other recording modes'
+        return dpsgd.train(model, REL, x, y, seed=1, learning_rate=LR, record=True, record_norms="batch",
                        chunk_steps=REL.steps)
 
 
@@ -68,6 +69,7 @@ def test_batch_norms_are_the_sampled_rows_gradient_norms(batch_run, direct):
         np.testing.assert_allclose(r.norms[rows, t], direct(r.transcript.thetas[t])[rows], rtol=2e-4)
 
 
+@pytest.mark.production_xla  # "recording never changes training", bit for bit: the production build
 def test_step_and_epoch_norms_cover_every_row(setup, batch_run, direct):
     model, x, y = setup
     s = dpsgd.train(model, REL, x, y, seed=1, learning_rate=LR, record=False, record_norms="step",
