@@ -17,15 +17,16 @@ executable) and is removed at the end. ``RECONRISK_TEST_JAX_CACHE=off`` disables
 
 XLA's optimisation level (``RECONRISK_TEST_XLA``): over half of the suite's time was XLA compiling programs
 that then run for milliseconds. By default (``fast``) the tests compile with JAX's
-``jax_disable_most_optimizations`` (LLVM at -O0; the same HLO, so the same operations in the same order,
-rounded as XLA's unvectorised code rounds them), set in the environment so the xdist workers and every CLI
+``jax_disable_most_optimizations`` (LLVM at -O0: the same optimised HLO, compared for the digits CNN's
+DP-SGD step, so the same operations in the same order, rounded as unvectorised machine code rounds them), set in the environment so the xdist workers and every CLI
 subprocess a test starts compile the same way. This cuts a compile-heavy file's CPU time by about a third.
 What it cannot check is a claim about the exact bits users get from the production build (-O2, which
 vectorises and may round a transcendental function differently): tests that assert two different compiled
 programs give identical floats carry ``@pytest.mark.production_xla`` and run at the production level, their
 subprocesses too (the fixture below clears JAX's in-memory caches on entering one, so no fast-level
-executable serves it). Such a test computes both sides of its comparison itself: a module-scoped fixture may
-have been built at the fast level. ``RECONRISK_TEST_XLA=production`` runs the whole suite at the production
+executable serves it). Such a test computes both sides of its comparison itself, or takes them from module
+fixtures built inside ``with production_xla():`` (the fixture of that name): a module fixture is built before
+the test's own switch, so it would otherwise be a fast-level build. ``RECONRISK_TEST_XLA=production`` runs the whole suite at the production
 level (slower by about a fifth), for a release or when a failure might depend on the level.
 """
 
