@@ -113,7 +113,8 @@ def report(out: pathlib.Path, top: int = 25, meta: dict | None = None) -> None:
     print(f"records: {out}  ({len(recs)} tests)")
     if meta:
         wall = meta["wall_s"]
-        print(f"command: {meta['command']}")
+        print(f"command: {meta['command']}" + (f"   XLA level (RECONRISK_TEST_XLA): {meta['xla_level']}"
+                                                  if "xla_level" in meta else ""))
         print(f"load average before {meta['load_before']}, after {meta['load_after']} "
               f"(other processes on the machine slow the run)")
         print(f"wall {wall:7.1f} s   CPU (pytest + workers) {meta['cpu_s']:7.1f} s   "
@@ -219,7 +220,8 @@ def main() -> int:
     meta = {"command": " ".join(cmd[1:-2]), "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "maxrss_mb": ru.ru_maxrss / 1024, "rc": rc,
             "load_before": [round(x, 2) for x in load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()]}
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "xla_level": os.environ.get("RECONRISK_TEST_XLA", "fast")}
     (out / "meta.json").write_text(json.dumps(meta))
     print()
     report(out, ns.top, meta)

@@ -15,19 +15,19 @@ by a test and the CLI process it launches, or by two tests that build the same c
 once. The directory starts empty (nothing carries over between runs, so no test can pass on a stale
 executable) and is removed at the end. ``RECONRISK_TEST_JAX_CACHE=off`` disables it.
 
-XLA's optimisation level (``RECONRISK_TEST_XLA``): over half of the suite's time was XLA compiling programs
-that then run for milliseconds. By default (``fast``) the tests compile with JAX's
-``jax_disable_most_optimizations`` (LLVM at -O0: the same optimised HLO, compared for the digits CNN's
-DP-SGD step, so the same operations in the same order, rounded as unvectorised machine code rounds them), set in the environment so the xdist workers and every CLI
-subprocess a test starts compile the same way. This cuts a compile-heavy file's CPU time by about a third.
-What it cannot check is a claim about the exact bits users get from the production build (-O2, which
+XLA's optimisation level (``RECONRISK_TEST_XLA``): over half of the suite's time was XLA compiling programs that
+then run for milliseconds. By default (``fast``) the tests compile with JAX's ``jax_disable_most_optimizations``
+(LLVM at -O0: the same optimised HLO, compared for the digits CNN's DP-SGD step, so the same operations in the
+same order, rounded as unvectorised machine code rounds them), set in the environment so the xdist workers and
+every CLI subprocess a test starts compile the same way. This cuts a compile-heavy file's CPU time by about a
+third. What it cannot check is a claim about the exact bits users get from the production build (-O2, which
 vectorises and may round a transcendental function differently): tests that assert two different compiled
 programs give identical floats carry ``@pytest.mark.production_xla`` and run at the production level, their
-subprocesses too (the fixture below clears JAX's in-memory caches on entering one, so no fast-level
-executable serves it). Such a test computes both sides of its comparison itself, or takes them from module
-fixtures built inside ``with production_xla():`` (the fixture of that name): a module fixture is built before
-the test's own switch, so it would otherwise be a fast-level build. ``RECONRISK_TEST_XLA=production`` runs the whole suite at the production
-level (slower by about a fifth), for a release or when a failure might depend on the level.
+subprocesses too (the fixture below clears JAX's in-memory caches on entering one, so no fast-level executable
+serves it). Such a test computes both sides of its comparison itself, or takes them from module fixtures built
+inside ``with production_xla():`` (the fixture of that name): a module fixture is built before the test's own
+switch, so it would otherwise be a fast-level build. ``RECONRISK_TEST_XLA=production`` runs the whole suite at
+the production level (slower by about a fifth), for a release or when a failure might depend on the level.
 """
 
 from __future__ import annotations
@@ -130,6 +130,26 @@ def _xla_level(request):
         return
     with _production_level():
         yield
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """In an xdist worker, collect the last tests' garbage now, then freeze what survives.
+
+    After the session a worker still runs pytest's cleanups, which collect garbage several times over the whole
+    heap (JAX, torch: GBs). On a busy 2-core machine that took over 5 s, and execnet then SIGINTs a worker that
+    has not exited 5 s after the controller's shutdown: the KeyboardInterrupt landed in hypothesis's gc callback
+    and ended the run with a PytestUnraisableExceptionWarning traceback. Collected here, before the worker
+    reports back, anything unraisable is still reported against the session; frozen, the survivors (alive
+    until exit anyway) are skipped by the later collections, so the worker exits promptly.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        gc.collect()
+        gc.freeze()
+
+
+def pytest_unconfigure(config):
+    if _OWNED_CACHE:
+        shutil.rmtree(_OWNED_CACHE, ignore_errors=True)
 
 
 # -- scheduling: heaviest files first --------------------------------------------------------------------------
