@@ -53,3 +53,5 @@ def test_a_marked_test_runs_the_production_build_even_of_a_cached_program():
 
 def test_the_level_is_restored_after_a_marked_test():
     assert (os.environ.get("JAX_DISABLE_MOST_OPTIMIZATIONS") == "1") is FAST
+    fresh = jax.jit(lambda x: _mixed(x) * 1.0)  # a program not compiled before: built at the suite's level again
+    np.testing.assert_array_equal(np.asarray(fresh(X)), _reference("fast" if FAST else "production"))
