@@ -139,7 +139,7 @@ def setting_a(digits):
 @pytest.fixture(scope="module")
 def accounted_a(setting_a, production_xla):
     model, x, y, xt, yt = setting_a
-    with production_xla():  # compared bit for bit with plain_a (test_fil_path_and_plain_trainer_give_the_same_parameters)
+    with production_xla():  # compared bit for bit with plain_a (test_fil_path_and_plain_trainer_give_the_same_…)
         return F.train_dpsgd_with_fil(model, REL_A, x, y, x_test=xt, y_test=yt, config=_cfg_a(), chunk_steps=CHUNK_A)
 
 
@@ -150,7 +150,7 @@ def plain_a(setting_a, production_xla):
     cfg = _cfg_a()
     with production_xla():
         return [dpsgd.train(model, REL_A, x, y, key=F.fil_run_keys(cfg.seed, r)[0], learning_rate=cfg.learning_rate,
-                        momentum=cfg.momentum, clip_mode="gelu", runs=2) for r in range(2)]
+                            momentum=cfg.momentum, clip_mode="gelu", runs=2) for r in range(2)]
 
 
 def test_trainer_accounting_matches_a_step_by_step_replay(setting_a, plain_a):

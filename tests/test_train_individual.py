@@ -39,7 +39,7 @@ def batch_run(setup, production_xla):
     assert dpsgd.make_step_config(REL, N, 2.0, "hard").cap is not None  # the gathered-batch path
     with production_xla():  # its parameters are compared bit for bit with other recording modes'
         return dpsgd.train(model, REL, x, y, seed=1, learning_rate=LR, record=True, record_norms="batch",
-                       chunk_steps=REL.steps)
+                           chunk_steps=REL.steps)
 
 
 @pytest.fixture(scope="module")
