@@ -92,29 +92,27 @@ else:
     os.environ.pop(_FAST_ENV, None)
 
 
-_LEVEL_NOW = {"fast": _XLA_LEVEL == "fast"}  # what jax_disable_most_optimizations is set to in this process
-
 
 @contextlib.contextmanager
 def _production_level():
-    """JAX compiles at its default (production) level inside; nested or at a production-level run: nothing."""
-    if not _LEVEL_NOW["fast"]:
+    """JAX compiles at its default (production) level inside; nested or at a production-level run: nothing.
+
+    The variable is the level's one record in this process: set at the fast level, absent at the production one.
+    """
+    if os.environ.get(_FAST_ENV) != "1":
         yield
         return
     import jax
 
     jax.config.update("jax_disable_most_optimizations", False)
-    _LEVEL_NOW["fast"] = False
     jax.clear_caches()  # the in-memory caches do not key on the level: drop the fast-level executables
-    saved = os.environ.pop(_FAST_ENV, None)  # the subprocesses started inside compile at the production level too
+    del os.environ[_FAST_ENV]  # the subprocesses started inside compile at the production level too
     try:
         yield
     finally:
-        if saved is not None:
-            os.environ[_FAST_ENV] = saved
+        os.environ[_FAST_ENV] = "1"
         # executables compiled at the production level may serve later tests: they are correct at any level
         jax.config.update("jax_disable_most_optimizations", True)
-        _LEVEL_NOW["fast"] = True
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,9 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 FAST = os.environ.get("RECONRISK_TEST_XLA", "fast") == "fast"
-LEVELS = {"fast": {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True},
+from _reference import REFERENCE_OPTIONS  # noqa: E402  (the fast level, per compilation)
+
+LEVELS = {"fast": REFERENCE_OPTIONS,
           "production": {"xla_backend_optimization_level": 2, "xla_llvm_disable_expensive_passes": False}}
 
 
