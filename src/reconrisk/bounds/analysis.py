@@ -211,7 +211,8 @@ class PrivacyAnalysis:
         return None
 
     def epsilon(self, delta: float, *, two_sided: bool = False) -> Bound:
-        """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions), certified.
+        """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions; fixed-size batches:
+        replace-one, the symmetrised composition of :attr:`pair`), certified.
 
         ``upper`` is the pessimistic PLD's ε (what ``dp_accounting``'s
         ``PLDAccountant`` reports, with reconrisk's own engine). With

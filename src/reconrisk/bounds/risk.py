@@ -74,7 +74,6 @@ from . import rero as _rero
 from .analysis import PrivacyAnalysis, analyse
 from .guarantee import GuaranteeAnalysis
 from .risk_curves import _Gdp, _pmf_pair, event_pair
-from .tradeoff import tradeoff
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
