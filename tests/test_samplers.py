@@ -90,9 +90,23 @@ def test_fixed_batch_composition_against_dp_accounting():
     sigma, b, n, T = 1.0, 100, 1000, 20
     rel = Release.fixed_batch(sigma, b, n, T)
     a = PrivacyAnalysis(rel)
-    # the dominating pair, composed by dp_accounting at a fine grid (its PLD accountant has no
-    # without-replacement event): Poisson remove/add pair at σ/2
-    ref = pld.from_gaussian_mechanism(sigma / 2, sampling_prob=b / n, value_discretization_interval=1e-4).self_compose(T)
+    # the pair quantities compose the symmetrised per-step curve C_q = min{f_q, f_q⁻¹}** (Dong, Roth & Su
+    # 2022, Thm 4.2), built here from dp_accounting's own remove PLD of the Poisson pair at σ/2 (its PLD
+    # accountant has no without-replacement event): positive-loss atoms, their mirror images e^{-l}·w at
+    # −l, the rest at 0; composed by dp_accounting at a fine grid
+    from dp_accounting.pld import pld_pmf
+
+    rem = pld.from_gaussian_mechanism(sigma / 2, sampling_prob=b / n, value_discretization_interval=1e-4)._pmf_remove
+    rem = rem.to_dense_pmf()
+    h = rem._discretization
+    k = rem._lower_loss + np.arange(rem._probs.size)
+    w, kp = rem._probs[k >= 1], k[k >= 1]
+    probs = np.zeros(2 * kp[-1] + 1)
+    probs[kp[-1] + kp] = w
+    probs[kp[-1] - kp] = w * np.exp(-kp * h)
+    probs[kp[-1]] = 1.0 - rem._infinity_mass - probs.sum()
+    sym = pld_pmf.DensePLDPmf(h, -int(kp[-1]), probs, rem._infinity_mass, True)
+    ref = pld.PrivacyLossDistribution(sym).self_compose(T)
     for eps in (1.0, 3.0):
         d = a.delta(eps, two_sided=True)
         want = ref.get_delta_for_epsilon(eps)

@@ -61,9 +61,15 @@ def pld_grid(release: Release, h: float) -> float:
     return h
 
 
-def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False, lower: bool = True):
+def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False, lower: bool = True,
+                symmetric: bool = False):
     """The PLD accountant's ε at ``delta`` on its grid (see :func:`_pld_epsilon`), its grid limit said in the
-    user's terms (issue 10). ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches)."""
+    user's terms. ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches).
+    ``symmetric``: compose the symmetrised per-step curve instead of the two directions (fixed-size batches,
+    replace-one: :func:`reconrisk.accounting.pld.symmetrised`; ignored when ``compose`` is given)."""
+    if compose is None and symmetric:
+        def compose(h, **kw):
+            return _pld.compose_segments(release.segments, h, **{**kw, "direction": "symmetric"})
     try:
         return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower, lower=lower)
     except ReconRiskError as exc:
@@ -159,8 +165,16 @@ def epsilon(
     rel = _release(noise_multiplier, sample_rate, steps, release)
     delta = v.probability_open("delta", delta)
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
+    # fixed-size batches (replace-one): ε is a statement about pairs, whose orientation may change from step
+    # to step; the PLD accountant composes the symmetrised per-step curve (Dong, Roth & Su 2022, Thm 4.2).
+    # The RDP accountant needs nothing new: its per-step curve bounds both directions of the σ/2 pair, and
+    # RDP composes adaptively.
+    fixed = rel.as_run.sampler == "fixed"
     if accountant == "pld":
-        return pld_epsilon(rel, delta)
+        return pld_epsilon(rel, delta, symmetric=fixed)
     if accountant == "rdp":
         return _rdp_epsilon(rel, delta)
+    if fixed:
+        raise ReconRiskError("accountant='dp_accounting' has no privacy-loss distribution for fixed-size batches "
+                             "(sampling without replacement, replace-one); use accountant='pld' or 'rdp'")
     return _dp_accounting_epsilon(rel, delta)

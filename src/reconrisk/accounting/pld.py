@@ -154,6 +154,11 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
              tail_mass: float = STEP_TAIL) -> PMF:
     """The discretised PLD of one Poisson-subsampled Gaussian step.
 
+    ``direction``: ``"remove"``, ``"add"`` or ``"symmetric"`` — the PLD of the symmetrised
+    trade-off curve C_q = min{f_q, f_q⁻¹}** (Dong, Roth & Su 2022, Thm 4.2), built from the
+    remove PLD by :func:`symmetrised` (what sampling without replacement under replace-one
+    neighbours needs; see there).
+
     Sensitivity is normalised to 1 and the noise standard deviation is the
     noise multiplier σ (Hayes, Mahloujifar & Balle 2023, Cor. 4: the bound does not depend on C).
     ``tail_mass``: the Gaussian tail left out of the grid on each side (to +∞
@@ -172,6 +177,8 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
     """
     if not (0.0 < tail_mass <= STEP_TAIL):
         raise ReconRiskError(f"tail_mass must be in (0, {STEP_TAIL:g}]; found {tail_mass!r}")
+    if direction == "symmetric":
+        return symmetrised(step_pmf(sigma, q, h, pessimistic=pessimistic, direction="remove", tail_mass=tail_mass))
     lam_lo, lam_hi, p_below, p_above = _loss_range(sigma, q, direction, tail_mass)
     if direction == "add" and lam_lo == -MAX_LOSS:
         # P-mass with loss below −MAX_LOSS is rounded up onto the first atom (pessimistic)
@@ -210,6 +217,78 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
             probs = probs * scale
         return PMF(h, k0, probs, inf_mass, True, slack)
     return _optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction, zero_below=min(TAIL_ZERO, tail_mass * 1e-2))
+
+
+def symmetrised(pmf: PMF) -> PMF:
+    """The PLD of the symmetrised curve C = min{f, f⁻¹}** of a remove-direction step PLD ``pmf``.
+
+    Construction. Let ω be the μ-masses of the remove PLD (μ the mixture with the target, ν
+    without it, f = T(ν, μ) its trade-off curve) and m its mass at +∞. The new distribution S
+    keeps ω's atoms at losses l > 0 (and m), puts their mirror images e^{−l}·ω(l) at −l, and
+    the rest, S(0) = 1 − m − Σ_{l>0} (1 + e^{−l})·ω(l), at 0. Its ν-masses e^{−l}S(l) are the
+    μ-masses mirrored, so S is the PLD of a *symmetric* pair (P, P∘(−1)) — the standard
+    symmetrisation of a privacy-loss distribution.
+
+    Why its trade-off curve is C (every ε, not only ε ≥ 0):
+
+    1. ε ≥ 0: only atoms above ε enter δ_S(ε) = E_S[(1 − e^{ε−L})₊], and these are ω's, so
+       δ_S(ε) = δ_ω(ε), the remove direction's hockey-stick divergence.
+    2. ε < 0: with the S(0) above, a direct sum gives δ_S(ε) = 1 − e^ε + e^ε·δ_ω(−ε) — the
+       identity δ_{P‖Q}(ε) = 1 − e^ε + e^ε·δ_{Q‖P}(−ε) of a pair, for a symmetric one.
+    3. C: the convex conjugate of a pointwise minimum is the maximum of the conjugates, so
+       δ_C(ε) = max{δ_f(ε), δ_{f⁻¹}(ε)} (δ_g(ε) = 1 + g*(−e^ε)). For f = q·G_μ + (1 − q)·Id
+       (f_q of a symmetric base curve) Dong, Roth & Su 2022 (Prop. in §4.2, the explicit form
+       of C_q) give C = f on [0, x*], a segment of slope −1, f⁻¹ beyond, with x* the fixed
+       point of G_μ, where f′(x*) = −1; so for ε ≥ 0 (slopes ≤ −1) the supremum defining
+       δ_C(ε) is attained on [0, x*], δ_C(ε) = δ_f(ε) = δ_ω(ε) = δ_S(ε). C is symmetric, so
+       for ε < 0 it obeys the identity of 2. as well: δ_C = δ_S everywhere, and equal
+       hockey-stick curves are equal trade-off curves. (S(0) = f(x*) − x* ≥ 0 exactly.)
+
+    Discretisations. The identities 1.–2. hold for *any* atoms ω (formally), so the order of
+    two remove PLDs on ε ≥ 0 carries over to their symmetrisations on all of ε: the
+    symmetrisation of a pessimistic PLD is pessimistic for C, of an optimistic one optimistic.
+    Only what ω holds at l ≤ 0 is discarded. Rounding: pessimistic — the mirrored atoms are
+    rounded up by 4u (relative; larger masses only raise δ) and S(0) is raised by the
+    summation's error bound (and to 0 if the discretisation made it negative, which raises δ
+    too); optimistic — mirrored atoms rounded down, S(0) lowered, and if S(0) would be
+    negative every atom (and m) is scaled by c < 1 so that S(0) = 0 (δ_{cω} = c·δ_ω ≤ δ_ω
+    on ε ≥ 0). ``slack`` (an ℓ₁ error bound of ω's atoms) becomes 4× itself: the kept, the
+    mirrored and (twice) the zero atom. Tilted PMFs are symmetrised before tilting only.
+    """
+    if not pmf.plain:
+        raise ReconRiskError("symmetrised() takes an untilted PMF (tilt it afterwards)")
+    u = UNIT
+    k = pmf.offset + np.arange(pmf.probs.size)
+    pos = k >= 1
+    kp = k[pos]
+    wp = pmf.probs[pos].astype(float)
+    m = float(pmf.infinity_mass)
+    if kp.size == 0:  # no positive loss: μ ≤ ν everywhere, i.e. μ = ν (up to the tails)
+        kmax = 0
+        mirror = np.zeros(0)
+    else:
+        kmax = int(kp[-1])
+        mirror = wp * np.exp(-kp * pmf.h)
+    n = 2 * kp.size + 1
+    total = m + float(np.sum(wp)) + float(np.sum(mirror))
+    err = (math.log2(n) + 6) * u * (1.0 + total)  # pairwise summation and the products' rounding
+    zero = 1.0 - total
+    slack = 4.0 * pmf.slack
+    if pmf.pessimistic:
+        mirror = mirror * (1 + 4 * u)
+        zero = max(zero + err, 0.0)
+    else:
+        mirror = mirror * (1 - 4 * u)
+        zero -= err
+        if zero < 0.0:
+            c = (1.0 - 2 * u) / (total + err)
+            wp, mirror, m, zero = wp * c, mirror * c, m * c, 0.0
+    probs = np.zeros(2 * kmax + 1)
+    if kp.size:
+        probs[kmax + kp] = wp
+        probs[kmax - kp] = mirror
+    probs[kmax] = zero
+    return PMF(pmf.h, -kmax, probs, m, pmf.pessimistic, slack)
 
 
 def _log_tail_masses(x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:

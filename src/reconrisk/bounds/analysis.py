@@ -65,12 +65,16 @@ class PrivacyAnalysis:
     2
     """
 
-    def __init__(self, release: Release) -> None:
+    def __init__(self, release: Release, *, _symmetric: bool = False) -> None:
         #: the release as it was run (its sampler included)
         self.source = release.as_run if isinstance(release, Release) else release
-        #: the Poisson-subsampled Gaussian release whose pair dominates ``source`` exactly
-        #: (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
+        #: the Poisson-subsampled Gaussian release whose remove pair is the per-step reference pair of
+        #: ``source`` (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
         self.release = gaussian_release(release, "a privacy analysis")
+        #: True for the pair view of a fixed-batch release (:attr:`pair`): its distributions are the
+        #: composition of the symmetrised per-step curve C_q, not of the remove pair
+        self.symmetric = bool(_symmetric)
+        self._pair: PrivacyAnalysis | None = None
         self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
         self._memo: dict[tuple, Any] = {}
         #: compositions made, per (h, pessimistic, direction, options, round-off threshold)
@@ -78,6 +82,43 @@ class PrivacyAnalysis:
 
     def __repr__(self) -> str:
         return f"PrivacyAnalysis({self.source!r}, compositions={self.composition_count})"
+
+    @property
+    def pair(self) -> "PrivacyAnalysis":
+        """The analysis that answers questions about *pairs* of neighbouring data sets.
+
+        Poisson and full-batch releases: the analysis itself (add/remove neighbours; each pair keeps
+        one orientation for the whole run, and ε, δ take the worse of the two directions).
+
+        Fixed-size batches (replace-one): two analyses are needed, and this is the second.
+
+        * **One reference** — ReRo, re-identification, attribute inference and the reconstruction
+          advantage (:meth:`rero`, :meth:`risk` of those measures): Hayes, Mahloujifar & Balle's
+          bound compares the run with the target against *one* reference law, the run in which the
+          target's slot is never sampled. Against it every step, whatever the adversary's gradients,
+          has trade-off ≥ f_q = q·G_{2/σ} + (1 − q)·Id (Dong, Roth & Su 2022, Thm 4.2) — the Poisson
+          remove pair at σ/2, composed T times: this analysis (``self``).
+        * **Pairs** — ε, δ, the trade-off curve, membership TPR, membership advantage, Bayes
+          security and the Gaussian-DP μ (:meth:`epsilon`, :meth:`delta`, :meth:`tradeoff`,
+          :meth:`gdp_mu`, :meth:`risk` of those measures) are statements about two neighbouring
+          data sets, and a replace-one pair reaches *both* orientations of the step's pair (target
+          +C, reference −C, the others +C: the target's run is the unshifted law and the
+          reference's the mixture), chosen step by step from what was released so far. Each step is
+          C_q-DP with C_q = min{f_q, f_q⁻¹}** symmetric (Dong, Roth & Su 2022, Thm 4.2), so the
+          adaptive composition theorem (their Thm 3.2) makes the run C_q^{⊗T}-DP: this view composes
+          the symmetrised PLD (:func:`reconrisk.accounting.pld.symmetrised`).
+
+        Both ends of a pair bracket are certified for C_q^{⊗T}, the tightest curve that holds for
+        every pair and every adaptive choice of orientation under this analysis; the upper ends bound
+        every real adversary. The lower end is a lower bound on C_q^{⊗T} itself, not necessarily
+        one that a single real pair attains: at T = 1 no pair reaches the straight segment of C_q
+        (the convex hull), where the largest real TPR is the larger of the two orientations' curves.
+        """
+        if self.symmetric or not isinstance(self.source, Release) or self.source.sampler != "fixed":
+            return self
+        if self._pair is None:
+            self._pair = PrivacyAnalysis(self.source, _symmetric=True)
+        return self._pair
 
     @classmethod
     def from_dp_event(cls, event, *, value_discretization: float | None = None):
@@ -135,6 +176,8 @@ class PrivacyAnalysis:
         atoms: more accurate, never less sound); otherwise it is composed again
         with the larger cap (counted).
         """
+        if self.symmetric:  # the pair view: one symmetric distribution stands for both directions
+            direction = "symmetric"
         need = slack_budget if slack_budget > 0 else REFINE_ABOVE
         key = (float(h), bool(pessimistic), direction, tuple(sorted(options.items())), need)
         hit = self._pmfs.get(key)
@@ -168,7 +211,8 @@ class PrivacyAnalysis:
         return None
 
     def epsilon(self, delta: float, *, two_sided: bool = False) -> Bound:
-        """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions), certified.
+        """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions; fixed-size batches:
+        replace-one, the symmetrised composition of :attr:`pair`), certified.
 
         ``upper`` is the pessimistic PLD's ε (what ``dp_accounting``'s
         ``PLDAccountant`` reports, with reconrisk's own engine). With
@@ -180,6 +224,8 @@ class PrivacyAnalysis:
         """
         delta = v.probability_open("delta", delta)
         two_sided = bool(two_sided)
+        if self.pair is not self:  # fixed-size batches: a pair question (see :attr:`pair`)
+            return self.pair.epsilon(delta, two_sided=two_sided)
         return self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
 
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
@@ -201,6 +247,8 @@ class PrivacyAnalysis:
         discretisation exists for)."""
         eps = v.real("epsilon", epsilon)
         two_sided = bool(two_sided)
+        if self.pair is not self:  # fixed-size batches: a pair question (see :attr:`pair`)
+            return self.pair.delta(eps, two_sided=two_sided)
         return self._memoised(("delta", eps, two_sided), lambda: self._delta(eps, two_sided))
 
     def _delta(self, eps: float, two_sided: bool) -> Bound:
@@ -250,7 +298,7 @@ class PrivacyAnalysis:
         """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.bounds.tradeoff.tradeoff`)."""
         from .tradeoff import tradeoff
 
-        return tradeoff(self, alphas, method=method, tol=tol)
+        return tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
 
     def risk(self, measure: str, **kwargs) -> Bound:
         """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.bounds.risk.risk`)."""
@@ -265,12 +313,16 @@ class PrivacyAnalysis:
 
         ``upper`` = √(Σ T_i/σ_i²): each subsampled step is a garbling of the
         full-batch Gaussian step (mix in the null output), and Gaussian DP
-        composes exactly. ``lower`` = max over a grid of α of
+        composes exactly. Fixed-size batches (σ_i the dominating σ/2): f_q ≥ G_μ and
+        f_q⁻¹ ≥ G_μ⁻¹ = G_μ, so the symmetrised C_q ≥ G_μ too (G_μ is convex), and the upper
+        end holds for every pair and orientation; the lower end reads the symmetrised curve. ``lower`` = max over a grid of α of
         Φ⁻¹(1 − α) − Φ⁻¹(f_upper(α)): at such an α the certified curve lies
         below G_μ for every smaller μ (Neyman–Pearson). Every q = 1: exact. The
         central-limit μ of Bu et al. (an approximation, not a bound) is in
         ``details``.
         """
+        if self.pair is not self:  # fixed-size batches: μ-GDP is a statement about pairs (see :attr:`pair`)
+            return self.pair.gdp_mu(alphas)
         mu_up = release_gdp_mu(self.release)
         if self.release.full_batch:
             return Bound("gdp_mu", mu_up, mu_up, method="closed_form", converged=True,

@@ -26,8 +26,9 @@ Search: the smallest σ (relative tolerance ``rel_tol``), the largest T
 Samplers: ``batch_size`` B and ``dataset_size`` N (instead of ``sample_rate``)
 calibrate a release of fixed-size batches without replacement
 (:meth:`Release.fixed_batch <reconrisk.release.Release.fixed_batch>`; replace-one
-neighbours): every candidate is that release, analysed as it was run (its exact
-dominating pair, σ/2), so the same search answers it; ``solve="batch_size"``
+neighbours): every candidate is that release, analysed as it was run (the reconstruction-type
+measures on its one-reference pair, the Poisson remove pair at σ/2; ε and the membership measures on
+the symmetrised composition, :attr:`PrivacyAnalysis.pair`), so the same search answers it; ``solve="batch_size"``
 finds the largest B (exact) where ``solve="sample_rate"`` would find q. Where a closed form gives the
 answer (every q = 1 for the curve measures and ε) the search starts there and
 steps up by ulps until the certified predicate holds; otherwise it starts at a

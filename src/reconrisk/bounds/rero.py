@@ -45,7 +45,8 @@ from .analysis import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import MonteCarloRero, check_draws
 from .conversions import rdp_rero_bound
-from .rero_analytic import SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket  # noqa: F401  (re-exported)
+from .rero_analytic import (  # noqa: F401  (re-exported)
+    SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket, symmetric_step_power)
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
 #: Default target of the PLD bracket: relative width (upper − lower)/upper.
@@ -75,13 +76,19 @@ FORMULAS = {
 }
 
 
-def closed_form(release: Release, kappa: np.ndarray) -> np.ndarray:
-    """Exact B_κ where a closed form exists (all q = 1, or a single step)."""
+def closed_form(release: Release, kappa: np.ndarray, *, symmetric: bool = False) -> np.ndarray:
+    """Exact B_κ where a closed form exists (all q = 1, or a single step).
+
+    ``symmetric``: 1 − C(κ) of the symmetrised curve (the pair view of a fixed-batch release,
+    :func:`reconrisk.bounds.rero_analytic.symmetric_step_power`); q = 1 is the same Gaussian-DP curve.
+    """
     segs = release.segments
     if release.full_batch:
         return special.ndtr(special.ndtri(kappa) + release_gdp_mu(release))
     if len(segs) == 1 and segs[0].steps == 1:
         s = segs[0]
+        if symmetric:
+            return symmetric_step_power(s.noise_multiplier, s.sample_rate, np.asarray(kappa, dtype=float))[0]
         q = s.sample_rate
         return (1 - q) * kappa + q * special.ndtr(special.ndtri(kappa) + 1.0 / s.noise_multiplier)
     raise ReconRiskError(
@@ -126,13 +133,14 @@ def pld_bracket(
     """
     analysis = analyse(release)
     release = analysis.release
+    symmetric = bool(getattr(analysis, "symmetric", False))  # the pair view of a fixed-batch release
     if release.full_batch:
         exact = closed_form(release, kappa)
         return exact, exact, {
             "discretization": None, "note": "q = 1: exact Gaussian-DP closed form", "max_width": 0.0,
             "max_rel_width": 0.0, "converged": True, "target_rel_width": rel_tol, "target_width": tol,
         }
-    a_lo, a_up = analytic_bracket(release, kappa)
+    a_lo, a_up = analytic_bracket(release, kappa, symmetric=symmetric)
     a_w = a_up - a_lo
     if discretization is None and (
         np.all(a_w <= rel_tol * a_up) or (tol is not None and np.all(a_w <= tol)) or not _pld_feasible(release)
@@ -146,7 +154,7 @@ def pld_bracket(
     max_atoms = MAX_REFINED_ATOMS if max_atoms is None else max_atoms
     cap = loss_cap(kappa)
     if discretization is None:
-        short = _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap)
+        short = _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric)
         if short is not None:
             return short
     h = discretization if discretization is not None else first_discretization(release)
@@ -349,7 +357,7 @@ def _refinement_factor(upper, lower, rel_tol, tol) -> float:
     return 0.5 if 0.7 * math.sqrt(max(ratio, 0.0)) >= 0.35 else 0.25
 
 
-def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap):
+def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric=False):
     """Where B_κ is near 1 for a much shorter run, certify the lower end there.
 
     B_κ is non-decreasing in T: the first T′ steps of a run are a garbling of
@@ -371,6 +379,8 @@ def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap):
     t_short = int(math.ceil(z * z / var))
     while t_short <= s.steps // 4:
         short = Release(s.noise_multiplier, s.sample_rate, t_short)
+        if symmetric:  # the pair view of the same fixed-batch release, shortened (C^{⊗T} is monotone in T too)
+            short = PrivacyAnalysis(Release(2.0 * s.noise_multiplier, s.sample_rate, t_short, sampler="fixed")).pair
         lo, up, det = pld_bracket(short, kappa, rel_tol=rel_tol / 4, tol=None)
         lower = np.minimum(np.maximum(lo, a_lo), a_up)
         w = a_up - lower
@@ -448,9 +458,10 @@ def pld_upper(release: Release | PrivacyAnalysis, kappa: np.ndarray, discretizat
     """The certified upper end alone (pessimistic PLD on one grid)."""
     analysis = analyse(release)
     release = analysis.release
+    symmetric = bool(getattr(analysis, "symmetric", False))
     if release.full_batch:
         return closed_form(release, kappa)
-    _, a_up = analytic_bracket(release, kappa)
+    _, a_up = analytic_bracket(release, kappa, symmetric=symmetric)
     if not _pld_feasible(release):
         return a_up
     h = discretization if discretization is not None else start_discretization(release)
@@ -488,7 +499,7 @@ def rero_bounds(
                      formula=FORMULAS[method], converged=converged, details={"kappa": float(k), **det})
 
     if method == "closed_form":
-        val = closed_form(release, kappas)
+        val = closed_form(release, kappas, symmetric=bool(getattr(analysis, "symmetric", False)))
         return [bound(k, float(x), float(x), converged=True) for k, x in zip(kappas, val)]
     if method == "pld":
         lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)

@@ -15,8 +15,16 @@ from scipy import special
 from ..release import Release
 
 
-def analytic_bracket(release: Release, kappa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def analytic_bracket(release: Release, kappa: np.ndarray, *, symmetric: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A cheap certified bracket on B_κ from closed forms, valid for every σ, q, T (and schedules).
+
+    ``symmetric=True``: the bracket on 1 − C^{⊗T}(κ) for the composition of the symmetrised per-step
+    curves C = min{f_q, f_q⁻¹}** (fixed-size batches, pairs; see
+    :attr:`reconrisk.bounds.analysis.PrivacyAnalysis.pair`). Its upper ends are the Gaussian-DP one
+    (f_q ≥ G_μ and f_q⁻¹ ≥ G_μ, so C ≥ G_μ) and the no-noise one for pairs: C ≥ max(0, 1 − q − α), the
+    (0, q)-DP curve, whose T-fold composition is (0, 1 − Π(1 − q_i)^{T_i})-DP (Dong, Roth & Su 2022), so
+    B ≤ κ + P(the slot is ever sampled); the sampled-steps bound (one reference law) is not used. The
+    lower ends are those below: C ≤ f_q, so the symmetrised composition is at least the remove pair's.
 
     Upper ends (the smaller is used):
 
@@ -50,9 +58,9 @@ def analytic_bracket(release: Release, kappa: np.ndarray) -> tuple[np.ndarray, n
         mu = math.sqrt(sum(s.steps * min(float(iv), 1e154) ** 2 for s, iv in zip(segs, inv)))
         up_gdp = special.ndtr(special.ndtri(kappa) + mu)
         log_never = sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in segs)
-        up_free = -np.expm1(log_never + np.log1p(-kappa))
+        up_free = (kappa - np.expm1(log_never)) if symmetric else -np.expm1(log_never + np.log1p(-kappa))
         upper = np.minimum(np.minimum(up_gdp, up_free), 1.0)
-        if len(segs) == 1:
+        if len(segs) == 1 and not symmetric:
             upper = np.minimum(upper, _sampled_gdp_upper(segs[0], kappa))
         t_total = release.steps
         p_tail = -np.expm1(np.log1p(-kappa) / t_total)  # Φ̄(z) = 1 − (1−κ)^{1/T}
@@ -110,3 +118,42 @@ def _sampled_gdp_upper(seg, kappa: np.ndarray) -> np.ndarray:
     if k_lo > 0:
         total = total + math.exp(log_tail(k_lo - 1.0)) * special.ndtr(a + math.sqrt(k_lo) / sigma)
     return np.minimum(total * (1.0 + 1e-12), 1.0)  # (relative round-off of the sum of positive terms)
+
+
+def symmetric_step_power(sigma: float, q: float, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(1 − C(α), C(α)) for one step's symmetrised curve C = min{f, f⁻¹}**, f = q·G_{1/σ} + (1 − q)·Id.
+
+    Dong, Roth & Su 2022 (§4.2, the explicit form of C_q for a symmetric base curve): with x* = Φ(−1/(2σ))
+    the fixed point of G_{1/σ} (where f′ = −1) and y* = f(x*) = q·x* + (1 − q)(1 − x*),
+    C = f on [0, x*], the segment x* + y* − α on [x*, y*], f⁻¹ on [y*, 1]. f⁻¹(α) (α ≥ y*) is the
+    β ∈ [0, x*] with f(β) = α, found by bisection to float resolution (f is decreasing). σ is the
+    dominating pair's noise multiplier (σ/2 of a fixed-batch release).
+    """
+    a = np.asarray(alpha, dtype=float)
+    mu = 1.0 / sigma
+    xs = float(special.ndtr(-mu / 2))
+    ys = q * xs + (1 - q) * (1 - xs)
+
+    def f(x):
+        return (1 - q) * (1 - x) + q * special.ndtr(-special.ndtri(x) - mu)
+
+    def f_power(x):
+        return (1 - q) * x + q * special.ndtr(special.ndtri(x) + mu)
+
+    power = np.empty_like(a)
+    beta = np.empty_like(a)
+    left = a <= xs
+    power[left], beta[left] = f_power(a[left]), f(a[left])
+    mid = (a > xs) & (a < ys)
+    power[mid], beta[mid] = 1.0 - xs - ys + a[mid], xs + ys - a[mid]
+    right = a >= ys
+    if np.any(right):
+        t = a[right]
+        lo, hi = np.zeros_like(t), np.full_like(t, xs)
+        for _ in range(200):  # f(lo) ≥ t ≥ f(hi)
+            m = 0.5 * (lo + hi)
+            big = f(m) >= t
+            lo, hi = np.where(big, m, lo), np.where(big, hi, m)
+        b = 0.5 * (lo + hi)
+        power[right], beta[right] = 1.0 - b, b
+    return np.clip(power, 0.0, 1.0), np.clip(beta, 0.0, 1.0)

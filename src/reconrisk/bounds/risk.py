@@ -74,7 +74,6 @@ from . import rero as _rero
 from .analysis import PrivacyAnalysis, analyse
 from .guarantee import GuaranteeAnalysis
 from .risk_curves import _Gdp, _pmf_pair, event_pair
-from .tradeoff import tradeoff
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
@@ -131,6 +130,15 @@ def _check_release(release) -> PrivacyAnalysis:
     return analyse(release)
 
 
+def _pair_view(analysis):
+    """The analysis that answers a question about pairs of neighbours (membership TPR, advantage, Bayes
+    security): for a fixed-batch release the symmetrised composition
+    (:attr:`~reconrisk.bounds.analysis.PrivacyAnalysis.pair`), for anything else the analysis itself.
+    The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
+    they compare the run with the target against the one run in which its slot is never sampled."""
+    return analysis.pair if isinstance(analysis, PrivacyAnalysis) else analysis
+
+
 def _single_step(release: Release) -> bool:
     return len(release.segments) == 1 and release.segments[0].steps == 1
 
@@ -166,8 +174,7 @@ def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) ->
         return _risk_bound(measure, b, r.lower, r.upper, formula, det)
     release = analysis.release
     if _rero.has_closed_form(release):
-        t = tradeoff(analysis, np.array([b]), method="closed_form")
-        lo = up = float(t.power_upper[0])
+        lo = up = float(_rero.closed_form(release, np.array([b]), symmetric=analysis.symmetric)[0])
         det = {"method": "closed_form", **extra}
     else:
         r = analysis.rero(b)
@@ -210,15 +217,16 @@ def attribute_risk(release, *, prior=None, baseline: float | None = None) -> Bou
 
 def membership_tpr(release, *, fpr: float) -> Bound:
     """Certified bracket on the TPR of any membership attack at FPR α: 1 − f(α) (Dong, Roth & Su 2022)."""
-    an = _check_release(release)
+    an = _pair_view(_check_release(release))
     a = v.probability_open("fpr", fpr)
     return _curve_point(an, a, "membership_tpr", "1 - f(fpr) (Dong, Roth & Su 2022)", {"fpr": a})
 
 
 # -- hockey-stick based measures ----------------------------------------------------------
 def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
-    """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α))."""
-    an = _check_release(release)
+    """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α)) (a pair question: a fixed-batch
+    release reads its symmetrised composition, :func:`_pair_view`)."""
+    an = _pair_view(_check_release(release))
     tol = v.positive("tol", tol)
     return an._memoised(("total_variation", tol), lambda: _total_variation(an, tol))
 
@@ -290,7 +298,7 @@ def cherubin_bayes_security(release: Release) -> float:
 
 def bayes_security(release, *, tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
-    an = _check_release(release)
+    an = _pair_view(_check_release(release))
     lo, up, det = total_variation(an, tol=tol)
     if isinstance(an, PrivacyAnalysis):
         det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}

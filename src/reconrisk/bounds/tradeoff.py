@@ -52,6 +52,7 @@ from ..release import Release, gaussian_release
 from ..accounting.gaussian import release_gdp_mu
 from .conversions import rdp_rero_bound
 from .rero import has_closed_form, pld_bracket
+from .rero_analytic import symmetric_step_power
 
 METHODS = ("auto", "pld", "closed_form")
 #: Absolute width target of a whole curve's PLD bracket (a single point — ``reconrisk risk`` —
@@ -96,13 +97,18 @@ class TradeOff:
         }
 
 
-def exact_power(release: Release, alpha: np.ndarray) -> np.ndarray:
-    """Exact 1 − f(α) where a closed form exists (all q = 1, or a single step)."""
+def exact_power(release: Release, alpha: np.ndarray, *, symmetric: bool = False) -> np.ndarray:
+    """Exact 1 − f(α) where a closed form exists (all q = 1, or a single step).
+
+    ``symmetric``: the symmetrised curve C = min{f_q, f_q⁻¹}** of a single step (fixed-size batches, pairs;
+    :func:`reconrisk.bounds.rero_analytic.symmetric_step_power`); q = 1 is Gaussian DP either way."""
     segs = release.segments
     if all(s.sample_rate == 1.0 for s in segs):
         return special.ndtr(special.ndtri(alpha) + release_gdp_mu(release))
     if len(segs) == 1 and segs[0].steps == 1:
         s = segs[0]
+        if symmetric:
+            return symmetric_step_power(s.noise_multiplier, s.sample_rate, alpha)[0]
         return (1 - s.sample_rate) * alpha + s.sample_rate * special.ndtr(special.ndtri(alpha) + 1.0 / s.noise_multiplier)
     raise ReconRiskError(
         "method 'closed_form' needs sample_rate == 1 (full batch) or steps == 1; "
@@ -110,13 +116,15 @@ def exact_power(release: Release, alpha: np.ndarray) -> np.ndarray:
     )
 
 
-def exact_beta(release: Release, alpha: np.ndarray) -> np.ndarray:
+def exact_beta(release: Release, alpha: np.ndarray, *, symmetric: bool = False) -> np.ndarray:
     """Exact f(α) where a closed form exists, without cancellation (ndtr of the negated argument)."""
     segs = release.segments
     if all(s.sample_rate == 1.0 for s in segs):
         return special.ndtr(-special.ndtri(alpha) - release_gdp_mu(release))
     if len(segs) == 1 and segs[0].steps == 1:
         s = segs[0]
+        if symmetric:
+            return symmetric_step_power(s.noise_multiplier, s.sample_rate, alpha)[1]
         q = s.sample_rate
         return (1 - q) * (1 - alpha) + q * special.ndtr(-special.ndtri(alpha) - 1.0 / s.noise_multiplier)
     return 1.0 - exact_power(release, alpha)  # raises the error above
@@ -140,15 +148,19 @@ def tradeoff(release, alphas, *, method: str = "auto", tol: float | None = None)
     """
     from .analysis import analyse
 
-    analysis = analyse(release)  # ``release`` may be a Release or its PrivacyAnalysis
+    # ``release`` may be a Release or its PrivacyAnalysis; the curve is a pair question: a fixed-batch
+    # release answers it from the symmetrised composition (PrivacyAnalysis.pair)
+    analysis = analyse(release)
+    analysis = getattr(analysis, "pair", analysis)
     release = analysis.release
+    sym = bool(getattr(analysis, "symmetric", False))
     method = v.choice("method", method, METHODS)
     a = _alphas(alphas)
     rel = release.to_dict()
     if method == "closed_form" or (method == "auto" and has_closed_form(release)):
-        p = exact_power(release, a)
-        b = exact_beta(release, a)
-        return TradeOff(a, b, b.copy(), p, p.copy(), "closed_form", rel, {"formula": _formula(release)})
+        p = exact_power(release, a, symmetric=sym)
+        b = exact_beta(release, a, symmetric=sym)
+        return TradeOff(a, b, b.copy(), p, p.copy(), "closed_form", rel, {"formula": _formula(release, sym)})
     tol = CURVE_TOL if tol is None else v.positive("tol", tol)
     lo, up, det = pld_bracket(analysis, a, tol=tol)
     lo = np.asarray(lo, dtype=float)
@@ -159,9 +171,12 @@ def tradeoff(release, alphas, *, method: str = "auto", tol: float | None = None)
     return TradeOff(a, b_lo, b_up, lo, up, "pld", rel, dict(det))
 
 
-def _formula(release: Release) -> str:
+def _formula(release: Release, symmetric: bool = False) -> str:
     if all(s.sample_rate == 1.0 for s in release.segments):
         return "f(a) = Phi(Phi^-1(1-a) - mu), mu = sqrt(sum T_i/sigma_i^2) (Gaussian DP)"
+    if symmetric:
+        return ("C(a) = min{f, f^-1}**(a), f(a) = (1-q)(1-a) + q Phi(-Phi^-1(a) - 1/sigma) (one step without "
+                "replacement, replace-one; Dong, Roth & Su 2022, Thm 4.2)")
     return "f(a) = (1-q)(1-a) + q Phi(-Phi^-1(a) - 1/sigma) (one subsampled Gaussian step)"
 
 
