@@ -9,7 +9,11 @@ Accountants (``accountant=``):
     directions — the same algorithm as ``dp_accounting``'s ``PLDAccountant``
     (cross-checked in the tests) but without its import cost. For q = 1 the
     exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
-    (:mod:`reconrisk.accounting.gaussian`, evaluated in log space).
+    (:mod:`reconrisk.accounting.gaussian`, evaluated in log space). Where δ is near or
+    below what the PLD can certify (its infinity mass and FFT round-off allowance,
+    ~1e-12 after a thousand steps: ε would be +∞ there), the RDP conversion below is
+    taken too and the smaller upper end kept (``RDP_NEAR_FLOOR``), so ε is finite at
+    every δ down to 1e-300.
 ``"rdp"``
     Rényi DP over a fine fractional grid of orders (1.01 … 1024, the orders of
     dp_accounting and Opacus included; :mod:`reconrisk.accounting.rdp`) with the conversion
@@ -95,7 +99,7 @@ def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with
     up, method, h = _pld_epsilon_upper(release, delta, h, compose)
     if not with_lower:
         return up
-    if method != "pld":
+    if method not in ("pld", "rdp"):
         return up, up, method, None
     if not lower:
         return None, up, method, h
@@ -122,11 +126,42 @@ def _pld_epsilon_upper(release: Release, delta: float, h: float, compose) -> tup
         mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))
         return (0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)), "closed_form", None
     h = pld_grid(release, h)
-    eps = 0.0
+    eps, floor = 0.0, 0.0
     for direction in ("remove", "add"):
         pmf = compose(h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
         eps = max(eps, pmf.epsilon(delta))
+        floor = max(floor, pld_floor(pmf))
+    if delta < RDP_NEAR_FLOOR * floor and rdp_applies(release):
+        rdp = _rdp_epsilon(release, delta)
+        if rdp < eps:
+            return rdp, "rdp", h
     return eps, "pld", h
+
+
+#: The RDP conversion is consulted where δ is below this many times the PLD's floor (its infinity mass and
+#: round-off allowance: ε is +∞ below it, and loose near it); elsewhere the PLD is within its grid of the truth.
+RDP_NEAR_FLOOR = 1e3
+
+
+def pld_floor(pmf) -> float:
+    """The smallest δ a pessimistic PLD can certify: its infinity mass plus its round-off allowance above loss 0."""
+    return float(pmf.infinity_mass + pmf.tail_error(0.0))
+
+
+def rdp_applies(release: Release) -> bool:
+    """Whether the Poisson remove pair's RDP curve bounds ``release`` in both directions (Mironov, Talwar & Zhang
+    2019, Thm 5): Poisson and full-batch releases; not the dominating pair of fixed-size batches (replace-one)."""
+    return release.stands_for is None and release.sampler in ("poisson", "full")
+
+
+def rdp_delta(release: Release, epsilon: float) -> float:
+    """δ(ε) ≤ min_α exp((α − 1)(ε(α) − ε + log(1 − 1/α)) − log α) of the release's RDP curve (Canonne, Kamath &
+    Steinke 2020, Prop. 12; the conversion of ``dp_accounting``'s ``RdpAccountant``), certified from above."""
+    def objective(a, e):
+        return ((a - 1) * (e - epsilon + np.log1p(-1 / a)) - np.log(a))[None, :]
+
+    best, _ = minimise_over_orders(release.segments, objective)
+    return float(min(1.0, math.exp(min(0.0, float(best[0])))))
 
 
 def _rdp_epsilon(release: Release, delta: float) -> float:

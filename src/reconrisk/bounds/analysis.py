@@ -41,7 +41,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
-from ..accounting.epsilon import EPSILON_CAP, SIGMA_GRID_RANGE
+from ..accounting.epsilon import EPSILON_CAP, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE, pld_floor, rdp_applies, rdp_delta
 from ..accounting.gaussian import gaussian_delta, release_gdp_mu
 from ..accounting.pmf import REFINE_ABOVE
 from ..errors import ReconRiskError
@@ -235,7 +235,9 @@ class PrivacyAnalysis:
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
                                   "(Balle & Wang 2018)",
-                   "analytic": "delta < P(target ever sampled): the loss is beyond any eps with that probability"}[method]
+                   "analytic": "delta < P(target ever sampled): the loss is beyond any eps with that probability",
+                   "rdp": "upper: min over orders a of eps(a) + log((a-1)/a) - (log delta + log a)/(a-1) (Canonne, Kamath & "
+                          "Steinke 2020, Prop. 12), below the PLD's floor; lower: the optimistic PLD"}[method]
         det = {"delta": delta, "accountant": "pld"}
         if h is not None:
             det["discretization"] = h
@@ -265,13 +267,19 @@ class PrivacyAnalysis:
         from ..accounting.epsilon import PLD_DISCRETIZATION, pld_grid
 
         h = pld_grid(self.release, PLD_DISCRETIZATION)
-        up = max(float(self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP).delta([eps])[0])
-                 for d in ("remove", "add"))
+        pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
+        up = max(float(p.delta([eps])[0]) for p in pess)
+        method, formula = "pld", "hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs"
+        if up < RDP_NEAR_FLOOR * max(pld_floor(p) for p in pess) and rdp_applies(self.release):
+            rdp = rdp_delta(self.release, eps)  # near the PLD's floor (infinity mass, round-off allowance)
+            if rdp < up:
+                up, method = rdp, "rdp"
+                formula = ("upper: min over orders a of exp((a-1)(eps(a) - eps + log(1 - 1/a)) - log a) (Canonne, Kamath & "
+                           "Steinke 2020, Prop. 12), below the PLD's floor; lower: the optimistic PLD")
         lo = (float(self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP).delta([eps])[0])
               if two_sided else None)
-        return Bound("delta", None if lo is None else min(lo, up), up, method="pld", converged=True,
-                     formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs",
-                     details={"epsilon": eps, "discretization": h})
+        return Bound("delta", None if lo is None else min(lo, up), up, method=method, converged=True,
+                     formula=formula, details={"epsilon": eps, "discretization": h})
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None, method: str = "pld",

@@ -52,7 +52,9 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
+from ..accounting.epsilon import RDP_NEAR_FLOOR, pld_floor
 from ..accounting.pmf import PMF
+from ..accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
 from ..errors import ReconRiskError
 from ..results import Bound
 
@@ -102,6 +104,43 @@ def _from_dp_accounting(pmf, pessimistic: bool) -> PMF:
     return PMF(h, offset, probs.copy(), float(pmf._infinity_mass), pessimistic, 0.0)
 
 
+def _never_sampled(kind: str, a, q) -> bool:
+    """A Poisson-sampled step with probability 0: both worlds see the same output (dp_accounting: ε = 0)."""
+    if kind in ("gaussian", "poisson", "fixed"):
+        return q == 0.0
+    return kind == "PoissonSampledDpEvent(LaplaceDpEvent)" and a.sampling_probability == 0.0
+
+
+def _check_degenerate(kind: str, a, q) -> None:
+    """Noise multipliers ≥ 0 and sampling probabilities in [0, 1], named in one line; zero noise without replacement
+    is refused (its replace-one pair is not analysed here)."""
+    if kind in ("gaussian", "poisson", "fixed"):
+        v.in_range("GaussianDpEvent.noise_multiplier", a, 0.0, math.inf, low_open=False)
+        v.in_range("sampling_probability", q, 0.0, 1.0, low_open=False, high_open=False)
+        if kind == "fixed" and a == 0.0:
+            raise ReconRiskError("a SampledWithoutReplacementDpEvent of GaussianDpEvent(0) (no noise) is not analysed; "
+                                 "give a noise multiplier > 0")
+    elif kind == "PoissonSampledDpEvent(LaplaceDpEvent)":
+        v.in_range("PoissonSampledDpEvent.sampling_probability", a.sampling_probability, 0.0, 1.0, low_open=False,
+                   high_open=False)
+
+
+def _noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str) -> PMF:
+    """The exact PLD of one Gaussian step with noise multiplier 0, sampled with probability q ∈ (0, 1].
+
+    Outputs are points: ν = δ₀, μ = (1 − q)δ₀ + qδ₁. Remove: loss +∞ with probability q, log(1 − q) otherwise;
+    add: loss −log(1 − q) with probability 1 (+∞ at q = 1). The finite loss is rounded up to the grid when
+    pessimistic and down when optimistic (δ(ε) = E_P[(1 − e^{ε−L})₊] is non-decreasing in each loss). So
+    δ(ε) = 1 − (1 − q)^T for every ε ≥ 0 over T such steps: ε = ∞ below that, ReRo = q + (1 − q)κ per step.
+    """
+    rnd = math.ceil if pessimistic else math.floor
+    if q == 1.0:
+        return PMF(h, 0, np.zeros(1), 1.0, bool(pessimistic), 0.0)
+    if direction == "remove":
+        return PMF(h, int(rnd(math.log1p(-q) / h)), np.array([1.0 - q]), q, bool(pessimistic), 0.0)
+    return PMF(h, int(rnd(-math.log1p(-q) / h)), np.ones(1), 0.0, bool(pessimistic), 0.0)
+
+
 def _dpa_pld(event, h: float, pessimistic: bool, relation: str):
     from dp_accounting import dp_event as de
     from dp_accounting.pld import privacy_loss_distribution as P
@@ -147,6 +186,8 @@ class EventAnalysis:
         self.leaves = dp_event_leaves(event)
         if not self.leaves:
             raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
+        for kind, a, q, _ in self.leaves:
+            _check_degenerate(kind, a, q)
         self.relation = _relation({k for k, *_ in self.leaves})
         self.h = EVENT_DISCRETIZATION if value_discretization is None else v.positive(
             "value_discretization", value_discretization)
@@ -201,7 +242,11 @@ class EventAnalysis:
             raise ReconRiskError("the optimistic add direction is not available for Gaussian steps; use direction='remove'")
         total: PMF | None = None
         for kind, a, q, count in self.leaves:
-            if kind in ("gaussian", "poisson", "fixed"):
+            if _never_sampled(kind, a, q):
+                continue  # the target is never used: the pair is identical, the step changes nothing
+            if kind in ("gaussian", "poisson") and a == 0.0:
+                step = _noiseless_pmf(q, h, pessimistic, direction)
+            elif kind in ("gaussian", "poisson", "fixed"):
                 # without replacement: the Poisson pair at the event's noise multiplier (Release.dominating)
                 step = _pld.step_pmf(a, q, h, pessimistic=pessimistic, direction=direction)
             else:
@@ -209,7 +254,8 @@ class EventAnalysis:
                 step = _from_dp_accounting(d._pmf_remove if direction == "remove" else d._pmf_add, pessimistic)
             part = step.self_compose(count, EVENT_LOSS_CAP)
             total = part if total is None else total.compose(part, EVENT_LOSS_CAP)
-        assert total is not None
+        if total is None:  # every step is never sampled: loss 0 with probability 1 (ε = 0, δ = 0, ReRo = κ)
+            total = PMF(h, 0, np.ones(1), 0.0, bool(pessimistic), 0.0)
         self._cache[key] = total
         return total
 
@@ -240,13 +286,16 @@ class EventAnalysis:
 
         def at(h):
             up = self._both(lambda p: float(p.delta([eps])[0]), True, h)
+            if up < RDP_NEAR_FLOOR * self._floor(h):
+                up = min(up, self._alt_delta(eps))
             lo = min(self._both(lambda p: float(p.delta([eps])[0]), False, h), up) if two_sided else None
             return lo, up, 0.0 if lo is None else up - lo
 
         h, (lo, up, w), ok = self._memoised(("delta", eps, bool(two_sided), rel_tol),
                                             lambda: self._refined(at, rel_tol * at(self.h)[1]))
         return Bound("delta", lo, up, method="pld", converged=ok if two_sided else None,
-                     formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs of the event",
+                     formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs of the event"
+                             + _ALT_NOTE,
                      details={"epsilon": eps, "discretization": h, "relation": self.relation})
 
     def epsilon(self, delta: float, *, two_sided: bool = True, rel_tol: float = EPSILON_REL_TOL) -> Bound:
@@ -256,14 +305,48 @@ class EventAnalysis:
 
         def at(h):
             up = self._both(lambda p: p.epsilon(d), True, h)
+            if d < RDP_NEAR_FLOOR * self._floor(h):
+                up = min(up, self._alt_epsilon(d))
             lo = min(self._both(lambda p: p.epsilon(d), False, h), up) if two_sided else None
             return lo, up, 0.0 if lo is None else up - lo
 
         h, (lo, up, w), ok = self._memoised(("epsilon", d, bool(two_sided), rel_tol),
                                             lambda: self._refined(at, rel_tol * max(at(self.h)[1], 1e-12)))
         return Bound("epsilon", lo, up, method="pld", converged=ok if two_sided else None,
-                     formula="smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
-                     details={"delta": d, "discretization": h, "relation": self.relation})
+                     formula="smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs"
+                             + _ALT_NOTE, details={"delta": d, "discretization": h, "relation": self.relation})
+
+    # -- below the PLD's floor: pure DP and RDP ----------------------------------------------------
+    def _floor(self, h: float) -> float:
+        """The smallest δ the pessimistic PLDs on grid h can certify (infinity mass + round-off allowance)."""
+        return self._both(pld_floor, True, h)
+
+    def _pure_epsilon(self) -> float:
+        """Σ count·ε_leaf when every leaf is pure ε-DP (basic composition), else inf (:func:`_leaf_pure_eps`)."""
+        return float(sum(count * _leaf_pure_eps(kind, a, q) for kind, a, q, count in self.leaves))
+
+    def _rdp_curve(self) -> np.ndarray:
+        """The event's RDP curve on ``DEFAULT_ORDERS`` (sum over leaves, :func:`_leaf_rdp`; inf where unknown)."""
+        if "rdp" not in self._memo:
+            self._memo["rdp"] = sum(count * _leaf_rdp(kind, a, q, DEFAULT_ORDERS) for kind, a, q, count in self.leaves)
+        return self._memo["rdp"]
+
+    def _alt_epsilon(self, d: float) -> float:
+        """min(pure-DP composition, RDP conversion) at δ = d: both certified, used below the PLD's floor."""
+        o, e = DEFAULT_ORDERS, self._rdp_curve()
+        with np.errstate(invalid="ignore", over="ignore"):
+            c = e + np.log1p(-1.0 / o) - (math.log(d) + np.log(o)) / (o - 1.0)
+        rdp = float(np.nanmin(c)) if np.isfinite(c).any() else math.inf
+        return max(0.0, min(self._pure_epsilon(), rdp))
+
+    def _alt_delta(self, eps: float) -> float:
+        """0 at ε ≥ the pure-DP composition, else the RDP conversion's δ (1 where no curve is known)."""
+        if eps >= self._pure_epsilon():
+            return 0.0
+        o, e = DEFAULT_ORDERS, self._rdp_curve()
+        with np.errstate(invalid="ignore", over="ignore"):
+            ld = (o - 1.0) * (e - eps + np.log1p(-1.0 / o)) - np.log(o)
+        return float(min(1.0, math.exp(min(0.0, float(np.nanmin(ld)))))) if np.isfinite(ld).any() else 1.0
 
     # -- ReRo, the curve, the risks ----------------------------------------------------------------
     def _blowup(self, kappa: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -344,7 +427,7 @@ class EventAnalysis:
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
         lo = max(0.0, float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf))))
-        mus = [_leaf_mu(kind, a_, count) for kind, a_, _, count in self.leaves]
+        mus = [_leaf_mu(kind, a_, count, q) for kind, a_, q, count in self.leaves]
         up = None if any(m is None for m in mus) else math.sqrt(sum(mus))
         return Bound("gdp_mu", lo if up is None else min(lo, up), up, method="tradeoff", converged=None,
                      formula="lower: max_a Phi^-1(1-a) - Phi^-1(f_upper(a)); upper: sqrt(sum count * mu_leaf^2) "
@@ -357,15 +440,72 @@ class EventAnalysis:
         return self._memo[key]
 
 
+_ALT_NOTE = ("; where delta is near the PLDs' floor (infinity mass, round-off) the upper end is also the basic composition "
+             "of pure-DP steps and the RDP conversion min_a eps(a) + log((a-1)/a) - (log delta + log a)/(a-1) "
+             "(Canonne, Kamath & Steinke 2020, Prop. 12), the smallest kept")
+
+
+def _leaf_pure_eps(kind: str, a, q) -> float:
+    """The pure ε of one step (both directions of its relation), inf when it has none: Laplace 1/b; Poisson-sampled
+    Laplace log(1 + q(e^{1/b} − 1)) (amplification by subsampling, Balle, Barthe & Gaboardi 2018); discrete Laplace
+    a·Δ; randomized response log(1 + k(1 − p)/p); a Gaussian step with q = 0 is 0 (the target is never used)."""
+    if kind in ("gaussian", "poisson", "fixed"):
+        return 0.0 if q == 0.0 else math.inf
+    if kind == "LaplaceDpEvent":
+        return 1.0 / a.noise_multiplier if a.noise_multiplier > 0 else math.inf
+    if kind == "PoissonSampledDpEvent(LaplaceDpEvent)":
+        qq, b = a.sampling_probability, a.event.noise_multiplier
+        if qq == 0:
+            return 0.0
+        return math.inf if b <= 0 else float(np.logaddexp(math.log1p(-qq), math.log(qq) + 1.0 / b)) if qq < 1 else 1.0 / b
+    if kind == "DiscreteLaplaceDpEvent":
+        return float(a.noise_parameter * a.sensitivity)
+    if kind == "RandomizedResponseDpEvent":
+        p, k = a.noise_parameter, a.num_buckets
+        return math.inf if p == 0 else (0.0 if k == 1 else math.log1p(k * (1 - p) / p))
+    return math.inf
+
+
+def _leaf_rdp(kind: str, a, q, orders: np.ndarray) -> np.ndarray:
+    """One step's RDP curve (both directions bounded) at ``orders`` > 1, inf where reconrisk has none.
+
+    Gaussian, q = 1: α/(2σ²); Poisson-sampled: :func:`~reconrisk.accounting.rdp.subsampled_gaussian_rdp` (the remove
+    direction dominates, Mironov, Talwar & Zhang 2019, Thm 5); Laplace: Mironov 2017, Prop. 6; any other pure ε-DP
+    step: the randomized-response pair of that ε, (1/(α−1))·log((e^{αε} + e^{(1−α)ε})/(1 + e^ε)), which every ε-DP
+    pair is a post-processing of (its trade-off curve is f_{ε,0}); without-replacement and mixture steps: inf.
+    """
+    orders = np.asarray(orders, dtype=float)
+    if kind in ("gaussian", "poisson"):
+        if q == 0.0:
+            return np.zeros(orders.size)
+        if a <= 0:
+            return np.full(orders.size, np.inf)
+        return subsampled_gaussian_rdp(a, q, orders)
+    if kind == "LaplaceDpEvent" and a.noise_multiplier > 0:
+        lam, o = 1.0 / a.noise_multiplier, orders
+        with np.errstate(over="ignore"):
+            t = np.logaddexp(np.log(o / (2 * o - 1)) + (o - 1) * lam, np.log((o - 1) / (2 * o - 1)) - o * lam)
+        return t / (o - 1)
+    e = _leaf_pure_eps(kind, a, q)
+    if e == 0.0:
+        return np.zeros(orders.size)
+    if not math.isfinite(e):
+        return np.full(orders.size, np.inf)
+    o = orders
+    return (np.logaddexp(o * e, (1 - o) * e) - np.logaddexp(0.0, e)) / (o - 1)
+
+
 def _pure_dp_mu(eps: float) -> float:
     """The smallest μ with f_{ε,0} ≥ G_μ: 2Φ⁻¹(e^ε/(1 + e^ε)) = −2Φ⁻¹(1/(1 + e^ε))."""
     return math.inf if math.isinf(eps) else float(-2.0 * special.ndtri(1.0 / (1.0 + math.exp(min(eps, 700.0)))))
 
 
-def _leaf_mu(kind: str, a, count: int) -> float | None:
+def _leaf_mu(kind: str, a, count: int, q=None) -> float | None:
     """count·μ² of one leaf (see :meth:`EventAnalysis.gdp_mu`), None where no GDP bound is known here."""
+    if _never_sampled(kind, a, q):
+        return 0.0
     if kind in ("gaussian", "poisson", "fixed"):
-        return count / float(a) ** 2
+        return math.inf if a == 0 else count / float(a) ** 2
     if kind in ("LaplaceDpEvent", "PoissonSampledDpEvent(LaplaceDpEvent)"):
         b = a.noise_multiplier if kind == "LaplaceDpEvent" else a.event.noise_multiplier
         return count * _pure_dp_mu(1.0 / b) ** 2

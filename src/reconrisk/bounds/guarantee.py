@@ -32,6 +32,14 @@ of g at the grid points alone (no concavity or interpolation is assumed). The gr
 within ``REL_TOL`` of the best grid value, so each question refines only where it reads. For a uniform
 prior the RAD is read off the curve directly (S = g(1/N), Jensen's equality), not through the dual.
 
+Two readings bypass the grid. An (ε, δ) guarantee or profile: g is piecewise linear, so :meth:`delta`,
+:meth:`epsilon` and the total variation are read at its breakpoints exactly
+(:func:`~reconrisk.bounds.fdp.dp_profile_delta`, :func:`~reconrisk.bounds.fdp.dp_profile_epsilon`): the
+guarantee's ε at its own δ is ε, pure ε-DP at δ = 1e-300 is ε. An RDP-type guarantee: the grid's first
+point t_0 ≈ 3e-20 makes its reading loose at tiny δ, so ε and δ are also converted at each given order by
+ε(α) + log((α−1)/α) − (log δ + log α)/(α − 1) (Canonne, Kamath & Steinke 2020, Prop. 12; the conversion of
+``dp_accounting``), and the smaller upper end is kept (both are certified).
+
 Departure: a Gaussian-DP μ is not offered (``gdp_mu``): an (ε, δ) guarantee with δ > 0 implies no
 μ-GDP at all (f(0) = 1 − δ < 1), and an RDP curve gives it only through its α → 0 tail.
 """
@@ -399,8 +407,17 @@ class GuaranteeAnalysis:
         """Upper end of δ(ε) = sup_t (1 − f(t) − e^ε t) of the guarantee's curve (the tightest δ it implies at ε)."""
         eps = v.real("epsilon", epsilon)
         key = ("delta", eps)
+        if key not in self._memo and self.kind == "dp":
+            from .fdp import dp_profile_delta
+
+            up = dp_profile_delta(eps, self._e, self._d)
+            self._memo[key] = Bound("delta", None, up, method=self.method, converged=True,
+                                    formula="sup_t (1 - f(t) - e^eps t) of the (eps, delta) curve f, at its breakpoints "
+                                            "(exact)", details={"epsilon": eps, "conversion": self.formula})
         if key not in self._memo:
             up = float(self.curve.delta([eps], refine=True)[0])
+            if self.kind != "dp":
+                up = min(up, self._rdp_delta(eps))
             self._memo[key] = Bound("delta", None, up, method=self.method, converged=self.curve.converged,
                                     formula="sup_t (1 - f(t) - e^eps t) of the guarantee's trade-off curve f",
                                     details={"epsilon": eps, "conversion": self.formula, "grid_points": self.curve.points})
@@ -415,7 +432,17 @@ class GuaranteeAnalysis:
         return self._memo[key]
 
     def _epsilon(self, d: float) -> Bound:
-        up = self.curve.epsilon(d)
+        if self.kind == "dp":
+            from .fdp import dp_profile_epsilon
+
+            up = dp_profile_epsilon(d, self._e, self._d)
+            det = {"delta": d, "conversion": self.formula}
+            if math.isinf(up):
+                return Bound("epsilon", None, up, method=self.method, converged=True, details=det,
+                             formula="no finite eps: delta is below the curve's jump at alpha = 0 (f(0) < 1 - delta)")
+            return Bound("epsilon", None, up, method=self.method, converged=True, details=det,
+                         formula="sup_t log((1 - f(t) - delta)/t) at the breakpoints of the (eps, delta) curve f (exact)")
+        up = min(self.curve.epsilon(d), self._rdp_epsilon(d))
         det = {"delta": d, "conversion": self.formula, "grid_points": self.curve.points}
         if math.isinf(up):
             return Bound("epsilon", None, up, method=self.method, converged=True, details=det,
@@ -424,9 +451,47 @@ class GuaranteeAnalysis:
                      formula="smallest eps with sup_t (1 - f(t) - e^eps t) <= delta, i.e. sup_t log((1 - f(t) - delta)/t), "
                              "on the guarantee's trade-off curve f")
 
+    def _rdp_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(orders > 1, ε) of an RDP-type guarantee, for the classical conversion (zCDP: a fine order grid)."""
+        if self.kind == "zcdp":
+            o = 1.0 + np.logspace(-4, 6, 2001)
+            return o, self._rho * o
+        o, e = np.asarray(self._o, dtype=float), np.asarray(self._e, dtype=float)
+        keep = o > 1.0
+        return o[keep], e[keep]
+
+    def _rdp_epsilon(self, d: float) -> float:
+        """ε ≤ ε(α) + log((α−1)/α) − (log δ + log α)/(α − 1) at the best given order (Canonne, Kamath & Steinke
+        2020, Prop. 12; ``dp_accounting``'s conversion): the optimal conversion's grid reading can be looser at
+        tiny δ, and both are upper ends. Orders of pure DP (∞) give ε(∞) itself."""
+        o, e = self._rdp_points()
+        if not o.size:
+            return math.inf
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            fin = np.isfinite(o)
+            c = np.where(fin, e + np.log1p(-1.0 / o) - (math.log(d) + np.log(o)) / (o - 1.0), e)
+        c = c[np.isfinite(c)]
+        return float(max(0.0, np.min(c) * (1 + 1e-12))) if c.size else math.inf
+
+    def _rdp_delta(self, eps: float) -> float:
+        """δ ≤ exp((α−1)(ε(α) − ε + log(1 − 1/α)) − log α) at the best given order (the same conversion)."""
+        o, e = self._rdp_points()
+        if not o.size:
+            return 1.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            fin = np.isfinite(o)
+            ld = np.where(fin, (o - 1.0) * (e - eps + np.log1p(-1.0 / o)) - np.log(o), np.where(e <= eps, -np.inf, 0.0))
+        ld = ld[~np.isnan(ld)]
+        return float(min(1.0, math.exp(min(0.0, float(np.min(ld)))) * (1 + 1e-12))) if ld.size else 1.0
+
     def total_variation(self, tol: float) -> tuple[None, float, dict]:
         """(None, upper end of TV = δ_f(0), details) for the δ-based measures of :mod:`reconrisk.bounds.risk`."""
         key = ("tv",)
+        if key not in self._memo and self.kind == "dp":
+            from .fdp import dp_profile_delta
+
+            self._memo[key] = (None, dp_profile_delta(0.0, self._e, self._d),
+                               {"method": self.method, "conversion": self.formula, "converged": True})
         if key not in self._memo:
             up = float(self.curve.delta([0.0], refine=True)[0])
             self._memo[key] = (None, up, {"method": self.method, "conversion": self.formula,
