@@ -99,7 +99,7 @@ def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
 def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
     """Index into ``levels`` of the smallest level ≥ min(C, norm)/C, elementwise (NaN → the top level, 1).
 
-    Rounding **up** only loosens the bound (module docstring), so the result is
+    Rounding **up** only raises the number (module docstring), so the result is
     monotone: a larger norm never gets a smaller level.
     """
     s = np.asarray(norms, dtype=float)
@@ -304,7 +304,7 @@ class IndividualPrivacy:
 
     def ex_post_rero(self, kappa: float) -> np.ndarray:
         """Ex-post ReRo_i(κ) (n,): the pessimistic PLD's B_κ of example i's schedule on the grid the worst
-        case's bracket ended on; at most the Gaussian-DP bound of the schedule and the worst case."""
+        case's bracket ended on; at most the Gaussian-DP value of the schedule and the worst case."""
         from scipy import special
 
         from .rero import loss_cap
