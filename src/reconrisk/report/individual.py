@@ -45,12 +45,12 @@ def _hist_figure(audit):
         ax.hist(spent, bins=bins, color="tab:green", alpha=0.55,
                 label=f"filtered run: what each spent, {EX_POST_TITLE}")
         ax.axvline(cert, color="tab:green", ls="--", lw=1.5,
-                   label=f"filtered run: {CERTIFIED_TITLE} {cert:.3f} (budget {audit.filtered.budget:g})")
+                   label=f"filtered run: certified {cert:.3f} for every example (budget {audit.filtered.budget:g})")
     med = float(np.median(audit.rero))
-    ax.axvline(med, color="tab:orange", ls="-", lw=1.5, label=f"median {med:.3f}")
+    ax.axvline(med, color="tab:orange", ls="-", lw=1.5, label=f"median (ex post) {med:.3f}")
     ax.axvline(worst, color="black", ls="--", lw=1.8, label=f"worst case (certified, every example) {worst:.3f}")
     ax.axvline(s.kappa, color="grey", ls=":", lw=1, label=f"blind guess κ = {s.kappa:g}")
-    ax.set_xlabel(f"ReRo_i at κ = {s.kappa:g}: histograms ex-post estimates, dashed lines certified")
+    ax.set_xlabel(f"ReRo_i at κ = {s.kappa:g}: histograms and median ex-post estimates, dashed lines certified")
     ax.set_ylabel("examples")
     ax.set_title(_release_title(audit), fontsize=9)
     ax.legend(fontsize=7.5, loc="upper left")
