@@ -266,6 +266,8 @@ def test_a_filtered_runs_certificate_is_the_budgets_for_every_example(run):
     d = ip.to_dict(delta=1e-5, kappa=KAPPA)
     assert d["certified_rero"] == [d["certified_rero_every_example"]] * f.n
     assert len(set(d["ex_post_rero"])) > 1  # what each spent, beside it, as an estimate
+    post = ip.ex_post_rero(KAPPA)  # who is most exposed: ranked by what each spent, not by the (equal) certificates
+    assert ip.most_exposed(3, KAPPA).tolist() == np.lexsort((np.arange(f.n), -post))[:3].tolist() != [0, 1, 2]
     # ε: an (ε, δ) budget, its certificate recomputed by dp_accounting's own RDP conversion
     g = IndividualFilter(REL, target_epsilon=2.0, delta=1e-5)
     for t in range(REL.steps):

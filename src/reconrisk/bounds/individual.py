@@ -349,12 +349,13 @@ class IndividualPrivacy:
         return self.analysis.rero(kappa)
 
     def most_exposed(self, k: int, kappa: float | None = None, *, delta: float | None = None) -> np.ndarray:
-        """Indices of the ``k`` examples with the largest ReRo_i(κ) (or ε_i(δ) when only ``delta`` is given),
-        largest first (ties: smaller index first)."""
+        """Indices of the ``k`` examples with the largest ex-post ReRo_i(κ) (or ε_i(δ) when only ``delta`` is
+        given), largest first (ties: smaller index first). Ex post in a filtered run too: its certificate is the
+        same for every example, what each spent is not."""
         k = v.integer("k", k, minimum=0, maximum=self.n)
         if kappa is None and delta is None:
             raise ReconRiskError("most_exposed needs kappa (rank by ReRo) or delta (rank by epsilon); found neither")
-        vals = self.rero(kappa) if kappa is not None else self.epsilon(delta)
+        vals = self.ex_post_rero(kappa) if kappa is not None else self.ex_post_epsilon(delta)
         order = np.lexsort((np.arange(self.n), -vals))
         return order[:k]
 
