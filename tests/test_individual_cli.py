@@ -49,7 +49,8 @@ def test_tables_and_json(capsys, tmp_path):
     code, out, err = run(capsys, [*SMALL, "--per-example-budget", "0.8", "--out", str(tmp_path)])
     assert code == 0, err
     assert f"Per-example risk, {EX_POST_TITLE}" in out and f"Most exposed examples, {EX_POST_TITLE}" in out
-    assert f"Per-example budget ReRo ≤ 0.8, {CERTIFIED_TITLE}" in out and "worst case (certified)" in out
+    assert f"Per-example budget ReRo ≤ 0.8: {CERTIFIED_TITLE}" in out and "worst case (certified)" in out
+    assert "certified ReRo_i" in out and "ex-post median" in out and "max ReRo_i" not in out
     assert "Spearman ρ" in out and "per_example.json" in out and "Attack check" not in out
     doc = json.loads((tmp_path / "per_example.json").read_text())
     n = doc["summary"]["examples"]
@@ -57,8 +58,10 @@ def test_tables_and_json(capsys, tmp_path):
     assert doc["setting"]["release"]["clip_norm"] == 3.0 and doc["setting"]["epsilon"] == 10.0
     f = doc["filtered"]
     assert f["kind"] == "certified" and f["certified"] is True and len(f["certified_rero"]) == n
-    assert not any(k.startswith("ex_post_") for k in f)
-    assert max(f["certified_rero"]) <= 0.8 + 1e-12 and f["max_certified_rero"] <= 0.8 + 1e-12
+    # one certificate, the budget's, for every example; what each spent beside it, as an estimate
+    assert f["certified_rero"] == [f["certified_rero_every_example"]] * n and "max_certified_rero" not in f
+    assert f["certified_rero_every_example"] <= 0.8 + 1e-12 and len(f["ex_post_rero"]) == n
+    assert max(f["ex_post_rero"]) <= f["certified_rero_every_example"] + 1e-12
     # the worst case is 0.877 at κ = 0.2: a budget of 0.8 stops examples (here nearly all, T = 20 is short)
     assert f["filtered_share"] == pytest.approx(np.mean(f["filtered"])) and f["filtered_share"] > 0
     assert (tmp_path / "per_example_gallery.png").stat().st_size > 1000

@@ -20,8 +20,9 @@ and equal levels are grouped: example i's composition is the heterogeneous relea
 ``Release.schedule([(σ/u_k, q, c_ik), …])`` of its level counts c_ik (the order of
 steps does not change a composition). Examples with equal count vectors share one
 computation, and every composition goes through the one engine,
-:class:`~reconrisk.bounds.analysis.PrivacyAnalysis` (its pessimistic PLDs), so the
-per-example numbers are certified **upper ends** for that schedule.
+:class:`~reconrisk.bounds.analysis.PrivacyAnalysis` (its pessimistic PLDs): each
+per-example number is the upper end of that schedule's composition, *as if* the
+schedule had been fixed in advance — which it was not (next paragraph).
 
 **What the numbers mean.** Without a filter these are *ex-post* estimates of who
 is exposed (the labels say so: ``ex_post_epsilon``, ``ex_post_rero``): the norms are
@@ -29,9 +30,12 @@ data-dependent, so the per-example number is not itself a differential-privacy
 guarantee (Feldman & Zrnic 2021, §1; Yu et al. 2023 make the same caveat). A
 per-example *certificate* needs the budget fixed before training and the example
 dropped once its accumulated loss would pass it: that is
-:class:`~reconrisk.bounds.individual_filter.IndividualFilter`, whose certified numbers
-``individual_analysis(..., certified=True, individual_filter=f)`` reports as
-``certified_epsilon`` / ``certified_rero``.
+:class:`~reconrisk.bounds.individual_filter.IndividualFilter`. What it certifies is
+the budget — the same number for every example (capped by the release's worst case),
+never what an example happened to spend, which depends on the data too.
+``individual_analysis(..., individual_filter=f)`` reports it as ``certified_epsilon`` /
+``certified_rero`` and, beside it, what each example spent as the ex-post estimates
+``ex_post_epsilon`` / ``ex_post_rero`` (from the norms it contributed).
 """
 
 from __future__ import annotations
@@ -62,8 +66,10 @@ METHODS = ("fourier", "analysis")
 
 EX_POST_NOTE = ("ex-post individual accounting (Yu et al. 2023): an estimate of who is exposed, computed from the "
                 "norms this run produced; data-dependent, so not itself a differential-privacy guarantee")
-CERTIFIED_NOTE = ("certified per example by the individual Renyi filter fixed before training (Feldman & Zrnic 2021): "
-                  "every example's guarantee is at most the filter's target")
+CERTIFIED_NOTE = ("certified_*: the individual Renyi filter's budget, fixed before training (Feldman & Zrnic 2021, "
+                  "Thm 3.1), capped by the release's worst case: the same guarantee for every example, at most the "
+                  "filter's target; ex_post_*: what each example spent, from the norms it contributed (Yu et al. "
+                  "2023) - data-dependent estimates, not guarantees")
 
 
 def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
@@ -93,7 +99,7 @@ def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
 def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
     """Index into ``levels`` of the smallest level ≥ min(C, norm)/C, elementwise (NaN → the top level, 1).
 
-    Rounding **up** only loosens the bound (module docstring), so the result is
+    Rounding **up** only raises the number (module docstring), so the result is
     monotone: a larger norm never gets a smaller level.
     """
     s = np.asarray(norms, dtype=float)
@@ -166,11 +172,13 @@ class IndividualPrivacy:
     """Per-example privacy of one run: ``epsilon(δ)``, ``rero(κ)`` arrays (n,), the worst case beside them.
 
     Built by :func:`individual_analysis`. ``certified`` is False for ex-post accounting
-    (estimates, see the module docstring) and True when the numbers come from an
-    :class:`~reconrisk.bounds.individual_filter.IndividualFilter` fixed before training.
-    Every per-example number is at most the worst-case bound of the same release
-    (the worst case is a valid bound for every example, so the smaller of the two is
-    reported) and equals it for an example at sensitivity C on every step.
+    (estimates, see the module docstring) and True when the run was trained under an
+    :class:`~reconrisk.bounds.individual_filter.IndividualFilter` fixed before training:
+    then :meth:`epsilon` / :meth:`rero` are the filter's budget, the same certified
+    number for every example, and :meth:`ex_post_epsilon` / :meth:`ex_post_rero` what
+    each example spent (estimates). Every number is at most the worst case of the same
+    release (a valid bound for every example, so the smaller of the two is reported);
+    an ex-post number equals it for an example at sensitivity C on every step.
     """
 
     def __init__(self, release: Release, counts: np.ndarray, levels: np.ndarray, *, certified: bool = False,
@@ -296,7 +304,7 @@ class IndividualPrivacy:
 
     def ex_post_rero(self, kappa: float) -> np.ndarray:
         """Ex-post ReRo_i(κ) (n,): the pessimistic PLD's B_κ of example i's schedule on the grid the worst
-        case's bracket ended on; at most the Gaussian-DP bound of the schedule and the worst case."""
+        case's bracket ended on; at most the Gaussian-DP value of the schedule and the worst case."""
         from scipy import special
 
         from .rero import loss_cap
@@ -315,15 +323,20 @@ class IndividualPrivacy:
         return np.minimum(np.maximum(np.minimum(vals, gdp), kappa), worst)
 
     def epsilon(self, delta: float) -> np.ndarray:
-        """ε_i(δ) per example (n,): certified by the filter when ``certified``, else ex-post."""
+        """ε_i(δ) per example (n,): when ``certified``, the filter's budget (min with the worst case), the same
+        for every example; else the ex-post estimate :meth:`ex_post_epsilon`."""
         if self.certified:
-            return np.minimum(self.individual_filter.certified_epsilon(delta), self.worst_case_epsilon(delta).upper)
+            delta = v.probability_open("delta", delta)
+            cert = min(self.individual_filter.budget_epsilon(delta), self.worst_case_epsilon(delta).upper)
+            return np.full(self.n, cert)
         return self.ex_post_epsilon(delta)
 
     def rero(self, kappa: float) -> np.ndarray:
-        """ReRo_i(κ) per example (n,): certified by the filter when ``certified``, else ex-post."""
+        """ReRo_i(κ) per example (n,): when ``certified``, the filter's budget (min with the worst case), the same
+        for every example; else the ex-post estimate :meth:`ex_post_rero`."""
         if self.certified:
-            return np.minimum(self.individual_filter.certified_rero(kappa), self.worst_case_rero(kappa).upper)
+            kappa = v.probability_open("kappa", kappa)
+            return np.full(self.n, min(self.individual_filter.budget_rero(kappa), self.worst_case_rero(kappa).upper))
         return self.ex_post_rero(kappa)
 
     # -- the worst case --------------------------------------------------------------------------
@@ -336,38 +349,48 @@ class IndividualPrivacy:
         return self.analysis.rero(kappa)
 
     def most_exposed(self, k: int, kappa: float | None = None, *, delta: float | None = None) -> np.ndarray:
-        """Indices of the ``k`` examples with the largest ReRo_i(κ) (or ε_i(δ) when only ``delta`` is given),
-        largest first (ties: smaller index first)."""
+        """Indices of the ``k`` examples with the largest ex-post ReRo_i(κ) (or ε_i(δ) when only ``delta`` is
+        given), largest first (ties: smaller index first). Ex post in a filtered run too: its certificate is the
+        same for every example, what each spent is not."""
         k = v.integer("k", k, minimum=0, maximum=self.n)
         if kappa is None and delta is None:
             raise ReconRiskError("most_exposed needs kappa (rank by ReRo) or delta (rank by epsilon); found neither")
-        vals = self.rero(kappa) if kappa is not None else self.epsilon(delta)
+        vals = self.ex_post_rero(kappa) if kappa is not None else self.ex_post_epsilon(delta)
         order = np.lexsort((np.arange(self.n), -vals))
         return order[:k]
 
     def to_dict(self, delta: float | None = 1e-5, kappa: float | None = None) -> dict:
         """JSON-ready: the worst case and every example's numbers, under names that say what they are.
 
-        Ex-post runs: ``ex_post_epsilon`` / ``ex_post_rero`` (estimates, ``note`` says why);
-        filtered runs: ``certified_epsilon`` / ``certified_rero`` (≤ the filter's target).
+        Every run: ``ex_post_epsilon`` / ``ex_post_rero`` (estimates, ``note`` says why; for a filtered run,
+        what each example spent); filtered runs also ``certified_epsilon`` / ``certified_rero`` (the filter's
+        budget, the same for every example, ≤ its target).
         """
-        prefix = "certified" if self.certified else "ex_post"
-        out: dict = {"kind": prefix, "certified": self.certified,
+        kind = "certified" if self.certified else "ex_post"
+        out: dict = {"kind": kind, "certified": self.certified,
                      "note": CERTIFIED_NOTE if self.certified else EX_POST_NOTE,
                      "release": self.release.to_dict(), "examples": self.n,
                      "sensitivity_levels": self.levels.tolist(), "compositions": self.groups}
         if delta is not None:
-            eps = self.epsilon(delta)
             out["delta"] = float(delta)
             out["worst_case_epsilon"] = self.worst_case_epsilon(delta).to_dict()
-            out[f"{prefix}_epsilon"] = eps.tolist()
-            out[f"{prefix}_epsilon_summary"] = _summary(eps)
+            if self.certified:
+                eps = self.epsilon(delta)
+                out["certified_epsilon"] = eps.tolist()
+                out["certified_epsilon_every_example"] = float(eps[0])
+            post = self.ex_post_epsilon(delta)
+            out["ex_post_epsilon"] = post.tolist()
+            out["ex_post_epsilon_summary"] = _summary(post)
         if kappa is not None:
-            rr = self.rero(kappa)
             out["kappa"] = float(kappa)
             out["worst_case_rero"] = self.worst_case_rero(kappa).to_dict()
-            out[f"{prefix}_rero"] = rr.tolist()
-            out[f"{prefix}_rero_summary"] = _summary(rr)
+            if self.certified:
+                rr = self.rero(kappa)
+                out["certified_rero"] = rr.tolist()
+                out["certified_rero_every_example"] = float(rr[0])
+            post = self.ex_post_rero(kappa)
+            out["ex_post_rero"] = post.tolist()
+            out["ex_post_rero_summary"] = _summary(post)
         if self.individual_filter is not None:
             out["filter"] = self.individual_filter.to_dict()
         return out
@@ -391,8 +414,10 @@ def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKE
 
     ``certified=False`` (default): ex-post numbers, labelled as estimates. ``certified=True``
     needs the ``individual_filter`` (:class:`~reconrisk.bounds.individual_filter.IndividualFilter`)
-    that ran during training: the per-example numbers are then its certified ones
-    (Feldman & Zrnic 2021), each at most its target.
+    that ran during training: :meth:`IndividualPrivacy.rero` / ``epsilon`` are then its budget
+    (Feldman & Zrnic 2021), the same for every example and at most its target, and the ex-post
+    numbers are computed from what each example contributed (its steps from its stop on are
+    zeroed, :meth:`~reconrisk.bounds.individual_filter.IndividualFilter.contributed`).
     """
     rel = _poisson_release(release)
     levels = sensitivity_levels(buckets)
@@ -402,9 +427,14 @@ def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKE
                              "numbers from data-dependent norms are a guarantee only under a filter fixed before "
                              "training (Feldman & Zrnic 2021); without one they are ex-post estimates")
     if individual_filter is not None:
+        f_rel = getattr(individual_filter, "release", None)
+        if f_rel is not None and f_rel != rel:
+            raise ReconRiskError(f"individual_filter was built for {f_rel!r}; the norms are of {rel!r}")
         f_n = getattr(individual_filter, "n", None)
         if f_n is not None and f_n != counts.shape[0]:
             raise ReconRiskError(f"individual_filter holds {f_n} examples; norms hold {counts.shape[0]}")
+        if f_n is not None and getattr(individual_filter, "stopped_at", None) is not None:
+            counts = level_counts(individual_filter.contributed(norms), rel, levels)
     return IndividualPrivacy(rel, counts, levels, certified=certified or individual_filter is not None,
                              individual_filter=individual_filter, method=method)
 

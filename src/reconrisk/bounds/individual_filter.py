@@ -34,9 +34,27 @@ sensitivity C — with c the largest number of such steps whose curve meets the 
 after the tightest conversion of an RDP curve reconrisk has: a ReRo target (κ, γ)
 through the optimal RDP → trade-off reduction of Riess et al. 2026
 (:mod:`reconrisk.bounds.rdp_tradeoff`), an (ε, δ) target through the conversion of
-``dp_accounting``'s RDP accountant (Balle et al. 2020, Thm 21). Every example's
-certified number is computed from its own spent curve (≤ B pointwise) by the same
-conversion, so it is at most the target by construction.
+``dp_accounting``'s RDP accountant (Balle et al. 2020, Thm 21).
+
+**What is certified: the budget, for every example alike.** The theorem's conclusion
+is (α, B(α))-RDP for each example — the budget fixed before training, nothing
+smaller. What an example actually spent, Σ_t ρ_t, is a function of the released
+outputs and of the example's own data, so a small spend is itself evidence about the
+example and its conversion is no guarantee (a two-step counter-example, exact by
+numerical integration, is in ``tests/test_individual_filter.py``: an example that
+spent one tiny step in the branch it took converts to ReRo 0.105 at κ = 0.1, inside a
+mechanism whose exact blow-up is 0.436). So :meth:`~IndividualFilter.certified_rero` /
+:meth:`~IndividualFilter.certified_epsilon` give every example the budget's
+conversion, capped by the release's own worst case
+(:class:`~reconrisk.bounds.analysis.PrivacyAnalysis` of the release: given the history
+every step is the subsampled Gaussian at a sensitivity at most C, whose trade-off
+curve the full-sensitivity step's dominates, and trade-off curves compose adaptively,
+Dong, Roth & Su 2022, Thm 3.2). Certified numbers below the budget for examples that
+spent little would need a privacy odometer (Rogers, Roth, Ullman & Vadhan 2016;
+Whitehouse, Ramdas, Rogers & Wu 2023), at its price; this module has none. The
+conversion of each example's spent curve is kept as an **ex-post estimate**
+(:meth:`~IndividualFilter.spent_rero_estimate`,
+:meth:`~IndividualFilter.spent_epsilon_estimate`), never called certified.
 
 **Bookkeeping** is kept as integer counts per example and sensitivity level, so the
 spent curve is ``counts @ charges`` — exact up to one rounding, recomputed the same way
@@ -56,6 +74,7 @@ from .. import _validate as v
 from ..accounting.rdp import subsampled_gaussian_rdp
 from ..errors import ReconRiskError
 from ..release import Release
+from .analysis import PrivacyAnalysis
 from .individual import DEFAULT_BUCKETS, _poisson_release, bucket_index, sensitivity_levels
 
 __all__ = ["IndividualFilter", "FILTER_ORDERS", "MARGIN"]
@@ -117,8 +136,11 @@ class IndividualFilter:
     regardless of sampling) and returns the per-example contribution scale: 1 (admitted,
     charged), 0 (filtered out: its accumulated loss would pass the budget; it is not
     charged and stays out). ``spent`` is the fraction of the budget used (largest over
-    orders), ``filtered`` who was stopped, and :meth:`certified_rero` /
-    :meth:`certified_epsilon` each example's guarantee — all at most the target.
+    orders), ``filtered`` who was stopped, :meth:`certified_rero` /
+    :meth:`certified_epsilon` each example's guarantee — the budget's, the same for
+    every example and at most the target (module docstring: why not what it spent) —
+    and :meth:`spent_rero_estimate` / :meth:`spent_epsilon_estimate` what each example
+    spent, an ex-post estimate (data-dependent, not a guarantee).
     """
 
     def __init__(self, release: Release, *, target_rero: float | None = None, kappa: float | None = None,
@@ -276,20 +298,58 @@ class IndividualFilter:
         return ~self.active
 
     def certified_rero(self, kappa: float) -> np.ndarray:
-        """(n,) certified ReRo(κ) of each example from its spent RDP curve (optimal conversion); ≤ target."""
+        """(n,) certified ReRo(κ) of each example: :meth:`certificate_rero`, the same for every example.
+
+        Feldman & Zrnic 2021, Thm 3.1 certifies the budget fixed before training, not what an example spent
+        (that depends on the outputs and on the example's data: :meth:`spent_rero_estimate`, ex post)."""
+        self._need()
+        return np.full(self.n, self.certificate_rero(kappa))
+
+    def certified_epsilon(self, delta: float) -> np.ndarray:
+        """(n,) certified ε(δ) of each example: :meth:`certificate_epsilon`, the same for every example."""
+        self._need()
+        return np.full(self.n, self.certificate_epsilon(delta))
+
+    def certificate_rero(self, kappa: float) -> float:
+        """The ReRo(κ) every example of a filtered run is certified at: min(:meth:`budget_rero`, the release's
+        worst case). Fixed before training (it needs no step)."""
+        k = v.probability_open("kappa", kappa)
+        return min(self.budget_rero(k), self._worst_case("rero", k))
+
+    def certificate_epsilon(self, delta: float) -> float:
+        """The ε(δ) every example of a filtered run is certified at: min(:meth:`budget_epsilon`, the release's
+        worst case). Fixed before training."""
+        d = v.probability_open("delta", delta)
+        return min(self.budget_epsilon(d), self._worst_case("epsilon", d))
+
+    def _worst_case(self, what: str, x: float) -> float:
+        """The release's own upper end (every example at C on every step), memoised per (what, x)."""
+        memo = self.__dict__.setdefault("_worst_memo", {})
+        if (what, x) not in memo:
+            if "_worst_analysis" not in self.__dict__:
+                self._worst_analysis = PrivacyAnalysis(self.release)
+            a = self._worst_analysis
+            memo[(what, x)] = float((a.rero(x) if what == "rero" else a.epsilon(x)).upper)
+        return memo[(what, x)]
+
+    def spent_rero_estimate(self, kappa: float) -> np.ndarray:
+        """(n,) ReRo(κ) of each example's spent RDP curve (optimal conversion): an **ex-post estimate** of what
+        it spent, data-dependent and not a guarantee (the guarantee is :meth:`certified_rero`)."""
         k = v.probability_open("kappa", kappa)
         return _rdp_to_rero(self.orders, self.spent_rdp, k)
 
-    def certified_epsilon(self, delta: float) -> np.ndarray:
-        """(n,) certified ε(δ) of each example from its spent RDP curve; ≤ target."""
+    def spent_epsilon_estimate(self, delta: float) -> np.ndarray:
+        """(n,) ε(δ) of each example's spent RDP curve: an **ex-post estimate**, not a guarantee
+        (:meth:`certified_epsilon` is)."""
         d = v.probability_open("delta", delta)
         return _rdp_to_epsilon(self.orders, self.spent_rdp, d)
 
     def budget_rero(self, kappa: float) -> float:
-        """ReRo(κ) of the budget curve itself (what an example that spent it all is certified at)."""
+        """ReRo(κ) of the budget curve itself (optimal RDP conversion; at most the target)."""
         return float(_rdp_to_rero(self.orders, self.budget[None, :], v.probability_open("kappa", kappa))[0])
 
     def budget_epsilon(self, delta: float) -> float:
+        """ε(δ) of the budget curve itself (Balle et al. 2020, Thm 21; at most the target)."""
         return float(_rdp_to_epsilon(self.orders, self.budget[None, :], v.probability_open("delta", delta))[0])
 
     def to_dict(self) -> dict:

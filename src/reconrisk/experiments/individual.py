@@ -11,8 +11,9 @@ the same run it accounts Guo, Karrer, Chaudhuri & van der Maaten 2022's per-exam
 leakage (Algorithm 1, :class:`~reconrisk.train.fil.FILHook`, hard clipping as trained) and reports how the
 two rankings relate (Spearman's ρ, overlap of the most exposed). With ``budget`` (a target ReRo at κ) it
 also trains a filtered run (:class:`~reconrisk.bounds.individual_filter.IndividualFilter`, fixed before
-training) whose per-example numbers are **certified** (``certified_*``), beside its accuracy and the share
-of examples filtered. The attack check is :mod:`reconrisk.experiments.individual_attack`.
+training) whose every example is **certified** at the budget (``certified_*``: the same number for all,
+Feldman & Zrnic 2021), beside what each example spent (``ex_post_*``, estimates), its accuracy and the
+share of examples filtered. The attack check is :mod:`reconrisk.experiments.individual_attack`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class PerExampleSetting:
     seed: int = 0
     top_k: int = DEFAULT_TOP_K
     fil: bool = True
-    budget: float | None = None  # target ReRo at κ of a filtered run (certified per example)
+    budget: float | None = None  # target ReRo at κ of a filtered run (its budget: certified for every example)
     buckets: int = 128  # sensitivity levels (bounds.individual): 2⁻⁸…1, 4.5 % apart; 1.3 s for 1,000 examples
 
     @classmethod
@@ -92,20 +93,28 @@ class PerExampleSetting:
 
 @dataclass
 class FilteredRun:
-    """A run trained with a per-example budget: certified numbers, accuracy, who was filtered."""
+    """A run trained with a per-example budget: the budget certified for every example, what each spent
+    (ex-post estimates), accuracy, who was filtered."""
 
-    analysis: object  # IndividualPrivacy, certified
+    analysis: object  # IndividualPrivacy, certified (rero/epsilon: the budget; ex_post_*: what each spent)
     filtered: np.ndarray  # (n,) bool: the filter stopped the example at some step
     train_accuracy: float
     test_accuracy: float
     budget: float
 
+    def certified_rero(self, kappa: float) -> float:
+        """The ReRo(κ) every example is certified at: the budget's (capped by the release's worst case)."""
+        return float(self.analysis.rero(kappa)[0])
+
+    def ex_post_rero(self, kappa: float) -> np.ndarray:
+        """(n,) what each example spent, as ReRo_i(κ) from the norms it contributed: ex-post estimates."""
+        return self.analysis.ex_post_rero(kappa)
+
     def to_dict(self, delta: float, kappa: float) -> dict:
-        rr = self.analysis.rero(kappa)
         return {"budget_rero": self.budget, "kappa": kappa, "train_accuracy": self.train_accuracy,
                 "test_accuracy": self.test_accuracy, "filtered_share": float(np.mean(self.filtered)),
                 "filtered": self.filtered.astype(bool).tolist(),
-                "max_certified_rero": float(np.max(rr)), **self.analysis.to_dict(delta=delta, kappa=kappa)}
+                **self.analysis.to_dict(delta=delta, kappa=kappa)}
 
 
 @dataclass

@@ -12,15 +12,15 @@ sum), on the same release, learning rate and model. A trial is one ``lax.scan`` 
 program for every trial, vmapped) and the target as the one-row tail; the head's clipped sum is the
 adversary's known sum. Every trial also returns its target's gradient norm at every step.
 
-**Which bound applies.** Let R_z be example z's ReRo curve (success probability as a function of the
+**What the attack is compared with.** Let R_z be example z's ReRo curve (success probability as a function of the
 baseline β of an attacker who never saw the run). A uniform prior over z₁…z_n gives success
 (1/n) Σ_j R_{z_j}(β_j) with Σ β_j = 1. At q = 1 every example's composition is Gaussian (μ_i-GDP, Dong,
 Roth & Su 2022, Cor. 3.3), so the curves are ordered by μ_i and the largest is concave: the success is at
-most max_j R_{z_j}(1/n). The decile's bound (``bound``) is therefore its largest ReRo_i(κ = 1/n); the mean
-over trials of the largest ReRo_i among each trial's own candidates (``prior_bound``) is the same argument
-trial by trial. These are *ex-post* numbers (estimates, not DP guarantees: the norms are the run's own); the
-attack is a check of them, not a proof. ``trial_target_rero`` is the mean ReRo_i of the targets computed
-from their norms in the trials themselves.
+most max_j R_{z_j}(1/n) — *if* the curves were fixed in advance. So the attack is compared with the decile's
+largest ReRo_i(κ = 1/n) (``largest_rero``) and with the mean over trials of the largest ReRo_i among each
+trial's own candidates (``prior_largest_rero``). Both are *ex-post* numbers computed from the run's own norms:
+estimates, neither DP guarantees nor bounds; the attack is a check of them, not a proof.
+``trial_target_rero`` is the mean ReRo_i of the targets computed from their norms in the trials themselves.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
 
@@ -40,14 +41,14 @@ GROUPS = ("most", "least")
 
 @dataclass
 class GroupAttack:
-    """The attack on one group: success with its Clopper–Pearson interval beside the group's per-example bounds."""
+    """The attack on one group: success with its Clopper–Pearson interval beside the group's ex-post ReRo_i."""
 
     group: str  # "most" or "least" exposed decile
     members: np.ndarray  # positions in the training set
     attack: str
     rate: SuccessRate
-    bound: float  # max ex-post ReRo_i(κ) over the group
-    prior_bound: float  # mean over trials of the max ReRo_i among the trial's candidates
+    largest_rero: float  # max ex-post ReRo_i(κ) over the group (an estimate)
+    prior_largest_rero: float  # mean over trials of the max ex-post ReRo_i among the trial's candidates
     target_rero: float  # mean ex-post ReRo_i(κ) of the trials' targets (recorded run)
     trial_target_rero: float  # the same from the targets' norms in the trials themselves
     worst_case: float  # the release's worst-case ReRo(κ)
@@ -55,17 +56,31 @@ class GroupAttack:
 
     @property
     def holds(self) -> bool:
-        """The attack's success rate is at most the group's per-example bound."""
-        return self.rate.rate <= self.bound
+        """The attack's success rate is at most the group's largest ex-post ReRo_i."""
+        return self.rate.rate <= self.largest_rero
+
+    @property
+    def bound(self) -> float:
+        """Deprecated name of :attr:`largest_rero` (an ex-post estimate, not a bound)."""
+        warn_renamed("GroupAttack.bound", "GroupAttack.largest_rero", "reconrisk")
+        return self.largest_rero
+
+    @property
+    def prior_bound(self) -> float:
+        """Deprecated name of :attr:`prior_largest_rero` (an ex-post estimate, not a bound)."""
+        warn_renamed("GroupAttack.prior_bound", "GroupAttack.prior_largest_rero", "reconrisk")
+        return self.prior_largest_rero
 
     def to_dict(self) -> dict:
         return {"group": self.group, "decile": f"{self.group} exposed 10%", "size": int(self.members.size),
-                "attack_name": self.attack, "attack": self.rate.to_dict(), "ex_post_rero_bound": self.bound,
-                "ex_post_rero_prior_bound": self.prior_bound, "ex_post_rero_target_mean": self.target_rero,
+                "attack_name": self.attack, "attack": self.rate.to_dict(), "ex_post_rero_max": self.largest_rero,
+                "ex_post_rero_prior_max": self.prior_largest_rero, "ex_post_rero_target_mean": self.target_rero,
                 "ex_post_rero_trial_target_mean": self.trial_target_rero, "worst_case_rero": self.worst_case,
-                "success_le_bound": self.holds, "positions": self.members.tolist(), "seconds": self.seconds,
-                "note": "ex-post estimates (not DP guarantees); the group's largest ex-post ReRo_i(kappa) bounds a "
-                        "uniform prior over its members (q = 1: ordered Gaussian curves)"}
+                "success_le_ex_post_max": self.holds, "positions": self.members.tolist(), "seconds": self.seconds,
+                "note": "ex_post_*: estimates from this run's own norms, neither DP guarantees nor bounds; the "
+                        "attack is compared with the group's largest ex-post ReRo_i(kappa), which would bound a "
+                        "uniform prior over its members were the norms fixed in advance (q = 1: ordered Gaussian "
+                        "curves)"}
 
 
 def group_members(rero: np.ndarray, group: str, fraction: float = 0.1) -> np.ndarray:

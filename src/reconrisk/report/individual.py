@@ -2,19 +2,20 @@
 
 * :func:`rero_histogram` — the ex-post ReRo_i at κ of every training example, the median and the release's
   worst case (the certified number every example gets without per-example accounting) marked; with a
-  filtered run, its certified ReRo_i and the budget beside them.
+  filtered run, what each of its examples spent (ex post) and the one number certified for all of them.
 * :func:`gallery` — the k most exposed examples as images (and, for contrast, the k least exposed), each
   with its ReRo_i, label and the number of steps its gradient was clipped.
 * :func:`fil_scatter` — ReRo_i against Guo, Karrer, Chaudhuri & van der Maaten 2022's per-example dFIL η̄²
   of the same run, with Spearman's ρ.
 * :func:`attack_plot` — the prior-aware attack's success on the most and least exposed deciles (95 %
-  Clopper–Pearson) beside each decile's per-example bound and the worst case.
+  Clopper–Pearson) beside each decile's largest ex-post ReRo_i and the worst case.
 * :func:`write_individual` writes ``per_example.json`` (every example's numbers), the figures (PNG + SVG)
   and ``per_example.html``, one self-contained page whose section :func:`section_html` is the "Who is at
   risk" section (inline SVG, escaped text).
 
-Ex-post numbers are labelled "estimate (ex post, not a DP guarantee)" everywhere; a filtered run's are
-"certified (filtered)". Nothing here computes: :mod:`reconrisk.experiments.individual` does.
+Ex-post numbers are labelled "estimate (ex post, not a DP guarantee)" everywhere, a filtered run's spent
+numbers included; what a filtered run certifies is its budget, one number for every example ("certified for
+every example (filtered run)"). Nothing here computes: :mod:`reconrisk.experiments.individual` does.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .. import _io
 from .._io import pyplot, save_figure
 
 EX_POST_TITLE = "estimate (ex post, not a DP guarantee)"
-CERTIFIED_TITLE = "certified (filtered)"
+CERTIFIED_TITLE = "certified for every example (filtered run)"
 
 
 def _hist_figure(audit):
@@ -39,15 +40,17 @@ def _hist_figure(audit):
     ax.hist(audit.rero, bins=bins, color="tab:orange", alpha=0.85,
             label=f"ex-post ReRo_i, {audit.n} examples: {EX_POST_TITLE}")
     if audit.filtered is not None:
-        cert = audit.filtered.analysis.rero(s.kappa)
-        ax.hist(cert, bins=bins, color="tab:green", alpha=0.55, label=f"filtered run: {CERTIFIED_TITLE}")
-        ax.axvline(audit.filtered.budget, color="tab:green", ls="--", lw=1.5,
-                   label=f"per-example budget {audit.filtered.budget:g}")
+        spent = audit.filtered.ex_post_rero(s.kappa)
+        cert = audit.filtered.certified_rero(s.kappa)
+        ax.hist(spent, bins=bins, color="tab:green", alpha=0.55,
+                label=f"filtered run: what each spent, {EX_POST_TITLE}")
+        ax.axvline(cert, color="tab:green", ls="--", lw=1.5,
+                   label=f"filtered run: certified {cert:.3f} for every example (budget {audit.filtered.budget:g})")
     med = float(np.median(audit.rero))
-    ax.axvline(med, color="tab:orange", ls="-", lw=1.5, label=f"median {med:.3f}")
+    ax.axvline(med, color="tab:orange", ls="-", lw=1.5, label=f"median (ex post) {med:.3f}")
     ax.axvline(worst, color="black", ls="--", lw=1.8, label=f"worst case (certified, every example) {worst:.3f}")
     ax.axvline(s.kappa, color="grey", ls=":", lw=1, label=f"blind guess κ = {s.kappa:g}")
-    ax.set_xlabel(f"reconstruction success bound at κ = {s.kappa:g}")
+    ax.set_xlabel(f"ReRo_i at κ = {s.kappa:g}: histograms and median ex-post estimates, dashed lines certified")
     ax.set_ylabel("examples")
     ax.set_title(_release_title(audit), fontsize=9)
     ax.legend(fontsize=7.5, loc="upper left")
@@ -123,8 +126,8 @@ def _attack_figure(audit, attacks):
         lo, hi = r.ci
         ax.errorbar([j], [r.rate], yerr=[[r.rate - lo], [hi - r.rate]], fmt="o", color="tab:blue", capsize=4,
                     label=f"{a.attack} success (95% CI)" if j == 0 else None)
-        ax.scatter([j], [a.bound], marker="_", s=500, color="tab:orange", zorder=3,
-                   label="decile's largest ex-post ReRo_i (the bound)" if j == 0 else None)
+        ax.scatter([j], [a.largest_rero], marker="_", s=500, color="tab:orange", zorder=3,
+                   label="decile's largest ex-post ReRo_i (estimate)" if j == 0 else None)
         ax.scatter([j], [a.target_rero], marker="x", color="tab:orange", zorder=3,
                    label="mean ex-post ReRo_i of the targets" if j == 0 else None)
     ax.axhline(float(audit.worst_rero.upper), color="black", ls="--", lw=1.5, label="worst case (certified)")
@@ -187,11 +190,14 @@ def section_html(audit, attacks=()) -> str:
              f"{sm['share_at_worst_case']:.0%} at the worst case).</p>"]
     if audit.filtered is not None:
         f = audit.filtered
-        cert = f.analysis.rero(s.kappa)
-        parts.append(f"<p>Trained with a per-example budget of ReRo ≤ {f.budget:g} — <b>{e(CERTIFIED_TITLE)}</b>: "
-                     f"every example at most {float(np.max(cert)):.3f}; {np.mean(f.filtered):.1%} of the examples "
-                     f"were stopped by the filter; test accuracy {f.test_accuracy:.3f} "
-                     f"(without the filter {audit.test_accuracy:.3f}).</p>")
+        spent = f.ex_post_rero(s.kappa)
+        parts.append(f"<p>Trained with a per-example budget of ReRo ≤ {f.budget:g} fixed before training — "
+                     f"<b>{e(CERTIFIED_TITLE)}</b>: each example's ReRo_i is at most "
+                     f"{f.certified_rero(s.kappa):.3f}, the budget's (Feldman &amp; Zrnic 2021); "
+                     f"{np.mean(f.filtered):.1%} of the examples were stopped by the filter; test accuracy "
+                     f"{f.test_accuracy:.3f} (without the filter {audit.test_accuracy:.3f}). What each example "
+                     f"spent — an <b>{e(EX_POST_TITLE)}</b>: median {float(np.median(spent)):.3f}, largest "
+                     f"{float(np.max(spent)):.3f}.</p>")
     parts.append("</div>")
     parts.append(f"<figure>{svg_of(_hist_figure(audit), 'histogram of per-example ReRo')}<figcaption>Ex-post "
                  f"ReRo_i at κ = {s.kappa:g} of every training example ({e(EX_POST_TITLE)}), its median and the "
@@ -207,10 +213,11 @@ def section_html(audit, attacks=()) -> str:
     if attacks:
         rows = "".join(
             f"<tr><td>{e(a.to_dict()['decile'])}</td><td class='num'>{a.rate.rate:.3f} "
-            f"[{a.rate.ci[0]:.3f}, {a.rate.ci[1]:.3f}]</td><td class='num'>{a.bound:.3f}</td>"
+            f"[{a.rate.ci[0]:.3f}, {a.rate.ci[1]:.3f}]</td><td class='num'>{a.largest_rero:.3f}</td>"
             f"<td class='num'>{a.target_rero:.3f}</td><td class='num'>{a.worst_case:.3f}</td></tr>" for a in attacks)
         parts.append("<h3>Attack check</h3><table id='attack-check'><thead><tr><th>targets</th><th>success [95% CI]"
-                     "</th><th>bound (largest ReRo_i)</th><th>targets' mean ReRo_i</th><th>worst case</th></tr>"
+                     "</th><th>largest ex-post ReRo_i</th><th>targets' mean ex-post ReRo_i</th><th>worst case "
+                     "(certified)</th></tr>"
                      f"</thead><tbody>{rows}</tbody></table>")
         parts.append(f"<figure>{svg_of(_attack_figure(audit, attacks), 'attack success per decile')}<figcaption>"
                      "Prior-aware attack (Hayes, Mahloujifar &amp; Balle 2023) on targets from the most and the "
