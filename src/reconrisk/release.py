@@ -547,14 +547,16 @@ def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_nor
     """
     if not history:
         raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-    hist = [tuple(h) for h in history]
-    for h in hist:
-        if len(h) != 3:
-            raise ReconRiskError(f"history entries must be (noise_multiplier, sample_rate, steps); found {h!r:.80}")
-    live = [h for h in hist if not (isinstance(h[1], (int, float)) and h[1] == 0)]
+    hist = [tuple(h) if isinstance(h, (list, tuple)) else h for h in history]
+
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    # malformed entries go on to Release.schedule, which names them (segments[i])
+    live = [h for h in hist if not (isinstance(h, tuple) and len(h) == 3 and number(h[1]) and h[1] == 0)]
     if not live:
         raise ReconRiskError("every step of the history has sample rate 0: no step touched the data (ε = 0)")
-    bad = [h for h in live if isinstance(h[0], (int, float)) and h[0] == 0]
+    bad = [h for h in live if isinstance(h, tuple) and len(h) == 3 and number(h[0]) and h[0] == 0]
     if bad:
         raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
                              " no finite guarantee (ε = ∞)")
