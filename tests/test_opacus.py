@@ -160,3 +160,66 @@ def test_report_from_opacus_confirms_the_calibrated_run(tmp_path, capsys):
     assert rep["calibration"]["current_rero"]["upper"] == cal["bound"]["upper"] <= 0.05
     assert rep["rero"]["pld"]["upper"] == cal["bound"]["upper"]
     assert rep["calibration"]["noise_multiplier"] == cal["noise_multiplier"]
+
+
+def test_accountant_accepts_what_opacus_accepts_zero_noise_and_zero_rate():
+    """As Opacus's RDP accountant: a step without noise at q > 0 makes ε = ∞ (every risk vacuous), a step at
+    q = 0 costs nothing; both are recorded in the history (Opacus's own test_checkpoints trains at σ = 0)."""
+    ref = ReconRiskAccountant()
+    for _ in range(5):
+        ref.step(noise_multiplier=1.0, sample_rate=0.1)
+    a = ReconRiskAccountant()
+    a.step(noise_multiplier=1.0, sample_rate=0.0)  # q = 0 alone: nothing touched the data
+    assert a.get_epsilon(1e-5) == 0.0
+    for _ in range(5):
+        a.step(noise_multiplier=1.0, sample_rate=0.1)
+    a.step(noise_multiplier=0.0, sample_rate=0.0)  # no noise, but never sampled: still free
+    assert a.history == [(1.0, 0.0, 1), (1.0, 0.1, 5), (0.0, 0.0, 1)] and len(a) == 7
+    assert a.get_epsilon(1e-5) == ref.get_epsilon(1e-5)
+    assert a.rero(prior_size=10) == ref.rero(prior_size=10) and a.release == ref.release
+    rdp = opacus.accountants.RDPAccountant()
+    rdp.history = list(a.history)
+    assert math.isfinite(rdp.get_epsilon(1e-5))  # Opacus agrees these steps are free
+    a.step(noise_multiplier=0.0, sample_rate=0.1)
+    rdp.history = list(a.history)
+    assert rdp.get_epsilon(1e-5) == math.inf == a.get_epsilon(1e-5)
+    assert a.risk("reconstruction", prior_size=10).upper == 1.0
+    assert a.rero(prior_size=10).upper == 1.0 and a.risk("membership_advantage").upper == 1.0
+    assert a.risk("bayes_security").lower == 0.0
+    with pytest.raises(ReconRiskError, match="without noise"):
+        a.tradeoff([0.1])
+    with pytest.raises(ReconRiskError, match="without noise"):
+        a.release
+    b = ReconRiskAccountant()
+    b.load_state_dict(a.state_dict())
+    assert b.history == a.history and b.get_epsilon(1e-5) == math.inf
+    with pytest.raises(ReconRiskError, match="noise_multiplier"):
+        a.step(noise_multiplier=-0.5, sample_rate=0.1)
+    with pytest.raises(ReconRiskError, match="sample_rate"):
+        a.step(noise_multiplier=1.0, sample_rate=-0.1)
+
+
+def test_zero_noise_training_with_checkpoints(tmp_path):
+    """Opacus's checkpoint round trip with ReconRiskAccountant and noise_multiplier = 0 (what Opacus's own
+    test_checkpoints does with its default accountant): trains, saves, loads, and answers ε = ∞."""
+    model, opt, loader = _setup(3)
+    engine = opacus.PrivacyEngine(accountant="prv")
+    engine.accountant = ReconRiskAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                 noise_multiplier=0.0, max_grad_norm=1.0)
+        _train(model, opt, loader, epochs=1)
+    assert engine.accountant.history == [(0.0, 0.25, 4)] and engine.get_epsilon(1e-5) == math.inf
+    path = tmp_path / "ckpt.pt"
+    engine.save_checkpoint(path=path, module=model, optimizer=opt)
+    engine2 = opacus.PrivacyEngine(accountant="prv")
+    engine2.accountant = ReconRiskAccountant()
+    model2, opt2, loader2 = _setup(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model2, opt2, loader2 = engine2.make_private(module=model2, optimizer=opt2, data_loader=loader2,
+                                                     noise_multiplier=0.0, max_grad_norm=1.0)
+        engine2.load_checkpoint(path=path, module=model2, optimizer=opt2)
+    assert engine2.accountant.state_dict() == engine.accountant.state_dict()
+    assert engine2.get_epsilon(1e-5) == math.inf

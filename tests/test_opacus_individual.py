@@ -167,3 +167,40 @@ def test_refusals():
     rec = PerSampleNorms()
     with pytest.raises(ReconRiskError, match="train first"):
         rec.norms
+
+
+def test_filter_takes_q_from_the_sampler_not_from_the_draw():
+    """n = 2 at q = 1/2: some Poisson draws hold both examples. Such a draw is the sampling coin, not q = 1, so
+    the charge there must be the q < 1 charge (C for both, as at every other step) — charging their own, smaller
+    norms exactly when both were drawn would make the filter's books reveal the coin. C = 5 lies above every
+    recorded norm, so an own-norm charge would land on a lower level than C."""
+    n, steps, clip = 2, 12, 5.0
+    torch.manual_seed(3)
+    x, y = _data(3)
+    data = torch.utils.data.TensorDataset(x[:n], y[:n])
+    model = torch.nn.Linear(DIM, CLASSES)
+    engine = opacus.PrivacyEngine()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader = engine.make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+            data_loader=torch.utils.data.DataLoader(data, batch_size=1), noise_multiplier=SIGMA, max_grad_norm=clip)
+    assert loader.sample_rate == 0.5
+    f = IndividualFilter(Release(SIGMA, 0.5, steps, clip))  # no target: never filters, only keeps books
+    hook = IndividualFilterHook(f).attach(opt, loader)
+    done = 0
+    while done < steps:
+        for xb, yb in loader:
+            opt.zero_grad()
+            out = model(xb)  # an empty draw: a zero loss on the empty batch keeps the step
+            (torch.nn.functional.cross_entropy(out, yb) if len(xb) else out.sum() * 0.0).backward()
+            opt.step()
+            done += 1
+            if done == steps:
+                break
+    drawn = ~np.isnan(hook.norms)
+    both = np.flatnonzero(drawn.all(axis=0))
+    assert both.size >= 1 and not drawn.all()  # the seed draws everyone at some steps, not at all of them
+    assert np.all(f.levels_of(hook.norms[drawn]) < f.levels.size - 1)  # own norms would be charged below C
+    assert hook.charged_own == 0
+    assert f.counts[:, :-1].sum() == 0 and np.all(f.counts[:, -1] == steps)  # every step at C, drawn or not

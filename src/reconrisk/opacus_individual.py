@@ -29,7 +29,10 @@ the gradients of the sampled examples only, so the hook charges every example it
 knows every example's norm at θ_t: at q = 1 (every example is in every batch), or through ``norms_fn``
 (a callable returning every example's norm at the current parameters, e.g. :func:`full_norms`: one extra
 pass over the data per step). Otherwise every example is charged at C (sound; the filter then acts as a
-per-example step budget at the worst case).
+per-example step budget at the worst case). "q = 1" is the sampler's rate (the loader's ``sample_rate``,
+fixed before training), never the draw: at q < 1 a step whose Poisson draw happens to hold every example
+is the sampling coin itself, and charging own norms there (a smaller charge exactly when everyone was
+drawn) would make the filter's books a function of the coin.
 """
 
 from __future__ import annotations
@@ -270,8 +273,8 @@ class IndividualFilterHook(PerSampleNorms):
             if charge.shape != (n,):
                 raise ReconRiskError(f"norms_fn must return the {n} examples' norms; found shape {charge.shape}")
             self.charged_own += 1
-        elif np.unique(idx).size == n:  # q = 1: every example's norm at θ_t is known, no sampling coin
-            charge[idx] = norms
+        elif self.sample_rate == 1.0:  # the sampler's rate, not the draw: at q = 1 there is no sampling coin
+            charge[idx] = norms  # every example is in the batch (a missing one stays at C: sound)
             self.charged_own += 1
         scale = self.filter.admit(charge)
         w = scale[idx]

@@ -387,35 +387,27 @@ class Release:
           :meth:`shuffled` (σ, epochs = ⌈Σ T·q⌉) is returned — never a silent Poisson number;
         * any other batch sampler: refused in one line naming it.
 
-        Without ``data_loader`` the Poisson history is taken as it is (what the accountant assumed).
+        Without ``data_loader`` the accountant's own ``batch_sampling`` is read where it has one (a
+        :class:`~reconrisk.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
+        history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
+        data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
+        reading of a history: :func:`opacus_history_release`.
         """
         obj = privacy_engine_or_accountant
-        hist = getattr(getattr(obj, "accountant", obj), "history", None)  # a PrivacyEngine holds its accountant
+        acct = getattr(obj, "accountant", obj)  # a PrivacyEngine holds its accountant
+        hist = getattr(acct, "history", None)
         if hist is None:
             raise ReconRiskError(
                 "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
                 f"found {type(obj).__name__}"
             )
-        if not hist:
-            raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-        rel = cls.schedule([tuple(h) for h in hist], clip_norm=clip_norm)
-        if data_loader is None:
-            return rel
-        kind = loader_sampler(data_loader)
-        if kind == "poisson":
-            return rel
-        sigmas = {s.noise_multiplier for s in rel.segments}
-        if len(sigmas) > 1:
-            raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
-                                 "training; no sound release is built for that (see Release.shuffled)")
-        import math as _math
-        import warnings
+        kind = loader_sampler(data_loader) if data_loader is not None else getattr(acct, "batch_sampling", "poisson")
+        rel, note = opacus_history_release(hist, kind, clip_norm=clip_norm)
+        if note:
+            import warnings
 
-        epochs = max(1, _math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
-        warnings.warn(f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed; "
-                      f"{SHUFFLE_REFUSAL.split(';')[0]}: assumed the sound Release.shuffled(noise_multiplier="
-                      f"{rel.segments[0].noise_multiplier:g}, epochs={epochs})", UserWarning, stacklevel=2)
-        return cls.shuffled(rel.segments[0].noise_multiplier, epochs, clip_norm)
+            warnings.warn(note, UserWarning, stacklevel=2)
+        return rel
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -546,6 +538,60 @@ def dp_event_leaves(event, count: int = 1) -> list:
     if inner is not None:
         name = f"{name}({type(inner).__name__})"
     return [(name, event, None, count)]
+
+
+def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
+                           ) -> tuple["Release", str | None]:
+    """The release an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn.
+
+    ``batch_sampling`` is :func:`loader_sampler`'s answer. ``"poisson"``: the history as it is (Opacus's
+    accountants assume Poisson sampling). ``"shuffled"`` or ``"sequential"``: the history (Opacus records
+    q = 1/len(loader) per step whatever the loader) does not describe the run; the sound stand-in
+    :meth:`Release.shuffled` (σ, epochs = ⌈Σ T·q⌉: a started epoch counts whole) is returned with a one-line
+    note saying so — the caller warns. Why the stand-in is sound for both, replace-one neighbours (the
+    batch boundaries are fixed by the data set size, so adding an example is not the relation these loaders
+    protect): *sequential* batches are fixed before training, each example in exactly one known batch per
+    epoch; two neighbours differ in that batch only, by a clipped-gradient difference of norm ≤ 2C, and
+    every other step is the same function of the outputs so far, so (adaptive composition) the run is
+    ``epochs`` Gaussian mechanisms of sensitivity 2C — the stand-in exactly, no slack. *Shuffled* batches
+    are the same given the permutation, and revealing the permutation can only help the adversary, so the
+    stand-in is an upper bound there (no tight analysis of shuffling is known: Chua et al. 2024).
+
+    Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
+    finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
+    """
+    if not history:
+        raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
+    hist = [tuple(h) if isinstance(h, (list, tuple)) else h for h in history]
+
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    # malformed entries go on to Release.schedule, which names them (segments[i])
+    live = [h for h in hist if not (isinstance(h, tuple) and len(h) == 3 and number(h[1]) and h[1] == 0)]
+    if not live:
+        raise ReconRiskError("every step of the history has sample rate 0: no step touched the data (ε = 0)")
+    bad = [h for h in live if isinstance(h, tuple) and len(h) == 3 and number(h[0]) and h[0] == 0]
+    if bad:
+        raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
+                             " no finite guarantee (ε = ∞)")
+    rel = Release.schedule(live, clip_norm=clip_norm)
+    kind = v.choice("batch_sampling", batch_sampling, ("poisson", "shuffled", "sequential"))
+    if kind == "poisson":
+        return rel, None
+    sigmas = {s.noise_multiplier for s in rel.segments}
+    if len(sigmas) > 1:
+        raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
+                             "training; no sound release is built for that (see Release.shuffled)")
+    import math as _math
+
+    epochs = max(1, _math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
+    sigma = rel.segments[0].noise_multiplier
+    why = (SHUFFLE_REFUSAL.split(";")[0] if kind == "shuffled" else
+           "sequential batches are fixed before training (each example in one known batch per epoch)")
+    note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed; {why}: "
+            f"assumed the sound Release.shuffled(noise_multiplier={sigma:g}, epochs={epochs}) (replace-one)")
+    return Release.shuffled(sigma, epochs, clip_norm), note
 
 
 def loader_sampler(data_loader) -> str:

@@ -251,7 +251,9 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     The clip norm C is ``clip_norm`` when given, else the file's ``max_grad_norm`` (or ``clip_norm``) where the
     state holds one (:data:`CLIP_NORM_KEYS`; a given ``clip_norm`` that disagrees with the file is refused),
     else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
-    scales the noise std σC that Bayes' capacity reads.
+    scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.opacus.ReconRiskAccountant`'s
+    state saying ``batch_sampling`` shuffled or sequential gives its stand-in ``Release.shuffled`` (as the
+    live accountant), named in the provenance's ``batch_sampling``.
     """
     if clip_norm is not None:
         clip_norm = v.positive("clip_norm", clip_norm)
@@ -275,15 +277,19 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
         c_source = "--clip-norm"
     else:
         clip_norm, c_source = 1.0, "default 1.0 (not in the file; give --clip-norm)"
-    try:  # the same reading as for a live accountant (Release.from_opacus reads its .history)
-        rel = Release.from_opacus(SimpleNamespace(history=hist), clip_norm=clip_norm)
+    state = obj.get("privacy_accountant_state_dict", obj) if isinstance(obj, dict) else None
+    kind = state.get("batch_sampling", "poisson") if isinstance(state, dict) else "poisson"  # ReconRiskAccountant's
+    try:  # the same reading as for a live accountant (Release.from_opacus reads its .history and batch_sampling)
+        rel = Release.from_opacus(SimpleNamespace(history=hist, batch_sampling=kind), clip_norm=clip_norm)
     except ReconRiskError as exc:
         raise ReconRiskError(f"{where}: {exc}") from None
     mech = obj.get("mechanism") if isinstance(obj, dict) else None
     if isinstance(obj, dict) and "privacy_accountant_state_dict" in obj:
         mech = obj["privacy_accountant_state_dict"].get("mechanism")
-    return rel, {"source": "opacus", "format": fmt, "mechanism": mech, "clip_norm_source": c_source,
-                 **file_provenance(p, data)}
+    prov = {"source": "opacus", "format": fmt, "mechanism": mech, "clip_norm_source": c_source}
+    if kind != "poisson":  # a ReconRiskAccountant told of a shuffled/sequential loader: the stand-in was read
+        prov["batch_sampling"] = f"{kind} (the sound stand-in Release.shuffled was analysed)"
+    return rel, {**prov, **file_provenance(p, data)}
 
 
 def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
