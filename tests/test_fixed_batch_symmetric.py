@@ -210,3 +210,24 @@ def test_reconstruction_keeps_the_one_reference_pair():
         assert r.upper == pytest.approx(risk(pois, "reidentification", prior_size=int(round(1 / k))).upper)
     one = PrivacyAnalysis(Release(0.6, 0.5, 1, sampler="fixed"))
     assert one.risk("reconstruction", kappa=0.5).upper == pytest.approx(tpr_orientation_1(0.5, 0.6, 0.5), abs=1e-12)
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-40, 1e-300])
+def test_fixed_batch_epsilon_is_finite_below_the_pld_floor(delta):
+    """Below the symmetrised PLD's floor (its infinity mass and round-off) the PLD alone says ε = ∞; the upper
+    end then comes from the without-replacement RDP bound (Wang, Balle & Kasiviswanathan 2019), which the test
+    recomputes with dp_accounting's own replace-one RDP accountant."""
+    import dp_accounting as dpa
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
+
+    rel = Release.fixed_batch(1.0, 10, 1000, 1000)
+    b = PrivacyAnalysis(rel).epsilon(delta, two_sided=True)
+    assert math.isfinite(b.upper) and b.method == "rdp"
+    acc = rdp_acc.RdpAccountant(list(range(2, 65)) + [80, 100, 128, 160, 200, 256, 320, 400, 512, 700, 1000,
+                                                      1500, 2000], dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(0.5)),
+                                        1000))
+    assert b.upper == pytest.approx(acc.get_epsilon(delta), rel=1e-9)
+    assert b.lower <= b.upper
+    d = PrivacyAnalysis(rel).delta(60.0)
+    assert 0.0 < d.upper < 1e-15

@@ -149,14 +149,39 @@ def pld_floor(pmf) -> float:
 
 
 def rdp_applies(release: Release) -> bool:
-    """Whether the Poisson remove pair's RDP curve bounds ``release`` in both directions (Mironov, Talwar & Zhang
-    2019, Thm 5): Poisson and full-batch releases; not the dominating pair of fixed-size batches (replace-one)."""
-    return release.stands_for is None and release.sampler in ("poisson", "full")
+    """Whether an RDP bound is consulted below the PLD's floor: Poisson and full-batch releases (the remove pair's
+    curve bounds both directions, Mironov, Talwar & Zhang 2019, Thm 5), and fixed-size batches or their σ/2
+    stand-in (replace-one sampling without replacement: Wang, Balle & Kasiviswanathan 2019, see
+    :func:`_wor_rdp_accountant`)."""
+    return release.as_run.sampler in ("poisson", "full", "fixed")
+
+
+#: RDP orders of the without-replacement bound (integer: Wang, Balle & Kasiviswanathan 2019 state it there)
+_WOR_ORDERS = tuple(range(2, 65)) + (80, 100, 128, 160, 200, 256, 320, 400, 512, 700, 1000, 1500, 2000)
+
+
+def _wor_rdp_accountant(release: Release):
+    """``dp_accounting``'s RDP accountant (replace-one) over a fixed-size-batch release's events.
+
+    Sampling without replacement under replace-one has its own RDP bound (Wang, Balle & Kasiviswanathan
+    2019, Thm 9, as implemented by ``dp_accounting``); RDP composes adaptively, so it holds for every pair and
+    every choice of orientation step by step. It is looser than the PLD where the PLD has room, and is used
+    only below the PLD's floor (tiny δ), where the PLD says +∞."""
+    import dp_accounting as dpa  # noqa: PLC0415  (slow import, only at tiny δ)
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc  # noqa: PLC0415
+
+    acc = rdp_acc.RdpAccountant(list(_WOR_ORDERS), dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(release.as_run.to_dp_event())
+    return acc
 
 
 def rdp_delta(release: Release, epsilon: float) -> float:
     """δ(ε) ≤ min_α exp((α − 1)(ε(α) − ε + log(1 − 1/α)) − log α) of the release's RDP curve (Canonne, Kamath &
-    Steinke 2020, Prop. 12; the conversion of ``dp_accounting``'s ``RdpAccountant``), certified from above."""
+    Steinke 2020, Prop. 12; the conversion of ``dp_accounting``'s ``RdpAccountant``), certified from above.
+    Fixed-size batches: the without-replacement RDP bound (:func:`_wor_rdp_accountant`)."""
+    if release.as_run.sampler == "fixed":
+        return float(min(1.0, _wor_rdp_accountant(release).get_delta(epsilon)))
+
     def objective(a, e):
         return ((a - 1) * (e - epsilon + np.log1p(-1 / a)) - np.log(a))[None, :]
 
@@ -165,6 +190,9 @@ def rdp_delta(release: Release, epsilon: float) -> float:
 
 
 def _rdp_epsilon(release: Release, delta: float) -> float:
+    if release.as_run.sampler == "fixed":
+        return float(_wor_rdp_accountant(release).get_epsilon(delta))
+
     def objective(a, e):
         return (e + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1))[None, :]
 
@@ -202,8 +230,8 @@ def epsilon(
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     # fixed-size batches (replace-one): ε is a statement about pairs, whose orientation may change from step
     # to step; the PLD accountant composes the symmetrised per-step curve (Dong, Roth & Su 2022, Thm 4.2).
-    # The RDP accountant needs nothing new: its per-step curve bounds both directions of the σ/2 pair, and
-    # RDP composes adaptively.
+    # The RDP accountant uses the without-replacement RDP bound (Wang, Balle & Kasiviswanathan 2019), a theorem
+    # for replace-one pairs in either orientation, composed adaptively (see _wor_rdp_accountant).
     fixed = rel.as_run.sampler == "fixed"
     if accountant == "pld":
         return pld_epsilon(rel, delta, symmetric=fixed)
