@@ -232,9 +232,17 @@ def test_a_million_canaries_decide_as_the_full_walk():
     every step to the end does, at each ε and μ the bisection tries."""
     m = 10**6
     seen = []
-    for k, c, g, family, params in [(2, 620_000, m, "dp", (0.0, 0.3, 0.45, 0.47, 0.48, 0.5, 1.0)),
-                                    (10, 30_000, 100_000, "gdp", (0.0, 0.3, 0.34, 0.345, 0.35, 0.4)),
-                                    (2, 99_900, 100_000, "dp", (5.0, 7.0, 7.2, 7.3, 9.0))]:
+    # each with the two floats either side of where the decision flips (found by bisection on final_sum), 1e-7
+    # and 1e-3 from it, and far from it
+    for k, c, g, family, params in [
+            (2, 620_000, m, "dp", (0.0, 0.4835982651054286, 0.4845981651054286, 0.4845982651054286,
+                                   0.48459826510542864, 0.48459836510542864, 0.4855982651054286, 1.0)),
+            (10, 30_000, 100_000, "gdp", (0.0, 0.3545098372590584, 0.3555097372590584, 0.3555098372590584,
+                                          0.35550983725905844, 0.35550993725905844, 0.3565098372590584, 1.0)),
+            (2, 99_900, 100_000, "dp", (5.0, 6.679313238405562, 6.679313338405562, 6.679313338405563,
+                                        6.679313438405563, 9.0)),
+            (2, 560_000, m, "gdp", (0.08543532919360966, 0.08543542919360966, 0.08543542919360969,
+                                    0.0854355291936097))]:
         for p in params:
             inv = gdp_blowup_inverse(p) if family == "gdp" else dp_blowup_inverse(p, 1e-5)
             full = final_sum(c, g, m, k, 0.0125, inv) > g / m * (1 + 1e-12)
