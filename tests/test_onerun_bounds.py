@@ -278,3 +278,25 @@ def test_pvalue_and_validation():
         rejects(600, 500, 1000, 10, 0.05, gdp_blowup_inverse(1.0))
     with pytest.raises(ReconRiskError, match="options must be"):
         Guesses(10, 1, (5,), (2,))
+
+
+def test_opacus_result_names_the_relation_and_says_vacuous():
+    """OneRunAuditResult (the Opacus hook's answer) prints and writes the relation, and says when it is vacuous."""
+    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.opacus_audit import OneRunAuditResult, replace_one_epsilon
+    from reconrisk.release import Release
+
+    rel = Release(1.0, 1.0, 10, 1.0)
+    allright = Guesses(500, 10, (100, 500), (100, 500))
+
+    def result(delta):
+        b = onerun_lower_bounds(allright, delta=delta)
+        return OneRunAuditResult("transcript", rel, allright, b["epsilon"], b["gdp_mu"],
+                                 replace_one_epsilon(rel, delta), PrivacyAnalysis(rel).epsilon(delta), delta)
+
+    vac, ok = result(0.05), result(1e-5)
+    assert vac.vacuous and "replace-one eps >= 0.00 at 95% (vacuous: even every guess right refutes no" in str(vac)
+    assert not ok.vacuous and "vacuous" not in str(ok) and f"replace-one eps >= {ok.epsilon.lower:.2f}" in str(ok)
+    assert vac.to_dict()["neighbouring"] == ok.to_dict()["neighbouring"] == "replace-one"
+    assert vac.to_dict()["vacuous"] is True and "delta = 0.05" in vac.to_dict()["vacuous_reason"]
+    assert ok.to_dict()["vacuous"] is False and ok.to_dict()["vacuous_reason"] is None

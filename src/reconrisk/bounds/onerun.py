@@ -335,8 +335,7 @@ def _vacuous_reason(result: "Guesses", alpha: float, weakest: BlowupInverse, fam
     curves downward closed (module docstring), so then nothing is refuted whatever the guesses."""
     if any(rejects(g, g, result.canaries, result.options, alpha, weakest) for g in result.guesses):
         return None
-    return (f"even with every guess right, no {family} curve can be refuted at the per-test level "
-            f"alpha = {alpha:.3g}")
+    return f"even every guess right refutes no {family} curve at the per-test level alpha = {alpha:.3g}"
 
 
 def onerun_lower_bounds(result: Guesses, *, delta: float, confidence: float = 0.95,
@@ -366,8 +365,9 @@ def onerun_lower_bounds(result: Guesses, *, delta: float, confidence: float = 0.
               "correct_counts": list(result.correct), "per_test_alpha": alpha, "neighbouring": "replace-one"}
     eps_why = _vacuous_reason(result, alpha, dp_blowup_inverse(0.0, d), f"(eps, delta = {d:g})")
     if eps_why is not None and d >= alpha * max(result.guesses) / result.canaries:
-        eps_why += (f" (delta = {d:g} >= alpha c'/m = {alpha * max(result.guesses) / result.canaries:.3g}: an "
-                    "(eps, delta)-DP mechanism may give away every slot with probability delta); use a delta below it")
+        floor = alpha * max(result.guesses) / result.canaries
+        eps_why += (f": delta = {d:g} >= alpha c'/m = {floor:.3g}, and an (eps, delta)-DP mechanism may give away "
+                    f"every slot with probability delta; use a delta below {floor:.3g}")
     mu_why = _vacuous_reason(result, alpha, gdp_blowup_inverse(0.0), "Gaussian (mu)")
     eps_details = {**common, "delta": d, "guesses": at_eps[0], "correct": at_eps[1],
                    "vacuous": eps_why is not None, "vacuous_reason": eps_why}
