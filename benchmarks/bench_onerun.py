@@ -18,6 +18,20 @@ mlp:256: transcript ε ≥ 0.69 and 1.21, last iterate 0.28 and 0.45. The count 
 other 999 canaries, not the DP noise, limit the attack (760 parameters cannot carry 3,300 bits of choices).
 One run with both attacks: 9–27 s wall for the MLP (training 0.1 s compiled, transcript attack 4–5 s,
 analysis ≤ 1 s), 25–45 s for mlp:256.
+
+``--analysis`` times the analysis alone (numpy only, no training): one level test (``rejects``) and one whole
+result (``onerun_lower_bounds``: ε and μ lower bounds by bisection, 4 guess counts, δ = 1e-5) with the linear
+test against the former quadratic one (every start ≤ the observed count; its code is kept below as the
+baseline) up to m = ``--old-max`` canaries, the new one alone up to 10⁶, the ratio, and whether the two
+results are equal float for float.
+
+    PYTHONPATH=src python3.11 benchmarks/bench_onerun.py --analysis [--old-max 4000]
+
+Measured (2-core machine shared with other jobs): one test near the ε where it flips, quadratic → linear:
+0.030 → 0.00004 s at c = 1,000, 0.088 → 0.00005 s at 2,000, 0.27 → 0.00007 s at 4,000 (ratio 745, 1,639,
+4,085); 0.004 s at c = 10⁵. One whole result: 1.65 → 0.010 s at m = 1,000 (k = 2), 3.27 → 0.006 s at 2,000,
+12.6 → 0.007 s at 4,000 (ratio 166, 508, 1,896), equal float for float at every m the baseline ran; 0.017 s
+at m = 10⁶ (k = 2 and 10), plus 0.2 s to guess from 10⁶ slots' scores.
 """
 
 from __future__ import annotations
@@ -26,14 +40,98 @@ import argparse
 import os
 import time
 
+import numpy as np
+
 from reconrisk import noise_multiplier_for_epsilon
-from reconrisk.data import load_dataset
-from reconrisk.experiments.onerun import OneRunSetting, run_onerun
+from reconrisk.bounds import onerun
 from reconrisk.release import Release
+
+
+def _quadratic_final_sums(c, g, m, k, tau, blowup_inverse):
+    """The former test's sweep: the recursion from every start 0 … c at once (the baseline; O(c²))."""
+    starts = np.arange(c + 1, dtype=float)
+    r = tau * starts / m
+    h = tau * (g - starts) / m
+    for i in range(c - 1, -1, -1):
+        live = starts > i
+        h_new = np.maximum(h, (k - 1) * blowup_inverse(r))
+        r_new = r + (i / (g - i)) * (h_new - h)
+        h = np.where(live, h_new, h)
+        r = np.where(live, r_new, r)
+    return r + h
+
+
+def _quadratic_rejects(c, g, m, k, alpha, blowup_inverse):
+    if c == 0:
+        return False
+    return bool(np.any(_quadratic_final_sums(c, g, m, k, alpha, blowup_inverse)[1:] > g / m * (1 + 1e-12)))
+
+
+def _game(m: int, k: int):
+    """A guessing game's counts: 10, 25, 50 and 100 % of the slots guessed, the most confident guessed best."""
+    blind = 1.0 / k
+    counts = tuple(sorted({max(1, round(f * m)) for f in (0.1, 0.25, 0.5, 1.0)}))
+    right = tuple(round(g * (blind + (1 - blind) * (0.25 + 0.15 * (1 - g / m)))) for g in counts)
+    return onerun.Guesses(m, k, counts, right)
+
+
+def _timed(fn, *args, **kwargs):
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def analysis(old_max: int) -> None:
+    print(f"CPU cores visible: {os.cpu_count()}; delta = 1e-5, one-sided 95 %, per-test alpha = 0.05/4")
+    print("one level test at the observed count c (m = c' = c/0.6, k = 2, the (eps, delta) curve at the eps where "
+          "the decision flips)")
+    print(f"{'c':>9} {'quadratic s':>12} {'linear s':>10} {'ratio':>8} {'same':>5}")
+    for c in (1000, 2000, 4000, 100_000, 1_000_000):
+        g = round(c / 0.6)
+        m = max(g, c)
+        if m > 1_000_000:
+            g = m = 1_000_000
+            c = 600_000
+        eps = onerun._sup_refuted(lambda x: onerun.rejects(c, g, m, 2, 0.0125, onerun.dp_blowup_inverse(x, 1e-5)),
+                                  onerun.EPS_CAP)
+        inv = onerun.dp_blowup_inverse(eps, 1e-5)
+        new, t_new = _timed(onerun.rejects, c, g, m, 2, 0.0125, inv)
+        if c <= old_max:
+            old, t_old = _timed(_quadratic_rejects, c, g, m, 2, 0.0125, inv)
+            print(f"{c:9,} {t_old:12.4f} {t_new:10.5f} {t_old / t_new:8.0f} {str(old == new):>5}")
+        else:
+            print(f"{c:9,} {'-':>12} {t_new:10.5f} {'-':>8} {'-':>5}")
+    print("one whole result (onerun_lower_bounds: eps and mu, 4 guess counts)")
+    print(f"{'m':>9} {'k':>3} {'eps_lo':>7} {'mu_lo':>6} {'quadratic s':>12} {'linear s':>9} {'ratio':>7} {'equal':>5}")
+    for m in (1000, 2000, 4000, 10_000, 100_000, 1_000_000):
+        for k in (2, 10):
+            game = _game(m, k)
+            new, t_new = _timed(onerun.onerun_lower_bounds, game, delta=1e-5)
+            row = f"{m:9,} {k:3} {new['epsilon'].lower:7.4f} {new['gdp_mu'].lower:6.4f}"
+            if m <= old_max:
+                saved = onerun.rejects
+                onerun.rejects = _quadratic_rejects
+                try:
+                    old, t_old = _timed(onerun.onerun_lower_bounds, game, delta=1e-5)
+                finally:
+                    onerun.rejects = saved
+                same = all(old[q].lower == new[q].lower for q in ("epsilon", "gdp_mu"))
+                print(f"{row} {t_old:12.2f} {t_new:9.3f} {t_old / t_new:7.0f} {str(same):>5}")
+            else:
+                print(f"{row} {'-':>12} {t_new:9.3f} {'-':>7} {'-':>5}")
+    rng = np.random.default_rng(0)
+    scores, truth = rng.standard_normal((1_000_000, 2)), rng.integers(0, 2, 1_000_000)
+    scores[np.arange(1_000_000), truth] += 0.5
+    game, t_guess = _timed(onerun.Guesses.from_scores, scores, truth, (100_000, 250_000, 500_000, 1_000_000))
+    _, t_bound = _timed(onerun.onerun_lower_bounds, game, delta=1e-5)
+    print(f"OneRunAudit.result's analysis at m = 10^6, k = 2 (guessing from scores, then the bounds): "
+          f"{t_guess:.3f} + {t_bound:.3f} = {t_guess + t_bound:.3f} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--analysis", action="store_true", help="time the analysis alone, linear against quadratic")
+    ap.add_argument("--old-max", type=int, default=4000, help="largest m the quadratic baseline is run at")
     ap.add_argument("--models", nargs="+", default=["mlp", "mlp:256"])
     ap.add_argument("--epsilons", nargs="+", type=float, default=[4.0, 32.0],
                     help="add/remove ε of the release (σ calibrated with the PLD accountant)")
@@ -43,6 +141,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", action="store_true", help="time a second, compiled run too")
     a = ap.parse_args()
+    if a.analysis:
+        analysis(a.old_max)
+        return
+    from reconrisk.data import load_dataset
+    from reconrisk.experiments.onerun import OneRunSetting, run_onerun
+
     data = load_dataset("digits")
     print(f"CPU cores visible: {os.cpu_count()}; m = {a.canaries} canaries, k = {a.options} options, T = {a.steps}, "
           f"q = 1, C = 0.1, |D-| = 500, one-sided 95 %, delta = 1e-5")

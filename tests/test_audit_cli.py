@@ -68,6 +68,7 @@ def test_audit_json_and_files(capsys, tmp_path):
     assert (out_dir / "audit.png").stat().st_size > 1000 and (out_dir / "audit.svg").stat().st_size > 1000
     assert [r["epsilon"] for r in doc["results"]] == [2.0, 30.0]
     for r in doc["results"]:
+        assert r["neighbouring"] == "add_remove"  # Poisson/full batches: every ε here is add/remove
         assert set(r["attack"]) == {"successes", "trials", "rate", "ci_low", "ci_high"}
         assert r["attack"]["trials"] == 12 and 0 <= r["attack"]["ci_low"] <= r["attack"]["rate"] <= r["attack"]["ci_high"]
         assert 0 < r["rero"]["lower"] <= r["rero"]["upper"] <= 1 and r["noise_multiplier"] > 0
@@ -108,11 +109,21 @@ def test_table_output(capsys, tmp_path):
     assert code == 0, err
     assert "ReRo bound" in out and "alg2" in out and "results.json" in out
     assert "ReRo ≥" in out and "ε ≥" in out and "can show at most ε ≥" in out
+    assert "add/remove ε" in " ".join(out.split())  # the caption names the relation of the ε it refutes
     # the certified bound is reported before the trials, each result as it finishes
     lines = err.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("certified: ε=8"))
     done = next(i for i, line in enumerate(lines) if line.startswith("done: ε=8"))
     assert first < done
+
+
+def test_fixed_batches_name_replace_one(capsys, tmp_path):
+    """Fixed-size batches are analysed under replace-one: the caption and the JSON say so."""
+    code, out, err = run(capsys, [*SMALL, "--trials", "4", "-e", "8", "--batch-size", "50", "--out", str(tmp_path),
+                                  "--no-plot"])
+    assert code == 0, err
+    assert "replace-one ε" in " ".join(out.split()) and "add/remove" not in out
+    assert json.loads((tmp_path / "results.json").read_text())["results"][0]["neighbouring"] == "replace_one"
 
 
 def test_uniform_prior_and_gradient_inversion(capsys, tmp_path):

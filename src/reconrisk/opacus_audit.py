@@ -144,15 +144,30 @@ class OneRunAuditResult:
     epsilon_add_remove: Bound  # what Opacus's accountant reports for the same history (add/remove)
     delta: float
 
+    neighbouring = "replace-one"  # two choices of one slot differ by replacing one example
+
+    @property
+    def vacuous(self) -> bool:
+        """True when no count of right guesses could have refuted any ε at this δ (then ``epsilon.lower`` = 0 says
+        nothing): δ at or above the per-test level (:func:`reconrisk.bounds.onerun.onerun_lower_bounds`)."""
+        return bool(self.epsilon.details.get("vacuous", False))
+
+    @property
+    def vacuous_reason(self) -> str | None:
+        return self.epsilon.details.get("vacuous_reason")
+
     def __str__(self) -> str:
         g, c = self.guesses.guesses[-1], self.guesses.correct[-1]
+        lower = f"{self.neighbouring} eps >= {self.epsilon.lower:.2f} at {self.epsilon.confidence:.0%}"
+        if self.vacuous:
+            lower += f" (vacuous: {self.vacuous_reason})"
         return (f"one-run audit ({self.threat_model}): {c}/{g} guesses right (blind: 1/{self.guesses.options}); "
-                f"eps >= {self.epsilon.lower:.2f} at {self.epsilon.confidence:.0%}, certified replace-one "
-                f"eps <= {self.certified_epsilon.upper:.2f}, add/remove eps <= {self.epsilon_add_remove.upper:.2f} "
-                f"(delta = {self.delta:g})")
+                f"{lower}, certified {self.neighbouring} eps <= {self.certified_epsilon.upper:.2f}, add/remove "
+                f"eps <= {self.epsilon_add_remove.upper:.2f} (delta = {self.delta:g})")
 
     def to_dict(self) -> dict:
         return {"threat_model": self.threat_model, "release": self.release.to_dict(), "delta": self.delta,
+                "neighbouring": self.neighbouring, "vacuous": self.vacuous, "vacuous_reason": self.vacuous_reason,
                 "canaries": self.guesses.canaries, "options": self.guesses.options,
                 "guess_counts": list(self.guesses.guesses), "correct_counts": list(self.guesses.correct),
                 "epsilon": self.epsilon.to_dict(), "gdp_mu": self.gdp_mu.to_dict(),

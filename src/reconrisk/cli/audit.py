@@ -243,6 +243,9 @@ def _label(s) -> str:
     return f"ε={s.epsilon:g}" if s.epsilon is not None else f"σ={s.noise_multiplier:.3g}"
 
 
+RELATION_WORDS = {"add_remove": "add/remove", "replace_one": "replace-one"}  # Release.neighbouring, as read
+
+
 def _table(settings, certificates, results, attacks):
     from rich.table import Table
 
@@ -253,8 +256,9 @@ def _table(settings, certificates, results, attacks):
     from ..bounds.empirical import max_epsilon_lower
 
     eps_max = max_epsilon_lower(s0.trials, kappa=1 / s0.prior_size, delta=s0.delta)
-    caption = (f"ReRo ≥, ε ≥: what {attacks[0]}'s successes refute (one-sided 95% Clopper–Pearson; ε at "
-               f"δ={s0.delta:g}, % of the certified ε). {s0.trials:,} trials at κ={1 / s0.prior_size:.3g} can show at "
+    relation = RELATION_WORDS[s0.release.neighbouring]
+    caption = (f"ReRo ≥, ε ≥: what {attacks[0]}'s successes refute (one-sided 95% Clopper–Pearson; {relation} ε "
+               f"at δ={s0.delta:g}, % of the certified ε). {s0.trials:,} trials at κ={1 / s0.prior_size:.3g} can show at "
                f"most ε ≥ {eps_max:.2f} (every trial a success), so this audit cannot confirm a larger ε.")
     table = Table(title=title, caption=caption)
     for col in ("ε", "σ", "ReRo bound", *[f"{a} success [95% CI]" for a in attacks], "clipped", "ReRo ≥", "ε ≥"):

@@ -161,6 +161,7 @@ class SettingResult:
         out = {
             "epsilon": self.epsilon,
             "delta": s.delta,
+            "neighbouring": s.release.neighbouring,  # the relation of every ε here, certified and refuted alike
             "release": s.release.to_dict(),
             "noise_multiplier": s.noise_multiplier,
             "noise_std": s.release.noise_std,

@@ -174,7 +174,10 @@ class OneRunResult:
 
     def to_dict(self) -> dict:
         s = self.setting
-        return {"threat_model": self.threat_model, "release": s.release.to_dict(), "canaries": s.canaries,
+        eps = self.bounds["epsilon"].details
+        return {"threat_model": self.threat_model, "release": s.release.to_dict(), "neighbouring": "replace-one",
+                "vacuous": bool(eps.get("vacuous", False)), "vacuous_reason": eps.get("vacuous_reason"),
+                "canaries": s.canaries,
                 "options": s.options, "known_size": s.known_size, "delta": s.delta, "seed": s.seed,
                 "guess_counts": list(self.guesses.guesses), "correct_counts": list(self.guesses.correct),
                 "lower": {k: b.to_dict() for k, b in self.bounds.items()}, "certified": self.certified,
