@@ -297,6 +297,6 @@ def test_opacus_result_names_the_relation_and_says_vacuous():
     vac, ok = result(0.05), result(1e-5)
     assert vac.vacuous and "replace-one eps >= 0.00 at 95% (vacuous: even every guess right refutes no" in str(vac)
     assert not ok.vacuous and "vacuous" not in str(ok) and f"replace-one eps >= {ok.epsilon.lower:.2f}" in str(ok)
-    assert vac.to_dict()["neighbouring"] == ok.to_dict()["neighbouring"] == "replace-one"
+    assert vac.to_dict()["neighbouring"] == ok.to_dict()["neighbouring"] == "replace_one"
     assert vac.to_dict()["vacuous"] is True and "delta = 0.05" in vac.to_dict()["vacuous_reason"]
     assert ok.to_dict()["vacuous"] is False and ok.to_dict()["vacuous_reason"] is None

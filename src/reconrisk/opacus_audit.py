@@ -99,7 +99,7 @@ def replace_one_epsilon(release: Release, delta: float) -> Bound:
     d = v.probability_open("delta", delta)
     mu = 2.0 * math.sqrt(sum(s.steps / s.noise_multiplier ** 2 for s in rel.segments))
     eps_gdp = gaussian_eps(1.0 / mu, d) if 1.0 / mu >= v.MIN_NOISE else math.inf
-    details = {"delta": d, "neighbouring": "replace-one", "gdp_mu": mu}
+    details = {"delta": d, "neighbouring": "replace_one", "gdp_mu": mu}
     if rel.full_batch:
         return Bound("epsilon", eps_gdp, eps_gdp, method="closed_form", converged=True, details=details,
                      formula="replace-one, q = 1: mu = 2 sqrt(sum T/sigma^2) (the clipped sum moves by <= 2C); "
@@ -144,7 +144,7 @@ class OneRunAuditResult:
     epsilon_add_remove: Bound  # what Opacus's accountant reports for the same history (add/remove)
     delta: float
 
-    neighbouring = "replace-one"  # two choices of one slot differ by replacing one example
+    neighbouring = "replace_one"  # two choices of one slot differ by replacing one example
 
     @property
     def vacuous(self) -> bool:
@@ -158,11 +158,11 @@ class OneRunAuditResult:
 
     def __str__(self) -> str:
         g, c = self.guesses.guesses[-1], self.guesses.correct[-1]
-        lower = f"{self.neighbouring} eps >= {self.epsilon.lower:.2f} at {self.epsilon.confidence:.0%}"
+        lower = f"{self.neighbouring.replace('_', '-')} eps >= {self.epsilon.lower:.2f} at {self.epsilon.confidence:.0%}"
         if self.vacuous:
             lower += f" (vacuous: {self.vacuous_reason})"
         return (f"one-run audit ({self.threat_model}): {c}/{g} guesses right (blind: 1/{self.guesses.options}); "
-                f"{lower}, certified {self.neighbouring} eps <= {self.certified_epsilon.upper:.2f}, add/remove "
+                f"{lower}, certified {self.neighbouring.replace('_', '-')} eps <= {self.certified_epsilon.upper:.2f}, add/remove "
                 f"eps <= {self.epsilon_add_remove.upper:.2f} (delta = {self.delta:g})")
 
     def to_dict(self) -> dict:

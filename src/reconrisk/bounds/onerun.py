@@ -362,7 +362,7 @@ def onerun_lower_bounds(result: Guesses, *, delta: float, confidence: float = 0.
         if mu > best_mu or at_mu is None:
             best_mu, at_mu = mu, (g, c)
     common = {"canaries": result.canaries, "options": result.options, "guess_counts": list(result.guesses),
-              "correct_counts": list(result.correct), "per_test_alpha": alpha, "neighbouring": "replace-one"}
+              "correct_counts": list(result.correct), "per_test_alpha": alpha, "neighbouring": "replace_one"}
     eps_why = _vacuous_reason(result, alpha, dp_blowup_inverse(0.0, d), f"(eps, delta = {d:g})")
     if eps_why is not None and d >= alpha * max(result.guesses) / result.canaries:
         floor = alpha * max(result.guesses) / result.canaries

@@ -175,7 +175,7 @@ class OneRunResult:
     def to_dict(self) -> dict:
         s = self.setting
         eps = self.bounds["epsilon"].details
-        return {"threat_model": self.threat_model, "release": s.release.to_dict(), "neighbouring": "replace-one",
+        return {"threat_model": self.threat_model, "release": s.release.to_dict(), "neighbouring": "replace_one",
                 "vacuous": bool(eps.get("vacuous", False)), "vacuous_reason": eps.get("vacuous_reason"),
                 "canaries": s.canaries,
                 "options": s.options, "known_size": s.known_size, "delta": s.delta, "seed": s.seed,
