@@ -1,0 +1,325 @@
+"""reconrisk's Flower accountant, stopping rule, calibration and local-DP bounds, inside Flower.
+
+The simulations run Flower's own ServerApp, strategies (FedAvg inside Flower's
+DifferentialPrivacyServerSideFixedClipping wrapper), ClientApp and LocalDpMod through
+reconrisk.integrations.flower_runtime.run_in_process (Flower's simulation runtime needs Ray,
+which is not installed here): a numpy MLP on the embedded digits split over 10 clients.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+flwr = pytest.importorskip("flwr", reason="the Flower integration needs flwr (pip install reconrisk[flower])")
+pytest.importorskip("dp_accounting", reason="Flower's RDP accountant needs dp_accounting")
+
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+from flwr.clientapp.mod import LocalDpMod  # noqa: E402
+from flwr.serverapp import (  # noqa: E402
+    GaussianPrivacyEvent, NeighboringRelation, PrivacyConfig, RdpAccountant, SamplingMethod, ServerApp)
+from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from reconrisk import PrivacyAnalysis, Release  # noqa: E402
+from reconrisk.bounds.analytic_laws import MSELaw  # noqa: E402
+from reconrisk.data import load_digits  # noqa: E402
+from reconrisk.errors import ReconRiskError  # noqa: E402
+from reconrisk.integrations.flower import ReconRiskAccountant, StopBeforeBudget, calibrate_flower  # noqa: E402
+from reconrisk.integrations.flower_local import LocalDpRiskMetrics, local_dp_bounds  # noqa: E402
+from reconrisk.integrations.flower_runtime import run_in_process  # noqa: E402
+
+N_CLIENTS, PER_CLIENT, HIDDEN = 10, 64, 16
+MODES = {"poisson": (SamplingMethod.POISSON, NeighboringRelation.ADD_OR_REMOVE_ONE),
+         "without-replacement": (SamplingMethod.WITHOUT_REPLACEMENT, NeighboringRelation.REPLACE_ONE),
+         "no-amplification": (SamplingMethod.NO_AMPLIFICATION, NeighboringRelation.ADD_OR_REMOVE_ONE)}
+
+
+def config(mode="no-amplification", population=N_CLIENTS, delta=1e-5, max_epsilon=None):
+    s, r = MODES[mode]
+    return PrivacyConfig(target_delta=delta, population_size=population, neighboring_relation=r,
+                         sampling_method=s, max_epsilon=max_epsilon)
+
+
+# -- a numpy MLP client (equal example counts: Flower's accounted FedAvg needs equal weights) -----------
+def init_arrays(seed=0):
+    g = np.random.default_rng(seed)
+    return arrays_of({"w1": g.normal(0, 0.1, (64, HIDDEN)), "b1": np.zeros(HIDDEN),
+                      "w2": g.normal(0, 0.1, (HIDDEN, 10)), "b2": np.zeros(10)})
+
+
+def arrays_of(params):
+    return ArrayRecord({k: Array(np.asarray(a)) for k, a in params.items()})
+
+
+DIM = 64 * HIDDEN + HIDDEN + HIDDEN * 10 + 10
+
+
+def make_client_app(mods=(), record=None):
+    d = load_digits()
+    app = ClientApp(mods=list(mods))
+
+    @app.train()
+    def train(msg: Message, context) -> Message:
+        pid = int(context.node_config["partition-id"])
+        x = d.x[pid * PER_CLIENT:(pid + 1) * PER_CLIENT].astype(float)
+        y = d.y[pid * PER_CLIENT:(pid + 1) * PER_CLIENT]
+        arrays = msg.content["arrays"]
+        p = {k: a.copy() for k, a in zip(arrays.keys(), arrays.to_numpy_ndarrays())}
+        for _ in range(2):  # two full-batch gradient steps
+            h = np.maximum(x @ p["w1"] + p["b1"], 0.0)
+            z = h @ p["w2"] + p["b2"]
+            pr = np.exp(z - z.max(1, keepdims=True))
+            pr /= pr.sum(1, keepdims=True)
+            pr[np.arange(len(y)), y] -= 1.0
+            gz = pr / len(y)
+            gh = (gz @ p["w2"].T) * (h > 0)
+            for k, g in (("w2", h.T @ gz), ("b2", gz.sum(0)), ("w1", x.T @ gh), ("b1", gh.sum(0))):
+                p[k] -= 0.5 * g
+        if record is not None:  # the clean trained model, before any mod clips or noises it
+            record[(context.node_id, int(msg.content["config"]["server-round"]))] = (
+                np.concatenate([a.ravel() for a in arrays.to_numpy_ndarrays()]),
+                np.concatenate([p[k].ravel() for k in arrays.keys()]))
+        content = RecordDict({"arrays": arrays_of(p), "metrics": MetricRecord({"num-examples": PER_CLIENT})})
+        return Message(content=content, reply_to=msg)
+
+    return app
+
+
+def run(strategy, rounds, client_app=None, seed=0):
+    """Run Flower's ServerApp with ``strategy`` for ``rounds``; return Flower's Result."""
+    out = {}
+    server = ServerApp()
+
+    @server.main()
+    def main(grid, context):
+        out["result"] = strategy.start(grid=grid, initial_arrays=init_arrays(), num_rounds=rounds,
+                                       train_config=ConfigRecord({}))
+
+    random.seed(seed)  # FedAvg samples its nodes with Python's random
+    np.random.seed(seed)  # Flower's wrappers draw their noise from numpy's global generator
+    run_in_process(server, client_app or make_client_app(), N_CLIENTS)
+    return out["result"]
+
+
+def dp_strategy(accountant, sigma=1.0, per_round=5, clip=1.0):
+    inner = FedAvg(fraction_train=per_round / N_CLIENTS, fraction_evaluate=0.0, min_train_nodes=per_round,
+                   min_available_nodes=per_round)
+    return DifferentialPrivacyServerSideFixedClipping(inner, sigma, clip, per_round, accountant=accountant)
+
+
+# -- the accountant inside Flower's wrapper ---------------------------------------------------------------
+def test_epsilon_after_each_round_is_the_analysis_of_the_same_release():
+    acct = ReconRiskAccountant(config())
+    eps = []
+
+    class Watch(StopBeforeBudget):
+        def aggregate_train(self, server_round, replies):
+            out = super().aggregate_train(server_round, replies)
+            eps.append(acct.get_epsilon(1e-5))
+            return out
+
+    result = run(Watch(dp_strategy(acct, sigma=2.0)), rounds=3)
+    assert acct.num_releases == 3
+    for t, e in enumerate(eps, start=1):
+        assert e == PrivacyAnalysis(Release(2.0, 1.0, t)).epsilon(1e-5).upper
+    # Flower's own metrics carry the spent budget each round
+    assert result.train_metrics_clientapp[3]["privacy_epsilon"] == eps[-1]
+    assert result.train_metrics_clientapp[3]["privacy_rounds"] == 3
+
+
+def test_training_stops_at_the_round_the_calibrator_predicts():
+    target, sigma = 0.05, 4.0
+    cal = calibrate_flower(target, "reconstruction", solve="steps", noise_multiplier=sigma, clients_per_round=5,
+                           num_clients=N_CLIENTS, sampling="no-amplification", prior_size=100)
+    assert 1 <= cal.steps < 12
+    acct = ReconRiskAccountant(config(), max_risk=target, measure="reconstruction", prior_size=100)
+    strategy = StopBeforeBudget(dp_strategy(acct, sigma=sigma))
+    result = run(strategy, rounds=12)
+    assert acct.num_releases == cal.steps
+    assert strategy.stopped_round == cal.steps + 1
+    assert "stopped before round" in strategy.stop_message
+    stop = result.train_metrics_clientapp[cal.steps + 1]
+    assert stop["privacy_stopped"] == 1 and stop["privacy_rounds"] == cal.steps
+    assert stop["privacy_risk"] <= target
+    assert acct.risk("reconstruction", prior_size=100).upper == cal.bound.upper
+
+
+def test_stops_on_flowers_own_epsilon_limit_too():
+    cal = calibrate_flower(20.0, "epsilon", solve="steps", noise_multiplier=2.0, clients_per_round=5,
+                           num_clients=N_CLIENTS, sampling="no-amplification", delta=1e-5)
+    acct = ReconRiskAccountant(config(max_epsilon=20.0))
+    strategy = StopBeforeBudget(dp_strategy(acct, sigma=2.0))
+    run(strategy, rounds=cal.steps + 3)
+    assert acct.num_releases == cal.steps and strategy.stopped_round == cal.steps + 1
+
+
+def test_state_round_trips_through_state_dict():
+    acct = ReconRiskAccountant(config("poisson", population=1000), max_risk=0.5, prior_size=10)
+    acct.compose(GaussianPrivacyEvent(1.0, 10, 1000), 20)
+    acct.compose(GaussianPrivacyEvent(1.5, 20, 1000), 5)
+    state = acct.state_dict()
+    import json
+
+    state = json.loads(json.dumps(state))  # JSON-serialisable
+    other = ReconRiskAccountant(config("poisson", population=1000))
+    other.load_state_dict(state)
+    assert other.num_releases == 25 and other.risk_target == acct.risk_target
+    assert other.release == acct.release
+    assert other.get_epsilon(1e-5) == acct.get_epsilon(1e-5)
+    with pytest.raises(ReconRiskError, match="config"):
+        ReconRiskAccountant(config("poisson", population=999)).load_state_dict(state)
+    with pytest.raises(ReconRiskError, match="schema"):
+        other.load_state_dict({**state, "schema_version": 99})
+
+
+# -- the accountant against Flower's RDP accountant and against PrivacyAnalysis --------------------------
+@pytest.mark.parametrize("mode,sigma,m,n,t", [("poisson", 1.0, 10, 1000, 100), ("poisson", 0.8, 50, 1000, 30),
+                                             ("no-amplification", 1.0, 10, 1000, 100),
+                                             ("no-amplification", 5.0, 3, 50, 7),
+                                             ("without-replacement", 1.0, 10, 1000, 100)])
+def test_epsilon_is_the_pld_of_the_release_and_never_above_flowers_rdp(mode, sigma, m, n, t):
+    cfg = config(mode, population=n)
+    ours, rdp = ReconRiskAccountant(cfg), RdpAccountant(cfg)
+    ev = GaussianPrivacyEvent(sigma, m, n)
+    ours.compose(ev, t)
+    rdp.compose(ev, t)
+    if mode == "without-replacement":
+        release = Release.fixed_batch(sigma, m, n, t)
+        # Flower's RDP reads sigma against the replace-one sensitivity 2C; the same release is sigma/2 there
+        import dp_accounting as dpa
+
+        same = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+        same.compose(dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(n, m, dpa.GaussianDpEvent(sigma / 2)), t))
+        reference = same.get_epsilon(1e-5)
+        assert ours.get_epsilon(1e-5) > rdp.get_epsilon(1e-5)  # Flower's units understate it
+    else:
+        release = Release(sigma, 1.0 if mode == "no-amplification" else m / n, t)
+        reference = rdp.get_epsilon(1e-5)
+    assert ours.release == release
+    assert ours.get_epsilon(1e-5) == PrivacyAnalysis(release).epsilon(1e-5).upper
+    assert ours.get_epsilon(1e-5) <= reference
+    spent = ours.get_privacy_spent()
+    assert (spent.epsilon, spent.delta, spent.num_releases, spent.accounting_method) == (
+        ours.get_epsilon(1e-5), 1e-5, t, "pld")
+    assert ours.get_delta(spent.epsilon) <= 1e-5 * (1 + 1e-6)
+
+
+def test_would_exceed_for_epsilon_and_risk_leaves_the_state_unchanged():
+    acct = ReconRiskAccountant(config("poisson", population=1000))
+    ev = GaussianPrivacyEvent(1.0, 10, 1000)
+    acct.compose(ev, 50)
+    e50 = acct.get_epsilon(1e-5)
+    e51 = PrivacyAnalysis(Release(1.0, 0.01, 51)).epsilon(1e-5).upper
+    assert acct.would_exceed(ev, (e50 + e51) / 2) and not acct.would_exceed(ev, e51)
+    assert acct.would_exceed(ev, e50, 1) and not acct.would_exceed(ev, e51 * 2, 1)
+    r51 = PrivacyAnalysis(Release(1.0, 0.01, 51)).risk("reconstruction", prior_size=100).upper
+    assert not acct.would_exceed(ev, max_risk=r51, prior_size=100)
+    assert acct.would_exceed(ev, max_risk=r51 * 0.999, prior_size=100)
+    assert acct.num_releases == 50 and acct.get_epsilon(1e-5) == e50
+    with pytest.raises(ReconRiskError, match="limit"):
+        acct.would_exceed(ev)
+
+
+@pytest.mark.parametrize("measure,args", [("reconstruction", {"prior_size": 100}), ("reidentification", {"prior_size": 100}),
+                                          ("attribute", {"baseline": 0.1}), ("membership_tpr", {"fpr": 0.01}),
+                                          ("membership_advantage", {}), ("rad", {"prior_size": 100}),
+                                          ("bayes_security", {})])
+def test_every_risk_measure_is_the_analysis_of_the_release(measure, args):
+    acct = ReconRiskAccountant(config("without-replacement", population=1000))
+    acct.compose(GaussianPrivacyEvent(1.0, 10, 1000), 20)
+    assert acct.risk(measure, **args) == PrivacyAnalysis(Release.fixed_batch(1.0, 10, 1000, 20)).risk(measure, **args)
+
+
+def test_calibrated_noise_meets_the_target_at_the_given_rounds():
+    cal = calibrate_flower(0.05, "reconstruction", rounds=50, clients_per_round=10, num_clients=1000,
+                           sampling="without-replacement", prior_size=100)
+    acct = ReconRiskAccountant(config("without-replacement", population=1000), max_risk=0.05, prior_size=100)
+    ev = GaussianPrivacyEvent(cal.noise_multiplier, 10, 1000)
+    acct.compose(ev, 49)
+    assert not acct.would_exceed(ev)
+    acct.compose(ev)
+    assert acct.risk("reconstruction", prior_size=100).upper == cal.bound.upper <= 0.05
+    assert acct.would_exceed(ev)
+
+
+@pytest.mark.parametrize("bad", [dict(max_risk=1.5, prior_size=10), dict(max_risk=0.1), dict(prior_size=10),
+                                 dict(max_risk=0.1, measure="nope", prior_size=10)])
+def test_invalid_risk_targets_are_refused(bad):
+    with pytest.raises(ReconRiskError):
+        ReconRiskAccountant(config(), **bad)
+
+
+def test_invalid_inputs_are_refused():
+    acct = ReconRiskAccountant(config("poisson", population=100))
+    with pytest.raises(ReconRiskError, match="population_size"):
+        acct.compose(GaussianPrivacyEvent(1.0, 10, 1000))
+    with pytest.raises(ReconRiskError, match="count"):
+        acct.compose(GaussianPrivacyEvent(1.0, 10, 100), 0)
+    with pytest.raises(ReconRiskError, match="event"):
+        acct.compose((1.0, 10, 100))
+    with pytest.raises(ReconRiskError, match="delta"):
+        acct.get_epsilon(1.5)
+    with pytest.raises(ReconRiskError, match="config"):
+        ReconRiskAccountant({"target_delta": 1e-5})
+    with pytest.raises(ReconRiskError, match="num_releases=0"):
+        acct.risk("reconstruction", prior_size=10)
+    assert acct.get_epsilon(1e-5) == 0.0 and acct.get_delta(1.0) == 0.0
+    with pytest.raises(ReconRiskError, match="sampling"):
+        calibrate_flower(0.1, rounds=5, clients_per_round=2, num_clients=10, sampling="shuffled", prior_size=10)
+    with pytest.raises(ReconRiskError, match="clients_per_round"):
+        calibrate_flower(0.1, rounds=5, clients_per_round=20, num_clients=10, prior_size=10)
+    with pytest.raises(ReconRiskError, match="accountant"):
+        StopBeforeBudget(dp_strategy(None))
+
+
+# -- local DP: the analytic attack on the noisy updates ----------------------------------------------------
+def test_local_dp_attack_stays_in_its_certified_band():
+    mod = LocalDpMod(clipping_norm=0.5, sensitivity=0.5, epsilon=20.0, delta=1e-5)
+    record, seen = {}, []
+
+    class Server(LocalDpRiskMetrics):
+        def aggregate_train(self, server_round, replies):
+            replies = list(replies)
+            for r in replies:  # what the honest-but-curious server sees: each client's noisy model
+                a = r.content["arrays"]
+                seen.append((r.metadata.src_node_id, server_round,
+                             np.concatenate([x.ravel() for x in a.to_numpy_ndarrays()])))
+            return super().aggregate_train(server_round, replies)
+
+    inner = FedAvg(fraction_train=0.5, fraction_evaluate=0.0, min_train_nodes=5, min_available_nodes=5)
+    strategy = Server(inner, mod, DIM, prior_size=100)
+    result = run(strategy, rounds=8, client_app=make_client_app([mod], record))
+    bounds = local_dp_bounds(mod, DIM, prior_size=100)
+    # the attack: the server's unbiased reconstruction of the clipped update, noisy model - model sent
+    hits, n = 0, 0
+    for node, rnd, noisy in seen:
+        sent, trained = record[(node, rnd)]
+        update = trained - sent
+        clipped = update * min(1.0, mod.clipping_norm / np.linalg.norm(update))
+        mse = np.mean((noisy - sent - clipped) ** 2)
+        hits += mse <= bounds["eta_mse"]
+        n += 1
+    assert n == 40
+    lo, hi = stats.binomtest(hits, n).proportion_ci(0.999, method="exact")
+    assert lo <= bounds["mse_rero"] <= hi  # the certified bound is attained by this attack, within the interval
+    assert bounds["mse_rero"] == pytest.approx(float(MSELaw(bounds["expected_mse"], DIM).cdf(bounds["eta_mse"])))
+    last = result.train_metrics_clientapp[8]
+    k = max(strategy.participations.values())
+    assert last["ldp_max_rounds"] == k and last["ldp_mse_rero"] == bounds["mse_rero"]
+    assert last["ldp_rero"] == PrivacyAnalysis(Release(bounds["noise_multiplier"], 1.0, k, sampler="fixed")).rero(
+        prior_size=100).upper
+    assert last["ldp_mse_rero_rounds"] >= last["ldp_mse_rero"]  # k matched reconstructions: a stronger attack
+
+
+def test_local_dp_bounds_validate_inputs():
+    mod = LocalDpMod(clipping_norm=1.0, sensitivity=1.0, epsilon=1.0, delta=1e-5)
+    with pytest.raises(ReconRiskError, match="dim"):
+        local_dp_bounds(mod, 0)
+    with pytest.raises(ReconRiskError, match="mod"):
+        local_dp_bounds(object(), 10)
+    with pytest.raises(ReconRiskError, match="rounds"):
+        local_dp_bounds(mod, 10, rounds=0)
