@@ -323,3 +323,12 @@ def test_local_dp_bounds_validate_inputs():
         local_dp_bounds(object(), 10)
     with pytest.raises(ReconRiskError, match="rounds"):
         local_dp_bounds(mod, 10, rounds=0)
+
+
+def test_importing_reconrisk_does_not_import_flower():
+    import subprocess
+    import sys
+
+    code = "import sys, reconrisk, reconrisk.integrations; print('flwr' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
