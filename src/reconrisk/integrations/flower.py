@@ -411,5 +411,6 @@ def epsilon_gap_note(sampling: str) -> str:
     notes = {"poisson": "RDP -> (eps, delta) conversion loss (same release; PLD is tight)",
              "no-amplification": "RDP -> (eps, delta) conversion loss (exact Gaussian DP here)",
              "without-replacement": "units: Flower's RDP reads sigma against sensitivity 2C (replace-one), "
-                                    "i.e. sigma twice too large"}
+                                    "so it reports a smaller release; against the same release (sigma/2) "
+                                    "the RDP -> (eps, delta) conversion loss"}
     return notes[v.choice("sampling", sampling, tuple(notes))]
