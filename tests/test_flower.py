@@ -1,9 +1,16 @@
 """reconrisk's Flower accountant, stopping rule, calibration and local-DP bounds, inside Flower.
 
-The simulations run Flower's own ServerApp, strategies (FedAvg inside Flower's
-DifferentialPrivacyServerSideFixedClipping wrapper), ClientApp and LocalDpMod through
-reconrisk.integrations.flower_runtime.run_in_process (Flower's simulation runtime needs Ray,
-which is not installed here): a numpy MLP on the embedded digits split over 10 clients.
+Every simulation runs Flower's own ServerApp, strategies (FedAvg inside Flower's
+DifferentialPrivacyServerSideFixedClipping wrapper), ClientApp and LocalDpMod on a numpy MLP
+trained on the embedded digits split over 10 clients. Two runtimes:
+
+* Flower's simulation runtime (``flwr.simulation.run_simulation``, Ray backend on 1 CPU, one
+  ClientApp actor in its own process; ``flwr[simulation]``, skipped without Ray):
+  test_in_flowers_simulation_runtime — ε after each round and the stop at the calibrated round.
+  The ServerApp runs in a thread of this process there, so the accountant is read directly.
+* reconrisk.integrations.flower_runtime.run_in_process (a flwr Grid delivering each Message to
+  the ClientApp in this process, no Ray): every other simulation test. It is fast, and the
+  local-DP test needs each client's clean update, which only this process can record.
 """
 
 from __future__ import annotations
@@ -129,6 +136,69 @@ def test_epsilon_after_each_round_is_the_analysis_of_the_same_release():
     # Flower's own metrics carry the spent budget each round
     assert result.train_metrics_clientapp[3]["privacy_epsilon"] == eps[-1]
     assert result.train_metrics_clientapp[3]["privacy_rounds"] == 3
+
+
+# -- the same inside Flower's own simulation runtime (Ray) ----------------------------------------------------
+#: Ray on one CPU, one ClientApp actor (the 10 SuperNodes share it), quiet; 2-core CI machines
+RAY_BACKEND = {"init_args": {"num_cpus": 1, "include_dashboard": False, "logging_level": 30},
+               "client_resources": {"num_cpus": 1, "num_gpus": 0.0}}
+
+
+def test_in_flowers_simulation_runtime(monkeypatch):
+    """flwr.simulation.run_simulation (Ray backend): ε after each round is the PrivacyAnalysis of the
+    same release, and training stops before the round after the one the calibrator predicts."""
+    ray = pytest.importorskip("ray", reason="Flower's simulation runtime needs Ray (pip install 'reconrisk[flower]')")
+    from flwr.simulation import run_simulation
+
+    monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "0")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # no GPU here: silence Ray's notice about it
+    target, sigma, rounds = 0.05, 3.0, 6
+    cal = calibrate_flower(target, "reconstruction", solve="steps", noise_multiplier=sigma, clients_per_round=5,
+                           num_clients=N_CLIENTS, sampling="no-amplification", prior_size=100)
+    assert 2 <= cal.steps <= rounds - 2  # a stop inside the run, after a few rounds
+    acct = ReconRiskAccountant(config(), max_risk=target, measure="reconstruction", prior_size=100)
+    seen = []  # (round, releases, epsilon, risk) after each aggregation, read in the ServerApp's thread
+
+    class Watch(StopBeforeBudget):
+        def aggregate_train(self, server_round, replies):
+            replies = list(replies)
+            out = super().aggregate_train(server_round, replies)
+            seen.append((server_round, len(replies), acct.num_releases, acct.get_epsilon(1e-5), ray.is_initialized()))
+            return out
+
+    strategy = Watch(dp_strategy(acct, sigma=sigma))
+    out = {}
+    server = ServerApp()
+
+    @server.main()
+    def main(grid, context):
+        out["grid"] = type(grid).__name__
+        out["result"] = strategy.start(grid=grid, initial_arrays=init_arrays(), num_rounds=rounds,
+                                       train_config=ConfigRecord({}))
+
+    random.seed(0)
+    np.random.seed(0)
+    try:
+        run_simulation(server_app=server, client_app=make_client_app(), num_supernodes=N_CLIENTS,
+                       backend_config=RAY_BACKEND)
+    finally:
+        if ray.is_initialized():  # Flower shuts Ray down itself; only if a failure left it running
+            ray.shutdown()
+    assert out["grid"] == "InMemoryGrid"  # Flower's simulation grid, not reconrisk's in-process one
+    trained = [s for s in seen if s[1] > 0]
+    assert [s[0] for s in trained] == list(range(1, cal.steps + 1))
+    assert all(s[1] == 5 and s[4] for s in trained)  # 5 clients' replies each round, through Ray
+    for rnd, _, releases, eps, _ in trained:
+        assert releases == rnd
+        assert eps == PrivacyAnalysis(Release(sigma, 1.0, rnd)).epsilon(1e-5).upper
+    # stopped before the round the calibrator refuses; the spent budget is in Flower's metrics
+    assert strategy.stopped_round == cal.steps + 1 and acct.num_releases == cal.steps
+    metrics = out["result"].train_metrics_clientapp
+    assert metrics[cal.steps]["privacy_epsilon"] == trained[-1][3]
+    stop = metrics[cal.steps + 1]
+    assert stop["privacy_stopped"] == 1 and stop["privacy_rounds"] == cal.steps
+    assert stop["privacy_risk"] == cal.bound.upper <= target
 
 
 def test_training_stops_at_the_round_the_calibrator_predicts():
