@@ -294,6 +294,91 @@ def test_would_exceed_for_epsilon_and_risk_leaves_the_state_unchanged():
         acct.would_exceed(ev)
 
 
+def test_implements_flowers_protocol_member_for_member():
+    """Every member of flwr.serverapp.PrivacyAccountant, with its parameters (names, order, defaults) and types."""
+    import inspect
+    import typing
+
+    from flwr.serverapp import PrivacyAccountant, PrivacySpent
+
+    members = [k for k in vars(PrivacyAccountant) if not k.startswith("_")]
+    assert set(members) >= {"config", "num_releases", "compose", "get_epsilon", "get_delta", "get_privacy_spent",
+                            "would_exceed", "state_dict", "load_state_dict"}
+    for name in members:
+        theirs, ours = vars(PrivacyAccountant)[name], getattr(ReconRiskAccountant, name)
+        if isinstance(theirs, property):
+            assert isinstance(ours, property), name
+            assert (typing.get_type_hints(ours.fget)["return"] == typing.get_type_hints(theirs.fget)["return"]), name
+            continue
+        p_theirs = list(inspect.signature(theirs).parameters.values())
+        p_ours = list(inspect.signature(ours).parameters.values())
+        assert [(p.name, p.kind, p.default) for p in p_ours[:len(p_theirs)]] == [
+            (p.name, p.kind, p.default) for p in p_theirs], name
+        assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in p_ours[len(p_theirs):]), name
+        assert typing.get_type_hints(ours).get("return") == typing.get_type_hints(theirs).get("return"), name
+    # and the values returned are of those types, driven through Flower's own types
+    acct = ReconRiskAccountant(config("poisson", population=100, max_epsilon=5.0))
+    acct.compose(GaussianPrivacyEvent(noise_multiplier=1.2, sample_size=7, population_size=100), count=3)
+    assert isinstance(acct.config, PrivacyConfig) and type(acct.num_releases) is int and acct.num_releases == 3
+    spent = acct.get_privacy_spent()
+    assert isinstance(spent, PrivacySpent) and spent.optimal_order is None
+    assert all(type(x) is float for x in (acct.get_epsilon(1e-5), acct.get_delta(1.0), spent.epsilon, spent.delta))
+    assert type(acct.would_exceed(GaussianPrivacyEvent(1.2, 7, 100), None, 2)) is bool
+    assert isinstance(acct.state_dict(), dict) and acct.load_state_dict(acct.state_dict()) is None
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_would_exceed_with_count_is_composing_count_rounds(mode):
+    """Flower's semantics: would_exceed(event, limit, count) is whether ε after count more releases is > limit."""
+    cfg = config(mode, population=200, delta=1e-6)
+    acct, ev = ReconRiskAccountant(cfg), GaussianPrivacyEvent(noise_multiplier=1.5, sample_size=20, population_size=200)
+    acct.compose(ev, 4)
+    after = ReconRiskAccountant(cfg)
+    after.compose(ev, 4)
+    after.compose(ev, 6)
+    e10 = after.get_epsilon(1e-6)
+    assert acct.would_exceed(ev, e10 * 0.999, 6) and not acct.would_exceed(ev, e10, 6)
+    assert not acct.would_exceed(ev, e10 * 0.999, 5)
+    assert acct.num_releases == 4  # unchanged
+    with pytest.raises(ValueError, match="count"):
+        acct.would_exceed(ev, 1.0, 0)
+    with pytest.raises(ValueError, match="max_epsilon"):
+        acct.would_exceed(ev, 0.0)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_get_delta_on_flowers_domain(mode):
+    """Flower's get_delta takes any finite ε >= 0: δ(0) (the total variation) and ε beyond reconrisk's ε range."""
+    acct = ReconRiskAccountant(config(mode, population=100))
+    acct.compose(GaussianPrivacyEvent(1.0, 10, 100), 20)
+    a = acct.analysis
+    assert acct.get_delta(0.0) == a.delta(0.0).upper >= acct.get_delta(0.5) == a.delta(0.5).upper
+    assert acct.get_delta(300.0) == a.delta(300.0).upper <= 1e-10
+    assert acct.get_delta(0.0) <= 1.0
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ReconRiskError, match="epsilon"):
+            acct.get_delta(bad)
+
+
+def test_refuses_a_sampling_and_relation_pair_it_does_not_analyse():
+    cfg = config("poisson")
+    object.__setattr__(cfg, "neighboring_relation", NeighboringRelation.REPLACE_ONE)  # a pair Flower refuses today
+    with pytest.raises(ReconRiskError, match="neighboring_relation"):
+        ReconRiskAccountant(cfg)
+
+
+def test_load_state_dict_refuses_malformed_state():
+    acct = ReconRiskAccountant(config("poisson", population=100))
+    acct.compose(GaussianPrivacyEvent(1.0, 10, 100), 2)
+    state = acct.state_dict()
+    for bad in ({**state, "risk_target": [0.1]}, {**state, "compositions": None},
+                {**state, "compositions": [{"event": {"noise_multiplier": 1.0}, "count": 1}]},
+                {**state, "compositions": [{"event": state["compositions"][0]["event"], "count": 0}]}):
+        with pytest.raises(ReconRiskError):
+            acct.load_state_dict(bad)
+    assert acct.num_releases == 2
+
+
 @pytest.mark.parametrize("measure,args", [("reconstruction", {"prior_size": 100}), ("reidentification", {"prior_size": 100}),
                                           ("attribute", {"baseline": 0.1}), ("membership_tpr", {"fpr": 0.01}),
                                           ("membership_advantage", {}), ("rad", {"prior_size": 100}),

@@ -74,13 +74,24 @@ def _sampling(config) -> str:
     return SamplingMethod(config.sampling_method).value
 
 
+#: The (sampling, relation) pairs analysed here — those Flower's PrivacyConfig accepts (flwr 1.35–1.42).
+MODELS = {("poisson", "add-or-remove-one"), ("without-replacement", "replace-one"),
+          ("no-amplification", "add-or-remove-one")}
+
+
 def _check_config(config) -> PrivacyConfig:
     if not isinstance(config, PrivacyConfig):
         raise ReconRiskError(f"config must be a flwr.serverapp.PrivacyConfig; found {type(config).__name__}")
+    # the relation is implied by the sampling in every pair analysed; a pair a later Flower allows is refused,
+    # not silently analysed under another relation
+    pair = (_sampling(config), NeighboringRelation(config.neighboring_relation).value)
+    if pair not in MODELS:
+        raise ReconRiskError(f"config's (sampling_method, neighboring_relation) must be one of {sorted(MODELS)}; "
+                             f"found {pair}")
     return config
 
 
-def _segment(config: PrivacyConfig, event) -> tuple[float, float, int | None]:
+def _segment(config: PrivacyConfig, event) -> tuple[float, float]:
     """(σ, q) of one event in reconrisk's units, validated against the config."""
     if not isinstance(event, GaussianPrivacyEvent):
         raise ReconRiskError(f"event must be a flwr.serverapp.GaussianPrivacyEvent; found {type(event).__name__}")
@@ -163,8 +174,10 @@ class ReconRiskAccountant:
         return 0.0 if a is None else float(a.epsilon(delta).upper)
 
     def get_delta(self, epsilon: float) -> float:
-        """δ at ``epsilon``: the upper end of the certified bracket."""
-        epsilon = v.epsilon("epsilon", epsilon)
+        """δ at ``epsilon`` ≥ 0 (Flower's domain: finite, 0 included): the upper end of the certified bracket."""
+        epsilon = v.real("epsilon", epsilon)
+        if epsilon < 0:
+            raise ReconRiskError(f"epsilon must be >= 0 and finite; found {epsilon!r}")
         a = self.analysis
         return 0.0 if a is None else float(a.delta(epsilon).upper)
 
@@ -227,17 +240,21 @@ class ReconRiskAccountant:
             config = PrivacyConfig(target_delta=cfg["target_delta"], population_size=cfg["population_size"],
                                    neighboring_relation=NeighboringRelation(cfg["neighboring_relation"]),
                                    sampling_method=SamplingMethod(cfg["sampling_method"]), max_epsilon=cfg["max_epsilon"])
+            if not isinstance(state["compositions"], list):
+                raise TypeError(f"compositions must be a list; found {type(state['compositions']).__name__}")
             ledger = [(GaussianPrivacyEvent(**dict(item["event"])), item["count"]) for item in state["compositions"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise ReconRiskError(f"state holds an invalid config or composition: {exc}") from None
         if config != self._config:
             raise ReconRiskError(f"state's config must equal this accountant's {self._config}; found {config}")
         rt = state.get("risk_target")
+        if rt is not None and not isinstance(rt, dict):
+            raise ReconRiskError(f"state's risk_target must be a dict or None; found {type(rt).__name__}")
         target = None if rt is None else _risk_target(rt.get("max_risk"), rt.get("measure"),
                                                       {k: x for k, x in rt.items() if k not in ("measure", "max_risk")})
-        for e, n in ledger:
+        for e, _ in ledger:
             _segment(config, e)
-            v.integer("count", n, minimum=1)
+        ledger = [(e, v.integer("count", n, minimum=1)) for e, n in ledger]
         self._compositions, self._risk_target, self._analysis = ledger, target, None
 
     # -- beyond the protocol ---------------------------------------------------------------------
