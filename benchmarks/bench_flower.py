@@ -1,16 +1,25 @@
 """ε of reconrisk's Flower accountant against Flower's own RDP accountant, across Flower's sampling modes.
 
-    PYTHONPATH=src python benchmarks/bench_flower.py
+    PYTHONPATH=src python benchmarks/bench_flower.py [--runtimes]
 
 Prints one row per setting: ε (δ = 1e-5) from ``ReconRiskAccountant`` (PLD; exact Gaussian DP at q = 1),
 from Flower's ``RdpAccountant`` (dp_accounting's RDP) and, under without-replacement, from dp_accounting's
 RDP at σ/2 (the release Flower's noise actually gives under replace-one: the clipped sum moves by 2C), with
 the ratio and what the gap is made of. Also the time each accountant takes (measured here, not asserted).
+
+``--runtimes``: the wall time of one accounted Flower run (tests/test_flower.py's MLP on the digits, 10
+clients, 5 a round, 6 rounds, σ 3) in Flower's simulation runtime (``run_simulation``, Ray on 1 CPU,
+Ray's start and stop included) and in reconrisk's in-process runtime, and their ratio; the machine's
+load average is printed beside them (shared machines make these numbers noisy).
 """
 
 from __future__ import annotations
 
+import os
+import random
+import sys
 import time
+from pathlib import Path
 
 import dp_accounting as dpa
 from flwr.serverapp import GaussianPrivacyEvent, NeighboringRelation, PrivacyConfig, RdpAccountant, SamplingMethod
@@ -54,5 +63,44 @@ def main() -> None:
     print("ratio = ours / RDP of the same release (under without-replacement: dp_accounting's RDP at sigma/2)")
 
 
+def runtimes(rounds: int = 6) -> None:
+    import numpy as np
+    from flwr.app import ConfigRecord
+    from flwr.serverapp import ServerApp
+    from flwr.simulation import run_simulation
+
+    from reconrisk.integrations.flower_runtime import run_in_process
+
+    os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import test_flower as tf
+
+    def once(runner) -> tuple[float, int]:
+        acct = ReconRiskAccountant(tf.config())
+        strategy = tf.dp_strategy(acct, sigma=3.0)
+        server = ServerApp()
+
+        @server.main()
+        def main_(grid, context):
+            strategy.start(grid=grid, initial_arrays=tf.init_arrays(), num_rounds=rounds, train_config=ConfigRecord({}))
+
+        random.seed(0)
+        np.random.seed(0)
+        t0 = time.perf_counter()
+        runner(server)
+        return time.perf_counter() - t0, acct.num_releases
+
+    t_in, n_in = once(lambda s: run_in_process(s, tf.make_client_app(), tf.N_CLIENTS))
+    t_ray, n_ray = once(lambda s: run_simulation(server_app=s, client_app=tf.make_client_app(),
+                                                 num_supernodes=tf.N_CLIENTS, backend_config=tf.RAY_BACKEND))
+    load = os.getloadavg()[0]
+    print(f"{rounds} accounted rounds ({n_in}, {n_ray} releases): in-process {t_in:.2f} s, Flower's simulation "
+          f"runtime (Ray, 1 CPU) {t_ray:.2f} s, ratio {t_ray / t_in:.1f}; load average {load:.1f} on "
+          f"{os.cpu_count()} CPUs")
+
+
 if __name__ == "__main__":
     main()
+    if "--runtimes" in sys.argv[1:]:
+        runtimes()

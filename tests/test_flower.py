@@ -25,10 +25,11 @@ pytest.importorskip("dp_accounting", reason="Flower's RDP accountant needs dp_ac
 
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
-from flwr.clientapp.mod import LocalDpMod  # noqa: E402
+from flwr.clientapp.mod import LocalDpMod, fixedclipping_mod  # noqa: E402
 from flwr.serverapp import (  # noqa: E402
     GaussianPrivacyEvent, NeighboringRelation, PrivacyConfig, RdpAccountant, SamplingMethod, ServerApp)
-from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg  # noqa: E402
+from flwr.serverapp.strategy import (  # noqa: E402
+    DifferentialPrivacyClientSideFixedClipping, DifferentialPrivacyServerSideFixedClipping, FedAvg)
 from scipy import stats  # noqa: E402
 
 from reconrisk import PrivacyAnalysis, Release  # noqa: E402
@@ -112,14 +113,18 @@ def run(strategy, rounds, client_app=None, seed=0):
     return out["result"]
 
 
-def dp_strategy(accountant, sigma=1.0, per_round=5, clip=1.0):
+def dp_strategy(accountant, sigma=1.0, per_round=5, clip=1.0, wrapper=DifferentialPrivacyServerSideFixedClipping):
     inner = FedAvg(fraction_train=per_round / N_CLIENTS, fraction_evaluate=0.0, min_train_nodes=per_round,
                    min_available_nodes=per_round)
-    return DifferentialPrivacyServerSideFixedClipping(inner, sigma, clip, per_round, accountant=accountant)
+    return wrapper(inner, sigma, clip, per_round, accountant=accountant)
 
 
 # -- the accountant inside Flower's wrapper ---------------------------------------------------------------
-def test_epsilon_after_each_round_is_the_analysis_of_the_same_release():
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_epsilon_after_each_round_is_the_analysis_of_the_same_release(side):
+    """Both of Flower's accounted wrappers (server-side clipping; client-side with fixedclipping_mod)."""
+    wrapper, mods = {"server": (DifferentialPrivacyServerSideFixedClipping, []),
+                     "client": (DifferentialPrivacyClientSideFixedClipping, [fixedclipping_mod])}[side]
     acct = ReconRiskAccountant(config())
     eps = []
 
@@ -129,7 +134,7 @@ def test_epsilon_after_each_round_is_the_analysis_of_the_same_release():
             eps.append(acct.get_epsilon(1e-5))
             return out
 
-    result = run(Watch(dp_strategy(acct, sigma=2.0)), rounds=3)
+    result = run(Watch(dp_strategy(acct, sigma=2.0, wrapper=wrapper)), rounds=3, client_app=make_client_app(mods))
     assert acct.num_releases == 3
     for t, e in enumerate(eps, start=1):
         assert e == PrivacyAnalysis(Release(2.0, 1.0, t)).epsilon(1e-5).upper
