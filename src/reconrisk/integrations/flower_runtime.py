@@ -1,9 +1,11 @@
 """Run a Flower ``ServerApp`` against a ``ClientApp`` in this process, without Ray.
 
 Flower's simulation runtime (``flwr.simulation.run_simulation``) runs every ``ClientApp``
-through its Ray backend (``flwr[simulation]``), which starts a Ray cluster — tens of seconds
-and several processes on a small machine. :func:`run_in_process` is the lightest runtime
-that still runs Flower's own objects end to end: the ``ServerApp``'s main function and the
+through its Ray backend (``flwr[simulation]``), which starts a Ray cluster — about 10–20 s and
+several processes on a 2-core machine, before the first round (``benchmarks/bench_flower.py
+--runtimes`` measures it). The ServerApp runs there in a thread of the calling process, so the
+same apps and accountant run unchanged in either runtime. :func:`run_in_process` is the lightest
+runtime that still runs Flower's own objects end to end: the ``ServerApp``'s main function and the
 strategy's ``start`` loop drive a :class:`InProcessGrid` (a ``flwr.serverapp.Grid``) that
 delivers each ``Message`` to the ``ClientApp`` (its mods included, e.g. ``LocalDpMod``) and
 returns the reply. Messages are delivered one node at a time, in the order sent; each
