@@ -179,8 +179,9 @@ def test_in_flowers_simulation_runtime(monkeypatch):
     @server.main()
     def main(grid, context):
         out["grid"] = type(grid).__name__
+        # timeout: a round's replies are awaited 60 s at most (not Flower's default hour) should Ray fail
         out["result"] = strategy.start(grid=grid, initial_arrays=init_arrays(), num_rounds=rounds,
-                                       train_config=ConfigRecord({}))
+                                       train_config=ConfigRecord({}), timeout=60)
 
     random.seed(0)
     np.random.seed(0)
