@@ -28,7 +28,7 @@ LAYERS = {
     # simulation
     "train": 3, "attacks": 3,
     # orchestration
-    "experiments": 4, "opacus": 4, "opacus_audit": 4, "opacus_individual": 4,
+    "experiments": 4, "opacus": 4, "opacus_audit": 4, "opacus_individual": 4, "integrations": 4,
     "report": 5,
     "cli": 6, "__main__": 6,
 }
