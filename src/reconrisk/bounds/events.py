@@ -179,7 +179,7 @@ class EventAnalysis:
 
     release = None  # not a DP-SGD release: quantities that need σ, q, T are refused by name
 
-    def __init__(self, event, *, value_discretization: float | None = None) -> None:
+    def __init__(self, event, *, value_discretization: float | None = None, _symmetric: bool = False) -> None:
         from ..release import dp_event_leaves
 
         self.source = event
@@ -194,6 +194,28 @@ class EventAnalysis:
         self.has_gaussian = any(k in ("gaussian", "poisson", "fixed") for k, *_ in self.leaves)
         self._cache: dict[tuple[float, bool, str], PMF] = {}
         self._memo: dict = {}
+        #: True for the pair view (:attr:`pair`): steps sampled without replacement compose the symmetrised curve
+        self.symmetric = bool(_symmetric)
+        self._pair: EventAnalysis | None = None
+
+    @property
+    def pair(self) -> "EventAnalysis":
+        """The analysis that answers questions about *pairs* of neighbouring data sets (ε, δ, the trade-off
+        curve, membership measures, μ-GDP).
+
+        Without steps sampled without replacement: the analysis itself. With them (replace-one): a view in which
+        each such step contributes the PLD of the symmetrised curve C_q = min{f_q, f_q⁻¹}** (Dong, Roth & Su
+        2022, Thm 4.2; :func:`reconrisk.accounting.pld.symmetrised`), because a replace-one pair reaches both
+        orientations of the step's pair and may switch between them adaptively; the event's other replace-one
+        steps (plain Gaussian, randomized response) have symmetric curves already, so their remove PLD stands
+        for both. ReRo keeps the one-reference argument of :meth:`rero` (the run in which the target's slot is
+        never sampled), as :attr:`reconrisk.bounds.analysis.PrivacyAnalysis.pair` does for releases.
+        """
+        if self.symmetric or not any(k == "fixed" for k, *_ in self.leaves):
+            return self
+        if self._pair is None:
+            self._pair = EventAnalysis(self.source, value_discretization=self.h, _symmetric=True)
+        return self._pair
 
     def __repr__(self) -> str:
         return f"EventAnalysis({self.source!r}, h={self.h:g})"
@@ -230,6 +252,8 @@ class EventAnalysis:
 
     def directions(self, pessimistic: bool) -> tuple[str, ...]:
         """Directions with a distribution on this side (optimistic *add* only without Gaussian steps)."""
+        if self.symmetric:  # the pair view: one symmetric distribution stands for both directions
+            return ("remove",)
         return ("remove", "add") if pessimistic or not self.has_gaussian else ("remove",)
 
     def pmf(self, h: float | None = None, *, pessimistic: bool, direction: str = "remove") -> PMF:
@@ -247,8 +271,10 @@ class EventAnalysis:
             if kind in ("gaussian", "poisson") and a == 0.0:
                 step = _noiseless_pmf(q, h, pessimistic, direction)
             elif kind in ("gaussian", "poisson", "fixed"):
-                # without replacement: the Poisson pair at the event's noise multiplier (Release.dominating)
-                step = _pld.step_pmf(a, q, h, pessimistic=pessimistic, direction=direction)
+                # without replacement: the Poisson pair at the event's noise multiplier (Release.dominating);
+                # in the pair view its symmetrised curve (see :attr:`pair`)
+                step = _pld.step_pmf(a, q, h, pessimistic=pessimistic,
+                                     direction="symmetric" if self.symmetric and kind == "fixed" else direction)
             else:
                 d = _dpa_pld(a, h, pessimistic, self.relation)
                 step = _from_dp_accounting(d._pmf_remove if direction == "remove" else d._pmf_add, pessimistic)
@@ -283,6 +309,8 @@ class EventAnalysis:
         (refined until (upper − lower) ≤ rel_tol·upper when ``two_sided``)."""
         eps = v.real("epsilon", epsilon)
         rel_tol = v.positive("rel_tol", rel_tol)
+        if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
+            return self.pair.delta(eps, two_sided=two_sided, rel_tol=rel_tol)
 
         def at(h):
             up = self._both(lambda p: float(p.delta([eps])[0]), True, h)
@@ -302,6 +330,8 @@ class EventAnalysis:
         """The smallest ε with the event (ε, δ)-DP, both directions, bracketed by the two PLDs (refined as :meth:`delta`)."""
         d = v.probability_open("delta", delta)
         rel_tol = v.positive("rel_tol", rel_tol)
+        if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
+            return self.pair.epsilon(d, two_sided=two_sided, rel_tol=rel_tol)
 
         def at(h):
             up = self._both(lambda p: p.epsilon(d), True, h)
@@ -350,7 +380,7 @@ class EventAnalysis:
 
     # -- ReRo, the curve, the risks ----------------------------------------------------------------
     def _blowup(self, kappa: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
-        up = np.max([self.pmf(h, pessimistic=True, direction=d).blowup(kappa) for d in ("remove", "add")], axis=0)
+        up = np.max([self.pmf(h, pessimistic=True, direction=d).blowup(kappa) for d in self.directions(True)], axis=0)
         lo = np.minimum(self.pmf(h, pessimistic=False, direction="remove").blowup(kappa), up)
         return lo, up
 
@@ -391,6 +421,8 @@ class EventAnalysis:
 
         a, _ = v.kappa_array("alphas", alphas)
         tol = CURVE_TOL if tol is None else v.positive("tol", tol)
+        if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
+            return self.pair.tradeoff(a, tol=tol)
 
         def at(h):
             lo, up = self._blowup(a, h)
@@ -423,7 +455,7 @@ class EventAnalysis:
         ``upper`` is None then.
         """
         a = np.logspace(-12, math.log10(0.5), 97) if alphas is None else np.asarray(alphas, dtype=float)
-        t = self.tradeoff(a)
+        t = self.pair.tradeoff(a)  # a pair question (see :attr:`pair`); the upper end below holds for both
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
         lo = max(0.0, float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf))))

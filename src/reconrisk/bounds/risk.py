@@ -136,7 +136,7 @@ def _pair_view(analysis):
     (:attr:`~reconrisk.bounds.analysis.PrivacyAnalysis.pair`), for anything else the analysis itself.
     The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
     they compare the run with the target against the one run in which its slot is never sampled."""
-    return analysis.pair if isinstance(analysis, PrivacyAnalysis) else analysis
+    return getattr(analysis, "pair", analysis)
 
 
 def _single_step(release: Release) -> bool:
