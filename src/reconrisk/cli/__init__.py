@@ -93,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import warnings
 
-    from typer.core import _click as click  # typer >= 0.20 vendors click; its exceptions live here
+    try:  # newer typer vendors click; its exceptions live there
+        from typer.core import _click as click
+    except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
+        import click
 
     debug = bool(os.environ.get("RECONRISK_DEBUG"))
     args = list(sys.argv[1:] if argv is None else argv)
