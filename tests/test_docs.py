@@ -88,7 +88,7 @@ def test_dependent_blocks_skip_together(tmp_path):
     a block whose requirement ran runs; a requirement no earlier block declares fails the page."""
     page = tmp_path / "page.md"
     page.write_text(
-        "<!-- docs: id train -->\n<!-- docs: requires no_such_module_for_docs -->\n"
+        "<!-- docs: id train; requires no_such_module_for_docs -->\n"
         "```pycon\n>>> open('model.txt', 'w').write('m')\n1\n```\n\n"
         "<!-- docs: id use -->\n<!-- docs: requires #train -->\n"
         "```console\n$ reconrisk report --from-opacus model.txt --samples 0 --out r\nwhatever\n```\n\n"

@@ -35,7 +35,9 @@ An HTML comment on the line just above a fence changes how it is checked:
   parsed (slow), or failed, the dependent block is skipped with the reason,
   never run into a failure of its own; dependencies chain. A ``#NAME`` that no
   earlier block of the page declares is an error. One ``requires`` may list
-  several names, modules and blocks alike (``requires opacus #train``).
+  several names, modules and blocks alike (``requires opacus #train``), and
+  one comment may hold several directives, separated by ``;``
+  (``<!-- docs: id train; requires opacus -->``).
 
 ``tools/refresh_docs.py`` rewrites the expected outputs from a fresh run.
 """
@@ -114,8 +116,9 @@ def blocks(path: Path) -> list[Block]:
         lang = info.split()[0].lstrip("{.").rstrip("}") if info else ""
         title = _TITLE.search(info)
         directives, k = [], i - 1
-        while k >= 0 and _DIRECTIVE.match(text[k]):
-            directives.insert(0, _DIRECTIVE.match(text[k]).group("what"))
+        while k >= 0 and _DIRECTIVE.match(text[k]):  # one comment may hold several, separated by ";"
+            what = [d.strip() for d in _DIRECTIVE.match(text[k]).group("what").split(";") if d.strip()]
+            directives[:0] = what
             k -= 1
         j = i + 1
         while j < len(text) and not text[j].strip().startswith(fence):
