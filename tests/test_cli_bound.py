@@ -22,6 +22,21 @@ def test_bound_json_has_the_documented_keys(capsys):
     assert d["rero"]["lower"] <= d["rero"]["upper"] <= d["baselines"]["rdp"]
 
 
+def test_bound_rdp_baseline_is_the_optimal_conversion(capsys):
+    """The "rdp" row is the optimal conversion of the release's own RDP curve (Riess et al. 2026), named so;
+    Hayes et al.'s Eq. 2 stays in the JSON under its own name (0.6964 against 0.7499 at κ = 0.5)."""
+    argv = ["bound", "-s", "1", "-q", "0.01", "-T", "1000", "--kappa", "0.5"]
+    d = run_json(capsys, argv)
+    assert d["baselines"]["rdp"] == pytest.approx(0.6964, abs=1e-4)
+    assert d["baselines"]["rdp_hayes2023_eq2"] == pytest.approx(0.7499, abs=1e-4)
+    assert "Riess et al. 2026" in d["baseline_formulas"]["rdp"]
+    assert "Eq. 2" in d["baseline_formulas"]["rdp_hayes2023_eq2"]
+    assert d["rero"]["upper"] <= d["baselines"]["rdp"] <= d["baselines"]["rdp_hayes2023_eq2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "rdp_optimal (baseline)" in out and "0.6964" in out and "0.7499" not in out
+
+
 def test_bound_all_methods(capsys):
     d = run_json(capsys, ["bound", "-s", "2", "-q", "1", "-T", "10", "--kappa", "0.1", "--method", "all", "--samples", "20000"])
     assert set(d["methods"]) == {"pld", "closed_form", "mc"}

@@ -72,17 +72,46 @@ def test_atomic_writes_follow_the_umask(tmp_path):
         os.umask(old)
 
 
-def test_tables_are_whole_when_piped():
-    """Piped output is plain (no box grid) and never wrapped or cut at 80 columns."""
+def test_piped_tables_fit_the_pipe_width_and_are_never_cut():
+    """Piped output is plain (no box grid) and fits PIPE_WIDTH columns: long cells and captions wrap at word
+    boundaries, nothing is cut ("membership-adva…") and no line is padded past the width."""
     import subprocess
     import sys
 
+    from reconrisk.cli._common import PIPE_WIDTH
+
     long = "membership-advantage " * 8
     code = ("from reconrisk.cli._common import print_table; "
-            f"print_table('t', ['quantity', 'value'], [[{long!r}, 0.5]], caption='c ' * 60)")
+            f"print_table('t', ['quantity', 'value'], [[{long!r}, 0.5]], caption='c ' * 90)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert long.strip() in out and "…" not in out and "┃" not in out
-    assert ("c " * 60).strip() in out
+    assert "…" not in out and "┃" not in out
+    assert out.count("membership-advantage") == 8  # each word whole (the cell wraps beside its row's 0.5000)
+    assert ("c " * 90).strip() in " ".join(out.split())  # the caption wraps, whole
+    assert PIPE_WIDTH <= 120 and max(len(line) for line in out.split("\n")) <= PIPE_WIDTH
+    word = "y" * 200  # one word wider than the pipe: folded onto lines, not cut
+    code = f"from reconrisk.cli._common import print_table; print_table('t', ['quantity'], [[{word!r}]])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "…" not in out and word in "".join(out.split()) and max(map(len, out.split("\n"))) <= PIPE_WIDTH
+
+
+def test_piped_report_fits_a_terminal_and_a_log(tmp_path):
+    """`reconrisk report … | cat`, the widest table the CLI prints (a note column of sentences): every line,
+    summary sentences included, fits 120 columns, and every word of every row is there."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "reconrisk", "report", "-s", "1", "-q", "0.01", "-T", "1000", "--prior-size", "100",
+            "--samples", "0"]
+    out = subprocess.run([*argv, "--out", str(tmp_path / "a")], capture_output=True, text=True, check=True).stdout
+    lines = out.split("\n")
+    assert max(map(len, lines)) <= 120, max(lines, key=len)
+    assert "…" not in out
+    rep = json.loads(subprocess.run([*argv, "--out", str(tmp_path / "b"), "--json"], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert len(rep["analytic"]["reason"]) > 120  # (the widest cell: a sentence, wrapped, never cut)
+    assert " ".join(rep["analytic"]["reason"].split()) in " ".join(out.split())
+    assert "reconstructs a training example at most 2.92% of the time (a blind guess: 1%)." in " ".join(out.split())
 
 
 def test_ctrl_c_prints_one_line_naming_what_was_saved(monkeypatch, capsys, tmp_path):

@@ -11,7 +11,10 @@
   ``RECONRISK_DOCS_SLOW=1`` is set (or refreshed with
   ``python3.11 tools/refresh_docs.py --slow``).
 * Blocks marked ``<!-- docs: requires opacus -->`` are skipped, with the
-  reason, where Opacus is not installed.
+  reason (a warning in the test's summary), where Opacus is not installed; a
+  block marked ``<!-- docs: requires #NAME -->`` needs the earlier block
+  marked ``<!-- docs: id NAME -->`` (e.g. a file it wrote) and is skipped with
+  it, never failed for it.
 * ``mkdocs build --strict`` succeeds: no broken link or anchor, no page left
   out of the navigation, no mkdocstrings warning; the CLI reference and the
   Python API pages are generated from the code at build time.
@@ -28,6 +31,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -44,6 +48,9 @@ SLOW = bool(os.environ.get("RECONRISK_DOCS_SLOW"))
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_examples_print_what_the_page_shows(page):
     outcomes = docs_check.run_page(page, slow=SLOW)
+    for o in outcomes:
+        if o.status == "skipped":
+            warnings.warn(f"{o.block.where}: example skipped: {o.message}", stacklevel=1)
     failures = [o.message for o in outcomes if o.status == "failed"]
     assert not failures, "\n\n".join(failures) + "\n\n(refresh with: PYTHONPATH=src python3.11 tools/refresh_docs.py)"
 
@@ -74,6 +81,33 @@ def test_the_comparison_can_fail(tmp_path):
     assert docs_check.matches(["a", "...", "d"], ["a", "b", "c", "d"])
     assert not docs_check.matches(["a", "...", "d"], ["a", "b", "c"])
     assert docs_check.matches(["took (1.0 s)  "], ["took (25.3 s)"])
+
+
+def test_dependent_blocks_skip_together(tmp_path):
+    """A block that needs what a skipped (or slow, only parsed) block made is skipped with the reason, in a chain;
+    a block whose requirement ran runs; a requirement no earlier block declares fails the page."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs: id train; requires no_such_module_for_docs -->\n"
+        "```pycon\n>>> open('model.txt', 'w').write('m')\n1\n```\n\n"
+        "<!-- docs: id use -->\n<!-- docs: requires #train -->\n"
+        "```console\n$ reconrisk report --from-opacus model.txt --samples 0 --out r\nwhatever\n```\n\n"
+        "<!-- docs: requires #use -->\n```pycon\n>>> open('model.txt').read()\n'm'\n```\n\n"
+        "<!-- docs: id fine -->\n```pycon\n>>> x = 2\n```\n\n"
+        "<!-- docs: requires #fine -->\n```pycon\n>>> x + 1\n3\n```\n\n"
+        "<!-- docs: id audit -->\n<!-- docs: slow -->\n```console\n$ reconrisk audit\n```\n\n"
+        "<!-- docs: requires #audit -->\n```pycon\n>>> open('reconrisk-out/results.json').read()[:1]\n'{'\n```\n",
+        encoding="utf-8",
+    )
+    outcomes = docs_check.run_page(page)
+    assert [o.status for o in outcomes] == ["skipped", "skipped", "skipped", "ok", "ok", "parsed", "skipped"]
+    assert outcomes[0].message == "needs no_such_module_for_docs"
+    assert outcomes[1].message == "needs #train, which was skipped (needs no_such_module_for_docs)"
+    assert outcomes[2].message.startswith("needs #use, which was skipped (needs #train")
+    assert "only parsed" in outcomes[6].message
+    page.write_text("<!-- docs: requires #nowhere -->\n```pycon\n>>> 1\n1\n```\n", encoding="utf-8")
+    (bad,) = docs_check.run_page(page)
+    assert bad.status == "failed" and "no earlier block" in bad.message
 
 
 def test_refresh_rewrites_only_what_changed(tmp_path):

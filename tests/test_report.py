@@ -66,7 +66,8 @@ def test_report_equals_bound_and_calibrate(capsys, reports, key):
     assert rep["epsilon"]["formula"]
     for m, summary in b["methods"].items():
         assert rep["rero"][m] == summary, m
-    assert rep["rero"]["rdp"]["upper"] == b["baselines"]["rdp"]
+    assert rep["rero"]["rdp"]["upper"] == b["baselines"]["rdp"] and rep["rero"]["rdp"]["method"] == "rdp_optimal"
+    assert rep["rero"]["rdp_hayes2023_eq2"]["upper"] == b["baselines"]["rdp_hayes2023_eq2"]  # the paper's Eq. 2
     assert rep["rero"]["dp"]["upper"] == b["baselines"]["dp"]
     c = run_json(capsys, ["calibrate", "--target-rero", "0.3", "--prior-size", "10", "-q", rel[3], "-T", rel[5]])
     cal = rep["calibration"]

@@ -29,6 +29,15 @@ An HTML comment on the line just above a fence changes how it is checked:
   (files the reader downloaded, a Dask scheduler at a real address).
 * ``<!-- docs: requires MODULE -->`` — skipped (and said so) when MODULE
   cannot be imported, e.g. ``opacus``.
+* ``<!-- docs: id NAME -->`` names a block, and ``<!-- docs: requires #NAME -->``
+  says a block needs what that earlier block of the page made (a file it
+  wrote, a variable it set): when the named block was skipped, or only
+  parsed (slow), or failed, the dependent block is skipped with the reason,
+  never run into a failure of its own; dependencies chain. A ``#NAME`` that no
+  earlier block of the page declares is an error. One ``requires`` may list
+  several names, modules and blocks alike (``requires opacus #train``), and
+  one comment may hold several directives, separated by ``;``
+  (``<!-- docs: id train; requires opacus -->``).
 
 ``tools/refresh_docs.py`` rewrites the expected outputs from a fresh run.
 """
@@ -85,7 +94,13 @@ class Block:
         return "parse-only" in self.directives
 
     def requires(self) -> list[str]:
-        return [d.split(None, 1)[1] for d in self.directives if d.startswith("requires ")]
+        """Every name of the block's ``requires`` directives: modules, and ``#NAME`` for earlier blocks."""
+        return [name for d in self.directives if d.startswith("requires ") for name in d.split()[1:]]
+
+    @property
+    def id(self) -> str | None:
+        ids = [d.split(None, 1)[1].strip() for d in self.directives if d.startswith("id ")]
+        return ids[-1] if ids else None
 
 
 def blocks(path: Path) -> list[Block]:
@@ -101,8 +116,9 @@ def blocks(path: Path) -> list[Block]:
         lang = info.split()[0].lstrip("{.").rstrip("}") if info else ""
         title = _TITLE.search(info)
         directives, k = [], i - 1
-        while k >= 0 and _DIRECTIVE.match(text[k]):
-            directives.insert(0, _DIRECTIVE.match(text[k]).group("what"))
+        while k >= 0 and _DIRECTIVE.match(text[k]):  # one comment may hold several, separated by ";"
+            what = [d.strip() for d in _DIRECTIVE.match(text[k]).group("what").split(";") if d.strip()]
+            directives[:0] = what
             k -= 1
         j = i + 1
         while j < len(text) and not text[j].strip().startswith(fence):
@@ -276,9 +292,8 @@ class Outcome:
 
 def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
     """Run every executable block of one page, in order, in one fresh working directory."""
-    import importlib.util
-
     outcomes: list[Outcome] = []
+    done: dict[str, Outcome] = {}  # block id -> its outcome (for ``requires #id``)
     globs: dict = {"__name__": "__docs__"}
     with tempfile.TemporaryDirectory(prefix="reconrisk-docs-") as tmp:
         cwd = Path(tmp)
@@ -289,15 +304,36 @@ def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
                 continue
             if block.lang not in ("console", "pycon"):
                 continue
-            missing = [m for m in block.requires() if importlib.util.find_spec(m) is None]
-            if missing:
-                outcomes.append(Outcome(block, "skipped", f"needs {', '.join(missing)}"))
-                continue
-            if block.lang == "console":
-                outcomes.append(_run_console(block, cwd, slow))
-            else:
-                outcomes.append(_run_pycon(block, cwd, globs, slow))
+            outcome = _unmet(block, done)
+            if outcome is None and block.lang == "console":
+                outcome = _run_console(block, cwd, slow)
+            elif outcome is None:
+                outcome = _run_pycon(block, cwd, globs, slow)
+            outcomes.append(outcome)
+            if block.id:
+                done[block.id] = outcome
     return outcomes
+
+
+def _unmet(block: Block, done: dict[str, Outcome]) -> Outcome | None:
+    """The block's outcome when a requirement is not met (a module missing, an earlier block not run), else None."""
+    import importlib.util
+
+    modules = [m for m in block.requires() if not m.startswith("#")]
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    reasons = [f"needs {', '.join(missing)}"] if missing else []
+    for name in (r[1:] for r in block.requires() if r.startswith("#")):
+        if name not in done:
+            return Outcome(block, "failed", f"{block.where}: requires #{name}, but no earlier block of the page "
+                                            f"declares <!-- docs: id {name} -->")
+        dep = done[name]
+        if dep.status == "skipped":
+            reasons.append(f"needs #{name}, which was skipped ({dep.message})")
+        elif dep.status == "parsed":
+            reasons.append(f"needs #{name}, which was only parsed (slow; RECONRISK_DOCS_SLOW=1 runs it)")
+        elif dep.status == "failed":
+            reasons.append(f"needs #{name}, which failed")
+    return Outcome(block, "skipped", "; ".join(reasons)) if reasons else None
 
 
 def _run_console(block: Block, cwd: Path, slow: bool) -> Outcome:

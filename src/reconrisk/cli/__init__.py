@@ -93,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import warnings
 
-    try:  # newer typer vendors click and raises its own copy's exceptions
+    try:  # newer typer vendors click; its exceptions live there
         from typer.core import _click as click
-    except ImportError:  # typer < 0.21 (which flwr, the [flower] extra, pins) uses the click package
+    except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
         import click
 
     debug = bool(os.environ.get("RECONRISK_DEBUG"))

@@ -1,7 +1,8 @@
 """Helpers shared by the command modules: JSON or rich-table output, one progress bar, deprecated flag spellings.
 
 * :func:`print_json`, :func:`print_table` — the two output forms of every command (JSON through :mod:`reconrisk._io`);
-  :func:`console` — piped or redirected, output is plain and never wrapped or cut at 80 columns.
+  :func:`console` — piped or redirected, output is plain and fits :data:`PIPE_WIDTH` columns (cells and text
+  wrap, nothing is cut); :func:`echo` for a paragraph of text.
 * :func:`progress` — the one progress bar of the CLI (description, bar, done/total, elapsed, ETA) on stderr, so
   that ``--json`` output on stdout stays clean; a no-op when disabled. :func:`spinner` for uncountable work.
 * :func:`note_saved` — what a long command has saved so far; on Ctrl-C :func:`reconrisk.cli.main` prints it in one
@@ -26,30 +27,42 @@ def print_json(payload: dict) -> None:
     print(dumps(payload))
 
 
-#: Width of the output when it is not a terminal (a pipe, a file): wide enough that no table is wrapped or cut.
-PIPE_WIDTH = 10_000
+#: Width of the output when it is not a terminal (a pipe, a log file): tables wrap their cells to fit, and text
+#: wraps at word boundaries, so every line fits a terminal and a log viewer; nothing is cut ("…").
+PIPE_WIDTH = 120
 
 
 def console(stderr: bool = False):
     """A ``rich`` console for the CLI's output. On a terminal it fits the window; piped or redirected it is
-    :data:`PIPE_WIDTH` wide with soft wrapping, so tables and lines come out whole (rich would otherwise
-    wrap and cut them at 80 columns: "membership-adva…")."""
+    :data:`PIPE_WIDTH` wide (rich would otherwise use 80 columns, or pad to whatever width it was given)."""
     from rich.console import Console
 
     con = Console(stderr=stderr)
     if con.is_terminal:
         return con
-    return Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
+    return Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def echo(text: str) -> None:
+    """One paragraph of plain text on stdout: as is on a terminal (which wraps it), wrapped at
+    :data:`PIPE_WIDTH` when piped."""
+    con = console()
+    if con.is_terminal:
+        print(text)
+    else:
+        con.print(text, markup=False, highlight=False, emoji=False)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> None:
     from rich.table import Table
 
     con = console()
-    plain = {} if con.is_terminal else {"box": _plain_box()}  # piped: no box-drawing grid, one line per row
+    # piped: no box-drawing grid, and long cells fold onto more lines instead of being cut
+    plain = {} if con.is_terminal else {"box": _plain_box()}
+    overflow = "ellipsis" if con.is_terminal else "fold"
     table = Table(title=title, caption=caption, **plain)
     for c in columns:
-        table.add_column(c, justify="right" if c not in ("method", "quantity") else "left")
+        table.add_column(c, justify="right" if c not in ("method", "quantity") else "left", overflow=overflow)
     for row in rows:
         table.add_row(*[fmt(x) for x in row])
     con.print(table)

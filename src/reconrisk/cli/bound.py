@@ -80,10 +80,13 @@ def bound_cmd(
         else:
             with spinner(f"certified bracket ({m})", enabled=not json_out):
                 results[m] = analysis.rero(k, method=m) if release is not None else analysis.rero(k)
-    rdp = None
-    if release is not None:
+    rdp = rdp_eq2 = None
+    if release is not None:  # the release's own RDP curve: the optimal conversion, and the paper's Eq. 2 (JSON)
+        from ..bounds.rdp_tradeoff import rero_release_rdp
+
         with spinner("RDP baseline", enabled=not json_out):
-            rdp = analysis.rero(k, method="rdp")
+            rdp = rero_release_rdp(release, k)[0]
+            rdp_eq2 = analysis.rero(k, method="rdp")
     primary = results[methods[0]]
     src = source_dict(analysis)
     where = ({key: src.get(key) for key in ("noise_multiplier", "sample_rate", "steps")}
@@ -97,9 +100,12 @@ def bound_cmd(
         "epsilon_accountant": accountant.lower(),
         **where,
         "rero": primary.to_dict(),
-        "baselines": {"rdp": None if rdp is None else rdp.upper, "dp": float(rero_from_dp(k, eps, delta)[0])},
+        "baselines": {"rdp": None if rdp is None else rdp.upper,
+                      "rdp_hayes2023_eq2": None if rdp_eq2 is None else rdp_eq2.upper,
+                      "dp": float(rero_from_dp(k, eps, delta)[0])},
         "baseline_formulas": {
             "rdp": None if rdp is None else rdp.formula,
+            "rdp_hayes2023_eq2": None if rdp_eq2 is None else rdp_eq2.formula,
             "dp": "kappa*exp(epsilon) + delta (Balle, Cherubin & Hayes 2022)",
         },
     }
@@ -114,7 +120,7 @@ def bound_cmd(
         label = m if r.converged is not False else f"{m} (stopped short)"
         rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     if rdp is not None:
-        rows.append(["rdp (baseline)", None, rdp.upper, None, None])
+        rows.append([f"{rdp.method} (baseline)", None, rdp.upper, None, None])
     rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
     title = f"ReRo bound: {source_label(analysis)}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table, progress
+from ._common import echo, print_json, print_table, progress
 
 
 #: The stages :func:`reconrisk.experiments.riskreport.risk_report` announces through its ``progress`` callback.
@@ -159,7 +159,7 @@ def report_cmd(
     from ..report.html import summary_sentences, table_rows
 
     for s in summary_sentences(report):
-        print(html.unescape(re.sub(r"<[^>]+>", "", s)))
+        echo(html.unescape(re.sub(r"<[^>]+>", "", s)))
     rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
     print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
                 caption=f"wrote {files['html']} and {files['json']}")

@@ -10,7 +10,8 @@ family                        function (source)                                 
 ============================  =========================================================  ==========================
 ε at δ                        ``accounting.epsilon`` (PLD; RDP where PLD's grid fails)   ``bound``
 ReRo, PLD bracket / closed    ``bounds.rero.rero_bounds(method="pld"/"closed_form")``    ``bound --method all``
-ReRo, RDP Eq. (2)             ``rero_bounds(method="rdp")``                              ``bound`` (baselines.rdp)
+ReRo, RDP optimal conversion  ``rdp_tradeoff.rero_release_rdp``                          ``bound`` (baselines.rdp)
+ReRo, RDP Eq. (2) (JSON)      ``rero_bounds(method="rdp")``                              ``bound`` (baselines.rdp_hayes2023_eq2)
 ReRo, Monte Carlo + CI        ``start_monte_carlo(samples, seed, confidence)`` (= mc)    ``bound --method mc``
 trade-off curve f(α)          ``bounds.tradeoff.tradeoff`` on the ``tradeoff`` α grid    ``tradeoff``
 operational risks             ``bounds.risk.all_risks`` (+ ``risk(.., "attribute")``)    ``risk --measure all``
@@ -52,6 +53,7 @@ from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
 from ..bounds.analysis import PrivacyAnalysis, analyse
+from ..bounds.rdp_tradeoff import rero_release_rdp
 from ..release import Release, gaussian_release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
@@ -157,6 +159,7 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     out["pld"] = analysis.rero(k).to_dict()
     if analysis.release is None:  # an event: the PLD bracket and the (eps, delta) baseline only
         out["rdp"] = _na(_not_for_event(analysis, "the RDP baseline"))
+        out["rdp_hayes2023_eq2"] = _na(_not_for_event(analysis, "the RDP baseline"))
         out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
                      "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
         out["mc"] = _na(_not_for_event(analysis, "the Monte-Carlo estimate"))
@@ -164,7 +167,9 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
         return out
     if has_closed_form(analysis.release):
         out["closed_form"] = analysis.rero(k, method="closed_form").to_dict()
-    out["rdp"] = analysis.rero(k, method="rdp").to_dict()
+    # the release's own RDP curve: its optimal conversion (the row shown), and Hayes et al.'s Eq. 2 (JSON only)
+    out["rdp"] = rero_release_rdp(analysis.release, k)[0].to_dict()
+    out["rdp_hayes2023_eq2"] = analysis.rero(k, method="rdp").to_dict()
     out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
                  "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
     if mc is not None:

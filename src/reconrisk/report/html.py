@@ -171,7 +171,7 @@ def table_rows(report: dict) -> list[dict]:
     rows.append(_row("privacy", f"ε at δ = {report['epsilon']['delta']:g}", None, report["epsilon"]["value"],
                      f"{report['epsilon']['accountant'].upper()} accountant", report["epsilon"]["formula"]))
     for key, label in (("closed_form", "exact (GDP closed form)"), ("pld", "PLD bracket"),
-                       ("rdp", "via Rényi DP, Eq. 2 (looser)"), ("dp", "via (ε, δ)-DP (looser)"),
+                       ("rdp", "via Rényi DP, optimal conversion (looser)"), ("dp", "via (ε, δ)-DP (looser)"),
                        ("mc", "Monte Carlo estimate")):
         r = rr.get(key)
         if r is None:
