@@ -35,8 +35,8 @@ import numpy as np
 from scipy import stats
 
 from reconrisk.attacks.analytic import mse, simulate_attack, simulate_success
-from reconrisk.bounds.analytic import rero_mse, rero_psnr
-from reconrisk.bounds.analytic_laws import mse_law
+from reconrisk.theory.analytic import rero_mse, rero_psnr
+from reconrisk.theory.analytic_laws import mse_law
 
 
 def timed(fn, repeat: int = 3):

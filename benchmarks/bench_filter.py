@@ -39,9 +39,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from reconrisk import Release
-    from reconrisk.bounds.analysis import PrivacyAnalysis
-    from reconrisk.bounds.calibrate import calibrate
-    from reconrisk.bounds.individual import IndividualFilter
+    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk.analysis.calibrate import calibrate
+    from reconrisk.individual.privacy import IndividualFilter
     from reconrisk.data import load_digits
     from reconrisk.train import dpsgd, models
 

@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from reconrisk import Release
-    from reconrisk.bounds.individual import IndividualFilter
+    from reconrisk.individual.privacy import IndividualFilter
     from reconrisk.data import load_digits
     from reconrisk.train import dpsgd, models
 

@@ -2,7 +2,7 @@
 
 One training run per noise level (full batch, T = 100, C = 0.1, |D₋| = 500 real digits, m = 1,000 canary slots
 of k = 10 sparse random binary candidates each); the transcript attack and the last-iterate attack audit the same
-run (reconrisk.experiments.onerun; the analysis is reconrisk.bounds.onerun, Mahloujifar, Melis & Chaudhuri 2025
+run (reconrisk.experiments.onerun; the analysis is reconrisk.audit.onerun, Mahloujifar, Melis & Chaudhuri 2025
 with Steinke, Nasr & Jagielski 2023). Printed per row: correct guesses at each number of guesses, the one-run
 ε lower bound at δ = 1e-5 (no assumption on the curve) and μ lower bound (Gaussian curves), the certified
 replace-one ε and μ of the same release (exact for q = 1) and the release's add/remove ε; then wall seconds of
@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 from reconrisk import noise_multiplier_for_epsilon
-from reconrisk.bounds import onerun
+from reconrisk.audit import onerun
 from reconrisk.release import Release
 
 

@@ -1,4 +1,4 @@
-"""One-run audit hooked into an Opacus loop (reconrisk.opacus_audit): the bound beside the certified ε, and its cost.
+"""One-run audit hooked into an Opacus loop (reconrisk.integrations.opacus_audit): the bound beside the certified ε, and its cost.
 
 The digits MLP (64-32-10, 2,410 parameters, all 1,797 digits, C = 1, lr 0.5) trained with Opacus's own Poisson
 loader at each (q, add/remove ε) (σ calibrated with the PLD accountant), once with m gradient canaries of k
@@ -39,8 +39,8 @@ def _run(data, sigma, batches, steps, canaries, options, seed, audit_on):
     import opacus
     import torch
 
-    from reconrisk.opacus import ReconRiskAccountant
-    from reconrisk.opacus_audit import OneRunAudit
+    from reconrisk.integrations.opacus import ReconRiskAccountant
+    from reconrisk.integrations.opacus_audit import OneRunAudit
 
     torch.manual_seed(seed)
     n = len(data)

@@ -115,7 +115,7 @@ import json, sys, time
 from reconrisk import Release
 s, q, T, k = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 try:
-    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.analysis.privacy import PrivacyAnalysis
     ask = lambda: PrivacyAnalysis(Release(s, q, T)).rero(k)
 except ImportError:  # a baseline before the analysis object
     import reconrisk as rr
@@ -130,9 +130,9 @@ import json, time
 t0 = time.perf_counter()
 try:
     try:
-        from reconrisk.bounds.calibrate import calibrate
+        from reconrisk.analysis.calibrate import calibrate
     except ImportError:  # a baseline before the one calibrator
-        from reconrisk.bounds.calibrate_risk import calibrate_risk
+        from reconrisk.analysis.calibrate_risk import calibrate_risk
         c = calibrate_risk("reconstruction", 6.753e-11, "sample-rate", noise_multiplier=0.8285, steps=3810,
                            kappa=1.437e-11)
         out = dict(sample_rate=c["sample_rate"], upper=c.get("upper"))

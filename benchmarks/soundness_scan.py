@@ -1,6 +1,6 @@
 """Soundness scan of the certified ReRo bracket (issue 9): lower ≤ exact ≤ upper at random points.
 
-Exact references are independent of the PLD engine (reconrisk.bounds.reference):
+Exact references are independent of the PLD engine (reconrisk.measures.reference):
 T = 1 closed form (any q), q = 1 closed form (any T, engine run directly since
 the public path short-cuts it), and T = 2 by 1-D quadrature. Points are drawn
 log-uniformly: σ ∈ [0.3, 200], q ∈ [1e-5, 0.9], κ ∈ [1e-12, 0.5]; the grid is
@@ -21,8 +21,8 @@ import numpy as np
 
 from reconrisk import Release
 from reconrisk.accounting.pld import compose_segments
-from reconrisk.bounds import reference as ref
-from reconrisk.bounds.rero import pld_bracket
+from reconrisk.measures import reference as ref
+from reconrisk.measures.rero import pld_bracket
 
 REL = 1e-9
 

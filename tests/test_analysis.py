@@ -11,9 +11,9 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk.bounds.analysis import PrivacyAnalysis
-from reconrisk.bounds.calibrate import calibrate, meets
-from reconrisk.bounds.calibrate_risk import calibrate_risk
+from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk.analysis.calibrate import calibrate, meets
+from reconrisk.analysis.calibrate_risk import calibrate_risk
 from reconrisk.cli import main
 from reconrisk.errors import ReconRiskError
 from reconrisk.experiments.riskreport import TRADEOFF_ALPHA, ReportConfig, calibration_entry, risk_report

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from reconrisk.bounds.analytic import rero_mse
+from reconrisk.theory.analytic import rero_mse
 from reconrisk.cli import main
 
 
@@ -49,7 +49,7 @@ def test_bound_clip_variant_and_rows(capsys):
 def test_bound_with_clip_norm_only_is_the_c_variant(capsys):
     d = run_json(capsys, "bound", "--metric", "psnr", "--eta", "10", "--noise-multiplier", "0.5", "--dim", "8", "--clip-norm", "0.8")
     assert d["basis"] == "clip_norm" and "min_norm" not in d
-    from reconrisk.bounds.analytic import rero_psnr
+    from reconrisk.theory.analytic import rero_psnr
 
     assert d["rero"] == pytest.approx(rero_psnr(10.0, 0.5, 8, clip_norm=0.8), rel=1e-12)
 

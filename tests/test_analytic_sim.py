@@ -25,8 +25,8 @@ from reconrisk.attacks.analytic import (
     simulate_attack,
     simulate_success,
 )
-from reconrisk.bounds.analytic import reconstruction_variance
-from reconrisk.bounds.analytic_laws import MSELaw, psnr_law
+from reconrisk.theory.analytic import reconstruction_variance
+from reconrisk.theory.analytic_laws import MSELaw, psnr_law
 from reconrisk.errors import ReconRiskError
 
 SIGMA = 0.1

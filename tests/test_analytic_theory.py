@@ -12,7 +12,7 @@ from scipy import special, stats
 
 from reconrisk._validate import MAX_EPSILON
 
-from reconrisk.bounds.analytic import (
+from reconrisk.theory.analytic import (
     analytic_bound,
     analytic_calibration,
     averaged_variance,
@@ -27,7 +27,7 @@ from reconrisk.bounds.analytic import (
     sample_ncc_decomposition,
     selection_probability,
 )
-from reconrisk.bounds.analytic_laws import (
+from reconrisk.theory.analytic_laws import (
     MSELaw,
     PSNRLaw,
     log_gammainc,

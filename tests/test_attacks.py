@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from reconrisk.bounds import calibrate as rr_calibrate
+from reconrisk.analysis import calibrate as rr_calibrate
 from scipy import integrate, stats
 
 jax = pytest.importorskip("jax")

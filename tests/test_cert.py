@@ -1,6 +1,6 @@
 """Issue 9, "certified means certified": the bracket against independent exact values.
 
-References (reconrisk.bounds.reference) never touch the PLD engine: closed
+References (reconrisk.measures.reference) never touch the PLD engine: closed
 forms for T = 1 (any q) and q = 1 (any T), 1-D quadrature for T = 2.
 """
 
@@ -15,8 +15,8 @@ from scipy import special
 import reconrisk as rr
 from reconrisk import ReconRiskError, Release
 from reconrisk.accounting.pld import compose_segments, step_pmf
-from reconrisk.bounds import reference as ref
-from reconrisk.bounds.rero import analytic_bracket, pld_bracket
+from reconrisk.measures import reference as ref
+from reconrisk.measures.rero import analytic_bracket, pld_bracket
 
 REL = 1e-9
 
@@ -90,7 +90,7 @@ def test_optimistic_step_curve_is_below_the_exact_curve_pointwise():
 @given(st.floats(0.5, 60.0), st.floats(1e-4, 0.9), st.sampled_from([2, 4, 8, 16]))
 def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
     from reconrisk.accounting.pld import _hockey_stick_remove
-    from reconrisk.bounds.rero import _loss_spread
+    from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     p = step_pmf(s, q, h, pessimistic=False)
@@ -106,7 +106,7 @@ def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 100.0), st.floats(1e-5, 0.9), st.floats(1e-12, 0.5), st.sampled_from([1, 2, 4, 16]))
 def test_harness_single_step_at_coarse_grids(s, q, k, cells):
-    from reconrisk.bounds.rero import _loss_spread
+    from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     lo, up, _ = pld_bracket(Release(s, q, 1), np.array([k]), discretization=h)
@@ -115,7 +115,7 @@ def test_harness_single_step_at_coarse_grids(s, q, k, cells):
 
 @pytest.mark.parametrize("s,q,k,cells", [(0.6, 1e-3, 1e-4, 2), (0.6, 1e-3, 0.05, 8), (2.0, 0.3, 1e-6, 4), (30.0, 1e-4, 1e-3, 1)])
 def test_two_steps_by_quadrature_at_coarse_grids(s, q, k, cells):
-    from reconrisk.bounds.rero import _loss_spread
+    from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     lo, up, _ = pld_bracket(Release(s, q, 2), np.array([k]), discretization=h)
@@ -187,7 +187,7 @@ def test_vertex_polygon_excess_measures_a_wrong_vertex_set():
 
 
 def test_saturated_shortcut_is_a_lower_bound():
-    from reconrisk.bounds.rero import _saturated_shortcut, loss_cap
+    from reconrisk.measures.rero import _saturated_shortcut, loss_cap
 
     # q = 1 has an exact value at every T: the shortcut certifies at T' < T (B is non-decreasing in T)
     for s, T, k in [(0.5, 10_000, 1e-6), (1.0, 4000, 1e-3)]:
@@ -288,7 +288,7 @@ def test_cli_reports_width_and_converged(capsys):
 # -- baselines are bounds ---------------------------------------------------------------
 @pytest.mark.parametrize("s,q,T,k", [(3, 1, 1, 1e-9), (0.4, 0.01, 1, 0.1), (1.0, 0.3, 1, 1e-4), (2.0, 1.0, 50, 0.01)])
 def test_baselines_are_at_least_the_exact_value(s, q, T, k):
-    from reconrisk.bounds.conversions import rdp_rero_bound, rero_from_dp
+    from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp
 
     rel = Release(s, q, T)
     exact = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_full_batch(math.sqrt(T) / s, k)
@@ -351,7 +351,7 @@ def test_calibration_full_batch_never_overshoots(k, frac, T):
 
 
 def test_analytic_calibration_never_overshoots():
-    from reconrisk.bounds.analytic import analytic_calibration
+    from reconrisk.theory.analytic import analytic_calibration
 
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from reconrisk.bounds.empirical import (
+from reconrisk.audit.empirical import (
     clopper_pearson_lower,
     dp_rero_ceiling,
     empirical_audit,
@@ -141,7 +141,7 @@ def _gaussian_success(mu: float, k: int) -> float:
 
 def _mechanisms():
     from reconrisk.accounting.gaussian import gaussian_eps
-    from reconrisk.bounds.rero import closed_form
+    from reconrisk.measures.rero import closed_form
     from reconrisk.release import Release
 
     out = []

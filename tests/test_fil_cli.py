@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from reconrisk import Release
-from reconrisk.bounds.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2
+from reconrisk.theory.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2
 from reconrisk.cli import main
 from reconrisk.errors import ReconRiskError
 

@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, signal, special
 
-from reconrisk.bounds.analysis import PrivacyAnalysis
-from reconrisk.bounds.risk import risk
+from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk.measures.risk import risk
 from reconrisk.release import Release
 
 
@@ -239,7 +239,7 @@ def test_event_analysis_of_steps_without_replacement_answers_pairs_symmetrised()
     pair's 0.9522 (σ 0.6 of the run = dp_accounting's 0.3, q 0.5, FPR 0.5), and ε agrees with the release route."""
     import dp_accounting as dpa
 
-    from reconrisk.bounds.events import EventAnalysis
+    from reconrisk.analysis.events import EventAnalysis
 
     one = dpa.SampledWithoutReplacementDpEvent(1000, 500, dpa.GaussianDpEvent(0.3))
     ev = EventAnalysis(one, value_discretization=1e-3)

@@ -33,7 +33,7 @@ from flwr.serverapp.strategy import (  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from reconrisk import PrivacyAnalysis, Release  # noqa: E402
-from reconrisk.bounds.analytic_laws import MSELaw  # noqa: E402
+from reconrisk.theory.analytic_laws import MSELaw  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
 from reconrisk.integrations.flower import ReconRiskAccountant, StopBeforeBudget, calibrate_flower  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from reconrisk import Release
-from reconrisk.bounds.analysis import PrivacyAnalysis
-from reconrisk.bounds.individual import (
+from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk.individual.privacy import (
     IndividualFilter, bucket_index, individual_analysis, sensitivity_levels,
 )
 from reconrisk.errors import ReconRiskError

@@ -26,9 +26,9 @@ from scipy import integrate, optimize, stats
 
 from reconrisk import PrivacyAnalysis, Release
 from reconrisk.accounting.rdp import subsampled_gaussian_rdp
-from reconrisk.bounds.individual import individual_analysis
-from reconrisk.bounds.individual_filter import MARGIN, IndividualFilter, _rdp_to_epsilon, _rdp_to_rero
-from reconrisk.bounds.rdp_tradeoff import rdp_power
+from reconrisk.individual.privacy import individual_analysis
+from reconrisk.individual.filter import MARGIN, IndividualFilter, _rdp_to_epsilon, _rdp_to_rero
+from reconrisk.measures.rdp_tradeoff import rdp_power
 from reconrisk.errors import ReconRiskError
 
 REL = Release(1.0, 0.2, 30, clip_norm=1.5)
@@ -131,8 +131,8 @@ def test_each_distinct_curve_converted_once_gives_each_rows_own_bound():
     """_rdp_to_rero converts each distinct spent curve once (cached on its bytes and κ): every row still gets
     exactly rdp_power of its own curve at the κ asked, whatever rows or κ came before (a cache that ignored κ,
     or mixed up rows, fails here); all-zero rows are κ."""
-    from reconrisk.bounds.individual_filter import FILTER_ORDERS
-    from reconrisk.bounds.rdp_tradeoff import rdp_power
+    from reconrisk.individual.filter import FILTER_ORDERS
+    from reconrisk.measures.rdp_tradeoff import rdp_power
 
     rng = np.random.default_rng(3)
     curves = rng.uniform(0.0, 2.0, (3, FILTER_ORDERS.size)) * FILTER_ORDERS[None, :] / 10

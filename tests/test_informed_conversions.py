@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from reconrisk.bounds.conversions import (
+from reconrisk.measures.conversions import (
     rero_from_guarantee,
     dp_from_two_point_rero,
     rero_from_dp,

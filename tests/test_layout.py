@@ -21,18 +21,18 @@ MAX_LINES = 600
 LAYERS = {
     # core: the one description (Release), errors, validation, I/O, data, priors, metrics
     "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "release": 0, "priors": 0, "metrics": 0,
-    "data": 0, "results": 0, "_deprecated": 0,
+    "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0,
     # theory
     "mechanisms": 1, "accounting": 1,
-    "bounds": 2, "api": 2, "": 2,  # "" is the root package (its __init__ re-exports the api)
+    "measures": 2, "theory": 2, "analysis": 2, "audit": 2, "individual": 2, "api": 2, "": 2,  # "" is the root package (its __init__ re-exports the api)
     # simulation
     "train": 3, "attacks": 3,
     # orchestration
-    "experiments": 4, "opacus": 4, "opacus_audit": 4, "opacus_individual": 4, "integrations": 4,
+    "experiments": 4, "reproduce": 4, "integrations": 4,
     "report": 5,
     "cli": 6, "__main__": 6,
 }
-LAYER_NAMES = {0: "core", 1: "accounting/mechanisms", 2: "bounds", 3: "train/attacks", 4: "experiments",
+LAYER_NAMES = {0: "core", 1: "accounting/mechanisms", 2: "theory (measures, analysis, audit, individual)", 3: "train/attacks", 4: "experiments",
                5: "report", 6: "cli"}
 
 
@@ -146,4 +146,4 @@ def test_the_checker_can_fail(tmp_path):
     (target,) = _resolve("reconrisk.experiments.fil", path, node)
     assert target == "reconrisk.report.fil" and _layer(target) > _layer("reconrisk.experiments.fil")
     node = ast.parse("from .. import _validate as v").body[0]
-    assert _resolve("reconrisk.bounds.mse", PKG / "bounds" / "mse.py", node) == ["reconrisk._validate"]
+    assert _resolve("reconrisk.theory.mse", PKG / "bounds" / "mse.py", node) == ["reconrisk._validate"]

@@ -54,7 +54,7 @@ def test_inverting_gradients_recovers_a_noiseless_batch():
 
 
 def test_capacity_matched_sigma_inverts_theorem5():
-    from reconrisk.bounds.capacity import log_capacity_gaussian
+    from reconrisk.theory.capacity import log_capacity_gaussian
     from reconrisk.experiments.mechanisms import gaussian_sigma_for_log_capacity
 
     s = gaussian_sigma_for_log_capacity(42.57, 1.0, 4100)

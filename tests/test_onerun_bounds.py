@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from reconrisk.bounds import onerun
-from reconrisk.bounds.onerun import (
+from reconrisk.audit import onerun
+from reconrisk.audit.onerun import (
     Guesses,
     dp_blowup_inverse,
     final_sum,
@@ -282,8 +282,8 @@ def test_pvalue_and_validation():
 
 def test_opacus_result_names_the_relation_and_says_vacuous():
     """OneRunAuditResult (the Opacus hook's answer) prints and writes the relation, and says when it is vacuous."""
-    from reconrisk.bounds.analysis import PrivacyAnalysis
-    from reconrisk.opacus_audit import OneRunAuditResult, replace_one_epsilon
+    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk.integrations.opacus_audit import OneRunAuditResult, replace_one_epsilon
     from reconrisk.release import Release
 
     rel = Release(1.0, 1.0, 10, 1.0)

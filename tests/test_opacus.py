@@ -13,7 +13,7 @@ import pytest
 from reconrisk import Release, rero_bound
 from reconrisk.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.opacus import ReconRiskAccountant, make_private_with_risk, release_from_opacus
+from reconrisk.integrations.opacus import ReconRiskAccountant, make_private_with_risk, release_from_opacus
 
 opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus, or the 'opacus' extra)")
 torch = pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""The one-run audit hook in a real Opacus training loop (reconrisk.opacus_audit), on a tiny torch model.
+"""The one-run audit hook in a real Opacus training loop (reconrisk.integrations.opacus_audit), on a tiny torch model.
 
 Power (almost no noise: every guess right, the bound at its ceiling), sanity (huge noise: the bound is 0),
 a cross-check of the whole hook against theory (q = 1, k = 2: each slot is a Gaussian test with μ = 2√T/σ, so the
@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from reconrisk.bounds.onerun import Guesses, onerun_lower_bounds
+from reconrisk.audit.onerun import Guesses, onerun_lower_bounds
 from reconrisk.errors import ReconRiskError
-from reconrisk.opacus_audit import OneRunAudit, _step_loglik, replace_one_epsilon
+from reconrisk.integrations.opacus_audit import OneRunAudit, _step_loglik, replace_one_epsilon
 from reconrisk.release import Release
 
 opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus)")
@@ -29,7 +29,7 @@ N, DIM, CLASSES = 64, 64, 16  # torch.nn.Linear(64, 16): 1,040 parameters, room 
 
 def _train(sigma, *, batch, epochs, canaries, options, seed=0, ghost=False):
     """The user's loop, unchanged but for the two audit lines; returns (audit, the ReconRiskAccountant)."""
-    from reconrisk.opacus import ReconRiskAccountant
+    from reconrisk.integrations.opacus import ReconRiskAccountant
 
     torch.manual_seed(seed)
     x = torch.randn(N, DIM)
@@ -114,7 +114,7 @@ def test_full_batch_matches_theory_and_stays_below_the_exact_certificate():
 
 def test_replace_one_certificate():
     from reconrisk.accounting.gaussian import gaussian_eps
-    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.analysis.privacy import PrivacyAnalysis
 
     full = replace_one_epsilon(Release(4.5, 1.0, 20), 1e-5)
     assert full.upper == full.lower == pytest.approx(gaussian_eps(4.5 / 2, 1e-5, steps=20))  # as the JAX audit

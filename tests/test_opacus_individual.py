@@ -1,4 +1,4 @@
-"""Per-sample norms and the per-example budget as hooks in a real Opacus loop (reconrisk.opacus_individual).
+"""Per-sample norms and the per-example budget as hooks in a real Opacus loop (reconrisk.integrations.opacus_individual).
 
 A tiny torch model (Linear(8, 3) on 32 random points: runs in a second or two). Each recorded norm is
 checked against an independent computation (torch.func per-example gradients at the same parameters, the
@@ -20,8 +20,8 @@ from reconrisk.release import Release
 opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus)")
 torch = pytest.importorskip("torch")
 
-from reconrisk.bounds.individual_filter import IndividualFilter  # noqa: E402
-from reconrisk.opacus_individual import IndividualFilterHook, PerSampleNorms, full_norms  # noqa: E402
+from reconrisk.individual.filter import IndividualFilter  # noqa: E402
+from reconrisk.integrations.opacus_individual import IndividualFilterHook, PerSampleNorms, full_norms  # noqa: E402
 
 N, DIM, CLASSES, SIGMA, CLIP = 32, 8, 3, 1.0, 1.0
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from reconrisk import Release
-from reconrisk.bounds import risk as R
-from reconrisk.bounds.tradeoff import tradeoff
+from reconrisk.measures import risk as R
+from reconrisk.measures.tradeoff import tradeoff
 
 riskcal = pytest.importorskip("riskcal", reason="riskcal is not installed (peer comparison; see benchmarks/bench_peers.py, trade-off section)")
 

@@ -1,6 +1,6 @@
 """Issue 22 part 5, "precision where users look": tiny κ and α, coarsening instead of refusing, RAD lower end.
 
-References never touch the PLD engine (reconrisk.bounds.reference: exact T = 1, q = 1, T = 2 by
+References never touch the PLD engine (reconrisk.measures.reference: exact T = 1, q = 1, T = 2 by
 quadrature); the engine's tilted compositions must contain them *and* be narrow.
 """
 
@@ -16,9 +16,9 @@ import reconrisk as rr
 from reconrisk import Release
 from reconrisk.accounting import pmf as pmf_mod
 from reconrisk.accounting.pld import compose_segments, step_pmf, tilt_for_kappa
-from reconrisk.bounds import reference as ref
-from reconrisk.bounds import risk as R
-from reconrisk.bounds.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket
+from reconrisk.measures import reference as ref
+from reconrisk.measures import risk as R
+from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket
 
 REL = 1e-9
 
@@ -54,7 +54,7 @@ def test_kappa_1e12_long_run_upper_end_is_no_longer_256x_the_truth():
 
 
 def test_tradeoff_power_at_alpha_1e12_is_narrow():
-    from reconrisk.bounds.tradeoff import tradeoff
+    from reconrisk.measures.tradeoff import tradeoff
 
     t = tradeoff(Release(1.0, 0.02, 500), np.array([1e-12, 1e-10, 1e-6, 1e-2, 0.5]))
     rel = (t.power_upper - t.power_lower) / t.power_upper
@@ -67,7 +67,7 @@ def test_tradeoff_power_at_alpha_1e12_is_narrow():
 @given(st.floats(0.3, 20.0), st.floats(1e-6, 0.9), st.floats(-12.0, -0.5), st.sampled_from([1, 2]))
 def test_sampled_steps_upper_end_contains_the_exact_value(s, q, lk, T):
     # E_K[Φ(Φ⁻¹(κ) + √K/σ)] ≥ B_κ: against the exact T = 1 closed form (where it is exact) and T = 2 quadrature
-    from reconrisk.bounds.rero import _sampled_gdp_upper
+    from reconrisk.measures.rero import _sampled_gdp_upper
 
     k = 10.0**lk
     ex = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_two_steps(s, q, s, q, k)

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special
 
-from reconrisk.bounds.conversions import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp
-from reconrisk.bounds.fdp import dp_power, dp_tradeoff, rero_dp, tradeoff_dp
-from reconrisk.bounds.rdp_tradeoff import (
+from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp
+from reconrisk.measures.fdp import dp_power, dp_tradeoff, rero_dp, tradeoff_dp
+from reconrisk.measures.rdp_tradeoff import (
     rdp_power,
     release_rdp_power,
     renyi_bernoulli,
@@ -25,7 +25,7 @@ from reconrisk.bounds.rdp_tradeoff import (
     tradeoff_zcdp,
     zcdp_power,
 )
-from reconrisk.bounds.vmf_rero import rero_vmf, vmf_rdp_curve
+from reconrisk.measures.vmf_rero import rero_vmf, vmf_rdp_curve
 from reconrisk.errors import ReconRiskError
 from reconrisk.release import Release
 
@@ -156,7 +156,7 @@ def test_zcdp_never_looser_than_corollary4_and_sound_against_gaussian_dp(k, rho)
 
 
 def test_tiny_priors_keep_the_bound_in_log_space():
-    from reconrisk.bounds.rdp_tradeoff import rero_zcdp
+    from reconrisk.measures.rdp_tradeoff import rero_zcdp
     from reconrisk.priors import log_kappa_uniform_ball
 
     lk = log_kappa_uniform_ball(784, 0.5)  # ≈ −543: κ underflows
@@ -207,7 +207,7 @@ KAPPAS = [1e-6, 1e-3, 0.05, 0.3, 0.7]
 
 @pytest.mark.parametrize("rel", GRID, ids=lambda r: f"s{r.noise_multiplier}-q{r.sample_rate}-T{r.steps}")
 def test_release_never_looser_than_balle2022_and_above_the_exact_risk(rel):
-    from reconrisk.bounds.rero import rero_bounds
+    from reconrisk.measures.rero import rero_bounds
 
     old = rdp_rero_bound(rel.segments, KAPPAS)
     pld = rero_bounds(rel, KAPPAS, method="pld")
@@ -218,11 +218,11 @@ def test_release_never_looser_than_balle2022_and_above_the_exact_risk(rel):
 
 
 def test_release_tradeoff_curve_is_a_lower_bound_on_the_exact_curve():
-    from reconrisk.bounds.tradeoff import tradeoff
+    from reconrisk.measures.tradeoff import tradeoff
 
     rel = Release(1.0, 0.02, 300)
     a = np.array([1e-4, 1e-2, 0.1, 0.3, 0.6, 0.9])
-    from reconrisk.bounds.rdp_tradeoff import tradeoff_release_rdp
+    from reconrisk.measures.rdp_tradeoff import tradeoff_release_rdp
 
     ours = tradeoff_release_rdp(rel, a)
     exact = tradeoff(rel, a, method="pld")

@@ -122,7 +122,7 @@ def test_report_equals_mse_capacity_and_analytic(capsys, reports, key):
 
 def test_fano_entry_matches_the_closed_form_on_full_batch(reports):
     from reconrisk import Release
-    from reconrisk.bounds.fano import fano_bound, gaussian_mutual_information
+    from reconrisk.theory.fano import fano_bound, gaussian_mutual_information
 
     f = reports["full-batch"]["fano"]
     # q = 1, T = 9, σ = 2: I ≤ min(T/(2σ²) = 1.125, closed form at Δ = 2C over 9 steps)
@@ -393,7 +393,7 @@ def test_the_report_starts_its_draws_before_scipy_is_imported(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; import reconrisk.cli, reconrisk.bounds.montecarlo, reconrisk.release; "
+    code = ("import sys; import reconrisk.cli, reconrisk.measures.montecarlo, reconrisk.release; "
             "heavy = sorted(m for m in ('scipy', 'matplotlib', 'jax', 'dp_accounting') if m in sys.modules); "
             "assert not heavy, heavy")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

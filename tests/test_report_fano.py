@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from reconrisk import Release
-from reconrisk.bounds.fano import (
+from reconrisk.theory.fano import (
     fano_bound,
     gaussian_mutual_information,
     kl_mutual_information,
@@ -59,7 +59,7 @@ def test_kl_step_q1_closed_form_and_quadrature_agree_near_q1():
 @pytest.mark.parametrize("sigma,q", [(0.8, 0.1), (1.5, 0.5), (0.6, 0.02)])
 def test_kl_step_against_monte_carlo_mean_of_the_privacy_loss(sigma, q):
     # independent: KL(μ‖ν) = E_μ[log μ/ν], sampled with the Monte-Carlo module's own sampler
-    from reconrisk.bounds.montecarlo import sample_log_ratios
+    from reconrisk.measures.montecarlo import sample_log_ratios
 
     rel = Release(sigma, q, 1)
     rng = np.random.default_rng(0)

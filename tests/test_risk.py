@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from scipy import optimize, special
 
 from reconrisk import Release
-from reconrisk.bounds import risk as R
-from reconrisk.bounds.tradeoff import exact_power, tradeoff
+from reconrisk.measures import risk as R
+from reconrisk.measures.tradeoff import exact_power, tradeoff
 from reconrisk.errors import ReconRiskError
 
 REL = 1e-9

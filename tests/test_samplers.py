@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk.bounds.analysis import PrivacyAnalysis
+from reconrisk.analysis.privacy import PrivacyAnalysis
 from reconrisk.errors import ReconRiskError
 from reconrisk.release import Release
 

@@ -12,7 +12,7 @@ opacus = pytest.importorskip("opacus")
 
 from torch.utils.data import DataLoader, SequentialSampler, TensorDataset, WeightedRandomSampler  # noqa: E402
 
-from reconrisk.opacus import ReconRiskAccountant, register_with_opacus  # noqa: E402
+from reconrisk.integrations.opacus import ReconRiskAccountant, register_with_opacus  # noqa: E402
 
 
 def _accountant(steps=50, sigma=1.0, q=0.1):
@@ -64,7 +64,7 @@ def test_importing_after_opacus_registers():
     import subprocess
     import sys
 
-    code = ("import opacus.accountants as a, reconrisk.opacus as r; "
+    code = ("import opacus.accountants as a, reconrisk.integrations.opacus as r; "
             "print(type(a.create_accountant('reconrisk')) is r.ReconRiskAccountant)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -91,7 +91,7 @@ def _train(model, opt, loader, epochs):
 
 
 def _stand_in(sigma, epochs):
-    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.analysis.privacy import PrivacyAnalysis
 
     return PrivacyAnalysis(Release.shuffled(sigma, epochs=epochs))
 
@@ -115,7 +115,7 @@ def test_make_private_without_poisson_sampling_reports_the_stand_in(shuffle, kin
     assert acct.batch_sampling == kind
     _train(model, opt, loader, epochs=2)
     assert acct.history == [(1.0, 0.25, 8)]  # Opacus's record, as for a Poisson loader
-    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.analysis.privacy import PrivacyAnalysis
 
     ref = _stand_in(1.0, 2)
     assert acct.release == Release.shuffled(1.0, epochs=2)
@@ -136,7 +136,7 @@ def test_make_private_without_poisson_sampling_reports_the_stand_in(shuffle, kin
 def test_make_private_with_risk_without_poisson_sampling_calibrates_the_stand_in(shuffle, kind):
     """σ is calibrated for Release.shuffled(σ, epochs) — the release the run is certified by — and said so;
     the accountant's final risk is that release's, within the target; 2 % less noise misses it."""
-    from reconrisk.opacus import make_private_with_risk
+    from reconrisk.integrations.opacus import make_private_with_risk
 
     torch.manual_seed(1)
     engine = opacus.PrivacyEngine()
@@ -161,7 +161,7 @@ def test_make_private_with_risk_without_poisson_sampling_calibrates_the_stand_in
 
 
 def test_make_private_with_risk_refuses_a_sampler_without_analysis():
-    from reconrisk.opacus import make_private_with_risk
+    from reconrisk.integrations.opacus import make_private_with_risk
 
     ds = _data()
     dl = DataLoader(ds, batch_size=BATCH, sampler=WeightedRandomSampler([1.0] * N_DATA, N_DATA))

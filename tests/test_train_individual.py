@@ -15,7 +15,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from reconrisk import Release  # noqa: E402
-from reconrisk.bounds.individual import IndividualFilter  # noqa: E402
+from reconrisk.individual.privacy import IndividualFilter  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
 from reconrisk.train import dpsgd, models  # noqa: E402

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 from reconrisk.accounting import vmf as acc
-from reconrisk.bounds import capacity as cap
+from reconrisk.theory import capacity as cap
 from reconrisk.errors import ReconRiskError
 from reconrisk.mechanisms import vmf as mech
 

@@ -5,7 +5,10 @@ the simulation layer (DP-SGD simulator, attacks) needs the ``sim`` extra (JAX)
 and is imported lazily.
 """
 
+from . import _aliases
 from .errors import ReconRiskError
+
+_aliases.install()  # earlier releases' module paths (reconrisk.bounds.*, reconrisk.opacus, …)
 
 __version__ = "0.1.0"
 
@@ -21,7 +24,7 @@ _LAZY = {
     "epsilon": "api",
     "noise_multiplier_for_epsilon": "api",
     "rero_bound": "api",
-    "ReroBound": "bounds.rero",  # (= results.Bound, kept importable for one release)
+    "ReroBound": "measures.rero",  # (= results.Bound, kept importable for one release)
     "Bound": "results",
     "kappa_from_points": "priors",
     "kappa_from_samples": "priors",
@@ -29,69 +32,69 @@ _LAZY = {
     "log_kappa_coordinate_match": "priors",
     "Release": "release",
     "Segment": "release",
-    "analytic_bound": "bounds.analytic",
-    "analytic_calibration": "bounds.analytic",
-    "eta_for_rero": "bounds.analytic",
-    "ncc_bound": "bounds.analytic",
-    "optimal_num_rows": "bounds.analytic",
-    "reconstruction_variance": "bounds.analytic",
-    "rero_mse": "bounds.analytic",
-    "rero_psnr": "bounds.analytic",
-    "rero_gamma_mse": "bounds.analytic",  # deprecated alias of rero_mse (one release)
-    "rero_gamma_psnr": "bounds.analytic",  # deprecated alias of rero_psnr (one release)
-    "selection_probability": "bounds.analytic",
-    "MSELaw": "bounds.analytic_laws",
-    "PSNRLaw": "bounds.analytic_laws",
-    "mse_law": "bounds.analytic_laws",
-    "psnr_law": "bounds.analytic_laws",
-    "mse_bound": "bounds.mse",
-    "MseBound": "bounds.mse",
-    "rdp_mse_lower_bound": "bounds.mse",
-    "dfil_bound": "bounds.mse",
+    "analytic_bound": "theory.analytic",
+    "analytic_calibration": "theory.analytic",
+    "eta_for_rero": "theory.analytic",
+    "ncc_bound": "theory.analytic",
+    "optimal_num_rows": "theory.analytic",
+    "reconstruction_variance": "theory.analytic",
+    "rero_mse": "theory.analytic",
+    "rero_psnr": "theory.analytic",
+    "rero_gamma_mse": "theory.analytic",  # deprecated alias of rero_mse (one release)
+    "rero_gamma_psnr": "theory.analytic",  # deprecated alias of rero_psnr (one release)
+    "selection_probability": "theory.analytic",
+    "MSELaw": "theory.analytic_laws",
+    "PSNRLaw": "theory.analytic_laws",
+    "mse_law": "theory.analytic_laws",
+    "psnr_law": "theory.analytic_laws",
+    "mse_bound": "theory.mse",
+    "MseBound": "theory.mse",
+    "rdp_mse_lower_bound": "theory.mse",
+    "dfil_bound": "theory.mse",
     "log_iv": "mechanisms.vmf",
     "sample_vmf": "mechanisms.vmf",
     "vmf_rdp": "accounting.vmf",
     "vmf_delta": "accounting.vmf",
     "vmf_epsilon": "accounting.vmf",
     "concentration_for_epsilon": "accounting.vmf",
-    "log_bayes_capacity": "bounds.capacity",
-    "log_capacity_vmf": "bounds.capacity",
-    "log_capacity_gaussian": "bounds.capacity",
-    "rero_from_guarantee": "bounds.conversions",
-    "dp_from_two_point_rero": "bounds.conversions",
+    "log_bayes_capacity": "theory.capacity",
+    "log_capacity_vmf": "theory.capacity",
+    "log_capacity_gaussian": "theory.capacity",
+    "rero_from_guarantee": "measures.conversions",
+    "dp_from_two_point_rero": "measures.conversions",
     # issue 24: tightest conversions of a guarantee alone
-    "rero_dp": "bounds.fdp",
-    "tradeoff_dp": "bounds.fdp",
-    "rero_rdp_curve": "bounds.rdp_tradeoff",
-    "tradeoff_rdp_curve": "bounds.rdp_tradeoff",
-    "rero_zcdp": "bounds.rdp_tradeoff",
-    "tradeoff_zcdp": "bounds.rdp_tradeoff",
-    "rero_vmf": "bounds.vmf_rero",
-    "GuaranteeAnalysis": "bounds.guarantee",
-    "EventAnalysis": "bounds.events",
+    "rero_dp": "measures.fdp",
+    "tradeoff_dp": "measures.fdp",
+    "rero_rdp_curve": "measures.rdp_tradeoff",
+    "tradeoff_rdp_curve": "measures.rdp_tradeoff",
+    "rero_zcdp": "measures.rdp_tradeoff",
+    "tradeoff_zcdp": "measures.rdp_tradeoff",
+    "rero_vmf": "measures.vmf_rero",
+    "GuaranteeAnalysis": "analysis.guarantee",
+    "EventAnalysis": "analysis.events",
     "log_kappa_uniform_ball": "priors",
     "log_kappa_gaussian": "priors",
     "closed_form_experiment": "attacks.closed_form",
     "run_reconn": "attacks.reconstructor",
     # issue 11: the certified trade-off curve and the risks read off it
-    "tradeoff": "bounds.tradeoff",
-    "TradeOff": "bounds.tradeoff",
-    "risk": "bounds.risk",
-    "RiskBound": "bounds.risk",
-    "calibrate_risk": "bounds.calibrate_risk",
-    "ReconRiskAccountant": "opacus",
-    "make_private_with_risk": "opacus",
+    "tradeoff": "measures.tradeoff",
+    "TradeOff": "measures.tradeoff",
+    "risk": "measures.risk",
+    "RiskBound": "measures.risk",
+    "calibrate_risk": "analysis.calibrate_risk",
+    "ReconRiskAccountant": "integrations.opacus",
+    "make_private_with_risk": "integrations.opacus",
     # issue 14: sweeps at scale
     "load_sweep": "experiments.sweep",
     "run_sweep": "experiments.sweep",
     "ResultStore": "experiments.store",
     # issue 14: one risk report for one release; Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)
-    "fano_bound": "bounds.fano",
+    "fano_bound": "theory.fano",
     "risk_report": "experiments.riskreport",
     "ReportConfig": "experiments.riskreport",
     # issue 14: paper reproductions (`reconrisk reproduce`)
-    "run_recipe": "experiments.recipes",
-    "recipe_names": "experiments.recipes",
+    "run_recipe": "reproduce.recipes",
+    "recipe_names": "reproduce.recipes",
 }
 
 

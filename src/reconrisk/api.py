@@ -7,9 +7,9 @@ from typing import Callable
 
 from . import _validate as v
 from .accounting import epsilon
-from .bounds.analysis import PrivacyAnalysis, analyse
-from .bounds.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
-from .bounds.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
+from .analysis.privacy import PrivacyAnalysis, analyse
+from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
+from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
 from .errors import ReconRiskError
 from .priors import resolve_kappa
 from .release import Release

@@ -244,7 +244,7 @@ class Release:
         multiplier σ/2, :meth:`dominating`): ReRo, re-identification and attribute inference
         compose f_q (one reference law); ε, δ, the trade-off curve and the membership measures
         compose the symmetrised C_q = min{f_q, f_q⁻¹}** (pairs, either orientation at every
-        step; :attr:`reconrisk.bounds.analysis.PrivacyAnalysis.pair`).
+        step; :attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair`).
         """
         b = v.integer("batch_size", batch_size, minimum=1)
         n = v.integer("dataset_size", dataset_size, minimum=1)
@@ -282,7 +282,7 @@ class Release:
         cannot share one release (different neighbouring relations); a plain Gaussian
         step joins either (q = 1). Other events (Laplace, randomized response, …) are
         refused in one line naming the event: analyse them with
-        :meth:`reconrisk.bounds.analysis.PrivacyAnalysis.from_dp_event`.
+        :meth:`reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event`.
         """
         leaves = dp_event_leaves(event)
         samplers = {k for k, *_ in leaves if k != "gaussian"}
@@ -356,7 +356,7 @@ class Release:
           FPR 0.5 where f_q gives 0.7498), and an adaptive adversary picks the orientation at
           every step. Each step is C_q-DP, C_q = min{f_q, f_q⁻¹}** (symmetric), so ε, δ, the
           trade-off curve and the membership measures compose C_q
-          (:attr:`reconrisk.bounds.analysis.PrivacyAnalysis.pair`,
+          (:attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair`,
           :func:`reconrisk.accounting.pld.symmetrised`), never this release's two directions.
         """
         if self.sampler != "fixed":
@@ -388,7 +388,7 @@ class Release:
         * any other batch sampler: refused in one line naming it.
 
         Without ``data_loader`` the accountant's own ``batch_sampling`` is read where it has one (a
-        :class:`~reconrisk.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
+        :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
         reading of a history: :func:`opacus_history_release`.

@@ -5,7 +5,7 @@
 * :mod:`.rdp` — Rényi-DP curves of the subsampled Gaussian and of schedules;
 * :mod:`.gaussian` — the Gaussian mechanism's exact privacy profile and Gaussian DP (μ).
 
-This package sits below :mod:`reconrisk.bounds`: bounds read accountants, never the reverse.
+This package sits below :mod:`reconrisk.measures` and :mod:`reconrisk.analysis`: they read accountants, never the reverse.
 """
 
 from .epsilon import ACCOUNTANTS, EPSILON_CAP, PLD_DISCRETIZATION, epsilon

@@ -1,6 +1,6 @@
 """Many compositions of the same few steps at once: per-example PLDs in the Fourier domain.
 
-Per-example accounting (:mod:`reconrisk.bounds.individual`) composes, for each example
+Per-example accounting (:mod:`reconrisk.individual.privacy`) composes, for each example
 i, the same L per-step privacy-loss distributions p_1 … p_L (one per sensitivity level,
 from :func:`reconrisk.accounting.pld.step_pmf`) with example-specific counts c_i,k.
 On an FFT of length N the composition is the inverse transform of

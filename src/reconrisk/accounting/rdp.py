@@ -30,7 +30,7 @@ direction dominates) is ε(α) = log A_α / (α − 1) with
   ε(α) = log1p(E_μ[expm1((α−1)L)])/(α−1): the integrand is O(α−1) instead of
   1 + O(α−1), so no digit is lost as α → 1 (the form above loses
   |log(α−1)| / log 10 of them). α = 1 is the KL divergence E_μ[L]. The
-  optimal RDP → trade-off conversion of :mod:`reconrisk.bounds.rdp_tradeoff`
+  optimal RDP → trade-off conversion of :mod:`reconrisk.measures.rdp_tradeoff`
   needs these orders: its minimum can sit at α → 1.
 
 ``DEFAULT_ORDERS`` is a fine fractional grid: the union of the orders of
@@ -38,7 +38,7 @@ direction dominates) is ε(α) = log A_α / (α − 1) with
 128, 256, 512) with 1.01–1.09, 1.25, 1.5, 1.75 and a geometric tail up to
 1024, so the minimum over α is taken where it lies at small σ (ε of
 Biswas et al. 2024, Table IV at σ = 0.204 is attained near α ≈ 1.2). ReRo conversions
-of these curves live in :mod:`reconrisk.bounds.conversions`.
+of these curves live in :mod:`reconrisk.measures.conversions`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Modes of :func:`simulate_attack`:
   σC. It is memory-bound: one sample costs M·N floats.
 * ``mode="fast"`` (numpy only) samples the exact law directly:
   ``X̂ = X + sqrt(v)·Z`` with ``v`` from
-  :func:`~reconrisk.bounds.analytic.reconstruction_variance`. Equal in
+  :func:`~reconrisk.theory.analytic.reconstruction_variance`. Equal in
   distribution to the explicit mode (tested).
 * ``mode="law"`` (:func:`simulate_success` only, oracle scale): samples the
   *metrics* (MSE, PSNR, NCC) of a fast-mode reconstruction from their exact
@@ -52,9 +52,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as val
-from ..bounds.analytic import ncc_bound, reconstruction_variance
+from ..theory.analytic import ncc_bound, reconstruction_variance
 from ..metrics import mse, ncc, psnr  # noqa: F401  (Riess et al. 2024, Defs. 3-5; re-exported)
-from ..bounds.analytic_laws import mse_cdfs, psnr_means
+from ..theory.analytic_laws import mse_cdfs, psnr_means
 from ..errors import ReconRiskError
 from .analytic_step import _gathered_step, _sample_stats
 

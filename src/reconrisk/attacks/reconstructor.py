@@ -265,7 +265,7 @@ def run_reconn(dataset, *, fixed_size: int = 50, shadow_models: int = 256, targe
     (seed + 2, unknown to the adversary) are all derived from ``seed``.
     ``progress(label)`` is called before each phase.
     """
-    from ..bounds.calibrate import noise_multiplier_for_epsilon
+    from ..analysis.calibrate import noise_multiplier_for_epsilon
     from ..data import Dataset
     from ..release import Release
     from ..train.models import get_model

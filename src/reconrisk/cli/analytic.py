@@ -67,7 +67,7 @@ def bound_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
 ) -> None:
     """ReRo bound γ(η) for MSE (Prop. 3) or PSNR (Prop. 5), or the NCC bound (Prop. 6)."""
-    from ..bounds.analytic import analytic_bound
+    from ..theory.analytic import analytic_bound
 
     _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
                  clip_norm=locals().get("clip_norm"))
@@ -118,7 +118,7 @@ def calibrate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict."),
 ) -> None:
     """Smallest noise multiplier σ with γ(η) ≤ G (closed form)."""
-    from ..bounds.analytic import analytic_calibration
+    from ..theory.analytic import analytic_calibration
 
     _check_sizes(dim=dim, averaged=averaged, metric=metric, eta=eta, data_range=data_range, min_norm=min_norm,
                  clip_norm=locals().get("clip_norm"))

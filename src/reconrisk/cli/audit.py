@@ -253,7 +253,7 @@ def _table(settings, certificates, results, attacks):
     known = results[0].known_size if results else None
     title = (f"Reconstruction audit: q={s0.sample_rate:g}{' (fixed batches)' if s0.release.sampler == 'fixed' else ''}, T={s0.steps}, C={s0.clip_norm:g}, "
              f"prior size {s0.prior_size} (κ={1 / s0.prior_size:.3g})" + (f", |D₋|={known}" if known is not None else ""))
-    from ..bounds.empirical import max_epsilon_lower
+    from ..audit.empirical import max_epsilon_lower
 
     eps_max = max_epsilon_lower(s0.trials, kappa=1 / s0.prior_size, delta=s0.delta)
     relation = RELATION_WORDS[s0.release.neighbouring]

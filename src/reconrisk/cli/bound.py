@@ -39,8 +39,8 @@ def bound_cmd(
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
     from ..accounting import epsilon
-    from ..bounds.conversions import rero_from_dp
-    from ..bounds.rero import has_closed_form
+    from ..measures.conversions import rero_from_dp
+    from ..measures.rero import has_closed_form
     from ..experiments.release_source import resolve_analysis
     from .risk import source_dict, source_label
 
@@ -82,7 +82,7 @@ def bound_cmd(
                 results[m] = analysis.rero(k, method=m) if release is not None else analysis.rero(k)
     rdp = rdp_eq2 = None
     if release is not None:  # the release's own RDP curve: the optimal conversion, and the paper's Eq. 2 (JSON)
-        from ..bounds.rdp_tradeoff import rero_release_rdp
+        from ..measures.rdp_tradeoff import rero_release_rdp
 
         with spinner("RDP baseline", enabled=not json_out):
             rdp = rero_release_rdp(release, k)[0]
@@ -142,7 +142,7 @@ def _warn_unconverged(results) -> None:
 
 
 def _run_mc(analysis, k, samples, seed, confidence, *, quiet: bool):
-    from ..bounds.rero import rero_bounds
+    from ..measures.rero import rero_bounds
 
     with progress(2 * samples * analysis.release.steps, "Monte Carlo", enabled=not quiet) as bar:
         return rero_bounds(

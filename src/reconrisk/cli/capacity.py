@@ -35,7 +35,7 @@ def vmf_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `log_capacity`)."),
 ) -> None:
     """log C_Bayes of the VMF mechanism on S^{p−1} (Biswas et al. 2024, Thm 6)."""
-    from ..bounds.capacity import log_capacity_vmf
+    from ..theory.capacity import log_capacity_vmf
 
     conc = pick("--concentration", concentration, kappa)
     if conc is None:
@@ -57,7 +57,7 @@ def gaussian_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `log_capacity`)."),
 ) -> None:
     """log C_Bayes of N(x, σ²I) over the ball ‖x‖ ≤ R (Biswas et al. 2024, Thm 5, with its constants corrected)."""
-    from ..bounds.capacity import log_capacity_gaussian
+    from ..theory.capacity import log_capacity_gaussian
 
     std = pick("--noise-std", noise_std, sigma)
     if std is None:

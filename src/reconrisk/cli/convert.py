@@ -93,7 +93,7 @@ def convert_cmd(
 ) -> None:
     """Convert an (ε, δ)-DP, RDP or zCDP guarantee into a reconstruction-robustness bound and trade-off curve."""
     from .. import _validate as v
-    from ..bounds.conversions import CONVERSIONS, SOURCES, dp_from_two_point_rero, rero_from_guarantee
+    from ..measures.conversions import CONVERSIONS, SOURCES, dp_from_two_point_rero, rero_from_guarantee
     from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 
@@ -158,11 +158,11 @@ def _tradeoff(source: str, alphas, conversion: str, symmetric: bool, g: dict) ->
     """f(α) of the guarantee, ``beta`` (a lower bound on the true trade-off curve), with method and formula."""
     import numpy as np
 
-    from ..bounds.conversions import rero_from_guarantee
+    from ..measures.conversions import rero_from_guarantee
 
     if conversion == "optimal":
-        from ..bounds.fdp import tradeoff_dp
-        from ..bounds.rdp_tradeoff import tradeoff_rdp_curve, tradeoff_zcdp
+        from ..measures.fdp import tradeoff_dp
+        from ..measures.rdp_tradeoff import tradeoff_rdp_curve, tradeoff_zcdp
         from ..errors import ReconRiskError
 
         if source == "dp":

@@ -29,7 +29,7 @@ def mse_bound_cmd(
 ) -> None:
     """Theorem 1 of Guo et al. 2022: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
     from .. import _validate as v
-    from ..bounds.mse import GELU_CLIP_OVERSHOOT, mse_bound
+    from ..theory.mse import GELU_CLIP_OVERSHOOT, mse_bound
     from ..errors import ReconRiskError
     from ..release import Release
 

@@ -21,12 +21,12 @@ def _early_draws(noise_multiplier, sample_rate, steps, from_file, samples: int, 
 
     They need only σ, q, T, the seed and the sample count (numpy, no scipy), so they run on the idle core while
     the rest of the report is imported and computed; the report checks they are its own draws and uses them
-    (:func:`~reconrisk.bounds.rero.start_monte_carlo`). None where the report validates or resolves first:
-    a release file, or values the Monte Carlo's own checks (:func:`~reconrisk.bounds.montecarlo.check_draws`) refuse.
+    (:func:`~reconrisk.measures.rero.start_monte_carlo`). None where the report validates or resolves first:
+    a release file, or values the Monte Carlo's own checks (:func:`~reconrisk.measures.montecarlo.check_draws`) refuse.
     """
     if from_file is not None or None in (noise_multiplier, sample_rate, steps) or not samples:
         return None
-    from ..bounds.montecarlo import LogRatioSampler, check_draws
+    from ..measures.montecarlo import LogRatioSampler, check_draws
     from ..errors import ReconRiskError
     from ..release import Release
 

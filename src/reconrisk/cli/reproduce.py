@@ -37,7 +37,7 @@ def _verdict(r: dict) -> str:
 
 
 def _list(as_json: bool) -> None:
-    from ..experiments.recipes import registry
+    from ..reproduce.recipes import registry
 
     reg = registry()
     if as_json:
@@ -74,7 +74,7 @@ def reproduce(
         raise ReconRiskError("recipe must be given (one name from 'reconrisk reproduce --list'); found none")
     if full and tiny:
         raise ReconRiskError("give at most one of --full and --tiny; found both")
-    from ..experiments.recipes import get_recipe, run_recipe
+    from ..reproduce.recipes import get_recipe, run_recipe
 
     rec = get_recipe(recipe)
     seed = v.integer("seed", seed, minimum=0, maximum=2**31 - 1)

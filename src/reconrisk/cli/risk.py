@@ -33,10 +33,10 @@ def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
 
 
 def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
-    """The :class:`~reconrisk.bounds.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
+    """The :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
     flags, read as ``reconrisk convert`` reads them."""
     from .. import _validate as v
-    from ..bounds.guarantee import SOURCES, GuaranteeAnalysis
+    from ..analysis.guarantee import SOURCES, GuaranteeAnalysis
     from ..errors import ReconRiskError
     from .convert import curve_pairs
 
@@ -106,7 +106,7 @@ def risk_cmd(
 ) -> None:
     """Certified bound on one operational risk (or --measure all), read off the trade-off curve of a release, a
     dp_accounting event (--release) or a guarantee alone (--from; upper ends, the conversion named)."""
-    from ..bounds.risk import CLI_NAMES, canonical_measure
+    from ..measures.risk import CLI_NAMES, canonical_measure
     from ..errors import ReconRiskError
 
     if source is not None:
@@ -141,7 +141,7 @@ def risk_cmd(
 
 
 def _all(analysis, kw, json_out: bool) -> None:
-    from ..bounds.risk import CLI_NAMES, all_risks
+    from ..measures.risk import CLI_NAMES, all_risks
     from ..errors import ReconRiskError
 
     from ._common import spinner
@@ -209,7 +209,7 @@ def tradeoff_cmd(
     if lo >= hi:
         raise ReconRiskError(f"alpha_min must be < alpha_max; found alpha_min={lo:g}, alpha_max={hi:g}")
     n = v.integer("points", points, minimum=2, maximum=100_000)
-    from ..bounds.analysis import PrivacyAnalysis
+    from ..analysis.privacy import PrivacyAnalysis
 
     curve = PrivacyAnalysis(release).tradeoff(np.logspace(np.log10(lo), np.log10(hi), n))
     files = None
@@ -234,10 +234,10 @@ def tradeoff_cmd(
 def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args,
                       json_out, delta: float = 1e-5, batch_size=None, dataset_size=None):
     """``reconrisk calibrate`` — both routes (``--target-rero`` and ``--measure M --target X``) call this, and it
-    calls the one calibrator, :func:`reconrisk.bounds.calibrate.calibrate`."""
-    from ..bounds.analysis import PrivacyAnalysis
-    from ..bounds.calibrate import calibrate
-    from ..bounds.risk import CLI_NAMES, canonical_measure
+    calls the one calibrator, :func:`reconrisk.analysis.calibrate.calibrate`."""
+    from ..analysis.privacy import PrivacyAnalysis
+    from ..analysis.calibrate import calibrate
+    from ..measures.risk import CLI_NAMES, canonical_measure
     from ..errors import ReconRiskError
 
     if target_rero is not None:

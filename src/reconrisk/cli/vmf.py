@@ -115,7 +115,7 @@ def rero_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON (key `rero`) instead of a table."),
 ) -> None:
     """Certified reconstruction risk of a VMF release from its RDP curve (optimal RDP → trade-off conversion)."""
-    from ..bounds.vmf_rero import rero_vmf
+    from ..measures.vmf_rero import rero_vmf
     from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 

@@ -102,7 +102,7 @@ class Certificate:
 
     epsilon: float
     kappa: float
-    rero: object  # reconrisk.bounds.rero.ReroBound
+    rero: object  # reconrisk.measures.rero.ReroBound
 
     def rero_dict(self) -> dict:
         r = self.rero
@@ -114,7 +114,7 @@ class Certificate:
 
 def certify(setting: AuditSetting) -> Certificate:
     """ε (the calibrated target, else the PLD ε of the release) and the certified bound (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
-    from ..bounds.analysis import PrivacyAnalysis
+    from ..analysis.privacy import PrivacyAnalysis
 
     s = setting
     analysis = PrivacyAnalysis(s.release)
@@ -147,9 +147,9 @@ class SettingResult:
         return self.setting.attacks[0]
 
     def empirical(self, attack: str | None = None, confidence: float = 0.95):
-        """What ``attack``'s successes refute (:func:`reconrisk.bounds.empirical.empirical_audit`): the one-sided
+        """What ``attack``'s successes refute (:func:`reconrisk.audit.empirical.empirical_audit`): the one-sided
         Clopper–Pearson ReRo lower bound at κ and the ε lower bound at the setting's δ, beside the certified ones."""
-        from ..bounds.empirical import empirical_audit
+        from ..audit.empirical import empirical_audit
 
         rate = self.rates[attack or self.primary]
         return empirical_audit(rate.successes, rate.trials, kappa=self.kappa, delta=self.setting.delta,
@@ -235,7 +235,7 @@ def calibrated_settings(
     the Poisson one at σ/2 (:meth:`~reconrisk.release.Release.dominating`), so σ is twice
     the Poisson calibration — exact, not a bound on a bound.
     """
-    from ..bounds.calibrate import noise_multiplier_for_epsilon
+    from ..analysis.calibrate import noise_multiplier_for_epsilon
 
     if (epsilons is None) == (noise_multipliers is None):
         raise ReconRiskError("give either epsilons or noise_multipliers")

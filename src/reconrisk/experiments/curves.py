@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..bounds.analysis import PrivacyAnalysis
-from ..bounds.calibrate import noise_multiplier_for_epsilon
+from ..analysis.privacy import PrivacyAnalysis
+from ..analysis.calibrate import noise_multiplier_for_epsilon
 from ..errors import ReconRiskError
 from ..release import Release
 

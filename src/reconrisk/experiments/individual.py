@@ -4,13 +4,13 @@
 ``input→10→10`` MLP, learning rate 2, κ = 1/10, N = 1,000 training points — the default audit's D₋ and its
 first pool point — but C = 3 instead of 0.1, so that gradients shrink below C as the model fits, and σ
 calibrated to ε = 10 at δ = 10⁻⁵), recording every example's gradient norm at every step, and turns the
-norms into each example's ε_i and ReRo_i (:func:`reconrisk.bounds.individual.individual_analysis`:
+norms into each example's ε_i and ReRo_i (:func:`reconrisk.individual.privacy.individual_analysis`:
 Feldman & Zrnic 2021's individual accounting; Yu et al. 2023 for DP-SGD). Without a filter the numbers are
 **ex-post estimates** of who is exposed, not a DP guarantee, and every field says so (``ex_post_*``). In
 the same run it accounts Guo, Karrer, Chaudhuri & van der Maaten 2022's per-example Fisher information
 leakage (Algorithm 1, :class:`~reconrisk.train.fil.FILHook`, hard clipping as trained) and reports how the
 two rankings relate (Spearman's ρ, overlap of the most exposed). With ``budget`` (a target ReRo at κ) it
-also trains a filtered run (:class:`~reconrisk.bounds.individual_filter.IndividualFilter`, fixed before
+also trains a filtered run (:class:`~reconrisk.individual.filter.IndividualFilter`, fixed before
 training) whose every example is **certified** at the budget (``certified_*``: the same number for all,
 Feldman & Zrnic 2021), beside what each example spent (``ex_post_*``, estimates), its accuracy and the
 share of examples filtered. The attack check is :mod:`reconrisk.experiments.individual_attack`.
@@ -58,7 +58,7 @@ class PerExampleSetting:
            sample_rate: float = 1.0, steps: int = DEFAULT_STEPS, clip_norm: float = DEFAULT_CLIP_NORM,
            delta: float = 1e-5, **kwargs) -> "PerExampleSetting":
         """The setting at ``noise_multiplier``, or at σ calibrated to ``epsilon`` (PLD accountant)."""
-        from ..bounds.calibrate import noise_multiplier_for_epsilon
+        from ..analysis.calibrate import noise_multiplier_for_epsilon
 
         if (epsilon is None) == (noise_multiplier is None):
             raise ReconRiskError("give epsilon or noise_multiplier (one of them)")
@@ -122,7 +122,7 @@ class PerExampleAudit:
     """Outcome of :func:`per_example_audit`; arrays as attributes, everything in :meth:`to_dict`."""
 
     setting: PerExampleSetting
-    analysis: object  # reconrisk.bounds.individual.IndividualPrivacy (ex post)
+    analysis: object  # reconrisk.individual.privacy.IndividualPrivacy (ex post)
     indices: np.ndarray  # (n,) row of each training example in the dataset
     x: np.ndarray = field(repr=False)
     y: np.ndarray = field(repr=False)
@@ -164,7 +164,7 @@ class PerExampleAudit:
 
     def top_rows(self) -> list[dict]:
         """The most exposed examples, most exposed first."""
-        from ..bounds.mse import dfil_bound
+        from ..theory.mse import dfil_bound
 
         rows = []
         for rank, i in enumerate(self.most_exposed, 1):
@@ -201,7 +201,7 @@ class PerExampleAudit:
                             "mean_norm": np.nanmean(self.norms, axis=1).tolist()},
                "most_exposed": self.top_rows(), "seconds": self.seconds}
         if self.dfil is not None:
-            from ..bounds.mse import dfil_bound
+            from ..theory.mse import dfil_bound
 
             out["examples"]["dfil"] = self.dfil.tolist()
             out["examples"]["dfil_mse_bound"] = [float(dfil_bound(float(f))) for f in self.dfil]
@@ -256,7 +256,7 @@ def per_example_audit(setting: PerExampleSetting | None = None, dataset=None, *,
     ``dataset`` defaults to the embedded digits; ``progress(k)`` is called after every k training steps
     (twice the steps with a ``budget``: the filtered run trains again).
     """
-    from ..bounds.individual import individual_analysis
+    from ..individual.privacy import individual_analysis
     from ..data import load_digits
     from ..train.dpsgd import model_accuracy, train
     from ..train.models import get_model
@@ -302,8 +302,8 @@ def per_example_audit(setting: PerExampleSetting | None = None, dataset=None, *,
 
 def _filtered_run(model, s: PerExampleSetting, x, y, x_test, y_test, progress) -> FilteredRun:
     """The same training with an :class:`IndividualFilter` at ReRo ``budget`` (κ), fixed before training."""
-    from ..bounds.individual import individual_analysis
-    from ..bounds.individual_filter import IndividualFilter
+    from ..individual.privacy import individual_analysis
+    from ..individual.filter import IndividualFilter
     from ..train.dpsgd import model_accuracy, train
 
     filt = IndividualFilter(s.release, target_rero=s.budget, kappa=s.kappa)

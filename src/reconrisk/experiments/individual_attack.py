@@ -136,7 +136,7 @@ def group_attack(audit, group: str, *, trials: int = 1000, attack: str = "alg2",
     from .._jax import jax
     import jax.numpy as jnp
 
-    from ..bounds.individual import individual_analysis
+    from ..individual.privacy import individual_analysis
     from ..train.dpsgd import make_step_config
     from ..train.models import get_model
     from .trials import PRIOR_AWARE, draw_priors, trial_batch_size

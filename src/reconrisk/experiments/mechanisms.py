@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.vmf import concentration_for_epsilon, gaussian_epsilon_opacus, gaussian_sigma_opacus
-from ..bounds.capacity import log_capacity_gaussian, log_capacity_vmf
+from ..theory.capacity import log_capacity_gaussian, log_capacity_vmf
 from ..errors import ReconRiskError
 
 MECHANISMS = ("gaussian", "vmf")

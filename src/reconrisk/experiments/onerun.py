@@ -1,7 +1,7 @@
 """A one-run audit of a real DP-SGD run: m canaries, each one of its own k candidates, guessed after one training.
 
 The game (Steinke, Nasr & Jagielski 2023; Mahloujifar, Melis & Chaudhuri 2025;
-the analysis is :mod:`reconrisk.bounds.onerun`): m canary slots, each with k
+the analysis is :mod:`reconrisk.audit.onerun`): m canary slots, each with k
 candidates, sparse random binary images (each pixel on with probability
 ``density``) with a uniformly drawn label; slot i's choice S_i is uniform and
 independent; DP-SGD trains **once** on a known set D₋ of real digits plus the m
@@ -187,7 +187,7 @@ class OneRunResult:
 
 def run_onerun(setting: OneRunSetting, dataset, threat_models=THREAT_MODELS, confidence: float = 0.95) -> list:
     """Train once with the canaries and audit each threat model from the same run (one result per threat model)."""
-    from ..bounds.onerun import Guesses, onerun_lower_bounds
+    from ..audit.onerun import Guesses, onerun_lower_bounds
     from ..train.dpsgd import make_step_config, model_accuracy, train
     from ..train.models import get_model
 

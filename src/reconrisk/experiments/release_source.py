@@ -15,7 +15,7 @@ Three sources, exactly one per report (``reconrisk report``):
   fixed-size batches: ``sampler = "fixed"`` with ``batch_size`` and ``dataset_size`` instead of
   ``sample_rate`` (``sampler = "full"``: q = 1); or ``dp_accounting`` events, one table each
   (:func:`event_from_mapping`; Gaussian events become a :class:`Release`, others — Laplace — stay an
-  event and get an :class:`~reconrisk.bounds.events.EventAnalysis` through :func:`resolve_analysis`)::
+  event and get an :class:`~reconrisk.analysis.events.EventAnalysis` through :func:`resolve_analysis`)::
 
       [[release.events]]
       type = "sampled_without_replacement_gaussian"
@@ -251,7 +251,7 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     The clip norm C is ``clip_norm`` when given, else the file's ``max_grad_norm`` (or ``clip_norm``) where the
     state holds one (:data:`CLIP_NORM_KEYS`; a given ``clip_norm`` that disagrees with the file is refused),
     else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
-    scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.opacus.ReconRiskAccountant`'s
+    scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.integrations.opacus.ReconRiskAccountant`'s
     state saying ``batch_sampling`` shuffled or sequential gives its stand-in ``Release.shuffled`` (as the
     live accountant), named in the provenance's ``batch_sampling``.
     """
@@ -321,12 +321,12 @@ def resolve_analysis(*, noise_multiplier=None, sample_rate=None, steps=None, cli
                      from_opacus=None, batch_size=None, dataset_size=None) -> tuple[Any, dict]:
     """The analysis of exactly one source, as :func:`resolve_release` reads it, and its provenance.
 
-    A release gets its :class:`~reconrisk.bounds.analysis.PrivacyAnalysis`; a TOML file of ``dp_accounting``
-    events that are not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.bounds.events.EventAnalysis`.
+    A release gets its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`; a TOML file of ``dp_accounting``
+    events that are not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.analysis.events.EventAnalysis`.
     ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and ``steps``, instead of ``sample_rate``)
     describe fixed-size batches without replacement.
     """
-    from ..bounds.analysis import PrivacyAnalysis
+    from ..analysis.privacy import PrivacyAnalysis
 
     if batch_size is not None or dataset_size is not None:
         if sample_rate is not None or release_file is not None or from_opacus is not None:

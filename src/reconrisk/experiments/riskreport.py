@@ -28,7 +28,7 @@ confidence interval (Monte Carlo, attacks), or ``exact``. Families whose assumpt
 are kept with ``"applicable": false`` and the reason, never dropped silently.
 
 A ``dp_accounting`` event that is not DP-SGD with Gaussian noise (a release file of Laplace events) gets
-its :class:`~reconrisk.bounds.events.EventAnalysis`: ε, the ReRo bracket, the trade-off curve and every
+its :class:`~reconrisk.analysis.events.EventAnalysis`: ε, the ReRo bracket, the trade-off curve and every
 operational risk are certified two-sided from the event's distributions; the families that read σ, q, T
 (RDP baseline, Monte Carlo, Fano, MSE, analytic attack, capacity, calibration, attack) say in one line that
 they are not defined for the event, naming it.
@@ -52,8 +52,8 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
-from ..bounds.analysis import PrivacyAnalysis, analyse
-from ..bounds.rdp_tradeoff import rero_release_rdp
+from ..analysis.privacy import PrivacyAnalysis, analyse
+from ..measures.rdp_tradeoff import rero_release_rdp
 from ..release import Release, gaussian_release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
@@ -151,8 +151,8 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     ``mc``: the Monte Carlo already started (:func:`start_monte_carlo_entry`); its row is then left for
     :func:`finish_monte_carlo_entry` to fill in, so the draws run while the other families are computed."""
     analysis = analyse(analysis)
-    from ..bounds.conversions import rero_from_dp
-    from ..bounds.rero import has_closed_form
+    from ..measures.conversions import rero_from_dp
+    from ..measures.rero import has_closed_form
 
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
@@ -186,12 +186,12 @@ def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
                             progress: Callable[[int], None] | None = None, sampler=None):
     """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0).
 
-    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.bounds.rero.start_monte_carlo`)."""
+    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.measures.rero.start_monte_carlo`)."""
     if not cfg.samples or analysis.release is None:  # an event without a Gaussian reading: no Monte Carlo
         if sampler is not None:
             sampler.cancel()
         return None
-    from ..bounds.rero import start_monte_carlo
+    from ..measures.rero import start_monte_carlo
 
     return start_monte_carlo(analysis, cfg.kappa_value, samples=cfg.samples, seed=cfg.seed,
                              confidence=cfg.confidence, progress=progress, sampler=sampler)
@@ -205,7 +205,7 @@ def finish_monte_carlo_entry(mc) -> dict:
 def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
     analysis = analyse(analysis)
-    from ..bounds.fano import fano_bound, kl_mutual_information
+    from ..theory.fano import fano_bound, kl_mutual_information
 
     release = analysis.release
     ns = [int(n) for n in prior_sizes]
@@ -224,7 +224,7 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
 
 def _closed_form_mi(release: Release, n: int) -> float:
     """Hayes, Mahloujifar & Balle 2023, App. H's Gaussian closed form at Δ = 2C over every full-batch step (inf when q < 1)."""
-    from ..bounds.fano import gaussian_mutual_information
+    from ..theory.fano import gaussian_mutual_information
 
     if not release.full_batch:
         return math.inf
@@ -245,11 +245,11 @@ def tradeoff_entry(analysis: PrivacyAnalysis) -> dict:
 def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
     """``risk --measure all`` (with the report's baseline and --fpr) and attribute inference at its baseline."""
     analysis = analyse(analysis)
-    from ..bounds.risk import all_risks
+    from ..measures.risk import all_risks
 
     base = {"prior_size": cfg.prior_size} if cfg.prior_size is not None else {"kappa": cfg.kappa}
     rows = [r.to_dict() for r in all_risks(analysis, fpr=cfg.fpr, **base)]
-    from ..bounds.risk import CLI_NAMES
+    from ..measures.risk import CLI_NAMES
 
     rows.insert(2 if cfg.prior_size is not None else 1,
                 analysis.risk("attribute", baseline=cfg.attribute_baseline).to_dict())
@@ -258,7 +258,7 @@ def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
 
 # -- information-theoretic and MSE families ----------------------------------------------------
 def fano_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..bounds.fano import fano_bound, release_mutual_information
+    from ..theory.fano import fano_bound, release_mutual_information
 
     if cfg.prior_size is None:
         return _na("Fano needs a uniform prior over N candidates (--prior-size), not only kappa")
@@ -269,7 +269,7 @@ def fano_entry(release: Release, cfg: ReportConfig) -> dict:
 
 
 def mse_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..bounds.mse import mse_bound
+    from ..theory.mse import mse_bound
 
     d = mse_bound(release=release, diam=cfg.diam).to_dict()
     d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten 2022, Thm 1)"
@@ -292,7 +292,7 @@ def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
     if cfg.data_dim is None or cfg.min_norm is None:
         return _na("needs the input dimension and smallest nonzero data norm (--data-dim, --min-norm)",
                    assumptions=list(ANALYTIC_ASSUMPTIONS))
-    from ..bounds.analytic import analytic_bound  # (scipy.stats: imported only where the bound applies)
+    from ..theory.analytic import analytic_bound  # (scipy.stats: imported only where the bound applies)
 
     common = dict(min_norm=cfg.min_norm, clip_norm=release.clip_norm, averaged=release.steps)
     mse = analytic_bound("mse", release.noise_multiplier, cfg.data_dim, eta=cfg.mse_eta, **common)
@@ -304,7 +304,7 @@ def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
 
 
 def capacity_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..bounds.capacity import log_capacity_gaussian
+    from ..theory.capacity import log_capacity_gaussian
 
     if cfg.model_dim is None:
         return _na("Bayes' capacity of the Gaussian mechanism grows with the dimension p of the released gradient; "
@@ -334,7 +334,7 @@ def calibration_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> dict:
     bound the calibrator holds against the target), never by comparing σ values.
     """
     analysis = analyse(analysis)
-    from ..bounds.calibrate import calibrate, meets
+    from ..analysis.calibrate import calibrate, meets
 
     release = analysis.release
     if cfg.target_rero is None:
@@ -418,7 +418,7 @@ def risk_report(release, config: ReportConfig | None = None, *,
     (numbers as ``bound --method mc``: they depend on the seed only). ``before_monte_carlo(report)``, if given,
     is called with the report whose Monte-Carlo row is not in yet (``report["rero"]["mc"]`` is None), before
     waiting for it — the CLI draws the figures there, which do not show that row. ``sampler``: those draws
-    already started by the caller (:class:`~reconrisk.bounds.montecarlo.LogRatioSampler`; used when it is this
+    already started by the caller (:class:`~reconrisk.measures.montecarlo.LogRatioSampler`; used when it is this
     release's, seed's and sample count's, otherwise cancelled and drawn anew).
     """
     try:
@@ -444,7 +444,7 @@ def risk_report(release, config: ReportConfig | None = None, *,
 
 
 def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dict:
-    """Every family in the page's order. An :class:`~reconrisk.bounds.events.EventAnalysis` (no σ, q, T) gets
+    """Every family in the page's order. An :class:`~reconrisk.analysis.events.EventAnalysis` (no σ, q, T) gets
     the families its distributions answer, and one line naming the event for each family that reads σ, q, T."""
     release = analysis.release
     note = progress or (lambda stage: None)

@@ -238,7 +238,7 @@ def parse_sweep(spec: dict, *, source: str = "<dict>", base: Path | None = None)
     for combo in itertools.product(*axes.values()):
         cfg = dict(zip(axes, combo))
         if noise_key == "epsilon":
-            from ..bounds.calibrate import noise_multiplier_for_epsilon
+            from ..analysis.calibrate import noise_multiplier_for_epsilon
 
             cfg["noise_multiplier"] = float(noise_multiplier_for_epsilon(
                 cfg["epsilon"], cfg["sample_rate"], cfg["steps"], cfg["delta"], "pld"))
@@ -390,7 +390,7 @@ class SweepRun:
 
 def certify_point(p: dict) -> dict:
     """ε at δ (the target, else the release's PLD ε) and the certified ReRo bound (Hayes, Mahloujifar & Balle 2023, Cor. 4) of a point."""
-    from ..bounds.analysis import PrivacyAnalysis
+    from ..analysis.privacy import PrivacyAnalysis
     from ..release import Release
 
     analysis = PrivacyAnalysis(Release(p["noise_multiplier"], p["sample_rate"], p["steps"], p["clip_norm"]))
@@ -538,8 +538,8 @@ def _execute_dask(tasks, kind, arg):
 # ----------------------------------------------------------------------------------------
 def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
     """Per grid point: configuration, certificate, trials stored, each attack's success rate [95% CI] and
-    (``empirical``) the ReRo and ε lower bounds its successes give (:func:`reconrisk.bounds.empirical.empirical_audit`)."""
-    from ..bounds.empirical import empirical_audit
+    (``empirical``) the ReRo and ε lower bounds its successes give (:func:`reconrisk.audit.empirical.empirical_audit`)."""
+    from ..audit.empirical import empirical_audit
     from ..metrics import SuccessRate
 
     points = store.points()

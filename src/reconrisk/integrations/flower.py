@@ -4,7 +4,7 @@
   protocol member for member, so it can be handed to Flower's central-DP strategy
   wrappers (``DifferentialPrivacyServerSideFixedClipping(…, accountant=…)``). It keeps
   the ledger of composed ``GaussianPrivacyEvent`` s and answers every question from one
-  :class:`~reconrisk.bounds.analysis.PrivacyAnalysis` of the rounds composed so far:
+  :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of the rounds composed so far:
   ε from the pessimistic privacy-loss distribution (PLD), and every risk measure of
   ``reconrisk risk`` at the client level (:meth:`ReconRiskAccountant.risk`).
 * :class:`StopBeforeBudget` wraps a Flower DP strategy: before each round it asks the
@@ -12,7 +12,7 @@
   with a logged message and the spent budget in Flower's train metrics.
 * :func:`calibrate_flower` — the noise multiplier (or the number of rounds) that meets a
   client-level risk target, from reconrisk's one calibrator
-  (:func:`reconrisk.bounds.calibrate.calibrate`).
+  (:func:`reconrisk.analysis.calibrate.calibrate`).
 
 **What the noise multiplier means.** Flower's fixed-clipping wrappers clip each client's
 update to norm C and add ``N(0, (σC/m)²)`` to the average of the m sampled updates, i.e.
@@ -54,9 +54,9 @@ from flwr.serverapp.strategy.dp_fixed_clipping import DifferentialPrivacyFixedCl
 from flwr.supercore import log
 
 from .. import _validate as v
-from ..bounds.analysis import PrivacyAnalysis
-from ..bounds.calibrate import Calibration, calibrate, canonical_quantity, meets, quantity_bound
-from ..bounds.risk import canonical_measure
+from ..analysis.privacy import PrivacyAnalysis
+from ..analysis.calibrate import Calibration, calibrate, canonical_quantity, meets, quantity_bound
+from ..measures.risk import canonical_measure
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -66,7 +66,7 @@ __all__ = ["ReconRiskAccountant", "StopBeforeBudget", "calibrate_flower", "relea
 SAMPLERS = {"poisson": "poisson", "without-replacement": "fixed", "no-amplification": "poisson"}
 _STATE_SCHEMA = 1
 _BACKEND = "reconrisk-pld"
-#: The keyword arguments a risk measure takes (:func:`reconrisk.bounds.risk.risk`).
+#: The keyword arguments a risk measure takes (:func:`reconrisk.measures.risk.risk`).
 RISK_ARGS = ("kappa", "prior_size", "baseline", "prior", "fpr")
 
 
@@ -119,7 +119,7 @@ class ReconRiskAccountant:
     ``config``: Flower's ``PrivacyConfig`` (its ``target_delta``, ``population_size``,
     sampling and relation, optional ``max_epsilon``). A risk target —
     ``max_risk`` for ``measure`` (``"reconstruction"``, ``"membership_advantage"``, …,
-    every measure of :func:`reconrisk.bounds.risk.risk`) with the measure's baseline
+    every measure of :func:`reconrisk.measures.risk.risk`) with the measure's baseline
     (``prior_size``, ``kappa``, ``baseline``, ``prior``, ``fpr``) — makes
     :meth:`would_exceed` answer for it too. The noise multiplier's meaning in each sampling
     mode: the module docstring.
@@ -193,7 +193,7 @@ class ReconRiskAccountant:
 
         ε limit: ``max_epsilon``, else the config's; risk target: ``max_risk`` (with ``measure`` and its
         baseline), else the accountant's. Exceeding means the certified bound at the projected release
-        does not meet the target — the predicate of :func:`reconrisk.bounds.calibrate.calibrate`, so the
+        does not meet the target — the predicate of :func:`reconrisk.analysis.calibrate.calibrate`, so the
         round this refuses is the round after the calibrator's largest number of rounds.
         """
         _segment(self._config, event)
@@ -261,7 +261,7 @@ class ReconRiskAccountant:
     def risk(self, measure: str = "reconstruction", **risk_args):
         """Certified client-level bracket (a :class:`~reconrisk.results.Bound`) on one risk measure so far.
 
-        ``measure`` and its arguments as :func:`reconrisk.bounds.risk.risk` (``prior_size``, ``kappa``,
+        ``measure`` and its arguments as :func:`reconrisk.measures.risk.risk` (``prior_size``, ``kappa``,
         ``baseline``, ``prior``, ``fpr``). Before the first round there is no release: refused.
         """
         a = self.analysis
@@ -405,7 +405,7 @@ def calibrate_flower(target: float, measure: str = "reconstruction", *, rounds: 
     ``"without-replacement"`` (exactly ``clients_per_round`` of ``num_clients``, replace-one) or
     ``"no-amplification"`` (q = 1). ``measure`` may also be ``"epsilon"`` (with ``delta``). The noise
     multiplier is Flower's (std on the sum / clipping norm, see the module docstring). This is
-    :func:`reconrisk.bounds.calibrate.calibrate` itself, so :class:`ReconRiskAccountant` refuses exactly
+    :func:`reconrisk.analysis.calibrate.calibrate` itself, so :class:`ReconRiskAccountant` refuses exactly
     the round after ``Calibration.steps`` at the calibrated σ.
     """
     sampling = v.choice("sampling", sampling, tuple(SAMPLERS))

@@ -34,9 +34,9 @@ from flwr.clientapp.mod import LocalDpMod
 from flwr.serverapp.strategy import Strategy
 
 from .. import _validate as v
-from ..bounds.analysis import PrivacyAnalysis
-from ..bounds.analytic import rero_mse, rero_psnr
-from ..bounds.analytic_laws import MSELaw, PSNRLaw
+from ..analysis.privacy import PrivacyAnalysis
+from ..theory.analytic import rero_mse, rero_psnr
+from ..theory.analytic_laws import MSELaw, PSNRLaw
 from ..errors import ReconRiskError
 from ..release import Release
 

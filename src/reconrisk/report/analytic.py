@@ -1,5 +1,5 @@
 """Figures for Riess et al. 2024 (matplotlib, Agg backend; PNG and SVG). Drawing only: the simulations and data
-come from :mod:`reconrisk.experiments.analytic`, the laws from :mod:`reconrisk.bounds.analytic_laws`.
+come from :mod:`reconrisk.experiments.analytic`, the laws from :mod:`reconrisk.theory.analytic_laws`.
 
 * :func:`figure_success_vs_noise` — Fig. 2: empirical MSE, PSNR and NCC of
   the attack (boxplots over the samples) against the noise multiplier, over
@@ -78,8 +78,8 @@ def plot_simulation_row(axes, sim, *, title: str | None = None) -> None:
     Background: the density of the optimal attack's law (σ²‖X‖² per sample),
     mixed over the samples; boxplots: the simulation; NCC: the Prop. 6 bound.
     """
-    from ..bounds.analytic import ncc_bound
-    from ..bounds.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
+    from ..theory.analytic import ncc_bound
+    from ..theory.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
 
     sig = np.asarray(sim.noise_multipliers, dtype=float)
     lsig = np.log10(sig)
@@ -185,7 +185,7 @@ def figure_rero_curves(
     (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
     curves are the ReRo bounds γ(η); dashed lines are the expectations.
     """
-    from ..bounds.analytic_laws import mse_law, psnr_law
+    from ..theory.analytic_laws import mse_law, psnr_law
 
     plt = _plt()
     s0, n0, d0 = base

@@ -5,7 +5,7 @@ each ε with the same accountant as the audit; computed by
 :func:`reconrisk.experiments.curves.bound_curve`), the prior baseline κ,
 each attack's success rate with its Clopper–Pearson interval, and the band in
 which ReRo must lie: from the headline attack's one-sided 95 % lower end
-(:mod:`reconrisk.bounds.empirical`) up to the certified bound. Matplotlib runs
+(:mod:`reconrisk.audit.empirical`) up to the certified bound. Matplotlib runs
 on the Agg backend (through :mod:`reconrisk._io`).
 """
 

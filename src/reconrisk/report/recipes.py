@@ -1,7 +1,7 @@
 """Drawing and writing a paper reproduction: ``DIR/<recipe>/figure.png``, ``table.csv`` and ``result.json``.
 
-Computation lives in :mod:`reconrisk.experiments.recipes`; this module only
-draws a :class:`~reconrisk.experiments.recipes.RecipeResult` and writes it.
+Computation lives in :mod:`reconrisk.reproduce.recipes`; this module only
+draws a :class:`~reconrisk.reproduce.recipes.RecipeResult` and writes it.
 The generic drawing puts, per panel, our values against the row's ``x`` (with
 their bracket / confidence interval as error bars) and the paper's values as
 hollow black markers beside them. A recipe may name a dedicated drawing
@@ -27,7 +27,7 @@ def _csv_value(x):
 
 def write_table(result, path: Path) -> Path:
     """``table.csv``: one line per row, the paper's number beside ours (columns of ``TABLE_COLUMNS``)."""
-    from ..experiments.recipes import TABLE_COLUMNS
+    from ..reproduce.recipes import TABLE_COLUMNS
 
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)

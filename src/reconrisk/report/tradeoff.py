@@ -5,7 +5,7 @@ true-positive rate 1 − f(α). Drawn: the certified bracket (shaded between
 lower and upper; the upper end is the bound), the GDP(μ) curve (exact for
 q = 1, the central-limit approximation otherwise — labelled as such) and the
 RDP-derived curve (a valid but looser bound). The computation lives in
-:mod:`reconrisk.bounds.tradeoff`; this module only draws and writes files.
+:mod:`reconrisk.measures.tradeoff`; this module only draws and writes files.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import pyplot, save_figure, write_json
-from ..bounds.tradeoff import TradeOff, gdp_curve, rdp_curve
+from ..measures.tradeoff import TradeOff, gdp_curve, rdp_curve
 from ..release import Release
 
 

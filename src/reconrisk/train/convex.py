@@ -14,7 +14,7 @@ Model and training
 
 Release
     ``h = θ* + N(0, σ²I)`` (:func:`output_perturb`). Its RDP at α = 2 is
-    :func:`reconrisk.bounds.mse.output_perturbation_rdp` (the paper's
+    :func:`reconrisk.theory.mse.output_perturbation_rdp` (the paper's
     ``2/(nλσ)`` or the standard ``4/(nλσ)²``, named).
 
 Fisher information (Hannun et al. 2021; spec_001 §6)
@@ -42,7 +42,7 @@ from scipy import linalg, special
 
 from .. import _validate as v
 from ..accounting.order2 import output_perturbation_rdp
-from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
+from ..theory.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 
 DEFAULT_TOL = 1e-10

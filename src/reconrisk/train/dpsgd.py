@@ -509,7 +509,7 @@ def train(
     stacked outputs come back in the result. ``runs``: how many runs share
     the batch-overflow budget. ``progress(k)`` is called after each chunk of k steps.
     ``record_norms`` (``"batch"``, ``"step"``, ``"epoch"``) and ``individual_filter`` (an
-    :class:`~reconrisk.bounds.individual_filter.IndividualFilter`): per-example norms and
+    :class:`~reconrisk.individual.filter.IndividualFilter`): per-example norms and
     filtered training, :mod:`reconrisk.train.individual` (``result.norms``, ``.filtered``).
     """
     from .._jax import jax

@@ -92,7 +92,7 @@ import numpy as np
 from .. import _validate as v
 from ..accounting.order2 import release_rdp_alpha2
 from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
-from ..bounds.mse import dfil_bound, rdp_mse_lower_bound
+from ..theory.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 from ..release import Release
 from .dpsgd import StepHook, check_data

@@ -2,7 +2,7 @@
 
 ``train(..., record_norms=mode)`` gives ``result.norms`` (n, T) float32: example i's
 clipped-gradient norm min(C, ‖∇ℓ(θ_t, z_i)‖) at step t, NaN where it was not observed
-(:func:`reconrisk.bounds.individual.individual_analysis` takes NaN as C). Modes
+(:func:`reconrisk.individual.privacy.individual_analysis` takes NaN as C). Modes
 (:data:`NORM_MODES`):
 
 ``"batch"``
@@ -19,7 +19,7 @@ clipped-gradient norm min(C, ‖∇ℓ(θ_t, z_i)‖) at step t, NaN where it wa
     spread evenly (a whole pass every ⌈1/q⌉ steps under ``lax.cond`` measured slower).
 
 ``train(..., individual_filter=f)`` with an
-:class:`~reconrisk.bounds.individual_filter.IndividualFilter` trains with a per-example
+:class:`~reconrisk.individual.filter.IndividualFilter` trains with a per-example
 budget (Feldman & Zrnic 2021, individual Rényi filter): before each step's batch sum
 every example's gradient norm **at θ_t** is computed over the whole data (the ``"step"``
 pass; the filter's theorem charges the step whether or not the example is sampled, at
@@ -28,7 +28,7 @@ the norm it actually had), each example is admitted (scale 1) or stopped for goo
 bookkeeping (integer counts per sensitivity level, so the spent RDP is ``counts @
 charges``) rides in the scan carry; float32 charges are rounded up, the budget down and
 each norm inflated by ``NORM_ROUNDING`` before it is bucketed, so the float32 test is
-sound for the float64 accounting (:data:`reconrisk.bounds.individual_filter.MARGIN`
+sound for the float64 accounting (:data:`reconrisk.individual.filter.MARGIN`
 covers the summation). After training ``result.individual_filter`` holds the state
 (``filtered``, ``spent``, ``certified_rero``, …), ``result.filtered`` the stopped examples;
 with ``record_norms="step"`` the filter's own norms are recorded (no second pass), and
@@ -176,7 +176,7 @@ def jax_margin(margin: float, steps: int) -> float:
 def individual_hooks(model, release, cfg, n: int, record_norms, individual_filter, clip_mode: str) -> tuple:
     """The hooks ``train`` appends for ``record_norms`` / ``individual_filter`` (in this order)."""
     from .. import _validate as v
-    from ..bounds.individual_filter import IndividualFilter
+    from ..individual.filter import IndividualFilter
 
     if clip_mode != "hard":
         raise ReconRiskError(f"per-example norms and the individual filter need clip_mode='hard' (the GELU soft clip "
