@@ -189,7 +189,7 @@ def test_mkdocs_build_strict(tmp_path):
     pytest.importorskip("mkdocstrings_handlers.python", reason="mkdocstrings[python] is not installed (the 'dev' extra)")
     pytest.importorskip("material", reason="mkdocs-material is not installed (the 'dev' extra)")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text(encoding="utf-8")

@@ -297,7 +297,7 @@ def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, s
 def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps):
     """Replace-one at q = 1: the clipped sum moves by at most 2C, so μ = 2√T/σ (both one-run audits)."""
     from reconrisk.experiments.onerun import OneRunSetting
-    from reconrisk.opacus_audit import replace_one_epsilon
+    from reconrisk.integrations.opacus_audit import replace_one_epsilon
     from reconrisk.release import Release
 
     mu = 2 * math.sqrt(steps) / sigma
@@ -312,7 +312,7 @@ def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps)
 @pytest.mark.parametrize("sigma, epochs, n", [(2.0, 9, 10), (0.7353, 2, 100), (5.0, 40, 1000)])
 def test_shuffled_stand_in_is_the_gaussian_mechanism_at_twice_the_sensitivity(sigma, epochs, n):
     """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C."""
-    from reconrisk.bounds.analysis import PrivacyAnalysis
+    from reconrisk.analysis.privacy import PrivacyAnalysis
     from reconrisk.release import Release
 
     rel = Release.shuffled(sigma, epochs=epochs)
@@ -330,7 +330,7 @@ def test_shuffled_stand_in_is_the_gaussian_mechanism_at_twice_the_sensitivity(si
 def test_calibrated_noise_meets_the_closed_form_at_full_batch(target, steps, n):
     """At q = 1 the bound meets γ iff σ ≥ √T/(Φ⁻¹(γ) − Φ⁻¹(κ)); the calibrated σ is at least that and within
     the relative tolerance of it. The same for ε at δ: σ ≥ √T/μ with δ(ε; μ) = δ."""
-    from reconrisk.bounds.calibrate import calibrate, noise_multiplier_for_epsilon
+    from reconrisk.analysis.calibrate import calibrate, noise_multiplier_for_epsilon
 
     exact = math.sqrt(steps) / (special.ndtri(target) - special.ndtri(1 / n))
     cal = calibrate("reconstruction", target, sample_rate=1.0, steps=steps, prior_size=n)
