@@ -9,6 +9,7 @@ code 2.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
@@ -40,6 +41,8 @@ _SIM_MODULES = {"jax", "jaxlib", "optax"}
 #: Path-valued flags where an empty value must not silently mean the working directory.
 _PATH_FLAGS = ("--out", "-o")
 _EMPTY_PATH_FORMS = ("--out=",)
+#: A number as float() reads it, in any script's decimal digits (re's \d is Unicode).
+_NUMERAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _one_line(text: str) -> str:
@@ -103,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     for i, tok in enumerate(args):  # typer turns an empty path into "." (the working directory): refuse it
         if (tok in _PATH_FLAGS and i + 1 < len(args) and not args[i + 1].strip()) or tok in _EMPTY_PATH_FORMS:
             return _error(f"{tok.split('=')[0]} must be a folder path; found ''")
+        # a number in other scripts' digits ('١٢'): float() takes it, and older typer (< 0.21) with it; refuse it
+        flag, value = tok.split("=", 1) if tok.startswith("--") and "=" in tok else (args[i - 1] if i else "", tok)
+        if flag.startswith("-") and not value.isascii() and _NUMERAL.fullmatch(value.strip()):
+            return _error(f"{flag} must be a number written in ASCII digits; found {value!r}")
     from ._common import forget_saved
 
     forget_saved()
