@@ -15,7 +15,7 @@ from reconrisk.cli import main
 from reconrisk.errors import ReconRiskError
 from reconrisk.integrations.opacus import ReconRiskAccountant, make_private_with_risk, release_from_opacus
 
-opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus, or the 'opacus' extra)")
+opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install -e '.[test]', the README's test command)")
 torch = pytest.importorskip("torch")
 
 N, BATCH = 64, 16  # sample rate 1/4

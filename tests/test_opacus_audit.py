@@ -21,7 +21,7 @@ from reconrisk.errors import ReconRiskError
 from reconrisk.integrations.opacus_audit import OneRunAudit, _step_loglik, replace_one_epsilon
 from reconrisk.release import Release
 
-opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus)")
+opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install -e '.[test]', the README's test command)")
 torch = pytest.importorskip("torch")
 
 N, DIM, CLASSES = 64, 64, 16  # torch.nn.Linear(64, 16): 1,040 parameters, room for 512 canaries x 2 options

@@ -17,7 +17,7 @@ import pytest
 from reconrisk.errors import ReconRiskError
 from reconrisk.release import Release
 
-opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install 'torch==2.13.0' opacus)")
+opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install -e '.[test]', the README's test command)")
 torch = pytest.importorskip("torch")
 
 from reconrisk.individual.filter import IndividualFilter  # noqa: E402
