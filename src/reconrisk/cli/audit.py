@@ -270,7 +270,7 @@ def _table(settings, certificates, results, attacks):
             for a in attacks:
                 rate = r.rates[a]
                 lo, hi = rate.ci
-                flag = "  [red]> bound[/red]" if lo > r.rero_upper else ""
+                flag = "  [red]> bound[/red]" if lo > r.certificate.rero.upper else ""
                 cells.append(f"{rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}")
             cells.append(f"{r.clipped_fraction:.0%}")
             emp = r.empirical()

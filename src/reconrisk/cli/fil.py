@@ -51,8 +51,8 @@ def mse_bound_cmd(
     if json_out:
         print_json(res.to_dict())
         return
-    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse_lower_bound],
-            ["log10 mse_lower_bound", res.log10_mse_lower_bound], ["rms error per coordinate ≥", res.std_lower_bound]]
+    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse.lower],
+            ["log10 mse_lower_bound", res.mse.log10_lower], ["rms error per coordinate ≥", res.mse.rms_lower]]
     print_table("MSE lower bound for unbiased attacks (Guo et al. 2022, Thm 1)", ["quantity", "value"], rows)
 
 

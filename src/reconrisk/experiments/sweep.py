@@ -563,7 +563,7 @@ def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
                 # issue 27: what the successes refute, beside the certificate (bounds/empirical.py)
                 entry["empirical"][a] = empirical_audit(
                     rate.successes, rate.trials, kappa=1.0 / c["prior_size"], delta=c["delta"],
-                    certified_rero_upper=cert.get("rero_upper"), certified_epsilon=cert.get("epsilon")).to_dict()
+                    certified_rero=cert.get("rero_upper"), certified_epsilon=cert.get("epsilon")).to_dict()
         out.append(entry)
     out.sort(key=lambda e: [_order(e["config"].get(k)) for k in GRID_KEYS])
     return out
