@@ -77,7 +77,7 @@ def fil_logreg_cmd(
 
     noise_std = pick("--noise-std", noise_std, noise, default=1e-2)
     trials = v.max_count("--trials", v.integer("trials", trials, minimum=0), 10**7, "GLM attack draws")
-    _io.check_out_dir(out)  # before the fit and the attack, also with --no-figures (issue 10: no flag ignored)
+    _io.check_out_dir(out)  # before the fit and the attack, also with --no-figures (no flag is ignored)
     with progress(trials, "GLM attack", enabled=not json_out) as adv:
         res = logreg_experiment(lam=lam, noise_std=noise_std, formula="paper" if paper_formula else "gaussian",
                                 trials=trials, seed=seed, progress=adv)

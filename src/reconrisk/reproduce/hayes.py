@@ -11,7 +11,7 @@
 
 Paper values: Fig. 5's quoted ≈0.20/≈0.35 (bound) and ≈0.15/≈0.32 (attack);
 the curves' values are spec_000 §4b (recomputed from the paper's Alg. 1 with
-10⁶ samples), held to ±0.01 as in issue 2. Departures: the embedded 8×8 digits
+10⁶ samples), held to ±0.01. Departures: the embedded 8×8 digits
 and the library's MLP stand in for CIFAR-10/WRN-28-10 (Fig. 2) and MNIST
 (Figs. 3, 5); C = 0.1 everywhere so that every gradient is clipped (spec_000
 §5.7; Fig. 5 used C = 1 on MNIST).
