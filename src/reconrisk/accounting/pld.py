@@ -47,8 +47,8 @@ against an extended-precision (long double) composition. The optimistic
 step's own rounding is measured a posteriori too (:func:`_vertex_polygon_excess`).
 
 Departure from this module's first construction of the optimistic step: it
-no longer lowers every grid value by its neighbouring chord gaps alone; next to a (nearly) linear stretch of D it uses secant or tangent
-lines so that no deficit is spread by the convex hull (:func:`_lowered_values`).
+no longer lowers every grid value by its neighbouring chord gaps alone; next
+to a (nearly) linear stretch of D it uses secant or tangent lines so that no deficit is spread by the convex hull (:func:`_lowered_values`).
 That was the dominant error of long runs.
 """
 
