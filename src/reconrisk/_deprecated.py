@@ -1,6 +1,6 @@
 """Old public spellings kept working for one release, with a one-line :class:`DeprecationWarning`.
 
-Issue 22's vocabulary: ``kappa`` means only the prior's baseline success probability, the von Mises–Fisher
+The vocabulary: ``kappa`` means only the prior's baseline success probability, the von Mises–Fisher
 concentration is ``concentration``, a Gaussian standard deviation is ``noise_std``, and ``gamma`` is gone from
 public names. The renamed keyword arguments and functions stay callable under the old name until the next
 release:

@@ -2,7 +2,7 @@
 
 Each helper returns the validated, converted value or raises
 :class:`~reconrisk.errors.ReconRiskError` naming the parameter, the value
-found and the valid range. The rules (issue 10):
+found and the valid range. The rules:
 
 * a *real* is a finite Python/numpy real number (``int``, ``float``,
   ``np.integer``, ``np.floating``, a 0-d real array); ``bool``/``np.bool_``,

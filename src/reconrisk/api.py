@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Callable
 
 from . import _validate as v
+from ._deprecated import warn_renamed
 from .accounting import epsilon
 from .analysis.privacy import PrivacyAnalysis, analyse
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
@@ -76,12 +77,15 @@ def calibrate_noise(
     delta: float = 1e-5,
     rel_tol: float = 1e-3,
 ) -> dict:
-    """Smallest noise multiplier with certified ReRo ≤ ``target_rero``, and the ε it implies.
+    """Deprecated: use :func:`calibrate` (``calibrate("reconstruction", target_rero, sample_rate=…, steps=…,
+    kappa=…)``), whose :class:`~reconrisk.analysis.calibrate.Calibration` holds the certified bound as a ``Bound``.
 
-    ``calibrate("reconstruction", target_rero, sample_rate=…, steps=…, kappa=…)`` — the one calibrator —
-    as a dict: ``noise_multiplier``, ``rero`` (the certified bound at that σ, as ``reconrisk bound`` prints
-    it), ``rero_upper``, ``epsilon`` (the PLD accountant's, at ``delta``) and the inputs.
+    Smallest noise multiplier with certified ReRo ≤ ``target_rero``, and the ε it implies: the one
+    calibrator's answer as the dict of earlier releases — ``noise_multiplier``, ``rero`` (the certified bound
+    at that σ, as ``reconrisk bound`` prints it), ``rero_upper``, ``epsilon`` (the PLD accountant's, at
+    ``delta``) and the inputs. Warns once per call (:class:`DeprecationWarning`); removed in the next release.
     """
+    warn_renamed("calibrate_noise()", "calibrate('reconstruction', ...)", "reconrisk")
     k = resolve_kappa(kappa, prior_size)
     v.in_range("target_rero", target_rero, k, 1.0)
     delta = v.probability_open("delta", delta)

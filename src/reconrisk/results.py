@@ -24,6 +24,16 @@ confidence interval, an empirical lower bound from an audit) is a
 
 ``quantity`` names what is bounded (``"reconstruction"``, ``"epsilon"``,
 ``"membership_advantage"``, …).
+
+The vocabulary of every public result: a certified (or empirical) number is read as
+``result.<quantity>.upper`` / ``.lower`` of a :class:`Bound` field, never as a scalar field
+spelt ``<quantity>_upper``. A result with one headline number calls its field ``bound``
+(:class:`~reconrisk.analysis.calibrate.Calibration`, :class:`~reconrisk.theory.analytic.AnalyticBound`);
+other fields are named by their quantity (``FanoBound.success``, ``MseBound.mse``,
+``EmpiricalAudit.rero``, ``TradeOff.power``). A curve's bracket (:class:`~reconrisk.measures.tradeoff.TradeOff`)
+holds arrays as its ends, one per α. The scalar spellings of earlier releases
+(``success_upper``, ``beta_upper``, ``power_upper``, ``certified_rero_upper``, ``rero_upper``,
+``mse_lower_bound``, ``AnalyticBound.rero``, …) still read, with a :class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
@@ -55,7 +65,10 @@ class Bound:
 
     @property
     def exact(self) -> bool:
-        return self.lower is not None and self.lower == self.upper and self.confidence is None
+        if self.lower is None or self.upper is None or self.confidence is not None:
+            return False
+        same = self.lower == self.upper  # element-wise for a curve's bracket (TradeOff.beta, TradeOff.power)
+        return bool(same.all()) if hasattr(same, "all") else bool(same)
 
     def __getattr__(self, name: str) -> Any:
         # measure-specific fields (kappa, prior_size, baseline, discretization, …) read like attributes
@@ -67,10 +80,15 @@ class Bound:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the fixed fields, ``width``, then ``details`` flattened (a detail never hides a field)."""
         out: dict[str, Any] = {
-            "quantity": self.quantity, "method": self.method, "lower": self.lower, "upper": self.upper,
-            "width": self.width, "estimate": self.estimate, "confidence": self.confidence,
-            "converged": self.converged, "formula": self.formula,
+            "quantity": self.quantity, "method": self.method, "lower": _plain(self.lower),
+            "upper": _plain(self.upper), "width": _plain(self.width), "estimate": self.estimate,
+            "confidence": self.confidence, "converged": self.converged, "formula": self.formula,
         }
         for k, x in self.details.items():
-            out.setdefault(k, x)
+            out.setdefault(k, _plain(x))
         return out
+
+
+def _plain(x: Any) -> Any:
+    """A NumPy array (the ends of a curve's bracket) as a list; anything else unchanged."""
+    return x.tolist() if type(x).__name__ == "ndarray" else x

@@ -220,10 +220,17 @@ def epsilon(
     *,
     release: Release | None = None,
 ) -> float:
-    """ε of DP-SGD at ``delta`` (add/remove adjacency, Poisson sampling).
+    """ε of DP-SGD at ``delta`` (add/remove adjacency, Poisson sampling), as a float: the accountant's number.
 
     Give ``noise_multiplier, sample_rate, steps`` or a ``release`` (which may be
     a heterogeneous schedule).
+
+    This is the one public function that answers a certified number with a plain float, by design: it is the
+    drop-in for an accountant's ``get_epsilon(delta)`` (Opacus, ``dp_accounting``), whose callers compare and
+    format it as a number. It is the upper end of the certified bracket: with ``accountant="pld"``,
+    ``epsilon(release=r, delta=d) == PrivacyAnalysis(r).epsilon(d).upper`` to the last bit, and that
+    :class:`~reconrisk.results.Bound` (lower end, method, formula) is the result to keep where the number is
+    reported.
     """
     rel = _release(noise_multiplier, sample_rate, steps, release)
     delta = v.probability_open("delta", delta)

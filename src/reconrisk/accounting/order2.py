@@ -1,7 +1,7 @@
 """Rényi DP at order α = 2, the order Guo, Karrer, Chaudhuri & van der Maaten's (2022) Theorem 1 (MSE ≥ 1/(4(e^ε − 1))) reads.
 
 Theory layer: numpy/scipy only. Moved here from the "accountants" section of
-:mod:`reconrisk.theory.mse` (issue 8).
+:mod:`reconrisk.theory.mse` (an accountant: the bounds read it, it reads no bound).
 
 * :func:`release_rdp_alpha2` — a DP-SGD :class:`~reconrisk.release.Release`
   (Poisson-subsampled Gaussian composed over its segments), with the clipped

@@ -46,10 +46,9 @@ Thm 24.2) propagated through the product or the t-th power of the spectrum
 against an extended-precision (long double) composition. The optimistic
 step's own rounding is measured a posteriori too (:func:`_vertex_polygon_excess`).
 
-Departure from the construction described in the issue 9 notes: the
-optimistic step no longer lowers every grid value by its neighbouring chord
-gaps alone; next to a (nearly) linear stretch of D it uses secant or tangent
-lines so that no deficit is spread by the convex hull (:func:`_lowered_values`).
+Departure from this module's first construction of the optimistic step: it
+no longer lowers every grid value by its neighbouring chord gaps alone; next
+to a (nearly) linear stretch of D it uses secant or tangent lines so that no deficit is spread by the convex hull (:func:`_lowered_values`).
 That was the dominant error of long runs.
 """
 

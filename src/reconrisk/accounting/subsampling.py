@@ -1,7 +1,7 @@
 """Guo, Karrer, Chaudhuri & van der Maaten's (2022) subsampling factor: how much Poisson sampling shrinks the Fisher information leakage.
 
 Theory layer: numpy/scipy only. Moved here from the "accountants" section of
-:mod:`reconrisk.theory.mse` (issue 8): the FIL bounds read it, it reads no bound.
+:mod:`reconrisk.theory.mse`: the FIL bounds read it, it reads no bound.
 
 * :func:`gaussian_step_dp_epsilon` — (ε, δ)-DP of one Gaussian step by the
   classical calibration ``ε = k·√(2 log(1.25/δ))/σ`` (Guo et al. 2022, Alg. 1 line 4).

@@ -1,12 +1,13 @@
-"""``calibrate_risk``: the dictionary view of :func:`reconrisk.analysis.calibrate.calibrate` (kept for one release).
+"""``calibrate_risk``: the dictionary view of :func:`reconrisk.analysis.calibrate.calibrate` (deprecated; kept for one release).
 
 There is one calibrator, :func:`reconrisk.analysis.calibrate.calibrate`; this
 function calls it and flattens its :class:`~reconrisk.analysis.calibrate.Calibration`
-into the dictionary earlier releases returned.
+into the dictionary earlier releases returned, with a :class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
 
+from .._deprecated import warn_renamed
 from .calibrate import SOLVE, calibrate
 
 __all__ = ["SOLVE", "calibrate_risk"]
@@ -15,8 +16,11 @@ __all__ = ["SOLVE", "calibrate_risk"]
 def calibrate_risk(measure: str, target: float, solve: str = "noise_multiplier", *,
                    noise_multiplier: float | None = None, sample_rate: float | None = None, steps: int | None = None,
                    rel_tol: float = 1e-3, **baseline) -> dict:
-    """The σ, T or q meeting ``target`` on ``measure`` (``calibrate(measure, target, solve, …).to_dict()``, with
+    """Deprecated: use :func:`~reconrisk.analysis.calibrate.calibrate`, which returns a ``Calibration``.
+
+    The σ, T or q meeting ``target`` on ``measure`` (``calibrate(measure, target, solve, …).to_dict()``, with
     the bound's ``lower``, ``upper``, ``baseline`` and ``formula`` at the top level)."""
+    warn_renamed("calibrate_risk()", "calibrate()", "reconrisk")
     cal = calibrate(measure, target, solve, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                     rel_tol=rel_tol, **baseline)
     b = cal.bound

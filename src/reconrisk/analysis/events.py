@@ -457,7 +457,7 @@ class EventAnalysis:
         a = np.logspace(-12, math.log10(0.5), 97) if alphas is None else np.asarray(alphas, dtype=float)
         t = self.pair.tradeoff(a)  # a pair question (see :attr:`pair`); the upper end below holds for both
         with np.errstate(divide="ignore", invalid="ignore"):
-            cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
+            cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta.upper, 1e-300, 1.0))
         lo = max(0.0, float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf))))
         mus = [_leaf_mu(kind, a_, count, q) for kind, a_, q, count in self.leaves]
         up = None if any(m is None for m in mus) else math.sqrt(sum(mus))

@@ -338,7 +338,7 @@ class PrivacyAnalysis:
         a = np.logspace(-12, math.log10(0.5), 97) if alphas is None else np.asarray(alphas, dtype=float)
         t = self.tradeoff(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cand = special.ndtri(1.0 - a) - special.ndtri(np.clip(t.beta_upper, 1e-300, 1.0))
+            cand = special.ndtri(1.0 - a) - special.ndtri(np.clip(t.beta.upper, 1e-300, 1.0))
         lo = float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf)))
         from ..measures.tradeoff import clt_mu
 

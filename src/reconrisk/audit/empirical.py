@@ -50,6 +50,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validate as v
+from .._deprecated import renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 from ..results import Bound
 
@@ -177,22 +178,37 @@ def max_epsilon_lower(trials: int, *, kappa: float, delta: float = 0.0, confiden
 
 @dataclass(frozen=True)
 class EmpiricalAudit:
-    """The two-sided answer of one audit setting: the empirical lower ends beside the certified upper ones."""
+    """The two-sided answer of one audit setting: the empirical lower ends beside the certified upper ones.
+
+    ``rero`` and ``epsilon`` are the audit's lower ends (Clopper–Pearson, at level ``confidence``);
+    ``certified_rero`` is the release's certified ReRo :class:`~reconrisk.results.Bound` at the same κ (its
+    ``upper`` end is what the audit is held against), None when not given. ``certified_rero_upper``, the
+    scalar name of earlier releases, still reads (deprecated); :meth:`to_dict` keeps it as a key.
+    """
 
     rero: Bound
     epsilon: Bound
-    certified_rero_upper: float | None = None
+    certified_rero: Bound | None = None
+
+    @property
+    def certified_rero_upper(self) -> float | None:
+        warn_renamed("EmpiricalAudit.certified_rero_upper", "EmpiricalAudit.certified_rero.upper", "reconrisk")
+        return self._certified_upper
+
+    @property
+    def _certified_upper(self) -> float | None:
+        return None if self.certified_rero is None else self.certified_rero.upper
 
     @property
     def rero_ratio(self) -> float | None:
         """p_lo / certified ReRo upper bound (1 = the audit meets the certificate)."""
-        u = self.certified_rero_upper
+        u = self._certified_upper
         return None if u is None or u <= 0 else self.rero.lower / u
 
     @property
     def consistent(self) -> bool:
         """False when p_lo exceeds the certified upper bound: a bug in one of the two, or a 1 − confidence event."""
-        u = self.certified_rero_upper
+        u = self._certified_upper
         return u is None or self.rero.lower <= u
 
     def epsilon_by_delta(self, deltas=DELTA_GRID) -> dict[str, float]:
@@ -205,17 +221,25 @@ class EmpiricalAudit:
     def to_dict(self) -> dict:
         return {"rero": self.rero.to_dict(), "epsilon": self.epsilon.to_dict(),
                 "epsilon_by_delta": self.epsilon_by_delta(),
-                "certified_rero_upper": self.certified_rero_upper, "rero_ratio": self.rero_ratio,
+                "certified_rero_upper": self._certified_upper, "rero_ratio": self.rero_ratio,
                 "consistent": self.consistent}
 
 
+@renamed_kwargs(certified_rero_upper="certified_rero")
 def empirical_audit(successes: int, trials: int, *, kappa: float, delta: float, confidence: float = 0.95,
-                    certified_rero_upper: float | None = None,
+                    certified_rero: Bound | float | None = None,
                     certified_epsilon: float | None = None) -> EmpiricalAudit:
-    """Both lower bounds of one audit (ReRo at κ, ε at δ) and their ratios to the release's certified ones."""
+    """Both lower bounds of one audit (ReRo at κ, ε at δ) and their ratios to the release's certified ones.
+
+    ``certified_rero``: the release's certified ReRo at κ, a :class:`~reconrisk.results.Bound` (or its upper end
+    alone, a number in [0, 1]; ``certified_rero_upper=`` is the earlier, deprecated spelling)."""
     rero = rero_lower_bound(successes, trials, kappa=kappa, confidence=confidence)
     eps = epsilon_lower_bound(successes, trials, kappa=kappa, delta=delta, confidence=confidence,
                               certified_epsilon=certified_epsilon)
-    u = None if certified_rero_upper is None else v.in_range("certified_rero_upper", certified_rero_upper, 0.0, 1.0,
-                                                              low_open=False, high_open=False)
-    return EmpiricalAudit(rero, eps, u)
+    cert = certified_rero
+    if cert is not None and not isinstance(cert, Bound):
+        u = v.in_range("certified_rero", cert, 0.0, 1.0, low_open=False, high_open=False)
+        cert = Bound("reconstruction", None, u, method="certificate", details={"kappa": float(kappa)})
+    elif cert is not None and cert.upper is not None:
+        v.in_range("certified_rero.upper", cert.upper, 0.0, 1.0, low_open=False, high_open=False)
+    return EmpiricalAudit(rero, eps, cert)

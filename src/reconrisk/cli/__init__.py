@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         from ._common import interrupted_message
 
-        print(interrupted_message(), file=sys.stderr)  # one line: what was saved where (issue 25)
+        print(interrupted_message(), file=sys.stderr)  # one line: what was saved where
         return 130
     except ImportError as exc:
         missing = (getattr(exc, "name", None) or "").split(".")[0]

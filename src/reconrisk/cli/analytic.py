@@ -29,7 +29,7 @@ _DEFAULT_OUT = Path("reconrisk-out") / "analytic"
 
 
 def _check_sizes(*, dim, averaged, metric=None, eta=None, **norms) -> None:
-    """Issue 10: sizes and norms in a range where N, k and R², m², C² stay finite doubles (checked even where
+    """Sizes and norms in a range where N, k and R², m², C² stay finite doubles (checked even where
     the metric does not use them, so no flag is ignored silently)."""
     val.max_count("--dim", val.integer("dim", dim, minimum=1), 10**12)
     val.max_count("--averaged", val.integer("averaged", averaged, minimum=1), 10**12)

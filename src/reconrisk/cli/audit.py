@@ -120,7 +120,7 @@ def audit(
     clip_norm = 0.1 if clip_norm is None else clip_norm
     if epsilon and noise_multiplier:
         raise ReconRiskError("give --epsilon or --noise-multiplier, not both")
-    # issue 10: every flag, the seed and --out are checked before any data is read or model trained
+    # every flag, the seed and --out are checked before any data is read or model trained
     out = _io.check_out_dir(out)
     seed = v.seed("seed", seed)
     sample_rate = v.sample_rate("sample_rate", sample_rate)
@@ -211,7 +211,7 @@ def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda res
         out = []
         for s, c in zip(settings, certificates):
             out.append(run_setting(s, data, certificate=c))
-            saved(out[-1])  # issue 10: an interrupted audit keeps every finished setting
+            saved(out[-1])  # an interrupted audit keeps every finished setting
         return out
     from rich.console import Console, Group
     from rich.live import Live
@@ -270,7 +270,7 @@ def _table(settings, certificates, results, attacks):
             for a in attacks:
                 rate = r.rates[a]
                 lo, hi = rate.ci
-                flag = "  [red]> bound[/red]" if lo > r.rero_upper else ""
+                flag = "  [red]> bound[/red]" if lo > r.certificate.rero.upper else ""
                 cells.append(f"{rate.rate:.3f} [{lo:.3f}, {hi:.3f}]{flag}")
             cells.append(f"{r.clipped_fraction:.0%}")
             emp = r.empirical()

@@ -45,7 +45,7 @@ def bound_cmd(
     from .risk import source_dict, source_label
 
     method = v.choice("method", method, _METHODS)
-    # every flag is checked, also those the chosen method does not use (issue 10: none is ignored silently)
+    # every flag is checked, also those the chosen method does not use (none is ignored silently)
     samples = v.integer("samples", samples, minimum=100)
     seed = v.seed("seed", seed)
     confidence = v.probability_open("confidence", confidence)
@@ -203,7 +203,7 @@ def curve_cmd(
     from ..experiments.curves import curve_jobs, rero_curves
     from ..report.curves import write_curves
 
-    out = check_out_dir(out)  # before the calibrations (issue 10)
+    out = check_out_dir(out)  # before the calibrations: an unwritable --out fails at once
 
     grid = dict(steps=steps, sample_rate=sample_rate, epsilon_range=(epsilon_min, epsilon_max), points=points,
                 fixed_epsilon=fixed_epsilon, sample_rates=sample_rates)

@@ -177,7 +177,7 @@ def _tradeoff(source: str, alphas, conversion: str, symmetric: bool, g: dict) ->
             if g["rho"] is None:
                 raise ReconRiskError("zcdp needs rho")
             t = tradeoff_zcdp(alphas, g["rho"], symmetric=symmetric)
-        return {"alpha": t.alpha.tolist(), "beta": t.beta_lower.tolist(), "power": t.power_upper.tolist(),
+        return {"alpha": t.alpha.tolist(), "beta": t.beta.lower.tolist(), "power": t.power.upper.tolist(),
                 "method": t.method, "formula": t.details["formula"]}
     # the paper's conversions: f(α) = 1 − (their ReRo bound at κ = α)
     bs = [rero_from_guarantee(source, a, conversion="balle2022", **g) for a in alphas]

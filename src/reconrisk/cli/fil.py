@@ -51,8 +51,8 @@ def mse_bound_cmd(
     if json_out:
         print_json(res.to_dict())
         return
-    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse_lower_bound],
-            ["log10 mse_lower_bound", res.log10_mse_lower_bound], ["rms error per coordinate ≥", res.std_lower_bound]]
+    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["diam", res.diam], ["mse_lower_bound", res.mse.lower],
+            ["log10 mse_lower_bound", res.mse.log10_lower], ["rms error per coordinate ≥", res.mse.rms_lower]]
     print_table("MSE lower bound for unbiased attacks (Guo et al. 2022, Thm 1)", ["quantity", "value"], rows)
 
 
@@ -77,7 +77,7 @@ def fil_logreg_cmd(
 
     noise_std = pick("--noise-std", noise_std, noise, default=1e-2)
     trials = v.max_count("--trials", v.integer("trials", trials, minimum=0), 10**7, "GLM attack draws")
-    _io.check_out_dir(out)  # before the fit and the attack, also with --no-figures (issue 10: no flag ignored)
+    _io.check_out_dir(out)  # before the fit and the attack, also with --no-figures (no flag is ignored)
     with progress(trials, "GLM attack", enabled=not json_out) as adv:
         res = logreg_experiment(lam=lam, noise_std=noise_std, formula="paper" if paper_formula else "gaussian",
                                 trials=trials, seed=seed, progress=adv)

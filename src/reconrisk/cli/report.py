@@ -101,7 +101,7 @@ def report_cmd(
 
     from .._io import check_out_dir
 
-    out = check_out_dir(out)  # before any computation (issue 10)
+    out = check_out_dir(out)  # before any computation: an unwritable --out fails at once
     counts = _DrawCounts()
     sampler = _early_draws(noise_multiplier, sample_rate, steps, release_file or from_opacus, samples, seed, counts)
     try:

@@ -223,7 +223,7 @@ def tradeoff_cmd(
         print_json(payload)
         return
     idx = np.unique(np.linspace(0, n - 1, min(n, 9)).round().astype(int))
-    rows = [[curve.alpha[i], curve.beta_lower[i], curve.beta_upper[i], curve.power_upper[i]] for i in idx]
+    rows = [[curve.alpha[i], curve.beta.lower[i], curve.beta.upper[i], curve.power.upper[i]] for i in idx]
     caption = f"certified ({curve.method}); max width {float(np.max(curve.width)):.2g}"
     if files:
         caption += f"; figure: {files['png']}"

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
 from ..release import Release
@@ -139,8 +140,17 @@ class SettingResult:
 
     epsilon = property(lambda self: self.certificate.epsilon)
     kappa = property(lambda self: self.certificate.kappa)
-    rero_lower = property(lambda self: float(self.certificate.rero.lower))
-    rero_upper = property(lambda self: float(self.certificate.rero.upper))
+
+    # the scalar names of earlier releases (the certified bracket is ``certificate.rero``, a Bound), for one release
+    @property
+    def rero_lower(self) -> float:
+        warn_renamed("SettingResult.rero_lower", "SettingResult.certificate.rero.lower", "reconrisk")
+        return float(self.certificate.rero.lower)
+
+    @property
+    def rero_upper(self) -> float:
+        warn_renamed("SettingResult.rero_upper", "SettingResult.certificate.rero.upper", "reconrisk")
+        return float(self.certificate.rero.upper)
 
     @property
     def primary(self) -> str:
@@ -153,7 +163,7 @@ class SettingResult:
 
         rate = self.rates[attack or self.primary]
         return empirical_audit(rate.successes, rate.trials, kappa=self.kappa, delta=self.setting.delta,
-                               confidence=confidence, certified_rero_upper=self.rero_upper,
+                               confidence=confidence, certified_rero=self.certificate.rero,
                                certified_epsilon=self.epsilon)
 
     def to_dict(self) -> dict:

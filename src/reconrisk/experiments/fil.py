@@ -108,7 +108,7 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
     from ..attacks.glm import find_violations, glm_attack_mse
     from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
 
-    # outside these ranges the solver's Hessian is singular or the noise overflows (issue 10)
+    # outside these ranges the solver's Hessian is singular or the noise overflows
     lam = v.in_range("lam", lam, 1e-12, 1e12, low_open=False, high_open=False)
     noise_std = v.in_range("noise_std", noise_std, 1e-12, 1e12, low_open=False, high_open=False)
     trials = v.integer("trials", trials, minimum=0)

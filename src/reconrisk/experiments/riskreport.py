@@ -217,7 +217,7 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     pld = analysis.rero_many(kap, method="pld")
     rdp = analysis.rero_many(kap, method="rdp")
     kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
-    fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success_upper for n in ns]
+    fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success.upper for n in ns]
     return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld], "upper": [r.upper for r in pld],
             "rdp": [r.upper for r in rdp], "fano": fano}
 

@@ -560,10 +560,10 @@ def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
             for a in ATTACK_COLUMNS:
                 rate = SuccessRate.from_outcomes([r[f"success_{a}"] for r in rows])
                 entry["attacks"][a] = rate.to_dict()
-                # issue 27: what the successes refute, beside the certificate (bounds/empirical.py)
+                # what the successes refute, beside the certificate (audit/empirical.py)
                 entry["empirical"][a] = empirical_audit(
                     rate.successes, rate.trials, kappa=1.0 / c["prior_size"], delta=c["delta"],
-                    certified_rero_upper=cert.get("rero_upper"), certified_epsilon=cert.get("epsilon")).to_dict()
+                    certified_rero=cert.get("rero_upper"), certified_epsilon=cert.get("epsilon")).to_dict()
         out.append(entry)
     out.sort(key=lambda e: [_order(e["config"].get(k)) for k in GRID_KEYS])
     return out

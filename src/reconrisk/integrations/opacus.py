@@ -53,6 +53,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from .. import _validate as v
+from ..analysis.calibrate import Calibration, calibrate
 from ..errors import ReconRiskError
 from ..release import Release, extend_history, loader_sampler, opacus_history_release
 from ..results import Bound
@@ -340,8 +341,6 @@ def make_private_with_risk(
     ``privacy_engine.reconrisk_calibration``. A :class:`ReconRiskAccountant` in the engine is told the
     loader, so it reports the numbers of the same release.
     """
-    from ..analysis.calibrate_risk import calibrate_risk
-
     epochs = v.integer("epochs", epochs, minimum=1)
     max_grad_norm = v.positive("max_grad_norm", max_grad_norm)
     try:
@@ -358,16 +357,16 @@ def make_private_with_risk(
     kw = {k: x for k, x in dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr).items()
           if x is not None}
     if kind == "poisson":
-        cal = calibrate_risk(measure, target, "noise_multiplier", sample_rate=1.0 / n_batches,
-                             steps=epochs * n_batches, **kw)
+        cal = _calibration_dict(calibrate(measure, target, "noise_multiplier", sample_rate=1.0 / n_batches,
+                                          steps=epochs * n_batches, **kw))
     else:
         try:
             n_data = len(data_loader.dataset)
         except TypeError:
             raise ReconRiskError("data_loader.dataset must have a length (the number of training examples)") from None
         # Release.shuffled(σ, epochs) is Release.fixed_batch(σ, N, N, epochs): the one calibrator's fixed-batch door
-        cal = calibrate_risk(measure, target, "noise_multiplier", steps=epochs, batch_size=n_data,
-                             dataset_size=n_data, **kw)
+        cal = _calibration_dict(calibrate(measure, target, "noise_multiplier", steps=epochs, batch_size=n_data,
+                                          dataset_size=n_data, **kw))
         cal["stand_in"] = f"Release.shuffled(noise_multiplier={cal['noise_multiplier']:.6g}, epochs={epochs})"
         mine = isinstance(acct, ReconRiskAccountant)
         warnings.warn(f"make_private_with_risk: poisson_sampling=False, so the batches are {kind}, not Poisson; "
@@ -383,6 +382,16 @@ def make_private_with_risk(
     acct = getattr(privacy_engine, "accountant", None)
     if isinstance(acct, ReconRiskAccountant) and isinstance(out, tuple) and len(out) >= 3:
         acct.use_data_loader(out[-1])  # what make_private told it already, unless its frame was not found
+    return out
+
+
+def _calibration_dict(cal: Calibration) -> dict:
+    """What ``privacy_engine.reconrisk_calibration`` holds: the Calibration as a dict, with the bound's
+    ``measure``, ``baseline``, ``lower``, ``upper`` and ``formula`` at the top level (as earlier releases kept it)."""
+    b = cal.bound
+    out = cal.to_dict()
+    out.update(measure=cal.quantity, baseline=b.details.get("baseline"), lower=b.lower, upper=b.upper,
+               formula=b.formula)
     return out
 
 

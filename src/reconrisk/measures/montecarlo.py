@@ -195,7 +195,7 @@ def check_draws(samples, seed, steps: int) -> tuple[int, int | None]:
 
     samples = v.integer("samples", samples, minimum=100)
     seed = v.seed("seed", seed, allow_none=True)
-    # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (issue 10)
+    # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (a bound on memory, so a huge run is refused, not crashed)
     v.memory("samples", samples, 48 * samples)
     v.max_count("samples × steps", samples * steps, 10**11, "normal draws of the Monte-Carlo estimate")
     return samples, seed

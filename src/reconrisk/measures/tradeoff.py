@@ -40,15 +40,17 @@ contains the exact curve (tested against both closed forms).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import special
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
+from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from .conversions import rdp_rero_bound
 from .rero import has_closed_form, pld_bracket
@@ -60,37 +62,75 @@ METHODS = ("auto", "pld", "closed_form")
 CURVE_TOL = 1e-3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TradeOff:
-    """Certified bracket on the trade-off curve f(α) at every α given.
+    """Certified bracket on the trade-off curve f(α) at every α given, as two :class:`Bound` s.
 
-    ``beta_lower ≤ f(α) ≤ beta_upper`` and ``power_lower ≤ 1 − f(α) ≤
-    power_upper`` (the same statement, computed so that tiny values keep
-    relative precision). ``method`` is ``closed_form`` (exact, lower == upper)
-    or ``pld``.
+    ``beta``: ``beta.lower ≤ f(α) ≤ beta.upper``; ``power``: ``power.lower ≤ 1 − f(α) ≤ power.upper``
+    (the same statement, computed so that tiny values keep relative precision; 1 − f(α) is the
+    largest true-positive rate of any membership test at false-positive rate α). The ends are
+    arrays, one entry per α. ``method`` is ``closed_form`` (exact, lower == upper) or ``pld``.
+
+    Built from the four arrays ``TradeOff(alpha, beta_lower, beta_upper, power_lower, power_upper,
+    method, release, details)``; their scalar-style names still read, with a
+    :class:`DeprecationWarning` (use ``beta.lower``, ``beta.upper``, ``power.lower``, ``power.upper``).
     """
 
     alpha: np.ndarray
-    beta_lower: np.ndarray
-    beta_upper: np.ndarray
-    power_lower: np.ndarray
-    power_upper: np.ndarray
+    beta: Bound
+    power: Bound
     method: str
-    release: dict = field(default_factory=dict)
-    details: dict = field(default_factory=dict)
+    release: dict
+    details: dict
+
+    def __init__(self, alpha, beta_lower, beta_upper, power_lower, power_upper, method: str,
+                 release: dict | None = None, details: dict | None = None) -> None:
+        details = {} if details is None else details
+        formula = str(details.get("formula", ""))
+        set_ = object.__setattr__
+        set_(self, "alpha", alpha)
+        set_(self, "beta", Bound("tradeoff", beta_lower, beta_upper, method=method, formula=formula,
+                                 details={"alpha": alpha}))
+        set_(self, "power", Bound("membership_tpr", power_lower, power_upper, method=method, formula=formula,
+                                  details={"alpha": alpha}))
+        set_(self, "method", method)
+        set_(self, "release", {} if release is None else release)
+        set_(self, "details", details)
 
     @property
     def width(self) -> np.ndarray:
-        return self.beta_upper - self.beta_lower
+        return self.beta.upper - self.beta.lower
+
+    # the scalar-style names of earlier releases, for one release
+    @property
+    def beta_lower(self) -> np.ndarray:
+        warn_renamed("TradeOff.beta_lower", "TradeOff.beta.lower", "reconrisk")
+        return self.beta.lower
+
+    @property
+    def beta_upper(self) -> np.ndarray:
+        warn_renamed("TradeOff.beta_upper", "TradeOff.beta.upper", "reconrisk")
+        return self.beta.upper
+
+    @property
+    def power_lower(self) -> np.ndarray:
+        warn_renamed("TradeOff.power_lower", "TradeOff.power.lower", "reconrisk")
+        return self.power.lower
+
+    @property
+    def power_upper(self) -> np.ndarray:
+        warn_renamed("TradeOff.power_upper", "TradeOff.power.upper", "reconrisk")
+        return self.power.upper
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; the keys of earlier releases (``beta_lower`` … ``power_upper``: the two Bounds' ends)."""
         return {
             "method": self.method,
             "alpha": self.alpha.tolist(),
-            "beta_lower": self.beta_lower.tolist(),
-            "beta_upper": self.beta_upper.tolist(),
-            "power_lower": self.power_lower.tolist(),
-            "power_upper": self.power_upper.tolist(),
+            "beta_lower": self.beta.lower.tolist(),
+            "beta_upper": self.beta.upper.tolist(),
+            "power_lower": self.power.lower.tolist(),
+            "power_upper": self.power.upper.tolist(),
             "max_width": float(np.max(self.width)) if self.alpha.size else 0.0,
             "release": self.release,
             "details": self.details,

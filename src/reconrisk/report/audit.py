@@ -38,12 +38,12 @@ def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Pa
     if curve is not None and curve is not False:
         grid, ups = curve
         ax.plot(grid, ups, color="black", lw=1.8, label="certified ReRo bound (Cor. 4)")
-    ax.scatter(eps, [r.rero_upper for r in results], color="black", marker="_", s=120, zorder=3,
+    ax.scatter(eps, [r.certificate.rero.upper for r in results], color="black", marker="_", s=120, zorder=3,
                label="certified bound at each audited ε")
     # the two-sided answer: ReRo lies between what the headline attack refutes and what the release certifies
     # (one band per audited ε: between two audited ε neither end is known, so nothing is interpolated)
     lows = np.array([r.empirical().rero.lower for r in results])
-    ups = np.array([r.rero_upper for r in results])
+    ups = np.array([r.certificate.rero.upper for r in results])
     ax.vlines(eps, lows, np.maximum(ups, lows), color="tab:green", alpha=0.3, lw=9, zorder=1,
               label=f"ReRo lies here: empirical lower ({results[0].primary}, one-sided 95%) to certified upper")
     ax.scatter(eps, lows, color="tab:green", marker=6, s=40, zorder=3)

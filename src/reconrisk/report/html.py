@@ -235,7 +235,7 @@ def table_rows(report: dict) -> list[dict]:
             rows.append(_row("empirical attack", f"{name} success ({r['successes']}/{r['trials']} trials)", lo, hi,
                              f"95% CI; rate {r['rate']:.4g}", at["formula"]))
             emp = at.get("empirical_attacks", {}).get(name)
-            if emp is not None:  # issue 27: what the successes refute, beside the certified upper bounds
+            if emp is not None:  # what the successes refute, beside the certified upper bounds
                 e = emp["epsilon"]
                 rows.append(_row("empirical lower bound", f"ReRo at κ = {emp['rero']['kappa']:.3g} ({name})",
                                  emp["rero"]["lower"], None, "one-sided 95% (Clopper-Pearson)", emp["rero"]["formula"]))

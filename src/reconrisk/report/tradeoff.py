@@ -31,7 +31,7 @@ def write_tradeoff(release: Release, curve: TradeOff, out: Path | str, *, log_ax
     with csv_path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["alpha", "beta_lower", "beta_upper", "tpr_lower", "tpr_upper", "gdp_beta", "rdp_beta"])
-        for row in zip(a, curve.beta_lower, curve.beta_upper, curve.power_lower, curve.power_upper, gdp_beta, rdp_beta):
+        for row in zip(a, curve.beta.lower, curve.beta.upper, curve.power.lower, curve.power.upper, gdp_beta, rdp_beta):
             w.writerow([f"{x:.17g}" for x in row])
     payload = curve.to_dict()
     payload["gdp"] = {"mu": mu, "exact": gdp_exact, "beta": gdp_beta.tolist()}
@@ -40,8 +40,8 @@ def write_tradeoff(release: Release, curve: TradeOff, out: Path | str, *, log_ax
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.4))
-    ax.fill_between(a, curve.power_lower, curve.power_upper, color="C0", alpha=0.35, lw=0)
-    ax.plot(a, curve.power_upper, color="C0", lw=1.8, label=f"certified bound ({curve.method})")
+    ax.fill_between(a, curve.power.lower, curve.power.upper, color="C0", alpha=0.35, lw=0)
+    ax.plot(a, curve.power.upper, color="C0", lw=1.8, label=f"certified bound ({curve.method})")
     gdp_label = f"GDP μ={mu:.3g}" + ("" if gdp_exact else " (CLT approx.)")
     ax.plot(a, 1 - gdp_beta, color="C1", ls="--", lw=1.2, label=gdp_label)
     ax.plot(a, 1 - rdp_beta, color="C2", ls=":", lw=1.2, label="RDP-derived bound")

@@ -11,7 +11,7 @@
 
 Paper values: Fig. 5's quoted ≈0.20/≈0.35 (bound) and ≈0.15/≈0.32 (attack);
 the curves' values are spec_000 §4b (recomputed from the paper's Alg. 1 with
-10⁶ samples), held to ±0.01 as in issue 2. Departures: the embedded 8×8 digits
+10⁶ samples), held to ±0.01. Departures: the embedded 8×8 digits
 and the library's MLP stand in for CIFAR-10/WRN-28-10 (Fig. 2) and MNIST
 (Figs. 3, 5); C = 0.1 everywhere so that every gradient is clipped (spec_000
 §5.7; Fig. 5 used C = 1 on MNIST).
@@ -69,7 +69,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
     for r in results:
         eps = r.epsilon
         st = f"ε = {eps:g}, σ = {r.setting.noise_multiplier:.4g}"
-        rows.append(row("ReRo bound γ (Cor. 4, PLD bracket)", st, r.rero_upper, lower=r.rero_lower, upper=r.rero_upper,
+        rows.append(row("ReRo bound γ (Cor. 4, PLD bracket)", st, r.certificate.rero.upper, lower=r.certificate.rero.lower, upper=r.certificate.rero.upper,
                         error="certified bracket", paper=FIG3_PAPER[eps][1],
                         paper_text="Fig. 2 bound curve (spec_000 §4b, Alg. 1)", tol=_TOL, panel="Fig. 2", x=eps,
                         series="ReRo bound"))
@@ -80,7 +80,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
         rate = r.rates["alg2"]
         rows.append(rate_row("prior-aware attack (Alg. 2)", st, rate, paper_text="close to the bound, below it",
                              empirical=r.empirical("alg2"),
-                             agrees=bool(rate.ci[0] <= r.rero_upper), panel="Fig. 2", x=eps, series="attack (Alg. 2)"))
+                             agrees=bool(rate.ci[0] <= r.certificate.rero.upper), panel="Fig. 2", x=eps, series="attack (Alg. 2)"))
     info = {"prior_size": 10, "kappa": 0.1, "steps": STEPS, "sample_rate": 1.0, "delta": DELTA, "clip_norm": 0.1,
             "known_size": results[0].known_size, "dataset": "digits",
             **_axes(**{"Fig. 2": {"xlabel": "ε (δ = 1e-5)", "ylabel": "reconstruction success", "xlog": True}})}
@@ -131,10 +131,10 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
             rows.append(rate_row("prior-aware attack (Alg. 2)", f"ε = {r.epsilon:g}, n = {n}", rate,
                                  empirical=r.empirical("alg2"),
                                  paper_text="below the bound; tight for ε < 10, n ≤ 2¹⁰",
-                                 agrees=bool(rate.ci[0] <= r.rero_upper), panel="attack", x=n,
+                                 agrees=bool(rate.ci[0] <= r.certificate.rero.upper), panel="attack", x=n,
                                  series=f"attack, ε = {r.epsilon:g}"))
-            rows.append(row("ReRo bound γ (PLD bracket)", f"ε = {r.epsilon:g}, n = {n}", r.rero_upper,
-                            lower=r.rero_lower, upper=r.rero_upper, error="certified bracket", panel="attack", x=n,
+            rows.append(row("ReRo bound γ (PLD bracket)", f"ε = {r.epsilon:g}, n = {n}", r.certificate.rero.upper,
+                            lower=r.certificate.rero.lower, upper=r.certificate.rero.upper, error="certified bracket", panel="attack", x=n,
                             series=f"bound, ε = {r.epsilon:g}", paper_text="(the bound beside the attack)"))
     ax = {"xlabel": "prior size n (κ = 1/n)", "ylabel": "reconstruction success", "xlog": True}
     info = {"steps": STEPS, "sample_rate": 1.0, "delta": DELTA, "clip_norm": 0.1, "dataset": "digits",
@@ -192,7 +192,7 @@ def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
                                  paper_text=(f"Fig. 5b text: {text[1]}" if text else "Fig. 5b (curve only)"),
                                  tol=0.05 if text else None, panel="Fig. 5", x=q, series="attack (Alg. 3)"))
             if text is None:
-                rows[-1]["agrees"] = bool(r.rates["alg3"].ci[0] <= r.rero_upper)
+                rows[-1]["agrees"] = bool(r.rates["alg3"].ci[0] <= r.certificate.rero.upper)
     ax = {"xlabel": "sample rate q", "xlog": True}
     info = {"epsilon": 4.0, "delta": DELTA, "steps": STEPS, "prior_size": 10, "kappa": 0.1, "clip_norm": 0.1,
             "accountant": "pld (add/remove, Poisson)",

@@ -6,7 +6,7 @@ learning*): Table I and Fig. 1.
   epochs: spec_004 §3 shows only N = 3 reproduces the table) for κ = 25…300,
   by the approach the paper used for each row (1: convert, amplify,
   KOV-compose; 2: subsampled RDP with the paper's interpolation between
-  orders). Tolerances as in issue 13 / spec_004 §9.1: ±5 % relative for the
+  orders). Tolerances: ±5 % relative for the
   approach-1 rows (their value depends on the paper's grid), ±0.02 for the
   approach-2 rows. The sound interpolation (reconrisk's default) is shown
   beside it: it gives larger ε where the best order is below 2.

@@ -31,7 +31,7 @@ Departures from the printed paper (each also stated where it applies):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
@@ -39,6 +39,7 @@ from scipy import special, stats
 from .. import _validate as val
 from .._deprecated import renamed_function, renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
+from ..results import Bound
 from .analytic_laws import MSELaw, PSNRLaw, _ret
 
 __all__ = [
@@ -334,44 +335,84 @@ def selection_probability(k, attacks, n_records, *, exact: bool = True, log: boo
 class AnalyticBound:
     """A Riess et al. 2024 bound at one setting.
 
-    ``rero`` is the paper's γ(η) (the bound on the attack's success probability), ``log_rero`` its log and
-    ``rero_clip`` the C-variant; all three are None for NCC (no ReRo form).
+    ``bound`` is the paper's γ(η) as a :class:`~reconrisk.results.Bound` (an upper end on the attack's success
+    probability; ``bound.log_upper`` its log), ``clip`` the C-variant and ``ncc`` the bound on the optimal
+    attack's population NCC (Prop. 6). ``bound`` and ``clip`` are None for NCC (no ReRo form), ``clip`` also
+    where it does not apply. The scalar names of earlier releases (``rero``, ``log_rero``, ``rero_clip``,
+    ``ncc_bound``) still read (deprecated); :meth:`to_dict` keeps them as its keys.
     """
 
     metric: str
     noise_multiplier: float
     dim: int
     eta: float | None
-    rero: float | None
-    log_rero: float | None
+    bound: Bound | None
     min_norm: float | None
     clip_norm: float | None
-    rero_clip: float | None  # C-variant, only when clip_norm <= min_norm
+    clip: Bound | None  # C-variant, only when clip_norm <= min_norm
     data_range: float | None
     averaged: int
     expected: float | None  # E[metric] for a sample of norm m (MSE, PSNR) or None
-    ncc_bound: float
+    ncc: Bound
     optimal_rows: int | None  # rows the attacker needs: ⌈(C/m)²⌉, when C and m are known
     basis: str | None = None  # "min_norm" (Props. 3-5) or "clip_norm" (C-variant, m unknown, C ≤ m assumed)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready, with the keys of earlier releases (``rero``, ``log_rero``, ``rero_clip``, ``ncc_bound``)."""
+        up = lambda b: None if b is None else b.upper  # noqa: E731
+        return {"metric": self.metric, "noise_multiplier": self.noise_multiplier, "dim": self.dim, "eta": self.eta,
+                "rero": up(self.bound), "log_rero": None if self.bound is None else self.bound.details["log_upper"],
+                "min_norm": self.min_norm, "clip_norm": self.clip_norm, "rero_clip": up(self.clip),
+                "data_range": self.data_range, "averaged": self.averaged, "expected": self.expected,
+                "ncc_bound": self.ncc.upper, "optimal_rows": self.optimal_rows, "basis": self.basis}
 
-    # the names before issue 22's vocabulary, for one release
+    # the scalar names of earlier releases, for one release
+    @property
+    def rero(self) -> float | None:
+        warn_renamed("AnalyticBound.rero", "AnalyticBound.bound.upper", "reconrisk")
+        return None if self.bound is None else self.bound.upper
+
+    @property
+    def log_rero(self) -> float | None:
+        warn_renamed("AnalyticBound.log_rero", "AnalyticBound.bound.log_upper", "reconrisk")
+        return None if self.bound is None else self.bound.details["log_upper"]
+
+    @property
+    def rero_clip(self) -> float | None:
+        warn_renamed("AnalyticBound.rero_clip", "AnalyticBound.clip.upper", "reconrisk")
+        return None if self.clip is None else self.clip.upper
+
+    @property
+    def ncc_bound(self) -> float:
+        warn_renamed("AnalyticBound.ncc_bound", "AnalyticBound.ncc.upper", "reconrisk")
+        return self.ncc.upper
+
+    # the names before the kappa/gamma vocabulary, for one release
     @property
     def gamma(self) -> float | None:
-        warn_renamed("AnalyticBound.gamma", "AnalyticBound.rero", "reconrisk")
-        return self.rero
+        warn_renamed("AnalyticBound.gamma", "AnalyticBound.bound.upper", "reconrisk")
+        return None if self.bound is None else self.bound.upper
 
     @property
     def log_gamma(self) -> float | None:
-        warn_renamed("AnalyticBound.log_gamma", "AnalyticBound.log_rero", "reconrisk")
-        return self.log_rero
+        warn_renamed("AnalyticBound.log_gamma", "AnalyticBound.bound.log_upper", "reconrisk")
+        return None if self.bound is None else self.bound.details["log_upper"]
 
     @property
     def gamma_clip(self) -> float | None:
-        warn_renamed("AnalyticBound.gamma_clip", "AnalyticBound.rero_clip", "reconrisk")
-        return self.rero_clip
+        warn_renamed("AnalyticBound.gamma_clip", "AnalyticBound.clip.upper", "reconrisk")
+        return None if self.clip is None else self.clip.upper
+
+
+_GAMMA_FORMULA = {
+    "mse": "P(MSE(X, R) <= eta) <= gamma(eta) for every X != 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24)",
+    "psnr": "P(PSNR(X, R) >= eta) <= gamma(eta) for every X != 0 and every attack R (Riess et al. 2024, Props. 4-5)",
+}
+_NCC_FORMULA = "population NCC of the optimal attack <= sqrt(1/(1 + sigma^2 N/k)) (Riess et al. 2024, Prop. 6, Eq. 28)"
+
+
+def _ncc(value: float, setting: dict) -> Bound:
+    return Bound("ncc", None, value, method="closed_form", formula=_NCC_FORMULA, details=setting)
 
 
 def analytic_bound(
@@ -398,7 +439,8 @@ def analytic_bound(
         e = None
         if eta is not None:
             e = val.in_range("eta", eta, -1.0, 1.0, low_open=False, high_open=False)
-        return AnalyticBound(mt, s, n, e, None, None, m, c, None, None, k, None, nb, rows)
+        return AnalyticBound(mt, s, n, e, None, m, c, None, None, k, None,
+                             _ncc(nb, {"noise_multiplier": s, "dim": n, "averaged": k}), rows)
     if eta is None:
         raise ReconRiskError(f"eta must be given for metric {mt!r}; found None")
     if m is None and c is None:
@@ -421,12 +463,20 @@ def analytic_bound(
     log_g = float(fn(**{basis: scale}, log=True))
     g = math.exp(log_g)
     g_clip = float(fn(clip_norm=c)) if (m is not None and c is not None and c <= m) else None
-    return AnalyticBound(mt, s, n, e, g, log_g, m, c, g_clip, r, k, float(expected), nb, rows, basis)
+    setting = {"metric": mt, "eta": e, "noise_multiplier": s, "dim": n, "averaged": k}
+    bound = Bound("reconstruction", None, g, method="closed_form", formula=_GAMMA_FORMULA[mt],
+                  details={**setting, "log_upper": log_g, "basis": basis, basis: scale})
+    clip = None if g_clip is None else Bound(
+        "reconstruction", None, g_clip, method="closed_form",
+        formula=_GAMMA_FORMULA[mt] + ", C-variant: the smallest norm m replaced by the clip norm C <= m",
+        details={**setting, "basis": "clip_norm", "clip_norm": c})
+    return AnalyticBound(mt, s, n, e, bound, m, c, clip, r, k, float(expected),
+                         _ncc(nb, {"noise_multiplier": s, "dim": n, "averaged": k}), rows, basis)
 
 
 @dataclass(frozen=True)
 class AnalyticCalibration:
-    """Smallest σ with γ(η) ≤ target, and the γ it actually achieves (round-trip check)."""
+    """Smallest σ with γ(η) ≤ target, and the γ it actually achieves as ``bound`` (round-trip check)."""
 
     metric: str
     eta: float
@@ -436,10 +486,18 @@ class AnalyticCalibration:
     data_range: float | None
     averaged: int
     noise_multiplier: float
-    achieved_rero: float
+    bound: Bound  # γ(η) at the σ found: upper <= target_rero
+
+    @property
+    def achieved_rero(self) -> float:
+        warn_renamed("AnalyticCalibration.achieved_rero", "AnalyticCalibration.bound.upper", "reconrisk")
+        return self.bound.upper
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready, with the keys of earlier releases (``achieved_rero``: the bound's upper end)."""
+        return {"metric": self.metric, "eta": self.eta, "target_rero": self.target_rero, "dim": self.dim,
+                "min_norm": self.min_norm, "data_range": self.data_range, "averaged": self.averaged,
+                "noise_multiplier": self.noise_multiplier, "achieved_rero": self.bound.upper}
 
 
 def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=None, averaged: int = 1) -> AnalyticCalibration:
@@ -461,9 +519,13 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
     target = float(target_rero)
     s = _strict_up(s, lambda x: bound_at(x) <= target)
     got = bound_at(s)
-    return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s, got)
+    bound = Bound("reconstruction", None, got, method="closed_form", formula=_GAMMA_FORMULA[mt],
+                  details={"metric": mt, "eta": float(eta), "noise_multiplier": s, "dim": int(dim),
+                           "min_norm": float(min_norm), "averaged": int(averaged), "target_rero": target})
+    return AnalyticCalibration(mt, float(eta), float(target_rero), int(dim), float(min_norm), r, int(averaged), s,
+                               bound)
 
 
-#: The names before issue 22's vocabulary, kept for one release (they warn).
+#: The names before the kappa/gamma vocabulary (γ is no longer a public name), kept for one release (they warn).
 rero_gamma_mse = renamed_function("rero_gamma_mse", rero_mse)
 rero_gamma_psnr = renamed_function("rero_gamma_psnr", rero_psnr)

@@ -11,8 +11,9 @@ Fano's inequality for an adversary that guesses the target Z (prior π over
 take the smallest t ∈ [0, 1] with f(t) ≤ 0; then ``p_success ≤ 1 − t`` and the
 advantage (Hayes, Mahloujifar & Balle 2023, Eq. 4) is ``(p_success − p_π^max)/(1 − p_π^max)``.
 :func:`fano_bound` solves it by bisection and returns a certified bracket on t:
-f(t_lo) > 0 strictly, so the true P_e ≥ t_lo and ``success_upper = 1 − t_lo``
-is an upper bound whatever the bisection's precision (its width is reported).
+f(t_lo) > 0 strictly, so the true P_e ≥ t_lo and ``success.upper = 1 − t_lo``
+is an upper bound whatever the bisection's precision (its width is reported):
+the result's ``success`` :class:`~reconrisk.results.Bound`.
 
 Upper bounds on the mutual information I:
 
@@ -42,14 +43,16 @@ stated (chain rule of KL), not the paper's.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import integrate, special
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
+from ..results import Bound
 
 __all__ = [
     "FanoBound",
@@ -60,26 +63,44 @@ __all__ = [
     "release_mutual_information",
 ]
 
+#: Fano's inequality as Hayes, Mahloujifar & Balle 2023, App. H solve it.
+FORMULA = "smallest t with H - I + t log t + (1-t) log(1-t) - t log(N-1) <= 0; success <= 1 - t"
 #: Bisection steps on t: 2^-200 is far below double precision, so the bracket is as tight as floats allow.
 _BISECTIONS = 200
 
 
 @dataclass(frozen=True)
 class FanoBound:
-    """Fano's upper bound on the success of guessing one of ``prior_size`` candidates."""
+    """Fano's upper bound on the success of guessing one of ``prior_size`` candidates.
+
+    ``success`` bounds P(success) from above (``success.upper = 1 − t_lo``; its ``details`` hold the bisection's
+    ``error_bracket``), ``advantage`` the advantage ``(success − p_max)/(1 − p_max)`` clipped at 0. The
+    scalar names of earlier releases, ``success_upper`` and ``advantage_upper``, still read (deprecated).
+    """
 
     prior_size: int
     entropy: float  # H(π), nats
     mutual_information: float  # the upper bound on I(π; W) used, nats
-    success_upper: float  # 1 − t_lo: certified upper bound on P(success)
-    advantage_upper: float  # (success_upper − p_max)/(1 − p_max), clipped at 0
+    success: Bound  # upper = 1 − t_lo: certified upper bound on P(success)
+    advantage: Bound  # upper = (success.upper − p_max)/(1 − p_max), clipped at 0
     error_bracket: tuple[float, float]  # (t_lo, t_hi): the smallest t with f(t) ≤ 0 lies inside
-    formula: str = "smallest t with H - I + t log t + (1-t) log(1-t) - t log(N-1) <= 0; success <= 1 - t"
+    formula: str = FORMULA
+
+    @property
+    def success_upper(self) -> float:
+        warn_renamed("FanoBound.success_upper", "FanoBound.success.upper", "reconrisk")
+        return self.success.upper
+
+    @property
+    def advantage_upper(self) -> float:
+        warn_renamed("FanoBound.advantage_upper", "FanoBound.advantage.upper", "reconrisk")
+        return self.advantage.upper
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["error_bracket"] = list(self.error_bracket)
-        return d
+        """JSON-ready, with the keys of earlier releases (``success_upper``, ``advantage_upper``: the Bounds' ends)."""
+        return {"prior_size": self.prior_size, "entropy": self.entropy, "mutual_information": self.mutual_information,
+                "success_upper": self.success.upper, "advantage_upper": self.advantage.upper,
+                "error_bracket": list(self.error_bracket), "formula": self.formula}
 
 
 def _fano_f(t: float, gap: float, log_rest: float) -> float:
@@ -122,7 +143,14 @@ def fano_bound(mutual_information: float, prior_size: int, *, entropy: float | N
         t_lo, t_hi = lo, hi
     success = 1.0 - t_lo
     adv = max(0.0, (success - p_max) / (1.0 - p_max))
-    return FanoBound(n, h, info, success, adv, (t_lo, t_hi))
+    det = {"prior_size": n, "entropy": h, "mutual_information": info, "error_bracket": (t_lo, t_hi)}
+    src = "Fano's inequality (Guo, Sablayrolles & Sanjabi 2022; Hayes, Mahloujifar & Balle 2023, App. H): "
+    return FanoBound(
+        n, h, info,
+        Bound("reconstruction", None, success, method="fano", formula=src + FORMULA, details=det),
+        Bound("reconstruction_advantage", None, adv, method="fano",
+              formula=src + "(success - 1/N)/(1 - 1/N), clipped at 0", details=det),
+        (t_lo, t_hi))
 
 
 def gaussian_mutual_information(prior_size: int, distance_over_sigma: float, *, steps: int = 1) -> float:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from .._deprecated import renamed_kwargs
+from .._deprecated import renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 # re-exported accountants (their home is reconrisk.accounting)
 from ..accounting.order2 import OUTPUT_PERTURBATION_FORMULAS, output_perturbation_rdp, release_rdp_alpha2  # noqa: F401
@@ -58,6 +58,11 @@ from ..accounting.subsampling import (  # noqa: F401
     subsampling_factor_value,
 )
 from ..release import Release
+from ..results import Bound
+
+#: Theorem 1, unbiased, data in a box of per-coordinate diameter diam.
+MSE_FORMULA = ("MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten "
+               "2022, Thm 1)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -228,18 +233,41 @@ def mia_success_bound(epsilon):
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MseBound:
-    """Theorem 1's unbiased MSE lower bound at one (2, ε)-RDP level."""
+    """Theorem 1's unbiased MSE lower bound at one (2, ε)-RDP level.
+
+    ``mse`` is the certified :class:`~reconrisk.results.Bound` (a lower end only; its ``details`` hold
+    ``log10_lower``, finite even where the bound underflows to 0, and ``rms_lower`` = √lower, the RMS error
+    per coordinate). The scalar names of earlier releases (``mse_lower_bound``, ``log10_mse_lower_bound``,
+    ``std_lower_bound``) still read (deprecated).
+    """
 
     rdp_epsilon: float
     diam: float
-    mse_lower_bound: float
-    log10_mse_lower_bound: float  # finite even where the bound underflows to 0
-    std_lower_bound: float  # √bound: RMS error per coordinate
+    mse: Bound
     release: dict | None = None
     sensitivity: float = 1.0
 
+    @property
+    def mse_lower_bound(self) -> float:
+        warn_renamed("MseBound.mse_lower_bound", "MseBound.mse.lower", "reconrisk")
+        return self.mse.lower
+
+    @property
+    def log10_mse_lower_bound(self) -> float:
+        warn_renamed("MseBound.log10_mse_lower_bound", "MseBound.mse.log10_lower", "reconrisk")
+        return self.mse.details["log10_lower"]
+
+    @property
+    def std_lower_bound(self) -> float:
+        warn_renamed("MseBound.std_lower_bound", "MseBound.mse.rms_lower", "reconrisk")
+        return self.mse.details["rms_lower"]
+
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        """JSON-ready, with the keys of earlier releases (``mse_lower_bound`` …: the Bound's lower end)."""
+        return {"rdp_epsilon": self.rdp_epsilon, "diam": self.diam, "mse_lower_bound": self.mse.lower,
+                "log10_mse_lower_bound": self.mse.details["log10_lower"],
+                "std_lower_bound": self.mse.details["rms_lower"], "release": self.release,
+                "sensitivity": self.sensitivity}
 
 
 def mse_bound(
@@ -259,12 +287,13 @@ def mse_bound(
         rdp_epsilon = v.positive("rdp_epsilon", rdp_epsilon, allow_inf=True)
     b = rdp_mse_lower_bound(rdp_epsilon, diam)
     log10_b = float((2 * math.log(diam) - math.log(4.0) - log_expm1(rdp_epsilon)) / math.log(10.0))
+    mse = Bound("mse", b, None, method="rdp", formula=MSE_FORMULA,
+                details={"log10_lower": log10_b, "rms_lower": math.sqrt(b), "rdp_epsilon": float(rdp_epsilon),
+                         "diam": diam})
     return MseBound(
         rdp_epsilon=float(rdp_epsilon),
         diam=diam,
-        mse_lower_bound=b,
-        log10_mse_lower_bound=log10_b,
-        std_lower_bound=math.sqrt(b),
+        mse=mse,
         release=None if release is None else release.to_dict(),
         sensitivity=float(sensitivity),
     )

@@ -288,7 +288,7 @@ class FILConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "method", v.choice("method", self.method, FIL_METHODS))
-        # at most 10⁴ sampled coordinates per example and step (issue 10: 1e12 crashed inside JAX)
+        # at most 10⁴ sampled coordinates per example and step (a request of 1e12 crashed inside JAX)
         object.__setattr__(self, "num_coords", v.integer("num_coords", self.num_coords, minimum=1, maximum=10**4))
         object.__setattr__(self, "power_iters", v.integer("power_iters", self.power_iters, minimum=1))
         object.__setattr__(self, "clip_mode", v.choice("clip_mode", self.clip_mode, ("gelu", "hard")))

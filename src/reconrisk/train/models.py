@@ -201,7 +201,7 @@ def _conv_out(n: int, stride: int) -> int:
     return -(-n // stride)  # SAME padding
 
 
-#: Largest dense model accepted (issue 10: ``--model mlp:100000000`` hung).
+#: Largest dense model accepted (``--model mlp:100000000`` hung before this limit).
 MAX_PARAMS = 10**7
 
 
