@@ -128,8 +128,8 @@ def test_each_figure_drawn_once_and_nothing_certified_recomputed(audit, attacks,
     from reconrisk.experiments.individual import FilteredRun
 
     drawn = []
-    real = R.svg_document
-    monkeypatch.setattr(R, "svg_document", lambda fig: drawn.append(fig) or real(fig))
+    real = R.matplotlib_svg
+    monkeypatch.setattr(R, "matplotlib_svg", lambda fig: drawn.append(fig) or real(fig))
 
     class Asked:  # the filtered run's analysis: the report must not ask it (its numbers are in the run)
         def __getattr__(self, name):

@@ -29,7 +29,7 @@ import numpy as np
 from .. import _io
 from .._io import pyplot
 from .html import _CSS, _pct
-from .report_plots import inline_svg, svg_document
+from .report_plots import inline_svg, matplotlib_svg
 
 EX_POST_TITLE = "estimate (ex post, not a DP guarantee)"
 CERTIFIED_TITLE = "certified for every example (filtered run)"
@@ -157,12 +157,12 @@ FIGURES = (("per_example_histogram", "histogram of per-example ReRo"),
 def figures(audit, attacks=()) -> dict[str, str]:
     """Each figure of the audit drawn once, as an SVG document, by file stem (:data:`FIGURES`): the FIL scatter
     where the run accounted dFIL, the attack plot where there are attacks."""
-    out = {"per_example_histogram": svg_document(_hist_figure(audit)),
-           "per_example_gallery": svg_document(_gallery_figure(audit))}
+    out = {"per_example_histogram": matplotlib_svg(_hist_figure(audit)),
+           "per_example_gallery": matplotlib_svg(_gallery_figure(audit))}
     if audit.dfil is not None:
-        out["per_example_fil"] = svg_document(_fil_figure(audit))
+        out["per_example_fil"] = matplotlib_svg(_fil_figure(audit))
     if attacks:
-        out["per_example_attack"] = svg_document(_attack_figure(audit, attacks))
+        out["per_example_attack"] = matplotlib_svg(_attack_figure(audit, attacks))
     return out
 
 

@@ -7,7 +7,7 @@
 
 Both are written directly as SVG text by :mod:`.svgplot` (a viewBox and no fixed size, so they scale with the
 page; text as text; tick labels at the powers of the base as plain Unicode, 10⁻⁶, 2¹⁰): a few milliseconds,
-where matplotlib's import and drawing took ~0.6 s of the report. :func:`svg_document` draws a matplotlib figure
+where matplotlib's import and drawing took ~0.6 s of the report. :func:`matplotlib_svg` draws a matplotlib figure
 once as an SVG file's text and :func:`inline_svg` turns that text into the same kind of inline SVG, for the pages
 whose figures matplotlib draws (the per-example page writes the one drawing as a file and inlines it).
 """
@@ -31,7 +31,7 @@ def figures(report: dict) -> tuple[str, str]:
     return tradeoff_svg(report), prior_svg(report)
 
 
-def svg_document(fig) -> str:
+def matplotlib_svg(fig) -> str:
     """``fig`` drawn once, as a standalone SVG document (text as text, no date, stable ids); the figure is closed."""
     import matplotlib
 
@@ -45,7 +45,7 @@ def svg_document(fig) -> str:
 
 
 def inline_svg(document: str, label: str) -> str:
-    """An SVG document (:func:`svg_document`) as an inline ``<svg>`` element that scales with its container."""
+    """An SVG document (:func:`matplotlib_svg`) as an inline ``<svg>`` element that scales with its container."""
     text = document[document.index("<svg"):]  # no XML declaration or DOCTYPE inside HTML
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate
     head_end = text.index(">")
@@ -57,7 +57,7 @@ def inline_svg(document: str, label: str) -> str:
 
 def svg_of(fig, label: str) -> str:
     """``fig`` as an inline ``<svg>`` element that scales with its container (drawn once; the figure is closed)."""
-    return inline_svg(svg_document(fig), label)
+    return inline_svg(matplotlib_svg(fig), label)
 
 
 def _positive(a: np.ndarray) -> np.ndarray:
