@@ -102,7 +102,6 @@ def report_cmd(
     import sys
 
     from .._io import check_out_dir
-
     from ..experiments.release_source import resolve_source
 
     out = check_out_dir(out)  # before any computation
