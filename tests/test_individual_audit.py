@@ -108,7 +108,7 @@ def test_report_files(audit, attacks, tmp_path):
     files = write_individual(fake, tmp_path, attacks, config={"seed": 0})["files"]
     names = {p.split("/")[-1] for p in files}
     for stem in ("per_example_histogram", "per_example_gallery", "per_example_fil", "per_example_attack"):
-        assert {f"{stem}.png", f"{stem}.svg"} <= names
+        assert f"{stem}.svg" in names and f"{stem}.png" not in names  # each figure drawn once, as SVG
     page = (tmp_path / "per_example.html").read_text()
     assert "Who is at risk" in page and EX_POST_TITLE in page and CERTIFIED_TITLE not in page
     assert "largest ex-post ReRo_i" in page and "bound (largest" not in page
@@ -119,3 +119,31 @@ def test_report_files(audit, attacks, tmp_path):
     assert all(a["success_le_ex_post_max"] for a in doc["attack_check"])
     note = doc["attack_check"][0]["note"]
     assert "neither DP guarantees nor bounds" in note and "bounds a" not in note
+
+
+def test_each_figure_drawn_once_and_nothing_certified_recomputed(audit, attacks, tmp_path, monkeypatch):
+    """The page and the files share one drawing per figure; a filtered run's certified ReRo and what each
+    example spent are the run's own numbers, which the page draws without asking the run's analysis again."""
+    import reconrisk.report.individual as R
+    from reconrisk.experiments.individual import FilteredRun
+
+    drawn = []
+    real = R.matplotlib_svg
+    monkeypatch.setattr(R, "matplotlib_svg", lambda fig: drawn.append(fig) or real(fig))
+
+    class Asked:  # the filtered run's analysis: the report must not ask it (its numbers are in the run)
+        def __getattr__(self, name):
+            raise AssertionError(f"report/ asked the filtered run's analysis for {name}")
+
+    spent = np.linspace(0.21, 0.6, audit.n)
+    filtered = FilteredRun(Asked(), np.arange(audit.n) % 3 == 0, 0.9, 0.8, 0.7, rero=0.654321, spent_rero=spent)
+    fake = dataclasses.replace(audit, filtered=filtered)
+    page = R.render_page(fake, attacks, R.figures(fake, attacks))
+    assert len(drawn) == 3 and page.count("<svg") == 3  # histogram, gallery, attack (no dFIL in this run)
+    assert "at most 0.654, the budget's" in page and f"largest {spent.max():.3f}" in page
+    drawn.clear()
+    names = sorted(p.split("/")[-1] for p in R.write_individual(audit, tmp_path, attacks)["files"])
+    assert len(drawn) == 3 and names == ["per_example.html", "per_example.json", "per_example_attack.svg",
+                                         "per_example_gallery.svg", "per_example_histogram.svg"]
+    svg = (tmp_path / "per_example_gallery.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and 'xmlns="http://www.w3.org/2000/svg"' in svg  # a standalone file

@@ -64,5 +64,5 @@ def test_tables_and_json(capsys, tmp_path):
     assert max(f["ex_post_rero"]) <= f["certified_rero_every_example"] + 1e-12
     # the worst case is 0.877 at κ = 0.2: a budget of 0.8 stops examples (here nearly all, T = 20 is short)
     assert f["filtered_share"] == pytest.approx(np.mean(f["filtered"])) and f["filtered_share"] > 0
-    assert (tmp_path / "per_example_gallery.png").stat().st_size > 1000
+    assert (tmp_path / "per_example_gallery.svg").stat().st_size > 1000
     assert "Who is at risk" in (tmp_path / "per_example.html").read_text()

@@ -393,8 +393,41 @@ def test_the_report_starts_its_draws_before_scipy_is_imported(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; import reconrisk.cli, reconrisk.measures.montecarlo, reconrisk.release; "
+    code = ("import sys; import reconrisk.cli, reconrisk.measures.montecarlo, reconrisk.release, "
+            "reconrisk.experiments.release_source; "
             "heavy = sorted(m for m in ('scipy', 'matplotlib', 'jax', 'dp_accounting') if m in sys.modules); "
             "assert not heavy, heavy")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_report_builds_its_release_once(capsys, tmp_path, monkeypatch):
+    """`reconrisk report -s …` reads its release where the flags are parsed and carries it: the early draws,
+    the analysis and the report use that one object (no second Release built from the same flags)."""
+    from reconrisk.release import Release
+
+    made = []
+    init = Release.__init__
+    monkeypatch.setattr(Release, "__init__", lambda self, *a, **k: made.append(a) or init(self, *a, **k))
+    rep = run_json(capsys, ["report", "-s", "1.2", "-q", "0.05", "-T", "40", "--samples", "1000",
+                            "--out", str(tmp_path)])
+    assert made == [(1.2, 0.05, 40, 1.0)] and rep["rero"]["mc"]["upper"] is not None
+
+
+def test_summary_is_text_rendered_once_to_html(reports, capsys, tmp_path):
+    """The summary is made as text: the page escapes and emphasises its parts, the terminal prints the text."""
+    import copy
+
+    from reconrisk.report.html import summary, summary_sentences
+
+    rep = copy.deepcopy(reports["full-batch"])
+    rep["summary"].update(target_rero=0.15, meets_target_now=False, calibrated_noise_multiplier=3.5)
+    sentences = summary(rep)
+    assert [s.html for s in sentences] == summary_sentences(rep)
+    last = sentences[-1]
+    assert last.text.startswith("It does not meet the target risk of 15%") and "<" not in last.text
+    assert last.html.startswith("It does <strong>not</strong> meet the target risk of 15%")
+    assert main(["report", *RELEASES["subsampled"], *EXTRA, "--samples", "0", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    head = [s.text for s in summary(json.loads((tmp_path / "report.json").read_text()))]
+    assert all(t in " ".join(printed.split()) for t in head) and "<strong>" not in printed

@@ -107,11 +107,11 @@ def print_tables(audit, attacks) -> None:
     con.print(t)
     if audit.filtered is not None:
         f = audit.filtered
-        spent = f.ex_post_rero(s.kappa)
+        spent = f.spent_rero
         t = Table(title=f"Per-example budget ReRo ≤ {f.budget:g}: {CERTIFIED_TITLE}", **plain)
         for c in ("run", "certified ReRo_i", "ex-post max", "ex-post median", "filtered", "test accuracy"):
             t.add_column(c, justify="right")
-        t.add_row("filtered", f"{f.certified_rero(s.kappa):.4f}", f"{np.max(spent):.4f}", f"{np.median(spent):.4f}",
+        t.add_row("filtered", f"{f.rero:.4f}", f"{np.max(spent):.4f}", f"{np.median(spent):.4f}",
                   f"{np.mean(f.filtered):.1%}", f"{f.test_accuracy:.3f}")
         t.add_row("plain DP-SGD", f"{sm['worst_case_rero']:.4f}", f"{np.max(audit.rero):.4f}",
                   f"{np.median(audit.rero):.4f}", "—", f"{audit.test_accuracy:.3f}")

@@ -16,24 +16,26 @@ REPORT_STAGES = ("epsilon", "ReRo", "trade-off curve", "risk measures", "Fano, M
                  "attack")
 
 
-def _early_draws(noise_multiplier, sample_rate, steps, from_file, samples: int, seed: int, progress):
-    """The Monte-Carlo draws of a release given by flags, started before the report's heavier imports.
+def _early_draws(release, samples: int, seed: int, progress):
+    """The Monte-Carlo draws of ``release``, started before the report's heavier imports.
 
-    They need only σ, q, T, the seed and the sample count (numpy, no scipy), so they run on the idle core while
-    the rest of the report is imported and computed; the report checks they are its own draws and uses them
-    (:func:`~reconrisk.measures.rero.start_monte_carlo`). None where the report validates or resolves first:
-    a release file, or values the Monte Carlo's own checks (:func:`~reconrisk.measures.montecarlo.check_draws`) refuse.
+    They need only the release's segments, the seed and the sample count (numpy, no scipy), so they run on the
+    idle core while the rest of the report is imported and computed; the report checks they are its own draws
+    and uses them (:func:`~reconrisk.measures.rero.start_monte_carlo`). None for a ``dp_accounting`` event (no
+    Monte Carlo), for fixed-size batches (analysed at σ/2, :meth:`~reconrisk.release.Release.dominating`: the
+    report draws those itself), and for values the Monte Carlo's own checks
+    (:func:`~reconrisk.measures.montecarlo.check_draws`) refuse, which the report's validation says in one line.
     """
-    if from_file is not None or None in (noise_multiplier, sample_rate, steps) or not samples:
-        return None
-    from ..measures.montecarlo import LogRatioSampler, check_draws
     from ..errors import ReconRiskError
     from ..release import Release
 
+    if not isinstance(release, Release) or release.sampler == "fixed" or not samples:
+        return None
+    from ..measures.montecarlo import LogRatioSampler, check_draws
+
     try:
-        release = Release(noise_multiplier, sample_rate, steps)
         samples, seed = check_draws(samples, seed, release.steps)
-    except ReconRiskError:  # said in one line by the report's own validation, which runs the same checks
+    except ReconRiskError:
         return None
     return LogRatioSampler(seed, samples, release.segments, progress=progress)
 
@@ -100,16 +102,17 @@ def report_cmd(
     import sys
 
     from .._io import check_out_dir
+    from ..experiments.release_source import resolve_source
 
     out = check_out_dir(out)  # before any computation: an unwritable --out fails at once
+    # the one release (or dp_accounting event) of this command, read where its flags are parsed and carried on
+    released, source = resolve_source(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                      clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
     counts = _DrawCounts()
-    sampler = _early_draws(noise_multiplier, sample_rate, steps, release_file or from_opacus, samples, seed, counts)
+    sampler = _early_draws(released, samples, seed, counts)
     try:
-        from ..experiments.release_source import resolve_analysis
         from ..experiments.riskreport import ReportConfig, risk_report
 
-        analysis, source = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                            clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
         cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
                            confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
                            target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
@@ -126,8 +129,10 @@ def report_cmd(
         print("reconrisk: note: the Opacus file holds no clip norm (max_grad_norm); Bayes' capacity assumes C = 1 "
               "(give --clip-norm)", file=sys.stderr)
     # one bar: the Monte-Carlo samples, plus one unit per stage of the report (named as it starts)
-    release = analysis.release  # None for a dp_accounting event: no Monte Carlo, no attack
-    total = (2 * samples * release.steps if samples and release is not None else 0) + len(REPORT_STAGES)
+    from ..release import Release
+
+    draws = 2 * samples * released.steps if samples and isinstance(released, Release) else 0  # an event: none
+    total = draws + len(REPORT_STAGES)
     with progress(total, "report", enabled=not json_out) as bar:
         def stage(name: str) -> None:
             bar.describe(f"report: {name}")
@@ -141,7 +146,7 @@ def report_cmd(
             figures.append(draw_figures(partial))
 
         counts.attach(bar)
-        report = risk_report(analysis, cfg, progress=stage, mc_progress=bar, before_monte_carlo=draw,
+        report = risk_report(released, cfg, progress=stage, mc_progress=bar, before_monte_carlo=draw,
                              sampler=sampler)
     from .. import __version__
     from ..report.html import write_report
@@ -153,13 +158,10 @@ def report_cmd(
     if json_out:
         print_json({**report, "provenance": provenance, "files": files})
         return
-    import html
-    import re
+    from ..report.html import summary, table_rows
 
-    from ..report.html import summary_sentences, table_rows
-
-    for s in summary_sentences(report):
-        echo(html.unescape(re.sub(r"<[^>]+>", "", s)))
+    for sentence in summary(report):
+        echo(sentence.text)
     rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
     print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
                 caption=f"wrote {files['html']} and {files['json']}")

@@ -94,13 +94,16 @@ class PerExampleSetting:
 @dataclass
 class FilteredRun:
     """A run trained with a per-example budget: the budget certified for every example, what each spent
-    (ex-post estimates), accuracy, who was filtered."""
+    (ex-post estimates), accuracy, who was filtered. ``rero`` and ``spent_rero`` are at the setting's κ,
+    computed once with the run (what the report draws); the methods answer other κ."""
 
     analysis: object  # IndividualPrivacy, certified (rero/epsilon: the budget; ex_post_*: what each spent)
     filtered: np.ndarray  # (n,) bool: the filter stopped the example at some step
     train_accuracy: float
     test_accuracy: float
     budget: float
+    rero: float  # certified ReRo(κ) of every example: the budget's (capped by the release's worst case)
+    spent_rero: np.ndarray  # (n,) what each example spent, as ReRo_i(κ): ex-post estimates
 
     def certified_rero(self, kappa: float) -> float:
         """The ReRo(κ) every example is certified at: the budget's (capped by the release's worst case)."""
@@ -312,4 +315,5 @@ def _filtered_run(model, s: PerExampleSetting, x, y, x_test, y_test, progress) -
     analysis = individual_analysis(s.release, np.asarray(res.norms, dtype=float), buckets=s.buckets,
                                    certified=True, individual_filter=filt)
     return FilteredRun(analysis, np.asarray(res.filtered, dtype=bool), model_accuracy(model, res.params, x, y),
-                       model_accuracy(model, res.params, x_test, y_test) if len(x_test) else float("nan"), s.budget)
+                       model_accuracy(model, res.params, x_test, y_test) if len(x_test) else float("nan"), s.budget,
+                       rero=float(analysis.rero(s.kappa)[0]), spent_rero=analysis.ex_post_rero(s.kappa))

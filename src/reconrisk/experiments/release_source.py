@@ -317,17 +317,16 @@ def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip
     return rel, {"source": "flags"}
 
 
-def resolve_analysis(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
-                     from_opacus=None, batch_size=None, dataset_size=None) -> tuple[Any, dict]:
-    """The analysis of exactly one source, as :func:`resolve_release` reads it, and its provenance.
+def resolve_source(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
+                   from_opacus=None, batch_size=None, dataset_size=None) -> tuple[Any, dict]:
+    """What was run, read once from exactly one source, and its provenance: a :class:`~reconrisk.release.Release`,
+    or for a TOML file of ``dp_accounting`` events that are not DP-SGD with Gaussian noise (Laplace) the event.
 
-    A release gets its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`; a TOML file of ``dp_accounting``
-    events that are not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.analysis.events.EventAnalysis`.
-    ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and ``steps``, instead of ``sample_rate``)
-    describe fixed-size batches without replacement.
+    Sources as :func:`resolve_release`; ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and
+    ``steps``, instead of ``sample_rate``) describe fixed-size batches without replacement. A command builds
+    its release here, where its flags are parsed, and carries it on (:func:`resolve_analysis`,
+    :func:`reconrisk.experiments.riskreport.risk_report`).
     """
-    from ..analysis.privacy import PrivacyAnalysis
-
     if batch_size is not None or dataset_size is not None:
         if sample_rate is not None or release_file is not None or from_opacus is not None:
             raise ReconRiskError("--batch-size and --dataset-size describe fixed-size batches instead of --sample-rate "
@@ -339,13 +338,23 @@ def resolve_analysis(*, noise_multiplier=None, sample_rate=None, steps=None, cli
             raise ReconRiskError(f"fixed-size batches need --noise-multiplier, --steps, --batch-size and --dataset-size; "
                                  f"missing {', '.join(missing)}")
         rel = Release.fixed_batch(noise_multiplier, batch_size, dataset_size, steps, 1.0 if clip_norm is None else clip_norm)
-        return PrivacyAnalysis(rel), {"source": "flags"}
+        return rel, {"source": "flags"}
     if release_file is not None and noise_multiplier is None and sample_rate is None and steps is None \
             and from_opacus is None:
         if clip_norm is not None:
             raise ReconRiskError("--clip-norm goes inside the release file (key clip_norm), not beside --release")
-        obj, prov = release_from_toml(release_file, events=True)
-        return (PrivacyAnalysis(obj) if isinstance(obj, Release) else PrivacyAnalysis.from_dp_event(obj)), prov
-    rel, prov = resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
-    return PrivacyAnalysis(rel), prov
+        return release_from_toml(release_file, events=True)
+    return resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                           clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+
+
+def resolve_analysis(**source) -> tuple[Any, dict]:
+    """The analysis of :func:`resolve_source`'s release (or event), and its provenance.
+
+    A release gets its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`; a ``dp_accounting`` event that is
+    not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.analysis.events.EventAnalysis`.
+    """
+    from ..analysis.privacy import analyse  # (scipy: not on the way of a command that reads its source first)
+
+    run, provenance = resolve_source(**source)
+    return analyse(run), provenance

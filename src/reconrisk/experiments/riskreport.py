@@ -54,7 +54,7 @@ from ..errors import ReconRiskError
 from ..priors import resolve_kappa
 from ..analysis.privacy import PrivacyAnalysis, analyse
 from ..measures.rdp_tradeoff import rero_release_rdp
-from ..release import Release, gaussian_release
+from ..release import Release
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
 TRADEOFF_ALPHA = (1e-6, 0.5, 200)
@@ -410,7 +410,8 @@ def risk_report(release, config: ReportConfig | None = None, *,
                 before_monte_carlo: Callable[[dict], None] | None = None, sampler=None) -> dict:
     """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each.
 
-    ``release``: a :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis`. Every family asks the
+    ``release``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` event or their analysis
+    (:func:`~reconrisk.analysis.privacy.analyse`: a release is wrapped once, never rebuilt). Every family asks the
     one analysis, so the release's privacy-loss distributions are composed at most once per discretisation
     level; ``out["analysis"]["compositions"]`` says how many were made.
 
@@ -422,8 +423,7 @@ def risk_report(release, config: ReportConfig | None = None, *,
     release's, seed's and sample count's, otherwise cancelled and drawn anew).
     """
     try:
-        analysis = PrivacyAnalysis(gaussian_release(release, "reconrisk report")) if isinstance(release, Release) \
-            else analyse(release)
+        analysis = analyse(release)
         cfg = config or ReportConfig()
     except BaseException:
         if sampler is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _io
@@ -135,26 +136,54 @@ def _num(x) -> str:
 
 
 # -- the summary -----------------------------------------------------------------------------------
-def summary_sentences(report: dict) -> list[str]:
-    """The plain-language summary, as escaped HTML sentences computed from the report's numbers."""
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of the plain-language summary, made as text: its ``parts`` in order, each with whether the
+    page emphasises it. :attr:`text` is what the terminal prints, :attr:`html` what the page shows."""
+
+    parts: tuple[tuple[str, bool], ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(p for p, _ in self.parts)
+
+    @property
+    def html(self) -> str:
+        return "".join(f"<strong>{_e(p)}</strong>" if strong else _e(p) for p, strong in self.parts)
+
+
+def _sentence(*parts) -> Sentence:
+    """A :class:`Sentence` of plain strings and :func:`_strong` parts."""
+    return Sentence(tuple(p if isinstance(p, tuple) else (p, False) for p in parts))
+
+
+def _strong(text: str) -> tuple[str, bool]:
+    return (text, True)
+
+
+def summary(report: dict) -> list[Sentence]:
+    """The plain-language summary, computed from the report's numbers (upper bounds rounded up)."""
     s = report["summary"]
-    who = (f"a 1-in-{s['prior_size']:,} prior" if s.get("prior_size")
-           else f"a prior whose blind guess succeeds {_pct(s['kappa'], up=False)} of the time")
-    out = [f"An informed adversary with {_e(who)} reconstructs a training example at most "
-           f"<strong>{_pct(s['rero_upper'])}</strong> of the time (a blind guess: {_pct(s['kappa'], up=False)})."]
+    out = [_sentence(f"An informed adversary with {_prior_text(report)} reconstructs a training example at most ",
+                     _strong(_pct(s["rero_upper"])), f" of the time (a blind guess: {_pct(s['kappa'], up=False)}).")]
     eps = s.get("epsilon")
     if eps is not None and math.isfinite(eps):
-        out.append(f"This release is (ε = {_up(eps):g}, δ = {s['delta']:g})-differentially private.")
+        out.append(_sentence(f"This release is (ε = {_up(eps):g}, δ = {s['delta']:g})-differentially private."))
     elif eps is not None:
-        out.append(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here.")
+        out.append(_sentence(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here."))
     if s.get("membership_advantage_upper") is not None:
-        out.append("No membership-inference attack beats a coin flip by more than "
-                   f"{_pct(s['membership_advantage_upper'])} (TPR − FPR).")
+        out.append(_sentence("No membership-inference attack beats a coin flip by more than "
+                             f"{_pct(s['membership_advantage_upper'])} (TPR − FPR)."))
     if s.get("target_rero") is not None:
-        verdict = "meets" if s["meets_target_now"] else "does <strong>not</strong> meet"
-        out.append(f"It {verdict} the target risk of {_pct(s['target_rero'], up=False)}: the smallest noise multiplier "
-                   f"that does is σ = {_up(s['calibrated_noise_multiplier'], 4):g}.")
+        verdict = ("meets",) if s["meets_target_now"] else ("does ", _strong("not"), " meet")
+        out.append(_sentence("It ", *verdict, f" the target risk of {_pct(s['target_rero'], up=False)}: the smallest "
+                             f"noise multiplier that does is σ = {_up(s['calibrated_noise_multiplier'], 4):g}."))
     return out
+
+
+def summary_sentences(report: dict) -> list[str]:
+    """The plain-language summary as the page shows it: escaped HTML sentences (:func:`summary`)."""
+    return [s.html for s in summary(report)]
 
 
 # -- the table ---------------------------------------------------------------------------------------

@@ -1,21 +1,23 @@
 """Who is at risk: the per-example audit's figures, JSON and HTML page (drawing only).
 
-* :func:`rero_histogram` — the ex-post ReRo_i at κ of every training example, the median and the release's
+* the histogram — the ex-post ReRo_i at κ of every training example, the median and the release's
   worst case (the certified number every example gets without per-example accounting) marked; with a
   filtered run, what each of its examples spent (ex post) and the one number certified for all of them.
-* :func:`gallery` — the k most exposed examples as images (and, for contrast, the k least exposed), each
+* the gallery — the k most exposed examples as images (and, for contrast, the k least exposed), each
   with its ReRo_i, label and the number of steps its gradient was clipped.
-* :func:`fil_scatter` — ReRo_i against Guo, Karrer, Chaudhuri & van der Maaten 2022's per-example dFIL η̄²
+* the FIL scatter — ReRo_i against Guo, Karrer, Chaudhuri & van der Maaten 2022's per-example dFIL η̄²
   of the same run, with Spearman's ρ.
-* :func:`attack_plot` — the prior-aware attack's success on the most and least exposed deciles (95 %
+* the attack plot — the prior-aware attack's success on the most and least exposed deciles (95 %
   Clopper–Pearson) beside each decile's largest ex-post ReRo_i and the worst case.
-* :func:`write_individual` writes ``per_example.json`` (every example's numbers), the figures (PNG + SVG)
-  and ``per_example.html``, one self-contained page whose section :func:`section_html` is the "Who is at
-  risk" section (inline SVG, escaped text).
+
+:func:`figures` draws each once, as SVG; :func:`write_individual` writes ``per_example.json`` (every
+example's numbers), each figure's SVG file and ``per_example.html``, one self-contained page whose section
+:func:`section_html` is the "Who is at risk" section (the same drawings inline, escaped text).
 
 Ex-post numbers are labelled "estimate (ex post, not a DP guarantee)" everywhere, a filtered run's spent
 numbers included; what a filtered run certifies is its budget, one number for every example ("certified for
-every example (filtered run)"). Nothing here computes: :mod:`reconrisk.experiments.individual` does.
+every example (filtered run)"). Nothing here computes: :mod:`reconrisk.experiments.individual` does, and
+every number drawn is one the audit holds (the filtered run's certificate included, never recomputed here).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import _io
-from .._io import pyplot, save_figure
+from .._io import pyplot
+from .html import _CSS, _pct
+from .report_plots import inline_svg, matplotlib_svg
 
 EX_POST_TITLE = "estimate (ex post, not a DP guarantee)"
 CERTIFIED_TITLE = "certified for every example (filtered run)"
@@ -40,8 +44,7 @@ def _hist_figure(audit):
     ax.hist(audit.rero, bins=bins, color="tab:orange", alpha=0.85,
             label=f"ex-post ReRo_i, {audit.n} examples: {EX_POST_TITLE}")
     if audit.filtered is not None:
-        spent = audit.filtered.ex_post_rero(s.kappa)
-        cert = audit.filtered.certified_rero(s.kappa)
+        spent, cert = audit.filtered.spent_rero, audit.filtered.rero
         ax.hist(spent, bins=bins, color="tab:green", alpha=0.55,
                 label=f"filtered run: what each spent, {EX_POST_TITLE}")
         ax.axvline(cert, color="tab:green", ls="--", lw=1.5,
@@ -144,20 +147,23 @@ def _attack_figure(audit, attacks):
     return fig
 
 
-def rero_histogram(audit, out_dir) -> list[Path]:
-    return save_figure(_hist_figure(audit), out_dir, "per_example_histogram")
+#: Each figure of the page: (file stem, what it shows, for screen readers).
+FIGURES = (("per_example_histogram", "histogram of per-example ReRo"),
+           ("per_example_gallery", "most and least exposed examples"),
+           ("per_example_fil", "ReRo against dFIL"),
+           ("per_example_attack", "attack success per decile"))
 
 
-def gallery(audit, out_dir) -> list[Path]:
-    return save_figure(_gallery_figure(audit), out_dir, "per_example_gallery")
-
-
-def fil_scatter(audit, out_dir) -> list[Path]:
-    return save_figure(_fil_figure(audit), out_dir, "per_example_fil")
-
-
-def attack_plot(audit, attacks, out_dir) -> list[Path]:
-    return save_figure(_attack_figure(audit, attacks), out_dir, "per_example_attack")
+def figures(audit, attacks=()) -> dict[str, str]:
+    """Each figure of the audit drawn once, as an SVG document, by file stem (:data:`FIGURES`): the FIL scatter
+    where the run accounted dFIL, the attack plot where there are attacks."""
+    out = {"per_example_histogram": matplotlib_svg(_hist_figure(audit)),
+           "per_example_gallery": matplotlib_svg(_gallery_figure(audit))}
+    if audit.dfil is not None:
+        out["per_example_fil"] = matplotlib_svg(_fil_figure(audit))
+    if attacks:
+        out["per_example_attack"] = matplotlib_svg(_attack_figure(audit, attacks))
+    return out
 
 
 def payload(audit, attacks=(), *, config: dict | None = None) -> dict:
@@ -170,13 +176,15 @@ def payload(audit, attacks=(), *, config: dict | None = None) -> dict:
     return out
 
 
-def section_html(audit, attacks=()) -> str:
-    """The "Who is at risk" section: summary, histogram, gallery, FIL relation, attack check (inline SVG)."""
+def section_html(audit, attacks=(), drawn: dict[str, str] | None = None) -> str:
+    """The "Who is at risk" section: summary, histogram, gallery, FIL relation, attack check (inline SVG).
+
+    ``drawn``: the :func:`figures` already drawn (drawn here when not given)."""
     import html
 
-    from .html import _pct
-    from .report_plots import svg_of
-
+    drawn = figures(audit, attacks) if drawn is None else drawn
+    labels = dict(FIGURES)
+    svg = lambda stem: inline_svg(drawn[stem], labels[stem])  # noqa: E731
     e = lambda t: html.escape(str(t), quote=True)  # noqa: E731
     sm = audit.summary()
     s = audit.setting
@@ -190,24 +198,24 @@ def section_html(audit, attacks=()) -> str:
              f"{sm['share_at_worst_case']:.0%} at the worst case).</p>"]
     if audit.filtered is not None:
         f = audit.filtered
-        spent = f.ex_post_rero(s.kappa)
+        spent = f.spent_rero
         parts.append(f"<p>Trained with a per-example budget of ReRo ≤ {f.budget:g} fixed before training — "
                      f"<b>{e(CERTIFIED_TITLE)}</b>: each example's ReRo_i is at most "
-                     f"{f.certified_rero(s.kappa):.3f}, the budget's (Feldman &amp; Zrnic 2021); "
+                     f"{f.rero:.3f}, the budget's (Feldman &amp; Zrnic 2021); "
                      f"{np.mean(f.filtered):.1%} of the examples were stopped by the filter; test accuracy "
                      f"{f.test_accuracy:.3f} (without the filter {audit.test_accuracy:.3f}). What each example "
                      f"spent — an <b>{e(EX_POST_TITLE)}</b>: median {float(np.median(spent)):.3f}, largest "
                      f"{float(np.max(spent)):.3f}.</p>")
     parts.append("</div>")
-    parts.append(f"<figure>{svg_of(_hist_figure(audit), 'histogram of per-example ReRo')}<figcaption>Ex-post "
+    parts.append(f"<figure>{svg('per_example_histogram')}<figcaption>Ex-post "
                  f"ReRo_i at κ = {s.kappa:g} of every training example ({e(EX_POST_TITLE)}), its median and the "
                  "worst case.</figcaption></figure>")
-    parts.append(f"<figure>{svg_of(_gallery_figure(audit), 'most and least exposed examples')}<figcaption>The "
+    parts.append(f"<figure>{svg('per_example_gallery')}<figcaption>The "
                  f"{audit.most_exposed.size} most exposed examples (top rows) and the least exposed (bottom rows), "
                  "with ReRo_i, label and the steps their gradient was clipped.</figcaption></figure>")
     rel = audit.fil_relation()
     if rel is not None:
-        parts.append(f"<figure>{svg_of(_fil_figure(audit), 'ReRo against dFIL')}<figcaption>Ex-post ReRo_i against "
+        parts.append(f"<figure>{svg('per_example_fil')}<figcaption>Ex-post ReRo_i against "
                      "the per-example Fisher information leakage of Guo, Karrer, Chaudhuri &amp; van der Maaten 2022 "
                      f"(same run): Spearman ρ = {rel['spearman_rho']:.3f}.</figcaption></figure>")
     if attacks:
@@ -219,37 +227,35 @@ def section_html(audit, attacks=()) -> str:
                      "</th><th>largest ex-post ReRo_i</th><th>targets' mean ex-post ReRo_i</th><th>worst case "
                      "(certified)</th></tr>"
                      f"</thead><tbody>{rows}</tbody></table>")
-        parts.append(f"<figure>{svg_of(_attack_figure(audit, attacks), 'attack success per decile')}<figcaption>"
+        parts.append(f"<figure>{svg('per_example_attack')}<figcaption>"
                      "Prior-aware attack (Hayes, Mahloujifar &amp; Balle 2023) on targets from the most and the "
                      "least exposed deciles.</figcaption></figure>")
     parts.append("</section>")
     return "".join(parts)
 
 
-def render_page(audit, attacks=()) -> str:
+def render_page(audit, attacks=(), drawn: dict[str, str] | None = None) -> str:
     """``per_example.html``: the section on a self-contained page (the report's stylesheet, no external URL)."""
     from .. import __version__
-    from .html import _CSS
 
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Who is at risk: per-example reconstruction risk</title><style>{_CSS}</style></head><body>"
             "<header><h1>Per-example reconstruction risk</h1></header>"
-            f"{section_html(audit, attacks)}"
+            f"{section_html(audit, attacks, drawn)}"
             f"<footer><p>reconrisk {__version__} · the same numbers, every example's, are in "
             "<code>per_example.json</code></p></footer></body></html>")
 
 
 def write_individual(audit, out_dir, attacks=(), *, config: dict | None = None, plot: bool = True) -> dict:
-    """Write ``per_example.json``, the figures (unless ``plot`` is False) and ``per_example.html``."""
+    """Write ``per_example.json``, the figures as SVG and ``per_example.html`` (both unless ``plot`` is False).
+
+    Each figure is drawn once (:func:`figures`): the same drawing is its file and the page's inline figure."""
     out = _io.ensure_out_dir(out_dir)
     files: list[Path] = []
     if plot:
-        files += rero_histogram(audit, out) + gallery(audit, out)
-        if audit.dfil is not None:
-            files += fil_scatter(audit, out)
-        if attacks:
-            files += attack_plot(audit, attacks, out)
-        files.append(_io.atomic_write(Path(out) / "per_example.html", render_page(audit, attacks)))
+        drawn = figures(audit, attacks)
+        files += [_io.atomic_write(Path(out) / f"{stem}.svg", doc) for stem, doc in drawn.items()]
+        files.append(_io.atomic_write(Path(out) / "per_example.html", render_page(audit, attacks, drawn)))
     files.append(_io.write_json(payload(audit, attacks, config=config), out, "per_example.json"))
     return {"files": [str(p) for p in files]}

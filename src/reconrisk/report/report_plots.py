@@ -7,8 +7,9 @@
 
 Both are written directly as SVG text by :mod:`.svgplot` (a viewBox and no fixed size, so they scale with the
 page; text as text; tick labels at the powers of the base as plain Unicode, 10⁻⁶, 2¹⁰): a few milliseconds,
-where matplotlib's import and drawing took ~0.6 s of the report. :func:`svg_of` turns a matplotlib figure
-into the same kind of inline SVG, for the pages whose figures matplotlib draws (the per-example page).
+where matplotlib's import and drawing took ~0.6 s of the report. :func:`matplotlib_svg` draws a matplotlib figure
+once as an SVG file's text and :func:`inline_svg` turns that text into the same kind of inline SVG, for the pages
+whose figures matplotlib draws (the per-example page writes the one drawing as a file and inlines it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 
 import numpy as np
 
+from .._io import pyplot
 from .svgplot import LogChart, log_limits, svg_document
 
 _BLUE, _RED, _PURPLE, _GREY = "#2a6db0", "#c0392b", "#7d3c98", "#777777"
@@ -29,21 +31,33 @@ def figures(report: dict) -> tuple[str, str]:
     return tradeoff_svg(report), prior_svg(report)
 
 
-def svg_of(fig, label: str) -> str:
-    """``fig`` as an inline ``<svg>`` element that scales with its container."""
+def matplotlib_svg(fig) -> str:
+    """``fig`` drawn once, as a standalone SVG document (text as text, no date, stable ids); the figure is closed."""
     import matplotlib
 
     buf = io.StringIO()
-    with matplotlib.rc_context(_RC):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]  # no XML declaration or DOCTYPE inside HTML
+    try:
+        with matplotlib.rc_context(_RC):
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+    finally:
+        pyplot().close(fig)
+    return buf.getvalue()
+
+
+def inline_svg(document: str, label: str) -> str:
+    """An SVG document (:func:`matplotlib_svg`) as an inline ``<svg>`` element that scales with its container."""
+    text = document[document.index("<svg"):]  # no XML declaration or DOCTYPE inside HTML
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate
     head_end = text.index(">")
     # inline in HTML the parser supplies the SVG and xlink namespaces: no namespace URL stays on the page
     head = re.sub(r'\s(width|height|xmlns(:\w+)?)="[^"]*"', "", text[:head_end])
     head += f' role="img" aria-label="{label}" preserveAspectRatio="xMidYMid meet"'
     return head + text[head_end:]
+
+
+def svg_of(fig, label: str) -> str:
+    """``fig`` as an inline ``<svg>`` element that scales with its container (drawn once; the figure is closed)."""
+    return inline_svg(matplotlib_svg(fig), label)
 
 
 def _positive(a: np.ndarray) -> np.ndarray:
