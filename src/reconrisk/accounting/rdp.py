@@ -112,8 +112,13 @@ def _log_a_frac(sigma: float, q: float, a: float) -> float:
         lse = (ls1 + math.log1p(math.exp(y - ls1))) if y <= ls1 else (y + math.log1p(math.exp(ls1 - y)))
         return math.exp(-(z * z) / two_s2 + a * lse + c - g_star)
 
-    val, err = integrate.quad(integrand, lo, hi, points=pts or None, epsabs=0.0, epsrel=1e-12, limit=500)
+    try:
+        val, err = integrate.quad(integrand, lo, hi, points=pts or None, epsabs=0.0, epsrel=1e-12, limit=500)
+    except OverflowError:  # the grid missed the integrand's peak (σ ≲ 1e-9): no value at this order (a
+        return math.inf    # vacuous bound; the minimum over orders takes the others), never an underestimate
     del width
+    if not val + 2 * err > 0.0:  # the quadrature saw no mass (the peak is narrower than its nodes): no value
+        return math.inf
     return g_star + math.log(val + 2 * err + 1e-15 * val)
 
 
