@@ -357,7 +357,7 @@ def test_analytic_calibration_never_overshoots():
     for _ in range(200):
         g = float(rng.uniform(1e-6, 0.9))
         c = analytic_calibration("mse", float(rng.uniform(0.01, 2)), g, int(rng.integers(1, 3000)), 1.0)
-        assert c.achieved_rero <= g  # named achieved_gamma before issue 8's one vocabulary
+        assert c.bound.upper <= g
 
 
 # -- extreme inputs -------------------------------------------------------------------------
