@@ -13,6 +13,7 @@ and then only read.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -284,19 +285,16 @@ class Release:
         refused in one line naming the event: analyse them with
         :meth:`reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event`.
         """
-        leaves = dp_event_leaves(event)
+        return cls.from_leaves(dp_event_leaves(event), clip_norm=clip_norm)
+
+    @classmethod
+    def from_leaves(cls, leaves: list, *, clip_norm: float = 1.0) -> "Release":
+        """The release of an event already flattened by :func:`dp_event_leaves` (see :meth:`from_dp_event`);
+        refused in one line where :func:`dp_event_release_refusal` names a reason."""
+        why = dp_event_release_refusal(leaves)
+        if why is not None:
+            raise ReconRiskError(why)
         samplers = {k for k, *_ in leaves if k != "gaussian"}
-        other = [k for k in samplers if k not in ("poisson", "fixed")]
-        if other:
-            raise ReconRiskError(
-                f"a Release describes DP-SGD with Gaussian noise; this event holds {other[0]} (analyse it with "
-                "PrivacyAnalysis.from_dp_event)")
-        if len(samplers) > 1:
-            raise ReconRiskError(
-                "a Release has one sampler; this event mixes PoissonSampledDpEvent (add/remove neighbours) and "
-                "SampledWithoutReplacementDpEvent (replace-one neighbours)")
-        if not leaves:
-            raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
         sampler = samplers.pop() if samplers else "poisson"  # every step q = 1: the same analysis as "full"
         # dp_accounting's noise multiplier is relative to the relation's sensitivity; DP-SGD's clipped sum has
         # replace-one sensitivity 2C, so its noise multiplier (std / C) is twice the event's
@@ -503,6 +501,33 @@ def extend_history(history: list, noise_multiplier: float, sample_rate: float) -
         history[-1] = (noise_multiplier, sample_rate, history[-1][2] + 1)
     else:
         history.append((noise_multiplier, sample_rate, 1))
+
+
+def dp_event_release_refusal(leaves: list) -> str | None:
+    """Why the flattened event ``leaves`` is not one DP-SGD :class:`Release` (one line), or None where it is:
+    only Gaussian steps, one sampler (Poisson and without-replacement steps need different neighbouring
+    relations; a plain Gaussian step joins either), at least one step."""
+    samplers = {k for k, *_ in leaves if k != "gaussian"}
+    other = [k for k in samplers if k not in ("poisson", "fixed")]
+    if other:
+        return (f"a Release describes DP-SGD with Gaussian noise; this event holds {other[0]} (analyse it with "
+                "PrivacyAnalysis.from_dp_event)")
+    if len(samplers) > 1:
+        return ("a Release has one sampler; this event mixes PoissonSampledDpEvent (add/remove neighbours) and "
+                "SampledWithoutReplacementDpEvent (replace-one neighbours)")
+    if not leaves:
+        return "the event holds no privacy-relevant step (only NoOpDpEvent)"
+    scale = 2.0 if "fixed" in samplers else 1.0  # (see Release.from_dp_event: the units of the relation)
+    for _, s, q, t in leaves:
+        ok = (isinstance(s, numbers.Real) and isinstance(q, numbers.Real) and v.MIN_NOISE <= scale * s <= v.MAX_NOISE
+              and 0.0 < q <= 1.0)
+        if not ok:
+            return (f"a Release's steps have noise_multiplier in [{v.MIN_NOISE:g}, {v.MAX_NOISE:g}] and sample_rate in "
+                    f"(0, 1]; this event has a Gaussian step with noise multiplier {scale * s!r} and sampling "
+                    f"probability {q!r}")
+    if sum(t for *_, t in leaves) > v.MAX_STEPS:
+        return f"a Release has at most {v.MAX_STEPS:g} steps; this event has {sum(t for *_, t in leaves)}"
+    return None
 
 
 def dp_event_leaves(event, count: int = 1) -> list:
