@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from scipy import optimize, signal, special
 
 from reconrisk.analysis.privacy import PrivacyAnalysis
-from reconrisk.measures.risk import risk
+from reconrisk import risk
 from reconrisk.release import Release
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from reconrisk import Release
 from reconrisk.measures import risk as R
-from reconrisk.measures.tradeoff import tradeoff
+from reconrisk import tradeoff
 
 riskcal = pytest.importorskip("riskcal", reason="riskcal is not installed (peer comparison; see benchmarks/bench_peers.py, trade-off section)")
 

@@ -10,7 +10,8 @@ from scipy import optimize, special
 
 from reconrisk import Release
 from reconrisk.measures import risk as R
-from reconrisk.measures.tradeoff import exact_power, tradeoff
+from reconrisk.measures.tradeoff import exact_power
+from reconrisk import tradeoff
 from reconrisk.errors import ReconRiskError
 
 REL = 1e-9

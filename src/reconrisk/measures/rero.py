@@ -30,7 +30,7 @@ the data. Methods:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 from scipy import special
@@ -49,9 +49,6 @@ from .rero_grid import (  # noqa: F401  (re-exported: the grid and tilt choices)
     DEFAULT_REL_TOL, H_FINEST_REL, H_START, MAX_REFINED_ATOMS, TILT_GRID_MAX, TILT_GROUP_SD, _atoms_per_step,
     _loss_spread, _loss_spread_min, _refinement_factor, _tilt_grid_factor, _tilt_groups, _tilt_tail,
     first_discretization, start_discretization)
-
-if TYPE_CHECKING:  # the analysis a bracket reads, for the annotations only: the analyses sit above this module
-    from ..analysis.privacy import PrivacyAnalysis
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
 #: Default absolute target width (None: the relative target alone decides).

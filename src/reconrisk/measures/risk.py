@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
@@ -73,9 +72,6 @@ from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .risk_curves import _Gdp, _pmf_pair, event_pair
-
-if TYPE_CHECKING:  # the contract, for the annotations only: the analyses sit above this module
-    from ..analysis.base import Analysis
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
