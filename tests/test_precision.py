@@ -20,6 +20,7 @@ from reconrisk.measures import reference as ref
 from reconrisk.measures import risk as R
 from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket
 from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk import analyse
 
 REL = 1e-9
 
@@ -217,7 +218,7 @@ def test_window_overflow_coarsens_and_stays_certified(monkeypatch):
 def test_rad_lower_end_is_informative(s, q, T, n):
     rel = Release(s, q, T)
     b = rel and (ref.exact_full_batch(math.sqrt(T) / s, 1 / n) if q == 1 else ref.exact_single_step(s, q, 1 / n))
-    rad = R.reconstruction_advantage(rel, prior_size=n)
+    rad = R.reconstruction_advantage(analyse(rel), prior_size=n)
     exact = b - 1 / n
     assert rad.lower <= exact + 1e-9 <= rad.upper + 2e-9
     assert rad.lower >= exact - 1e-3, (rad.lower, exact)
@@ -228,6 +229,6 @@ def test_rad_lower_end_is_informative(s, q, T, n):
 def test_rad_full_batch_bracket_is_tight_and_contains_the_closed_form(s, T, n):
     mu = math.sqrt(T) / s
     exact = float(special.ndtr(special.ndtri(1 / n) + mu)) - 1 / n
-    rad = R.reconstruction_advantage(Release(s, 1.0, T), prior_size=n)
+    rad = R.reconstruction_advantage(analyse(Release(s, 1.0, T)), prior_size=n)
     assert rad.lower - 1e-9 <= exact <= rad.upper + 1e-9
     assert rad.upper - rad.lower <= 1e-6 + 1e-6 * exact, (rad.lower, exact, rad.upper)
