@@ -18,7 +18,8 @@ from .base import Analysis, register_entry_points
 from .events import EventAnalysis
 from .guarantee import GuaranteeAnalysis
 from .privacy import PrivacyAnalysis
-from ..release import Release, dp_event_leaves, dp_event_release_refusal
+from ..dp_events import dp_event_leaves, dp_event_release_refusal
+from ..release import Release
 
 
 def analyse_dp_event(event, *, value_discretization: float | None = None) -> Analysis:
