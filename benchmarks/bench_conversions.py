@@ -20,6 +20,7 @@ from reconrisk.measures.rdp_tradeoff import release_rdp_power, rero_rdp_curve, t
 from reconrisk.measures.rero import rero_bounds
 from reconrisk.measures.vmf_rero import rero_vmf
 from reconrisk.release import Release
+from reconrisk.analysis.privacy import PrivacyAnalysis
 
 
 def timed(fn, reps=5):
@@ -51,7 +52,7 @@ def main() -> None:
         rel = Release(sig, q, T)
         for sym in (False, True):
             (p, s) = timed(lambda: release_rdp_power(rel, k, symmetric=sym), reps=3)
-            ex = rero_bounds(rel, k, method="pld")[0]
+            ex = rero_bounds(PrivacyAnalysis(rel), k, method="pld")[0]
             tag = "one-sided" if not sym else "both dirs"
             row(f"sigma {sig} q {q} T {T} kappa {k} ({tag})", p[0], float(rdp_rero_bound(rel.segments, [k])[0]),
                 ex.upper, s)

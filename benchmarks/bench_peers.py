@@ -25,7 +25,7 @@ import numpy as np
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk.measures.tradeoff import tradeoff
+from reconrisk import tradeoff
 
 SETTINGS = [
     # (sigma, q, T, kappa)

@@ -23,6 +23,7 @@ from reconrisk import Release
 from reconrisk.accounting.pld import compose_segments
 from reconrisk.measures import reference as ref
 from reconrisk.measures.rero import pld_bracket
+from reconrisk.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9
 
@@ -51,7 +52,7 @@ def one(s, q, k, kind, h):
     T = 1 if kind == "t1" else 2
     if h is not None and h < 1e-4 and s < 0.6:
         h = 1e-4  # keep the per-step grid small
-    lo, up, _ = pld_bracket(Release(s, q, T), kk, discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, T)), kk, discretization=h)
     ex = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_two_steps(s, q, s, q, k)
     return lo[0], ex, up[0]
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from reconrisk import Release
 from reconrisk.analysis.calibrate_risk import calibrate_risk
-from reconrisk.measures.risk import risk
+from reconrisk import risk
 from reconrisk.errors import ReconRiskError
 
 MEASURES = [("reconstruction", {"prior_size": 10}), ("membership_tpr", {"fpr": 0.01}), ("membership_advantage", {}),

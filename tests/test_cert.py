@@ -17,6 +17,7 @@ from reconrisk import ReconRiskError, Release
 from reconrisk.accounting.pld import compose_segments, step_pmf
 from reconrisk.measures import reference as ref
 from reconrisk.measures.rero import analytic_bracket, pld_bracket
+from reconrisk.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9
 
@@ -34,20 +35,20 @@ def test_issue_single_step_sigma50():
 
 @pytest.mark.parametrize("h", [1e-3, 1e-4, 1e-5])
 def test_issue_single_step_bracket_at_every_grid(h):
-    lo, up, _ = pld_bracket(Release(50, 0.02, 1), np.array([0.1]), discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(50, 0.02, 1)), np.array([0.1]), discretization=h)
     _inside(lo[0], ref.exact_single_step(50, 0.02, 0.1), up[0])
 
 
 @pytest.mark.parametrize("h", [1e-3, 1e-4, 1e-5, 4e-6])
 def test_issue_tiny_rate_tiny_kappa_every_grid(h):
-    lo, up, _ = pld_bracket(Release(100, 1e-5, 2), np.array([1e-9]), discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(100, 1e-5, 2)), np.array([1e-9]), discretization=h)
     _inside(lo[0], ref.exact_two_steps(100, 1e-5, 100, 1e-5, 1e-9), up[0])
 
 
 def test_issue_schedule_and_two_steps():
     kappa = np.array([1e-3, 0.03, 0.3])
     rel = Release.schedule([(50, 0.01, 1), (50, 0.02, 1)])
-    lo, up, _ = pld_bracket(rel, kappa, discretization=1e-4)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(rel), kappa, discretization=1e-4)
     for i, k in enumerate(kappa):
         _inside(lo[i], ref.exact_two_steps(50, 0.01, 50, 0.02, k), up[i])
 
@@ -61,7 +62,7 @@ def test_issue_schedule_against_dp_accounting_fine_grid():
     b = pldlib.from_gaussian_mechanism(50, sampling_prob=0.02, value_discretization_interval=h)._pmf_remove
     ref_pmf = a.self_compose(5).compose(b.self_compose(3))
     rel = Release.schedule([(50, 0.01, 5), (50, 0.02, 3)])
-    lo, up, _ = pld_bracket(rel, np.array([0.03]), discretization=1e-4)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(rel), np.array([0.03]), discretization=1e-4)
     eps = np.linspace(-0.05, 0.05, 2001)
     ref_up = float(np.min(0.03 * np.exp(eps) + np.asarray(ref_pmf.get_delta_for_epsilon(eps))))
     assert lo[0] <= ref_up
@@ -109,7 +110,7 @@ def test_harness_single_step_at_coarse_grids(s, q, k, cells):
     from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
-    lo, up, _ = pld_bracket(Release(s, q, 1), np.array([k]), discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 1)), np.array([k]), discretization=h)
     _inside(lo[0], ref.exact_single_step(s, q, k), up[0])
 
 
@@ -118,7 +119,7 @@ def test_two_steps_by_quadrature_at_coarse_grids(s, q, k, cells):
     from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
-    lo, up, _ = pld_bracket(Release(s, q, 2), np.array([k]), discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 2)), np.array([k]), discretization=h)
     _inside(lo[0], ref.exact_two_steps(s, q, s, q, k), up[0])
 
 
@@ -144,7 +145,7 @@ def test_optimistic_step_mean_loss_is_second_order():
 
 def test_long_run_lower_end_is_as_tight_as_the_upper_end():
     # the same run at h = 2.5e-4: relative width 64 % before the fix, 0.6 % after
-    lo, up, _ = pld_bracket(Release(0.6, 1e-3, 100_000), np.array([1e-4]), discretization=2.5e-4)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(0.6, 1e-3, 100_000)), np.array([1e-4]), discretization=2.5e-4)
     assert (up[0] - lo[0]) / up[0] < 0.01
 
 
@@ -193,14 +194,14 @@ def test_saturated_shortcut_is_a_lower_bound():
     for s, T, k in [(0.5, 10_000, 1e-6), (1.0, 4000, 1e-3)]:
         rel, kk = Release(s, 1.0, T), np.array([k])
         a_lo, a_up = analytic_bracket(rel, kk)
-        out = _saturated_shortcut(rel, kk, a_lo, a_up, 0.01, None, loss_cap(kk))
+        out = _saturated_shortcut(PrivacyAnalysis(rel), kk, a_lo, a_up, 0.01, None, loss_cap(kk))
         assert out is not None and "saturated" in out[2]["note"]
         _inside(out[0][0], ref.exact_full_batch(math.sqrt(T) / s, k), out[1][0])
     # q < 1: below the full-length PLD upper end on a fixed grid (no shortcut there)
     rel, kk = Release(0.5, 0.5, 2000), np.array([1e-6])
     b = rr.rero_bound(0.5, 0.5, 2000, kappa=1e-6)
     assert "saturated" in b.details.get("note", "") and b.converged
-    _, full_up, _ = pld_bracket(rel, kk, discretization=1e-3)
+    _, full_up, _ = pld_bracket(PrivacyAnalysis(rel), kk, discretization=1e-3)
     assert b.lower <= full_up[0] * (1 + REL)
 
 
@@ -213,14 +214,14 @@ kap = st.floats(1e-12, 0.5)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sig, rate, kap, st.sampled_from([None, 1e-3, 1e-4]))
 def test_harness_single_step(s, q, k, h):
-    lo, up, _ = pld_bracket(Release(s, q, 1), np.array([k]), discretization=h)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 1)), np.array([k]), discretization=h)
     _inside(lo[0], ref.exact_single_step(s, q, k), up[0])
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 200.0), st.floats(1e-5, 0.9), kap)
 def test_harness_two_steps_by_quadrature(s, q, k):
-    lo, up, _ = pld_bracket(Release(s, q, 2), np.array([k]))
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 2)), np.array([k]))
     _inside(lo[0], ref.exact_two_steps(s, q, s, q, k), up[0])
 
 
@@ -242,7 +243,7 @@ def test_harness_full_batch_engine_and_analytic(s, T, k):
 @given(st.floats(0.5, 50.0), st.floats(1e-4, 0.5), st.sampled_from([3, 10, 50]), st.floats(1e-6, 0.5))
 def test_harness_analytic_bracket_contains_pld_bracket_values(s, q, T, k):
     # the analytic ends are theorems too: they must bracket the PLD bracket's midpoint region
-    lo, up, _ = pld_bracket(Release(s, q, T), np.array([k]))
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, T)), np.array([k]))
     a_lo, a_up = analytic_bracket(Release(s, q, T), np.array([k]))
     assert a_lo[0] <= up[0] * (1 + REL) and lo[0] <= a_up[0] * (1 + REL)
 
@@ -265,7 +266,7 @@ def test_tiny_kappa_1e12_is_certified_and_flagged():
 
 
 def test_unconverged_bracket_says_so():
-    lo, up, det = pld_bracket(Release(0.3, 1e-4, 1000), np.array([1e-3]), rel_tol=1e-9, max_atoms=2e4)
+    lo, up, det = pld_bracket(PrivacyAnalysis(Release(0.3, 1e-4, 1000)), np.array([1e-3]), rel_tol=1e-9, max_atoms=2e4)
     assert det["converged"] is False and det["max_rel_width"] > 1e-9
     assert np.all(lo <= up)
 
@@ -479,6 +480,6 @@ def test_window_guard_coarsens_to_a_certified_bracket(monkeypatch):
     monkeypatch.setattr(pmf_mod, "MAX_WINDOW_ATOMS", 50)
     kk = np.array([1e-3])
     for kw in ({}, {"discretization": 1e-3}):
-        lo, up, det = pld_bracket(Release(2.0, 0.3, 2), kk, **kw)
+        lo, up, det = pld_bracket(PrivacyAnalysis(Release(2.0, 0.3, 2)), kk, **kw)
         assert "coarser grid" in det["note"]
         _inside(lo[0], ref.exact_two_steps(2.0, 0.3, 2.0, 0.3, 1e-3), up[0])

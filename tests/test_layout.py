@@ -21,7 +21,7 @@ MAX_LINES = 600
 LAYERS = {
     # core: the one description (Release), errors, validation, I/O, data, priors, metrics
     "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "release": 0, "priors": 0, "metrics": 0,
-    "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0,
+    "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0, "dp_events": 0,
     # theory
     "mechanisms": 1, "accounting": 1,
     "measures": 2, "theory": 2, "analysis": 2, "audit": 2, "individual": 2, "api": 2, "": 2,  # "" is the root package (its __init__ re-exports the api)

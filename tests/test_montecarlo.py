@@ -14,6 +14,7 @@ from scipy import stats
 
 from reconrisk import Release
 from reconrisk.measures import montecarlo as M
+from reconrisk.analysis.privacy import PrivacyAnalysis
 
 
 def _direct(rng, n, release, from_mu):
@@ -75,13 +76,13 @@ def test_a_started_sampler_is_used_only_for_its_own_draws():
     from reconrisk.measures.rero import start_monte_carlo
 
     rel = Release(1.0, 0.05, 200)
-    direct = start_monte_carlo(rel, 0.1, samples=3000, seed=5).bounds()[0]
+    direct = start_monte_carlo(PrivacyAnalysis(rel), 0.1, samples=3000, seed=5).bounds()[0]
     early = M.LogRatioSampler(5, 3000, rel.segments, threads=1)
-    assert start_monte_carlo(rel, 0.1, samples=3000, seed=5, sampler=early).bounds()[0] == direct
+    assert start_monte_carlo(PrivacyAnalysis(rel), 0.1, samples=3000, seed=5, sampler=early).bounds()[0] == direct
     for wrong in (M.LogRatioSampler(6, 3000, rel.segments, threads=1),
                   M.LogRatioSampler(5, 2000, rel.segments, threads=1),
                   M.LogRatioSampler(5, 3000, Release(1.0, 0.06, 200).segments, threads=1)):
-        assert start_monte_carlo(rel, 0.1, samples=3000, seed=5, sampler=wrong).bounds()[0] == direct
+        assert start_monte_carlo(PrivacyAnalysis(rel), 0.1, samples=3000, seed=5, sampler=wrong).bounds()[0] == direct
         assert all(not t.is_alive() for t in wrong._blocks._workers)
 
 
@@ -92,7 +93,7 @@ def test_a_started_sampler_is_cancelled_when_the_arguments_are_refused():
     rel = Release(1.0, 0.01, 1000)
     early = M.LogRatioSampler(0, 50_000, rel.segments, threads=2)
     with pytest.raises(ReconRiskError, match="confidence"):
-        start_monte_carlo(rel, 0.1, samples=50_000, seed=0, confidence=1.5, sampler=early)
+        start_monte_carlo(PrivacyAnalysis(rel), 0.1, samples=50_000, seed=0, confidence=1.5, sampler=early)
     assert all(not t.is_alive() for t in early._blocks._workers)
 
 
@@ -119,5 +120,5 @@ def test_report_cli_draws_the_same_numbers_as_bound_mc(tmp_path, monkeypatch):
     mc = json.loads((tmp_path / "report.json").read_text())["rero"]["mc"]
     from reconrisk.measures.rero import rero_bounds
 
-    ref = rero_bounds(Release(1.0, 0.05, 50), [0.1], method="mc", samples=2000, seed=0)[0]
+    ref = rero_bounds(PrivacyAnalysis(Release(1.0, 0.05, 50)), [0.1], method="mc", samples=2000, seed=0)[0]
     assert (mc["lower"], mc["upper"], mc["estimate"]) == (ref.lower, ref.upper, ref.estimate)

@@ -19,6 +19,8 @@ from reconrisk.accounting.pld import compose_segments, step_pmf, tilt_for_kappa
 from reconrisk.measures import reference as ref
 from reconrisk.measures import risk as R
 from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket
+from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk import analyse
 
 REL = 1e-9
 
@@ -47,14 +49,14 @@ def test_kappa_1e12_small_rate_is_converged_and_narrow():
 
 def test_kappa_1e12_long_run_upper_end_is_no_longer_256x_the_truth():
     # was [1.20e-12, 4.94e-10]; the truth lies in [1.863e-12, 1.925e-12] (issue 22)
-    lo, up, det = pld_bracket(Release(2.101, 5.13e-4, 69118), np.array([1.17e-12]))
+    lo, up, det = pld_bracket(PrivacyAnalysis(Release(2.101, 5.13e-4, 69118)), np.array([1.17e-12]))
     assert det["converged"] and det["tilts"]
     assert up[0] - lo[0] <= 0.01 * up[0]
     assert lo[0] <= 1.925e-12 and up[0] >= 1.863e-12
 
 
 def test_tradeoff_power_at_alpha_1e12_is_narrow():
-    from reconrisk.measures.tradeoff import tradeoff
+    from reconrisk import tradeoff
 
     t = tradeoff(Release(1.0, 0.02, 500), np.array([1e-12, 1e-10, 1e-6, 1e-2, 0.5]))
     rel = (t.power_upper - t.power_lower) / t.power_upper
@@ -87,7 +89,7 @@ def test_rarely_sampled_target_calibrates_its_sample_rate():
 def test_roundoff_dominated_bracket_stops_at_once_and_says_why():
     # σ 1, q 1e-4, T 1000, κ 1e-12: the width is the composition's absolute round-off allowance (~1e-11),
     # which finer grids only grow; it used to refine five times (35 s) to [1.19e-12, 1.33e-11]
-    lo, up, det = pld_bracket(Release(1.0, 1e-4, 1000), np.array([1e-12]))
+    lo, up, det = pld_bracket(PrivacyAnalysis(Release(1.0, 1e-4, 1000)), np.array([1e-12]))
     assert not det["converged"] and det["rounds"] == 1 and "round-off" in det["note"]
     assert lo[0] <= up[0] <= 1.3e-11
 
@@ -144,7 +146,7 @@ def test_tilted_upper_end_with_kappa_beyond_the_window(s, q, T, k):
     if T == 2:
         ex = ref.exact_two_steps(s, q, s, q, k)
     else:
-        ex = float(pld_bracket(Release(s, q, T), kk)[1][0])  # an untilted certified upper end
+        ex = float(pld_bracket(PrivacyAnalysis(Release(s, q, T)), kk)[1][0])  # an untilted certified upper end
         assert lo.blowup(kk)[0] <= ex * (1 + REL)
         return
     _inside(lo.blowup(kk)[0], ex, up.blowup(kk)[0])
@@ -206,7 +208,7 @@ def test_window_overflow_coarsens_and_stays_certified(monkeypatch):
     assert up.h > 1e-3
     with pytest.raises(pmf_mod.WindowTooLarge, match="coarser grid"):
         compose_segments(rel.segments, 1e-3, pessimistic=True, loss_cap=loss_cap(kk), coarsen=False)
-    lo, hi, det = pld_bracket(rel, kk, discretization=1e-3)
+    lo, hi, det = pld_bracket(PrivacyAnalysis(rel), kk, discretization=1e-3)
     _inside(lo[0], ref.exact_two_steps(2.0, 0.3, 2.0, 0.3, 1e-3), hi[0])
     assert det["discretization"] > 1e-3 and "coarser grid" in det["note"]
 
@@ -216,7 +218,7 @@ def test_window_overflow_coarsens_and_stays_certified(monkeypatch):
 def test_rad_lower_end_is_informative(s, q, T, n):
     rel = Release(s, q, T)
     b = rel and (ref.exact_full_batch(math.sqrt(T) / s, 1 / n) if q == 1 else ref.exact_single_step(s, q, 1 / n))
-    rad = R.reconstruction_advantage(rel, prior_size=n)
+    rad = R.reconstruction_advantage(analyse(rel), prior_size=n)
     exact = b - 1 / n
     assert rad.lower <= exact + 1e-9 <= rad.upper + 2e-9
     assert rad.lower >= exact - 1e-3, (rad.lower, exact)
@@ -227,6 +229,6 @@ def test_rad_lower_end_is_informative(s, q, T, n):
 def test_rad_full_batch_bracket_is_tight_and_contains_the_closed_form(s, T, n):
     mu = math.sqrt(T) / s
     exact = float(special.ndtr(special.ndtri(1 / n) + mu)) - 1 / n
-    rad = R.reconstruction_advantage(Release(s, 1.0, T), prior_size=n)
+    rad = R.reconstruction_advantage(analyse(Release(s, 1.0, T)), prior_size=n)
     assert rad.lower - 1e-9 <= exact <= rad.upper + 1e-9
     assert rad.upper - rad.lower <= 1e-6 + 1e-6 * exact, (rad.lower, exact, rad.upper)

@@ -76,8 +76,8 @@ def test_gaussian_only_computations_refuse_a_vmf_release():
 
     import reconrisk as rr
     from reconrisk.accounting.order2 import release_rdp_alpha2
-    from reconrisk.measures.risk import risk
-    from reconrisk.measures.tradeoff import tradeoff
+    from reconrisk import risk
+    from reconrisk import tradeoff
     from reconrisk.errors import ReconRiskError
 
     r = rr.Release.vmf(10.0, 0.01, 100)

@@ -11,6 +11,7 @@ from scipy import special
 import reconrisk as rr
 from reconrisk import ReconRiskError, Release
 from reconrisk.measures.rero import pld_bracket, rero_bounds
+from reconrisk.analysis.privacy import PrivacyAnalysis
 
 
 # -- reproduction -------------------------------------------------------------------
@@ -94,20 +95,20 @@ def test_monte_carlo_matches_closed_form_and_is_reproducible():
 def test_bracket_width_targets(sigma, q, T, tol):
     # issue 2: width <= 1e-3 for T <= 1000 and <= 5e-3 for T <= 1e5, for kappa >= 1e-6
     # an absolute target (the default is now 1 % relative width; see tests/test_cert.py)
-    lo, up, _ = pld_bracket(Release(sigma, q, T), np.array([1e-6, 1e-4, 1e-2, 0.1, 0.5]), rel_tol=1e-300, tol=tol)
+    lo, up, _ = pld_bracket(PrivacyAnalysis(Release(sigma, q, T)), np.array([1e-6, 1e-4, 1e-2, 0.1, 0.5]), rel_tol=1e-300, tol=tol)
     assert np.max(up - lo) <= tol
 
 
 def test_heterogeneous_schedule():
     rel = Release.schedule([(1.0, 0.02, 300), (1.5, 0.05, 200)])
-    pld = rero_bounds(rel, 0.05)[0]
-    mc = rero_bounds(rel, 0.05, method="mc", samples=20_000, seed=2, confidence=0.99)[0]
+    pld = rero_bounds(PrivacyAnalysis(rel), 0.05)[0]
+    mc = rero_bounds(PrivacyAnalysis(rel), 0.05, method="mc", samples=20_000, seed=2, confidence=0.99)[0]
     assert mc.lower <= pld.upper and pld.lower <= mc.upper
     # composing more steps can only increase the risk
-    longer = rero_bounds(Release.schedule([(1.0, 0.02, 300), (1.5, 0.05, 400)]), 0.05)[0]
+    longer = rero_bounds(PrivacyAnalysis(Release.schedule([(1.0, 0.02, 300), (1.5, 0.05, 400)])), 0.05)[0]
     assert longer.upper >= pld.lower
     # full-batch schedules use mu^2 = sum T_i / sigma_i^2
-    fb = rero_bounds(Release.schedule([(2.0, 1.0, 10), (4.0, 1.0, 40)]), 0.1, method="closed_form")[0]
+    fb = rero_bounds(PrivacyAnalysis(Release.schedule([(2.0, 1.0, 10), (4.0, 1.0, 40)])), 0.1, method="closed_form")[0]
     assert fb.upper == pytest.approx(special.ndtr(special.ndtri(0.1) + math.sqrt(10 / 4 + 40 / 16)))
 
 

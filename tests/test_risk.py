@@ -10,8 +10,10 @@ from scipy import optimize, special
 
 from reconrisk import Release
 from reconrisk.measures import risk as R
-from reconrisk.measures.tradeoff import exact_power, tradeoff
+from reconrisk.measures.tradeoff import exact_power
+from reconrisk import tradeoff
 from reconrisk.errors import ReconRiskError
+from reconrisk import analyse
 
 REL = 1e-9
 
@@ -41,14 +43,14 @@ def test_every_measure_contains_its_closed_form(release, n, fpr):
     b = 1.0 / n
     exact_b = float(exact_power(release, np.array([b]))[0])
     for m in ("reconstruction", "reidentification", "attribute"):
-        _in(R.risk(release, m, prior_size=n), exact_b)
-    _in(R.risk(release, "attribute", baseline=b), exact_b)
-    _in(R.risk(release, "membership_tpr", fpr=fpr), float(exact_power(release, np.array([fpr]))[0]))
+        _in(R.risk(analyse(release), m, prior_size=n), exact_b)
+    _in(R.risk(analyse(release), "attribute", baseline=b), exact_b)
+    _in(R.risk(analyse(release), "membership_tpr", fpr=fpr), float(exact_power(release, np.array([fpr]))[0]))
     tv = _exact_tv(release)
-    _in(R.membership_advantage(release), tv)
-    bs = R.bayes_security(release)
+    _in(R.membership_advantage(analyse(release)), tv)
+    bs = R.bayes_security(analyse(release))
     assert bs.lower <= 1 - tv + 1e-12 and bs.upper >= 1 - tv - 1e-12
-    rad = R.reconstruction_advantage(release, prior_size=n)
+    rad = R.reconstruction_advantage(analyse(release), prior_size=n)
     assert rad.baseline == b
     assert rad.lower <= exact_b - b + 1e-9 and rad.upper >= exact_b - b - 1e-9
 
@@ -56,13 +58,13 @@ def test_every_measure_contains_its_closed_form(release, n, fpr):
 @pytest.mark.parametrize("release", [Release(1.0, 0.05, 200), Release(0.8, 0.2, 3), Release.schedule([(1.0, 0.05, 50), (2.0, 0.1, 20)])])
 def test_pld_measures_agree_with_the_curve(release):
     """Advantage = max_α (1 − α − f(α)): the curve's certified values on a grid can never beat the TV bracket."""
-    adv = R.membership_advantage(release)
+    adv = R.membership_advantage(analyse(release))
     assert adv.method == "pld" and 0 < adv.lower <= adv.upper < 1
     a = np.linspace(1e-4, 0.999, 400)
     t = tradeoff(release, a)
     assert float(np.max(t.power_lower - a)) <= adv.upper + 1e-12
     assert float(np.max(t.power_upper - a)) >= adv.lower - 2e-3  # grid spacing 2.5e-3 of a 1-Lipschitz gap
-    bs = R.bayes_security(release)
+    bs = R.bayes_security(analyse(release))
     assert bs.lower == pytest.approx(1 - adv.upper) and bs.upper == pytest.approx(1 - adv.lower)
 
 
@@ -83,33 +85,33 @@ def _rad_by_slsqp(mu, prior):
 @pytest.mark.parametrize("mu, prior", [(1.0, [0.5, 0.3, 0.2]), (0.3, [0.7, 0.1, 0.1, 0.05, 0.05]), (2.5, [0.4, 0.4, 0.2])])
 def test_rad_nonuniform_prior_matches_an_independent_optimiser(mu, prior):
     r = Release(1.0 / mu, 1.0, 1)
-    rad = R.reconstruction_advantage(r, prior=prior)
+    rad = R.reconstruction_advantage(analyse(r), prior=prior)
     s = _rad_by_slsqp(mu, prior)
     assert rad.details["success_lower"] - 1e-9 <= s + 1e-6  # a feasible point can't beat the optimum
     assert s <= rad.details["success_upper"] + 1e-9  # nor the dual upper end
     assert rad.upper - rad.lower < 1e-6
     # Jensen: never above ReRo at κ = max prior, and strictly below it for a non-uniform prior
-    rero = R.reconstruction_risk(r, kappa=max(prior))
+    rero = R.reconstruction_risk(analyse(r), kappa=max(prior))
     assert rad.upper + max(prior) < rero.lower
 
 
 def test_rad_pld_path_is_two_sided_and_refines_rero():
     r = Release(1.0, 0.02, 300)
     prior = [0.4, 0.3, 0.2, 0.1]
-    rad = R.reconstruction_advantage(r, prior=prior)
+    rad = R.reconstruction_advantage(analyse(r), prior=prior)
     assert rad.method == "pld"
     assert 0 <= rad.lower <= rad.upper
     assert rad.upper - rad.lower < 1e-3
-    rero = R.reconstruction_risk(r, kappa=0.4)
+    rero = R.reconstruction_risk(analyse(r), kappa=0.4)
     assert rad.upper + 0.4 <= rero.upper + 1e-12
-    uni = R.reconstruction_advantage(r, prior_size=10)
-    rr = R.reconstruction_risk(r, prior_size=10)
+    uni = R.reconstruction_advantage(analyse(r), prior_size=10)
+    rr = R.reconstruction_risk(analyse(r), prior_size=10)
     assert uni.lower <= rr.upper - 0.1 + 1e-9 and uni.upper >= rr.lower - 0.1 - 1e-9
 
 
 def test_cherubin_baseline_is_exact_at_q1():
     r = Release(2.0, 1.0, 9)
-    bs = R.bayes_security(r)
+    bs = R.bayes_security(analyse(r))
     assert bs.details["baselines"]["cherubin_closed_form"] == pytest.approx(bs.lower, rel=1e-12)
     r2 = Release(1.0, 0.01, 1000)
     c = R.cherubin_bayes_security(r2)
@@ -118,7 +120,7 @@ def test_cherubin_baseline_is_exact_at_q1():
 
 def test_json_shape():
     """Every risk is the one result shape (reconrisk.results.Bound): fixed fields, measure-specific details."""
-    b = R.risk(Release(1.0, 0.01, 100), "reconstruction", prior_size=100)
+    b = R.risk(analyse(Release(1.0, 0.01, 100)), "reconstruction", prior_size=100)
     d = b.to_dict()
     for k in ("quantity", "method", "lower", "upper", "width", "estimate", "confidence", "converged", "formula",
               "baseline", "prior_size"):
@@ -129,10 +131,10 @@ def test_json_shape():
 
 def test_python_names_and_the_cli_spelling_map_in_one_place():
     r = Release(1.0, 0.01, 100)
-    assert R.risk(r, "membership_advantage").quantity == "membership_advantage"
+    assert R.risk(analyse(r), "membership_advantage").quantity == "membership_advantage"
     with pytest.warns(DeprecationWarning, match="membership_advantage"):
-        old = R.risk(r, "membership-advantage")
-    assert old == R.risk(r, "membership_advantage")
+        old = R.risk(analyse(r), "membership-advantage")
+    assert old == R.risk(analyse(r), "membership_advantage")
     assert R.canonical_measure("bayes-security", cli=True) == "bayes_security"
     with pytest.raises(ReconRiskError, match="measure must be one of"):
         R.canonical_measure("membership advantage")
@@ -156,7 +158,7 @@ def test_python_names_and_the_cli_spelling_map_in_one_place():
 )
 def test_bad_input(measure, kw, word):
     with pytest.raises(ReconRiskError, match=word):
-        R.risk(Release(1.0, 0.1, 10), measure, **kw)
+        R.risk(analyse(Release(1.0, 0.1, 10)), measure, **kw)
 
 
 @pytest.mark.parametrize("sigma, q, t", [(1.0, 0.05, 100), (0.7, 0.01, 300)])
@@ -164,7 +166,7 @@ def test_advantage_bracket_overlaps_dp_accounting_two_sided(sigma, q, t):
     """Independent engine: dp_accounting's pessimistic and optimistic PLDs bracket δ_remove(0) = TV too."""
     from dp_accounting.pld import privacy_loss_distribution as pld_module
 
-    adv = R.membership_advantage(Release(sigma, q, t))
+    adv = R.membership_advantage(analyse(Release(sigma, q, t)))
     tv = []
     for pess in (True, False):
         pld = pld_module.from_gaussian_mechanism(
@@ -183,9 +185,9 @@ def test_extreme_noise_gives_a_clean_answer(sigma):
     """No traceback at any σ; the limits are exact: σ → 0 reveals whether the target was sampled, σ → ∞ nothing."""
     r = Release(sigma, 0.5, 10)
     never = 0.5**10
-    adv = R.membership_advantage(r)
-    rad = R.reconstruction_advantage(r, prior=[0.5, 0.3, 0.2])
-    bs = R.bayes_security(r)
+    adv = R.membership_advantage(analyse(r))
+    rad = R.reconstruction_advantage(analyse(r), prior=[0.5, 0.3, 0.2])
+    bs = R.bayes_security(analyse(r))
     if sigma < 1:
         assert adv.lower <= 1 - never <= adv.upper + 1e-15
         exact_rad = (1 - never) + never * 0.5 - 0.5

@@ -176,7 +176,7 @@ def test_laplace_event_contains_the_exact_tradeoff_curve_and_delta(b):
     ex = laplace_tradeoff(alphas, 1 / b)
     assert np.all(lo <= ex + 1e-12) and np.all(ex <= up + 1e-12) and np.all(up - lo < 1e-4)
     for eps in (0.0, 0.3 / b, 0.9 / b):
-        d = a.delta(eps)
+        d = a.delta(eps, two_sided=True)
         exact = -math.expm1((eps - 1 / b) / 2)  # 1 − e^{(ε − ε₀)/2} on [0, ε₀]
         assert d.lower - 1e-12 <= exact <= d.upper + 1e-12
     r = a.rero(1e-3)
@@ -190,7 +190,7 @@ def test_event_compositions_against_dp_accounting_at_a_fine_grid():
     a = PrivacyAnalysis.from_dp_event(ev)
     acc = dpa.pld.PLDAccountant(value_discretization_interval=2e-5)  # pessimistic; the optimistic side below
     acc.compose(ev)
-    eps = a.epsilon(1e-5)
+    eps = a.epsilon(1e-5, two_sided=True)
     assert eps.lower <= acc.get_epsilon(1e-5) + 1e-9  # lower <= truth <= dp_accounting's pessimistic value
     assert abs(eps.upper - acc.get_epsilon(1e-5)) < 5e-3
     # dp_accounting's optimistic distribution of the Laplace part, composed finely, stays below our upper end
@@ -200,7 +200,7 @@ def test_event_compositions_against_dp_accounting_at_a_fine_grid():
                                    value_discretization_interval=2e-5).self_compose(20)
     lap = PrivacyAnalysis.from_dp_event(dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0)), 20))
     for e in (0.5, 1.5):
-        d = lap.delta(e)
+        d = lap.delta(e, two_sided=True)
         assert opt.get_delta_for_epsilon(e) <= d.upper + 1e-12 and d.lower <= fine_pess_delta(e) + 1e-12
 
 
@@ -220,7 +220,7 @@ def test_unsupported_and_mixed_events_are_refused_in_one_line():
             PrivacyAnalysis.from_dp_event(ev)
         assert "\n" not in str(e.value)
     rr = PrivacyAnalysis.from_dp_event(dpa.SelfComposedDpEvent(dpa.RandomizedResponseDpEvent(0.5, 4), 3))
-    b = rr.epsilon(1e-6)
+    b = rr.epsilon(1e-6, two_sided=True)
     assert 0 < b.lower <= b.upper
 
 
@@ -242,7 +242,7 @@ def test_laplace_event_bracket_property(b, la, frac):
     ex = laplace_tradeoff(alpha, 1 / b)
     assert lo[0] <= ex[0] + 1e-12 and ex[0] <= up[0] + 1e-12
     eps = frac / b
-    d = a.delta(eps)
+    d = a.delta(eps, two_sided=True)
     assert d.lower - 1e-12 <= -math.expm1((eps - 1 / b) / 2) <= d.upper + 1e-12
 
 

@@ -77,9 +77,9 @@ _LAZY = {
     "closed_form_experiment": "attacks.closed_form",
     "run_reconn": "attacks.reconstructor",
     # the certified trade-off curve, the risk measures read off it, and calibration to them
-    "tradeoff": "measures.tradeoff",
+    "tradeoff": "api",
     "TradeOff": "measures.tradeoff",
-    "risk": "measures.risk",
+    "risk": "api",
     "RiskBound": "measures.risk",
     "calibrate_risk": "analysis.calibrate_risk",
     "ReconRiskAccountant": "integrations.opacus",

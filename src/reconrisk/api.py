@@ -8,9 +8,12 @@ from typing import Callable
 from . import _validate as v
 from ._deprecated import warn_renamed
 from .accounting import epsilon
-from .analysis.privacy import PrivacyAnalysis, analyse
+from .analysis.dispatch import analyse
+from .analysis.privacy import PrivacyAnalysis
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
 from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
+from .measures.risk import DEFAULT_TOL as RISK_TOL
+from .measures.tradeoff import TradeOff
 from .errors import ReconRiskError
 from .priors import resolve_kappa
 from .release import Release
@@ -101,5 +104,31 @@ def calibrate_noise(
     }
 
 
+def tradeoff(source, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
+    """Certified bracket on the trade-off curve f(α) of ``source`` at every α (Dong, Roth & Su 2022).
+
+    ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
+    (:func:`analyse`); the curve is its analysis's :meth:`~reconrisk.analysis.base.Analysis.tradeoff`
+    (:func:`reconrisk.measures.tradeoff.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
+    ``"closed_form"``; ``tol`` the PLD bracket's absolute width, default 1e-3).
+    """
+    an = analyse(source)
+    return an.tradeoff(alphas, tol=tol) if method == "auto" else an.tradeoff(alphas, tol=tol, method=method)
+
+
+def risk(source, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
+         baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = RISK_TOL):
+    """Certified bracket on one risk measure of ``source`` (the ``reconrisk risk`` command).
+
+    ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
+    (:func:`analyse`); the arguments are :func:`reconrisk.measures.risk.risk`'s.
+    """
+    kw = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior, fpr=fpr).items()
+          if x is not None}
+    if tol != RISK_TOL:
+        kw["tol"] = tol
+    return analyse(source).risk(measure, **kw)
+
+
 __all__ = ["rero_bound", "calibrate_noise", "calibrate", "epsilon", "noise_multiplier_for_epsilon", "PrivacyAnalysis",
-           "analyse"]
+           "analyse", "tradeoff", "risk"]

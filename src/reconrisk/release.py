@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from . import _validate as v
+from .dp_events import dp_event_leaves, dp_event_release_refusal  # noqa: F401  (re-exported)
 from .errors import ReconRiskError
 
 #: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
@@ -284,19 +285,16 @@ class Release:
         refused in one line naming the event: analyse them with
         :meth:`reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event`.
         """
-        leaves = dp_event_leaves(event)
+        return cls.from_leaves(dp_event_leaves(event), clip_norm=clip_norm)
+
+    @classmethod
+    def from_leaves(cls, leaves: list, *, clip_norm: float = 1.0) -> "Release":
+        """The release of an event already flattened by :func:`dp_event_leaves` (see :meth:`from_dp_event`);
+        refused in one line where :func:`dp_event_release_refusal` names a reason."""
+        why = dp_event_release_refusal(leaves)
+        if why is not None:
+            raise ReconRiskError(why)
         samplers = {k for k, *_ in leaves if k != "gaussian"}
-        other = [k for k in samplers if k not in ("poisson", "fixed")]
-        if other:
-            raise ReconRiskError(
-                f"a Release describes DP-SGD with Gaussian noise; this event holds {other[0]} (analyse it with "
-                "PrivacyAnalysis.from_dp_event)")
-        if len(samplers) > 1:
-            raise ReconRiskError(
-                "a Release has one sampler; this event mixes PoissonSampledDpEvent (add/remove neighbours) and "
-                "SampledWithoutReplacementDpEvent (replace-one neighbours)")
-        if not leaves:
-            raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
         sampler = samplers.pop() if samplers else "poisson"  # every step q = 1: the same analysis as "full"
         # dp_accounting's noise multiplier is relative to the relation's sensitivity; DP-SGD's clipped sum has
         # replace-one sensitivity 2C, so its noise multiplier (std / C) is twice the event's
@@ -503,41 +501,6 @@ def extend_history(history: list, noise_multiplier: float, sample_rate: float) -
         history[-1] = (noise_multiplier, sample_rate, history[-1][2] + 1)
     else:
         history.append((noise_multiplier, sample_rate, 1))
-
-
-def dp_event_leaves(event, count: int = 1) -> list:
-    """A ``DpEvent`` flattened to ``[(kind, noise_multiplier, sample_rate, count), …]`` for its Gaussian steps.
-
-    ``kind`` is ``"gaussian"`` (q = 1), ``"poisson"`` or ``"fixed"``; any other event gives
-    ``(EventName, event, None, count)`` so the caller can refuse or analyse it. NoOp events are dropped.
-    """
-    try:
-        import dp_accounting as dpa
-    except ImportError:  # pragma: no cover - dp_accounting is a dependency
-        raise ReconRiskError("reading a DpEvent needs the dp_accounting package") from None
-    name = type(event).__name__
-    if not isinstance(event, dpa.DpEvent):
-        raise ReconRiskError(f"event must be a dp_accounting DpEvent; found {name}")
-    if isinstance(event, dpa.NoOpDpEvent):
-        return []
-    if isinstance(event, dpa.SelfComposedDpEvent):
-        n = v.integer("SelfComposedDpEvent.count", event.count, minimum=0)
-        return dp_event_leaves(event.event, count * n) if n else []
-    if isinstance(event, dpa.ComposedDpEvent):
-        return [leaf for e in event.events for leaf in dp_event_leaves(e, count)]
-    if isinstance(event, dpa.GaussianDpEvent):
-        return [("gaussian", event.noise_multiplier, 1.0, count)] if count else []
-    inner = getattr(event, "event", None)
-    if isinstance(inner, dpa.GaussianDpEvent):
-        if isinstance(event, dpa.PoissonSampledDpEvent):
-            return [("poisson", inner.noise_multiplier, event.sampling_probability, count)]
-        if isinstance(event, dpa.SampledWithoutReplacementDpEvent):
-            n = v.integer("source_dataset_size", event.source_dataset_size, minimum=1)
-            b = v.integer("sample_size", event.sample_size, minimum=1, maximum=n)
-            return [("fixed", inner.noise_multiplier, b / n, count)]
-    if inner is not None:
-        name = f"{name}({type(inner).__name__})"
-    return [(name, event, None, count)]
 
 
 def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0

@@ -45,7 +45,9 @@ from typing import Any, Callable
 from scipy import special
 
 from .. import _validate as v
-from .._roots import bisect_between
+from .._roots import bisect_between, bisect_log
+from ..accounting.epsilon import ACCOUNTANTS, _pld_epsilon, epsilon as eps_of
+from ..accounting.gaussian import gaussian_sigma
 from ..errors import ReconRiskError
 from ..release import Release
 from ..results import Bound
@@ -329,8 +331,6 @@ def _closed_form_sigma(quantity, target, q, t, args, base) -> float | None:
     if q != 1.0:
         return None
     if quantity == "epsilon":
-        from ..accounting.gaussian import gaussian_sigma
-
         return gaussian_sigma(target, args["delta"], steps=t)
     if quantity in _CURVE:
         # Φ(Φ⁻¹(b) + √T/σ) = target  ⇔  σ = √T / (Φ⁻¹(target) − Φ⁻¹(b))
@@ -347,9 +347,6 @@ def _sigma_guess(quantity, target, q, t, args, base) -> float:
     upper bound, so that σ already meets the target and the search only walks down); for the curve measures the
     central-limit GDP approximation (Bu et al. 2020); σ = 1 otherwise. Only the number of evaluations depends on it."""
     if quantity == "epsilon":
-        from .._roots import bisect_log
-        from ..accounting.epsilon import _pld_epsilon
-
         def coarse_ok(s: float) -> bool:
             an = PrivacyAnalysis(Release(s, q, t))
             return _pld_epsilon(an.release, args["delta"], 1e-3, an.pmf) <= target
@@ -524,8 +521,6 @@ def noise_multiplier_for_epsilon(epsilon: float, sample_rate: float = 1.0, steps
     of :meth:`PrivacyAnalysis.epsilon` (exact Gaussian DP at q = 1). ``"rdp"`` / ``"dp_accounting"``: the same
     search on that accountant's ε.
     """
-    from ..accounting.epsilon import ACCOUNTANTS, epsilon as eps_of
-
     accountant = v.choice("accountant", accountant, ACCOUNTANTS)
     epsilon = v.epsilon("epsilon", epsilon)
     if accountant == "pld":

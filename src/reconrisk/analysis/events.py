@@ -56,7 +56,16 @@ from ..accounting.epsilon import RDP_NEAR_FLOOR, pld_floor
 from ..accounting.pmf import PMF
 from ..accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
 from ..errors import ReconRiskError
+from ..measures.rero import DEFAULT_REL_TOL
+from ..measures.risk import event_prior_success, event_total_variation
+from ..measures.tradeoff import CURVE_TOL, TradeOff
+from ..priors import resolve_kappa
+from ..dp_events import dp_event_leaves
 from ..results import Bound
+from .base import RELEASE_ONLY, Analysis
+from .event_leaves import (  # noqa: F401  (re-exported: the per-step pieces)
+    _ADD_REMOVE, _REPLACE_ONE, _check_degenerate, _dpa_pld, _from_dp_accounting, _leaf_mu, _leaf_pure_eps, _leaf_rdp,
+    _never_sampled, _noiseless_pmf, _pure_dp_mu, _relation)
 
 #: First loss grid of an event analysis.
 EVENT_DISCRETIZATION = 1e-4
@@ -68,106 +77,11 @@ EPSILON_REL_TOL = 1e-2
 #: Losses kept in compositions (beyond: +∞ when pessimistic, the cap when optimistic).
 EVENT_LOSS_CAP = 250.0
 
-_ADD_REMOVE = ("gaussian", "poisson", "LaplaceDpEvent", "PoissonSampledDpEvent(LaplaceDpEvent)",
-               "DiscreteLaplaceDpEvent", "MixtureOfGaussiansDpEvent")
-_REPLACE_ONE = ("fixed", "RandomizedResponseDpEvent")
-
-
-def _relation(kinds: set[str]) -> str:
-    unknown = sorted(k for k in kinds if k not in _ADD_REMOVE + _REPLACE_ONE)
-    if unknown:
-        raise ReconRiskError(
-            f"{unknown[0]} has no privacy-loss distribution reconrisk can build (supported: Gaussian, "
-            "PoissonSampled and SampledWithoutReplacement Gaussian, Laplace, PoissonSampled Laplace, discrete Laplace, "
-            "randomized response, mixture of Gaussians, SelfComposed, Composed)")
-    add = any(k in _ADD_REMOVE and k != "gaussian" for k in kinds)
-    rep = any(k in _REPLACE_ONE for k in kinds)
-    if add and rep:
-        raise ReconRiskError("the event mixes add/remove events (Poisson sampling, Laplace) with replace-one events "
-                             "(sampling without replacement, randomized response); one guarantee needs one relation")
-    return "replace_one" if rep else "add_remove"
-
-
-def _from_dp_accounting(pmf, pessimistic: bool) -> PMF:
-    """A ``dp_accounting`` PLD pmf (dense or sparse) as a reconrisk :class:`PMF` on the same grid."""
-    h = float(pmf._discretization)
-    if hasattr(pmf, "_probs"):
-        offset, probs = int(pmf._lower_loss), np.asarray(pmf._probs, dtype=float)
-    else:
-        items = sorted(pmf._loss_probs.items())
-        if not items:
-            return PMF(h, 0, np.zeros(1), float(pmf._infinity_mass), pessimistic, 0.0)
-        offset = int(items[0][0])
-        probs = np.zeros(int(items[-1][0]) - offset + 1)
-        for k, p in items:
-            probs[int(k) - offset] += p
-    return PMF(h, offset, probs.copy(), float(pmf._infinity_mass), pessimistic, 0.0)
-
-
-def _never_sampled(kind: str, a, q) -> bool:
-    """A Poisson-sampled step with probability 0: both worlds see the same output (dp_accounting: ε = 0)."""
-    if kind in ("gaussian", "poisson", "fixed"):
-        return q == 0.0
-    return kind == "PoissonSampledDpEvent(LaplaceDpEvent)" and a.sampling_probability == 0.0
-
-
-def _check_degenerate(kind: str, a, q) -> None:
-    """Noise multipliers ≥ 0 and sampling probabilities in [0, 1], named in one line; zero noise without replacement
-    is refused (its replace-one pair is not analysed here)."""
-    if kind in ("gaussian", "poisson", "fixed"):
-        v.in_range("GaussianDpEvent.noise_multiplier", a, 0.0, math.inf, low_open=False)
-        v.in_range("sampling_probability", q, 0.0, 1.0, low_open=False, high_open=False)
-        if kind == "fixed" and a == 0.0:
-            raise ReconRiskError("a SampledWithoutReplacementDpEvent of GaussianDpEvent(0) (no noise) is not analysed; "
-                                 "give a noise multiplier > 0")
-    elif kind == "PoissonSampledDpEvent(LaplaceDpEvent)":
-        v.in_range("PoissonSampledDpEvent.sampling_probability", a.sampling_probability, 0.0, 1.0, low_open=False,
-                   high_open=False)
-
-
-def _noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str) -> PMF:
-    """The exact PLD of one Gaussian step with noise multiplier 0, sampled with probability q ∈ (0, 1].
-
-    Outputs are points: ν = δ₀, μ = (1 − q)δ₀ + qδ₁. Remove: loss +∞ with probability q, log(1 − q) otherwise;
-    add: loss −log(1 − q) with probability 1 (+∞ at q = 1). The finite loss is rounded up to the grid when
-    pessimistic and down when optimistic (δ(ε) = E_P[(1 − e^{ε−L})₊] is non-decreasing in each loss). So
-    δ(ε) = 1 − (1 − q)^T for every ε ≥ 0 over T such steps: ε = ∞ below that, ReRo = q + (1 − q)κ per step.
-    """
-    rnd = math.ceil if pessimistic else math.floor
-    if q == 1.0:
-        return PMF(h, 0, np.zeros(1), 1.0, bool(pessimistic), 0.0)
-    if direction == "remove":
-        return PMF(h, int(rnd(math.log1p(-q) / h)), np.array([1.0 - q]), q, bool(pessimistic), 0.0)
-    return PMF(h, int(rnd(-math.log1p(-q) / h)), np.ones(1), 0.0, bool(pessimistic), 0.0)
-
-
-def _dpa_pld(event, h: float, pessimistic: bool, relation: str):
-    from dp_accounting import dp_event as de
-    from dp_accounting.pld import privacy_loss_distribution as P
-    from dp_accounting.privacy_accountant import NeighboringRelation as NR
-
-    kw = {"value_discretization_interval": h, "pessimistic_estimate": pessimistic}
-    dots = {"use_connect_dots": pessimistic}
-    if isinstance(event, de.LaplaceDpEvent):
-        return P.from_laplace_mechanism(v.positive("LaplaceDpEvent.noise_multiplier", event.noise_multiplier), **kw, **dots)
-    if isinstance(event, de.PoissonSampledDpEvent):
-        q = v.sample_rate("PoissonSampledDpEvent.sampling_probability", event.sampling_probability)
-        b = v.positive("LaplaceDpEvent.noise_multiplier", event.event.noise_multiplier)
-        return P.from_laplace_mechanism(b, sampling_prob=q, **kw, **dots)
-    if isinstance(event, de.DiscreteLaplaceDpEvent):
-        return P.from_discrete_laplace_mechanism(v.positive("DiscreteLaplaceDpEvent.noise_parameter", event.noise_parameter),
-                                                 sensitivity=event.sensitivity, **kw)
-    if isinstance(event, de.RandomizedResponseDpEvent):
-        return P.from_randomized_response(v.positive("RandomizedResponseDpEvent.noise_parameter", event.noise_parameter),
-                                          event.num_buckets, **kw, neighboring_relation=NR.REPLACE_ONE)
-    if isinstance(event, de.MixtureOfGaussiansDpEvent):
-        return P.from_mixture_gaussian_mechanism(event.standard_deviation, event.sensitivities, event.sampling_probs,
-                                                 **kw, **dots)
-    raise ReconRiskError(f"{type(event).__name__} has no privacy-loss distribution reconrisk can build")  # pragma: no cover
-
-
-class EventAnalysis:
+class EventAnalysis(Analysis):
     """Two-sided certified (ε, δ), ReRo, trade-off and risk values of a ``DpEvent`` (see the module docstring).
+
+    ``leaves``: the event already flattened by :func:`~reconrisk.release.dp_event_leaves` (what
+    :func:`reconrisk.analysis.dispatch.analyse` passes, so the event is walked once); read here otherwise.
 
     >>> import dp_accounting as dpa
     >>> a = EventAnalysis(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(2.0), 3))
@@ -177,13 +91,12 @@ class EventAnalysis:
     True
     """
 
-    release = None  # not a DP-SGD release: quantities that need σ, q, T are refused by name
+    release = None  # not a DP-SGD release: quantities that need σ, q, T are refused by name (:meth:`supports`)
 
-    def __init__(self, event, *, value_discretization: float | None = None, _symmetric: bool = False) -> None:
-        from ..release import dp_event_leaves
-
+    def __init__(self, event, *, value_discretization: float | None = None, leaves: list | None = None,
+                 _symmetric: bool = False) -> None:
         self.source = event
-        self.leaves = dp_event_leaves(event)
+        self.leaves = dp_event_leaves(event) if leaves is None else list(leaves)
         if not self.leaves:
             raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
         for kind, a, q, _ in self.leaves:
@@ -214,7 +127,7 @@ class EventAnalysis:
         if self.symmetric or not any(k == "fixed" for k, *_ in self.leaves):
             return self
         if self._pair is None:
-            self._pair = EventAnalysis(self.source, value_discretization=self.h, _symmetric=True)
+            self._pair = EventAnalysis(self.source, value_discretization=self.h, leaves=self.leaves, _symmetric=True)
         return self._pair
 
     def __repr__(self) -> str:
@@ -223,6 +136,15 @@ class EventAnalysis:
     def describe(self) -> dict:
         """The event as JSON-ready keys (its ``dp_accounting`` repr and the neighbouring relation)."""
         return {"dp_event": repr(self.source), "relation": self.relation}
+
+    def _refusal(self, question: str) -> str | None:
+        if question in RELEASE_ONLY:
+            return f"{RELEASE_ONLY[question]} reads a DP-SGD release (sigma, q, T); not defined for the event {self.name}"
+        if question == "gdp_mu_upper":
+            for kind, a, q, count in self.leaves:
+                if _leaf_mu(kind, a, count, q) is None:
+                    return f"no Gaussian-DP upper bound is known for {kind} (the lower end of gdp_mu stands)"
+        return None
 
     @property
     def name(self) -> str:
@@ -304,11 +226,13 @@ class EventAnalysis:
         return max(fn(self.pmf(h, pessimistic=pessimistic, direction=d)) for d in self.directions(pessimistic))
 
     # -- (ε, δ) ------------------------------------------------------------------------------------
-    def delta(self, epsilon: float, *, two_sided: bool = True, rel_tol: float = EPSILON_REL_TOL) -> Bound:
+    def delta(self, epsilon: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
         """δ(ε), the max over both directions: ``upper`` from the pessimistic PLDs, ``lower`` from the optimistic ones
-        (refined until (upper − lower) ≤ rel_tol·upper when ``two_sided``)."""
+        (with ``two_sided``). The grid is refined until (upper − lower) ≤ rel_tol·upper (default
+        ``EPSILON_REL_TOL``) either way, so both readings give the same ``upper``."""
         eps = v.real("epsilon", epsilon)
-        rel_tol = v.positive("rel_tol", rel_tol)
+        rel_tol = v.positive("rel_tol", EPSILON_REL_TOL if rel_tol is None else rel_tol)
+        two_sided = bool(two_sided)
         if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
             return self.pair.delta(eps, two_sided=two_sided, rel_tol=rel_tol)
 
@@ -316,20 +240,23 @@ class EventAnalysis:
             up = self._both(lambda p: float(p.delta([eps])[0]), True, h)
             if up < RDP_NEAR_FLOOR * self._floor(h):
                 up = min(up, self._alt_delta(eps))
-            lo = min(self._both(lambda p: float(p.delta([eps])[0]), False, h), up) if two_sided else None
-            return lo, up, 0.0 if lo is None else up - lo
+            lo = min(self._both(lambda p: float(p.delta([eps])[0]), False, h), up)
+            return lo, up, up - lo
 
-        h, (lo, up, w), ok = self._memoised(("delta", eps, bool(two_sided), rel_tol),
+        h, (lo, up, w), ok = self._memoised(("delta", eps, rel_tol),
                                             lambda: self._refined(at, rel_tol * at(self.h)[1]))
+        lo = lo if two_sided else None
         return Bound("delta", lo, up, method="pld", converged=ok if two_sided else None,
                      formula="hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs of the event"
                              + _ALT_NOTE,
                      details={"epsilon": eps, "discretization": h, "relation": self.relation})
 
-    def epsilon(self, delta: float, *, two_sided: bool = True, rel_tol: float = EPSILON_REL_TOL) -> Bound:
-        """The smallest ε with the event (ε, δ)-DP, both directions, bracketed by the two PLDs (refined as :meth:`delta`)."""
+    def epsilon(self, delta: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
+        """The smallest ε with the event (ε, δ)-DP, both directions, bracketed by the two PLDs (refined as :meth:`delta`;
+        ``lower`` with ``two_sided``)."""
         d = v.probability_open("delta", delta)
-        rel_tol = v.positive("rel_tol", rel_tol)
+        rel_tol = v.positive("rel_tol", EPSILON_REL_TOL if rel_tol is None else rel_tol)
+        two_sided = bool(two_sided)
         if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
             return self.pair.epsilon(d, two_sided=two_sided, rel_tol=rel_tol)
 
@@ -337,11 +264,12 @@ class EventAnalysis:
             up = self._both(lambda p: p.epsilon(d), True, h)
             if d < RDP_NEAR_FLOOR * self._floor(h):
                 up = min(up, self._alt_epsilon(d))
-            lo = min(self._both(lambda p: p.epsilon(d), False, h), up) if two_sided else None
-            return lo, up, 0.0 if lo is None else up - lo
+            lo = min(self._both(lambda p: p.epsilon(d), False, h), up)
+            return lo, up, up - lo
 
-        h, (lo, up, w), ok = self._memoised(("epsilon", d, bool(two_sided), rel_tol),
+        h, (lo, up, w), ok = self._memoised(("epsilon", d, rel_tol),
                                             lambda: self._refined(at, rel_tol * max(at(self.h)[1], 1e-12)))
+        lo = lo if two_sided else None
         return Bound("epsilon", lo, up, method="pld", converged=ok if two_sided else None,
                      formula="smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs"
                              + _ALT_NOTE, details={"delta": d, "discretization": h, "relation": self.relation})
@@ -384,16 +312,19 @@ class EventAnalysis:
         lo = np.minimum(self.pmf(h, pessimistic=False, direction="remove").blowup(kappa), up)
         return lo, up
 
-    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, rel_tol: float | None = None) -> Bound:
+    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
         """Certified ReRo B_κ = sup{P(E) : Q(E) ≤ κ} of the remove pair (Hayes, Mahloujifar & Balle 2023, Cor. 4).
 
         ``upper`` is the larger of both directions' pessimistic values (sound whichever order an event's
         relation makes the worst), ``lower`` the remove direction's optimistic value; refined until
-        (upper − lower) ≤ ``rel_tol``·upper (default: the release engine's 1 %).
+        (upper − lower) ≤ ``rel_tol``·upper (an option; default: the release engine's 1 %). ``method``: ``"pld"``
+        only (the others read σ, q, T: refused with :meth:`supports`' reason).
         """
-        from ..priors import resolve_kappa
-        from ..measures.rero import DEFAULT_REL_TOL
-
+        method, rel_tol = options.pop("method", "pld"), options.pop("rel_tol", None)
+        if options:
+            raise ReconRiskError(f"an event's rero takes method and rel_tol; found {sorted(options)[0]}")
+        if method != "pld":
+            self.require("rero_" + v.choice("method", method, ("pld", "closed_form", "rdp", "mc")))
         k = resolve_kappa(kappa, prior_size)
         rel_tol = v.positive("rel_tol", DEFAULT_REL_TOL if rel_tol is None else rel_tol)
 
@@ -414,11 +345,15 @@ class EventAnalysis:
         ks, _ = v.kappa_array("kappas", kappas)
         return [self.rero(float(k), **kw) for k in np.atleast_1d(ks)]
 
-    def tradeoff(self, alphas, *, tol: float | None = None):
+    def tradeoff(self, alphas, *, tol: float | None = None, **options):
         """Bracket on the trade-off curve f(α) = 1 − B_α of the remove pair (Dong, Roth & Su 2022), as a
-        :class:`~reconrisk.measures.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``)."""
-        from ..measures.tradeoff import CURVE_TOL, TradeOff
-
+        :class:`~reconrisk.measures.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``).
+        ``method``: ``"auto"`` or ``"pld"`` (the closed forms read σ, q, T: refused)."""
+        method = options.pop("method", "auto")
+        if options:
+            raise ReconRiskError(f"an event's tradeoff takes tol and method; found {sorted(options)[0]}")
+        if v.choice("method", method, ("auto", "pld", "closed_form")) == "closed_form":
+            self.require("rero_closed_form")
         a, _ = v.kappa_array("alphas", alphas)
         tol = CURVE_TOL if tol is None else v.positive("tol", tol)
         if self.pair is not self:  # steps without replacement: a pair question (see :attr:`pair`)
@@ -434,14 +369,13 @@ class EventAnalysis:
         return TradeOff(a, b_lo, b_up, lo, up, "pld", self.describe(),
                         {"discretization": h, "max_width": w, "target_width": tol, "converged": ok})
 
-    def risk(self, measure: str, **kwargs) -> Bound:
-        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.measures.risk.risk`)."""
-        from .privacy import _hashable
-        from ..measures.risk import canonical_measure, risk
+    def total_variation(self, tol: float) -> tuple[float, float, dict]:
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.event_total_variation`)."""
+        return event_total_variation(self, tol)
 
-        m = canonical_measure(measure)
-        key = ("risk", m, tuple(sorted((k, _hashable(x)) for k, x in kwargs.items())))
-        return self._memoised(key, lambda: risk(self, m, **kwargs))
+    def prior_success(self, prior_values, counts, tol: float):
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.event_prior_success`)."""
+        return event_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:
         """Certified range of the smallest μ with the event μ-Gaussian-DP (Dong, Roth & Su 2022).
@@ -466,84 +400,7 @@ class EventAnalysis:
                              "(Gaussian DP composes; pure eps-DP is 2 Phi^-1(e^eps/(1+e^eps))-GDP)",
                      details={"alphas": int(t.alpha.size), "discretization": t.details["discretization"]})
 
-    def _memoised(self, key: tuple, compute):
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
-
 
 _ALT_NOTE = ("; where delta is near the PLDs' floor (infinity mass, round-off) the upper end is also the basic composition "
              "of pure-DP steps and the RDP conversion min_a eps(a) + log((a-1)/a) - (log delta + log a)/(a-1) "
              "(Canonne, Kamath & Steinke 2020, Prop. 12), the smallest kept")
-
-
-def _leaf_pure_eps(kind: str, a, q) -> float:
-    """The pure ε of one step (both directions of its relation), inf when it has none: Laplace 1/b; Poisson-sampled
-    Laplace log(1 + q(e^{1/b} − 1)) (amplification by subsampling, Balle, Barthe & Gaboardi 2018); discrete Laplace
-    a·Δ; randomized response log(1 + k(1 − p)/p); a Gaussian step with q = 0 is 0 (the target is never used)."""
-    if kind in ("gaussian", "poisson", "fixed"):
-        return 0.0 if q == 0.0 else math.inf
-    if kind == "LaplaceDpEvent":
-        return 1.0 / a.noise_multiplier if a.noise_multiplier > 0 else math.inf
-    if kind == "PoissonSampledDpEvent(LaplaceDpEvent)":
-        qq, b = a.sampling_probability, a.event.noise_multiplier
-        if qq == 0:
-            return 0.0
-        return math.inf if b <= 0 else float(np.logaddexp(math.log1p(-qq), math.log(qq) + 1.0 / b)) if qq < 1 else 1.0 / b
-    if kind == "DiscreteLaplaceDpEvent":
-        return float(a.noise_parameter * a.sensitivity)
-    if kind == "RandomizedResponseDpEvent":
-        p, k = a.noise_parameter, a.num_buckets
-        return math.inf if p == 0 else (0.0 if k == 1 else math.log1p(k * (1 - p) / p))
-    return math.inf
-
-
-def _leaf_rdp(kind: str, a, q, orders: np.ndarray) -> np.ndarray:
-    """One step's RDP curve (both directions bounded) at ``orders`` > 1, inf where reconrisk has none.
-
-    Gaussian, q = 1: α/(2σ²); Poisson-sampled: :func:`~reconrisk.accounting.rdp.subsampled_gaussian_rdp` (the remove
-    direction dominates, Mironov, Talwar & Zhang 2019, Thm 5); Laplace: Mironov 2017, Prop. 6; any other pure ε-DP
-    step: the randomized-response pair of that ε, (1/(α−1))·log((e^{αε} + e^{(1−α)ε})/(1 + e^ε)), which every ε-DP
-    pair is a post-processing of (its trade-off curve is f_{ε,0}); without-replacement and mixture steps: inf.
-    """
-    orders = np.asarray(orders, dtype=float)
-    if kind in ("gaussian", "poisson"):
-        if q == 0.0:
-            return np.zeros(orders.size)
-        if a <= 0:
-            return np.full(orders.size, np.inf)
-        return subsampled_gaussian_rdp(a, q, orders)
-    if kind == "LaplaceDpEvent" and a.noise_multiplier > 0:
-        lam, o = 1.0 / a.noise_multiplier, orders
-        with np.errstate(over="ignore"):
-            t = np.logaddexp(np.log(o / (2 * o - 1)) + (o - 1) * lam, np.log((o - 1) / (2 * o - 1)) - o * lam)
-        return t / (o - 1)
-    e = _leaf_pure_eps(kind, a, q)
-    if e == 0.0:
-        return np.zeros(orders.size)
-    if not math.isfinite(e):
-        return np.full(orders.size, np.inf)
-    o = orders
-    return (np.logaddexp(o * e, (1 - o) * e) - np.logaddexp(0.0, e)) / (o - 1)
-
-
-def _pure_dp_mu(eps: float) -> float:
-    """The smallest μ with f_{ε,0} ≥ G_μ: 2Φ⁻¹(e^ε/(1 + e^ε)) = −2Φ⁻¹(1/(1 + e^ε))."""
-    return math.inf if math.isinf(eps) else float(-2.0 * special.ndtri(1.0 / (1.0 + math.exp(min(eps, 700.0)))))
-
-
-def _leaf_mu(kind: str, a, count: int, q=None) -> float | None:
-    """count·μ² of one leaf (see :meth:`EventAnalysis.gdp_mu`), None where no GDP bound is known here."""
-    if _never_sampled(kind, a, q):
-        return 0.0
-    if kind in ("gaussian", "poisson", "fixed"):
-        return math.inf if a == 0 else count / float(a) ** 2
-    if kind in ("LaplaceDpEvent", "PoissonSampledDpEvent(LaplaceDpEvent)"):
-        b = a.noise_multiplier if kind == "LaplaceDpEvent" else a.event.noise_multiplier
-        return count * _pure_dp_mu(1.0 / b) ** 2
-    if kind == "DiscreteLaplaceDpEvent":
-        return count * _pure_dp_mu(a.noise_parameter * a.sensitivity) ** 2
-    if kind == "RandomizedResponseDpEvent":
-        p, k = a.noise_parameter, a.num_buckets
-        return count * _pure_dp_mu(math.inf if p == 0 else math.log1p(k * (1 - p) / p)) ** 2
-    return None

@@ -53,7 +53,16 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from ..measures.conversions import rero_from_guarantee
+from ..measures.fdp import DP_FORMULA, _pairs, _power, dp_profile_delta, dp_profile_epsilon, tradeoff_dp
+from ..measures.rdp_tradeoff import (RDP_FORMULA, RDP_FORMULA_ONE_SIDED, ZCDP_FORMULA, _expit, _solve, _tradeoff,
+                                     tradeoff_rdp_curve, tradeoff_zcdp, validate_curve)
+from ..measures.risk import guarantee_prior_success
+from ..measures.vmf_rero import rero_vmf, vmf_rdp_curve
+from ..priors import resolve_kappa
+from ..release import Release
 from ..results import Bound
+from .base import RELEASE_ONLY, Analysis, with_details
 
 #: Sources a guarantee may come from (``reconrisk convert --from`` and ``reconrisk risk --from``), and VMF.
 SOURCES = ("dp", "rdp", "zcdp")
@@ -215,7 +224,7 @@ class GuaranteeCurve:
         return max(up, 0.0)
 
 
-class GuaranteeAnalysis:
+class GuaranteeAnalysis(Analysis):
     """Every risk a guarantee alone certifies, from its tightest trade-off curve (see the module docstring).
 
     ``GuaranteeAnalysis(source, epsilon=…, delta=…, order=…, rho=…, symmetric=True)`` takes the arguments
@@ -235,22 +244,16 @@ class GuaranteeAnalysis:
     release = None  # no mechanism: every quantity is the guarantee's
 
     def __init__(self, source: str, *, epsilon=None, delta=None, order=None, rho=None, symmetric: bool = True) -> None:
-        from ..measures.conversions import rero_from_guarantee
-
         self.kind = v.choice("source", source, SOURCES)
         self.symmetric = bool(symmetric)
         # the converter validates every combination of arguments (one line naming the wrong one)
         rero_from_guarantee(self.kind, 0.5, epsilon=epsilon, order=order, rho=rho, delta=delta, symmetric=self.symmetric)
         if self.kind == "dp":
-            from ..measures.fdp import _pairs
-
             if not self.symmetric:
                 raise ReconRiskError("symmetric=False belongs to rdp and zcdp ((epsilon, delta)-DP holds in both "
                                      "directions by definition)")
             self._e, self._d = _pairs(epsilon, 0.0 if delta is None else delta)
         elif self.kind == "rdp":
-            from ..measures.rdp_tradeoff import validate_curve
-
             self._o, self._e = validate_curve(np.atleast_1d(order), np.atleast_1d(epsilon))
         else:
             self._rho = v.positive("rho", rho)
@@ -262,8 +265,6 @@ class GuaranteeAnalysis:
     def vmf(cls, concentration, dim, sample_rate=1.0, compositions=1, *, max_order: int = 256) -> "GuaranteeAnalysis":
         """The VMF mechanism's RDP curve (Biswas et al. 2024, Prop. 1; Zhu–Wang subsampling when q < 1),
         composed ``compositions`` times, through the optimal conversion (:mod:`reconrisk.measures.vmf_rero`)."""
-        from ..measures.vmf_rero import vmf_rdp_curve
-
         o, e, e_of = vmf_rdp_curve(concentration, dim, sample_rate, compositions, max_order=max_order)
         self = cls.__new__(cls)
         self.kind, self.symmetric, self._o, self._e, self._memo, self._curve = "vmf", True, o, e, {}, None
@@ -275,8 +276,6 @@ class GuaranteeAnalysis:
     @classmethod
     def from_release(cls, release, *, dim: int) -> "GuaranteeAnalysis":
         """The analysis of a VMF :class:`~reconrisk.release.Release` (one segment) in dimension ``dim``."""
-        from ..release import Release
-
         if not isinstance(release, Release) or release.noise != "vmf":
             raise ReconRiskError("from_release reads a VMF release (Release.vmf); analyse a Gaussian one with "
                                  f"PrivacyAnalysis; found {type(release).__name__}"
@@ -312,9 +311,6 @@ class GuaranteeAnalysis:
     @property
     def formula(self) -> str:
         """The conversion's formula (``details["conversion"]`` of every result)."""
-        from ..measures.fdp import DP_FORMULA
-        from ..measures.rdp_tradeoff import RDP_FORMULA, RDP_FORMULA_ONE_SIDED, ZCDP_FORMULA
-
         if self.kind == "dp":
             return DP_FORMULA
         if self.kind == "zcdp":
@@ -326,9 +322,6 @@ class GuaranteeAnalysis:
     # -- the curve -------------------------------------------------------------------------------
     def _power_logit(self, u: np.ndarray) -> np.ndarray:
         """Upper values of g = 1 − f at t = expit(u) (no per-point order refinement: any order set is sound)."""
-        from ..measures.fdp import _power
-        from ..measures.rdp_tradeoff import _expit, _solve
-
         lt = _log_t(u)
         if self.kind == "dp":
             return _power(lt, self._e, self._d)
@@ -345,12 +338,13 @@ class GuaranteeAnalysis:
             self._curve = GuaranteeCurve(self._power_logit, allowance=1e-15 if self.kind == "dp" else 1e-12)
         return self._curve
 
-    def tradeoff(self, alphas):
+    def tradeoff(self, alphas, *, tol: float | None = None, **options):
         """f(α) at every α as a :class:`~reconrisk.measures.tradeoff.TradeOff`: ``beta_lower`` = the guarantee's curve,
-        ``beta_upper`` the trivial 1 − α (a guarantee bounds f from below only)."""
-        from ..measures.fdp import tradeoff_dp
-        from ..measures.rdp_tradeoff import _solve, _tradeoff, tradeoff_rdp_curve, tradeoff_zcdp
-
+        ``beta_upper`` the trivial 1 − α (a guarantee bounds f from below only). The curve is read exactly at
+        every α (``tol`` is checked, and met); ``method``: ``"auto"`` only."""
+        if tol is not None:
+            v.positive("tol", tol)
+        self._only_method(options, "tradeoff", "auto")
         if self.kind == "dp":
             return tradeoff_dp(alphas, self._e, self._d)
         if self.kind == "rdp":
@@ -362,11 +356,15 @@ class GuaranteeAnalysis:
         return _tradeoff(a, t, "rdp_optimal", {"formula": self.formula, **self._vmf})
 
     # -- the questions -------------------------------------------------------------------------------
-    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, log_kappa: float | None = None) -> Bound:
-        """ReRo upper bound 1 − f(κ) at the prior's κ (``prior_size`` N: κ = 1/N; ``log_kappa`` where κ underflows),
-        exactly what ``reconrisk convert`` prints (the binding order refined over real orders where it can be)."""
-        from ..priors import resolve_kappa
-
+    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
+        """ReRo upper bound 1 − f(κ) at the prior's κ (``prior_size`` N: κ = 1/N; the option ``log_kappa`` where κ
+        underflows), exactly what ``reconrisk convert`` prints (the binding order refined over real orders where it
+        can be). ``rel_tol`` (a bracket's width) and ``method`` other than the conversion are refused with
+        :meth:`supports`' reason."""
+        log_kappa = options.pop("log_kappa", None)
+        if options.pop("rel_tol", None) is not None:
+            self.require("two_sided")
+        self._only_method(options, "rero", None)
         if log_kappa is None:
             k, lk = resolve_kappa(kappa, prior_size), None
         elif kappa is not None or prior_size is not None:
@@ -378,38 +376,58 @@ class GuaranteeAnalysis:
             self._memo[key] = self._rero(k, lk)
         b = self._memo[key]
         if prior_size is not None:
-            from dataclasses import replace
-
-            b = replace(b, details={**b.details, "prior_size": prior_size})
+            b = with_details(b, prior_size=prior_size)
         return b
 
-    def rero_many(self, kappas) -> list[Bound]:
+    def rero_many(self, kappas, **options) -> list[Bound]:
         """:meth:`rero` at many κ."""
         ks, _ = v.kappa_array("kappas", kappas)
-        return [self.rero(float(k)) for k in np.atleast_1d(ks)]
+        return [self.rero(float(k), **options) for k in np.atleast_1d(ks)]
+
+    def _only_method(self, options: dict, what: str, default) -> None:
+        """Refuse every option but ``method`` (whose values other than ``default`` read σ, q, T or distributions)."""
+        method = options.pop("method", default)
+        if options:
+            raise ReconRiskError(f"a guarantee's {what} takes no option {sorted(options)[0]!r}")
+        if method != default:
+            m = v.choice("method", method, ("auto", "pld", "closed_form", "rdp", "mc"))
+            self.require("distributions" if m in ("pld", "auto") else "rero_" + m)
+
+    def _refusal(self, question: str) -> str | None:
+        if question in ("two_sided", "rero_lower"):
+            return "a guarantee alone bounds every risk from above only (no lower ends)"
+        if question in ("gdp_mu", "gdp_mu_upper"):
+            return ("a guarantee gives no Gaussian-DP mu here: (eps, delta) with delta > 0 implies none (f(0) = 1 - delta "
+                    "< 1), and an RDP curve only through its alpha -> 0 tail")
+        if question == "distributions":
+            return "a guarantee has no privacy-loss distribution (its trade-off curve is read instead)"
+        if question in RELEASE_ONLY:
+            return f"{RELEASE_ONLY[question]} reads a DP-SGD release (sigma, q, T); a guarantee alone has none"
+        return None
+
+    def gdp_mu(self, alphas=None) -> Bound:
+        """Refused (:meth:`supports`): see the module docstring's departure."""
+        self.require("gdp_mu")
 
     def _rero(self, k, lk) -> Bound:
         if self.kind == "vmf":
-            from ..measures.vmf_rero import rero_vmf
-
             w = self._vmf
             b = rero_vmf(k, w["concentration"], w["dim"], w["sample_rate"], w["compositions"], log_kappa=lk,
                          max_order=w["max_order"])
         else:
-            from ..measures.conversions import rero_from_guarantee
-
             g = self.describe()
             kw = {"epsilon": g.get("epsilon"), "delta": g.get("delta"), "order": g.get("order"), "rho": g.get("rho")}
             b = rero_from_guarantee(self.kind, k, log_kappa=lk, symmetric=self.symmetric, **kw)
         return Bound("reconstruction", None, b.upper, method=b.method, formula=b.formula, details=dict(b.details))
 
-    def delta(self, epsilon: float) -> Bound:
-        """Upper end of δ(ε) = sup_t (1 − f(t) − e^ε t) of the guarantee's curve (the tightest δ it implies at ε)."""
+    def delta(self, epsilon: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
+        """Upper end of δ(ε) = sup_t (1 − f(t) − e^ε t) of the guarantee's curve (the tightest δ it implies at ε);
+        ``two_sided`` and ``rel_tol`` are refused (:meth:`supports`: upper ends only)."""
         eps = v.real("epsilon", epsilon)
+        if two_sided or rel_tol is not None:
+            self.require("two_sided")
         key = ("delta", eps)
         if key not in self._memo and self.kind == "dp":
-            from ..measures.fdp import dp_profile_delta
-
             up = dp_profile_delta(eps, self._e, self._d)
             self._memo[key] = Bound("delta", None, up, method=self.method, converged=True,
                                     formula="sup_t (1 - f(t) - e^eps t) of the (eps, delta) curve f, at its breakpoints "
@@ -423,9 +441,12 @@ class GuaranteeAnalysis:
                                     details={"epsilon": eps, "conversion": self.formula, "grid_points": self.curve.points})
         return self._memo[key]
 
-    def epsilon(self, delta: float) -> Bound:
-        """Upper end of the smallest ε with δ(ε) ≤ δ on the guarantee's curve (inf when none: δ below f's jump at 0)."""
+    def epsilon(self, delta: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
+        """Upper end of the smallest ε with δ(ε) ≤ δ on the guarantee's curve (inf when none: δ below f's jump at 0);
+        ``two_sided`` and ``rel_tol`` are refused (:meth:`supports`: upper ends only)."""
         d = v.probability_open("delta", delta)
+        if two_sided or rel_tol is not None:
+            self.require("two_sided")
         key = ("epsilon", d)
         if key not in self._memo:
             self._memo[key] = self._epsilon(d)
@@ -433,8 +454,6 @@ class GuaranteeAnalysis:
 
     def _epsilon(self, d: float) -> Bound:
         if self.kind == "dp":
-            from ..measures.fdp import dp_profile_epsilon
-
             up = dp_profile_epsilon(d, self._e, self._d)
             det = {"delta": d, "conversion": self.formula}
             if math.isinf(up):
@@ -488,8 +507,6 @@ class GuaranteeAnalysis:
         """(None, upper end of TV = δ_f(0), details) for the δ-based measures of :mod:`reconrisk.measures.risk`."""
         key = ("tv",)
         if key not in self._memo and self.kind == "dp":
-            from ..measures.fdp import dp_profile_delta
-
             self._memo[key] = (None, dp_profile_delta(0.0, self._e, self._d),
                                {"method": self.method, "conversion": self.formula, "converged": True})
         if key not in self._memo:
@@ -498,16 +515,6 @@ class GuaranteeAnalysis:
                                           "converged": self.curve.converged, "grid_points": self.curve.points})
         return self._memo[key]
 
-    def risk(self, measure: str, **kwargs) -> Bound:
-        """An upper end on one risk measure of ``reconrisk risk`` (:func:`reconrisk.measures.risk.risk`; ``lower`` is None)."""
-        from .privacy import _hashable
-        from ..measures.risk import canonical_measure, risk
-
-        m = canonical_measure(measure)
-        key = ("risk", m, tuple(sorted((k, _hashable(x)) for k, x in kwargs.items())))
-        return self._memoised(key, lambda: risk(self, m, **kwargs))
-
-    def _memoised(self, key: tuple, compute):
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+    def prior_success(self, prior_values, counts, tol: float):
+        """Upper end of the best success S(π) over a finite prior (:func:`reconrisk.measures.risk.guarantee_prior_success`)."""
+        return guarantee_prior_success(self, prior_values, counts, tol)

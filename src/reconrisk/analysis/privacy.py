@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,19 +42,25 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
-from ..accounting.epsilon import EPSILON_CAP, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE, pld_floor, rdp_applies, rdp_delta
+from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE, pld_epsilon,
+                                  pld_floor, pld_grid, rdp_applies, rdp_delta)
 from ..accounting.gaussian import gaussian_delta, release_gdp_mu
 from ..accounting.pmf import REFINE_ABOVE
 from ..errors import ReconRiskError
+from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form, rero_bounds
+from ..measures.risk import release_prior_success, release_total_variation
+from ..measures.tradeoff import clt_mu, tradeoff as release_tradeoff
+from ..priors import resolve_kappa
 from ..release import Release, gaussian_release
 from ..results import Bound
+from .base import Analysis, with_details
 
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
 MIN_LOSS_CAP = 40.0 - math.log(1e-12)
 
 
-class PrivacyAnalysis:
+class PrivacyAnalysis(Analysis):
     """Everything reconrisk certifies about one :class:`~reconrisk.release.Release`, composed once.
 
     >>> from reconrisk import Release
@@ -66,11 +73,11 @@ class PrivacyAnalysis:
     """
 
     def __init__(self, release: Release, *, _symmetric: bool = False) -> None:
-        #: the release as it was run (its sampler included)
-        self.source = release.as_run if isinstance(release, Release) else release
         #: the Poisson-subsampled Gaussian release whose remove pair is the per-step reference pair of
         #: ``source`` (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
-        self.release = gaussian_release(release, "a privacy analysis")
+        self.release = gaussian_release(release, "a privacy analysis")  # (refuses anything but a Gaussian Release)
+        #: the release as it was run (its sampler included)
+        self.source = release.as_run
         #: True for the pair view of a fixed-batch release (:attr:`pair`): its distributions are the
         #: composition of the symmetrised per-step curve C_q, not of the remove pair
         self.symmetric = bool(_symmetric)
@@ -114,14 +121,14 @@ class PrivacyAnalysis:
         one that a single real pair attains: at T = 1 no pair reaches the straight segment of C_q
         (the convex hull), where the largest real TPR is the larger of the two orientations' curves.
         """
-        if self.symmetric or not isinstance(self.source, Release) or self.source.sampler != "fixed":
+        if self.symmetric or self.source.sampler != "fixed":
             return self
         if self._pair is None:
             self._pair = PrivacyAnalysis(self.source, _symmetric=True)
         return self._pair
 
     @classmethod
-    def from_dp_event(cls, event, *, value_discretization: float | None = None):
+    def from_dp_event(cls, event, *, value_discretization: float | None = None) -> Analysis:
         """The analysis of a ``dp_accounting`` ``DpEvent``.
 
         Gaussian DP-SGD events (Gaussian, Poisson-sampled or sampled-without-replacement
@@ -131,31 +138,39 @@ class PrivacyAnalysis:
         response, discrete Laplace, mixtures of Gaussians) get an
         :class:`~reconrisk.analysis.events.EventAnalysis` (pessimistic and optimistic
         distributions, so brackets stay two-sided); anything else is refused in one
-        line naming the event.
+        line naming the event. The event is walked once (:func:`reconrisk.analysis.dispatch.analyse_dp_event`).
         """
-        from ..release import dp_event_leaves
-
-        leaves = dp_event_leaves(event)
-        if all(k in ("gaussian", "poisson", "fixed") for k, *_ in leaves) and value_discretization is None:
-            try:
-                return cls(Release.from_dp_event(event))
-            except ReconRiskError:
-                pass  # mixes samplers: the event analysis composes it
-        from .events import EventAnalysis
-
-        return EventAnalysis(event, value_discretization=value_discretization)
+        return Analysis.from_dp_event(event, value_discretization=value_discretization)
 
     @staticmethod
-    def from_guarantee(source: str, **guarantee):
+    def from_guarantee(source: str, **guarantee) -> Analysis:
         """What a guarantee alone certifies (no mechanism): a :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`.
 
         ``source`` ``"dp"`` (``epsilon``, ``delta``), ``"rdp"`` (``order``, ``epsilon``: the points of a curve)
         or ``"zcdp"`` (``rho``), as ``reconrisk convert``; the same questions (``rero``, ``tradeoff``, ``risk``,
         ``delta``, ``epsilon``) are answered from the tightest trade-off curve of the guarantee, upper ends only.
         """
-        from .guarantee import GuaranteeAnalysis
+        return Analysis.from_guarantee(source, **guarantee)
 
-        return GuaranteeAnalysis(source, **guarantee)
+    # -- the contract's refusals ---------------------------------------------------------------
+    def _refusal(self, question: str) -> str | None:
+        if question == "rero_closed_form" and not has_closed_form(self.release):
+            segs = self.release.segments
+            return ("method 'closed_form' needs sample_rate == 1 (full batch) or steps == 1; "
+                    f"found sample_rate={[s.sample_rate for s in segs]}, steps={self.release.steps}")
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """The release as it was run (its sampler included), as JSON-ready keys."""
+        return self.source.to_dict()
+
+    def prefix(self, steps: int) -> "PrivacyAnalysis":
+        """The analysis of the run's first ``steps`` steps (one segment; the same σ, q and view): a garbling of
+        the whole run, so every ReRo or curve bound of it is a lower end for the whole run."""
+        s = self.release.segments[0]
+        if self.symmetric:  # the pair view of the same fixed-batch release, shortened
+            return PrivacyAnalysis(Release(2.0 * s.noise_multiplier, s.sample_rate, steps, sampler="fixed")).pair
+        return PrivacyAnalysis(Release(s.noise_multiplier, s.sample_rate, steps))
 
     # -- the distributions -------------------------------------------------------------------
     @property
@@ -193,11 +208,6 @@ class PrivacyAnalysis:
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
 
-    def _memoised(self, key: tuple, compute):
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
-
     # -- (ε, δ) --------------------------------------------------------------------------------
     def _p_ever(self) -> float:
         return -math.expm1(sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf
@@ -210,7 +220,7 @@ class PrivacyAnalysis:
             return math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in self.release.segments))
         return None
 
-    def epsilon(self, delta: float, *, two_sided: bool = False) -> Bound:
+    def epsilon(self, delta: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
         """The smallest ε with the release (ε, δ)-DP (add/remove adjacency, both directions; fixed-size batches:
         replace-one, the symmetrised composition of :attr:`pair`), certified.
 
@@ -220,17 +230,18 @@ class PrivacyAnalysis:
         direction; ε is the max over both, so this is a lower end) — one more
         composition on the accountant's fine grid, so it is asked for, not
         default (``lower`` is ``None`` otherwise). Every q = 1: the exact Gaussian-DP profile
-        (Balle & Wang 2018), lower == upper.
+        (Balle & Wang 2018), lower == upper. ``rel_tol``: the bracket's target relative width; the accountant's
+        grid is fixed, so it decides ``converged`` only (whether (upper − lower) ≤ rel_tol·upper).
         """
         delta = v.probability_open("delta", delta)
         two_sided = bool(two_sided)
+        rel_tol = None if rel_tol is None else v.positive("rel_tol", rel_tol)
         if self.pair is not self:  # fixed-size batches: a pair question (see :attr:`pair`)
-            return self.pair.epsilon(delta, two_sided=two_sided)
-        return self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
+            return self.pair.epsilon(delta, two_sided=two_sided, rel_tol=rel_tol)
+        b = self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
+        return _met(b, rel_tol)
 
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
-        from ..accounting.epsilon import pld_epsilon
-
         lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True, lower=two_sided)
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
@@ -243,15 +254,16 @@ class PrivacyAnalysis:
             det["discretization"] = h
         return Bound("epsilon", lo, up, method=method, formula=formula, converged=True, details=det)
 
-    def delta(self, epsilon: float, *, two_sided: bool = False) -> Bound:
+    def delta(self, epsilon: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
         """δ(ε) = max over both directions of the hockey-stick divergence, certified from above (pessimistic PLDs);
         ``two_sided=True`` adds the lower end from the remove direction's optimistic PLD (the one an optimistic
-        discretisation exists for)."""
+        discretisation exists for). ``rel_tol`` decides ``converged`` only, as for :meth:`epsilon`."""
         eps = v.real("epsilon", epsilon)
         two_sided = bool(two_sided)
+        rel_tol = None if rel_tol is None else v.positive("rel_tol", rel_tol)
         if self.pair is not self:  # fixed-size batches: a pair question (see :attr:`pair`)
-            return self.pair.delta(eps, two_sided=two_sided)
-        return self._memoised(("delta", eps, two_sided), lambda: self._delta(eps, two_sided))
+            return self.pair.delta(eps, two_sided=two_sided, rel_tol=rel_tol)
+        return _met(self._memoised(("delta", eps, two_sided), lambda: self._delta(eps, two_sided)), rel_tol)
 
     def _delta(self, eps: float, two_sided: bool) -> Bound:
         mu = self._closed_form_gdp()
@@ -264,8 +276,6 @@ class PrivacyAnalysis:
             p = self._p_ever()
             return Bound("delta", p, 1.0, method="analytic", converged=False, formula="P(target ever sampled) <= delta",
                          details={"epsilon": eps})
-        from ..accounting.epsilon import PLD_DISCRETIZATION, pld_grid
-
         h = pld_grid(self.release, PLD_DISCRETIZATION)
         pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
         up = max(float(p.delta([eps])[0]) for p in pess)
@@ -282,39 +292,47 @@ class PrivacyAnalysis:
                      formula=formula, details={"epsilon": eps, "discretization": h})
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
-    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, method: str = "pld",
-             rel_tol: float | None = None, tol: float | None = None, **mc) -> Bound:
-        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.measures.rero.rero_bounds`."""
-        from ..priors import resolve_kappa
-        from ..measures.rero import DEFAULT_REL_TOL
+    def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
+        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.measures.rero.rero_bounds`.
 
+        ``options``: ``method`` (``"pld"``, default; ``"closed_form"``, ``"rdp"``, ``"mc"``), ``rel_tol``, ``tol``,
+        and for Monte Carlo ``samples``, ``seed``, ``confidence``, ``progress``.
+        """
+        method = options.pop("method", "pld")
+        rel_tol, tol = options.pop("rel_tol", None), options.pop("tol", None)
+        mc = options
+        extra = sorted(set(mc) - {"samples", "seed", "confidence", "progress"})
+        if extra:
+            raise ReconRiskError(f"rero takes method, rel_tol, tol, samples, seed, confidence, progress; found {extra[0]}")
+        if method in RERO_METHODS and method != "pld":
+            self.require("rero_" + method)
         k = resolve_kappa(kappa, prior_size)
         rel_tol = DEFAULT_REL_TOL if rel_tol is None else rel_tol
         key = ("rero", k, method, rel_tol, tol, tuple(sorted(mc.items())))
         b = self._memoised(key, lambda: self.rero_many([k], method=method, rel_tol=rel_tol, tol=tol, **mc)[0])
         if prior_size is not None and b.details.get("prior_size") != prior_size:
-            b = _with_details(b, prior_size=prior_size)
+            b = with_details(b, prior_size=prior_size)
         return b
 
     def rero_many(self, kappas, *, method: str = "pld", **kw) -> list[Bound]:
         """ReRo at many κ at once (one bracket computation: the refinement serves every κ together)."""
-        from ..measures.rero import rero_bounds
-
         return rero_bounds(self, kappas, method=method, **kw)
 
-    def tradeoff(self, alphas, *, method: str = "auto", tol: float | None = None):
-        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.measures.tradeoff.tradeoff`)."""
-        from ..measures.tradeoff import tradeoff
+    def tradeoff(self, alphas, *, tol: float | None = None, **options):
+        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.measures.tradeoff.tradeoff`);
+        ``options``: ``method`` (``"auto"``, ``"pld"``, ``"closed_form"``)."""
+        method = options.pop("method", "auto")
+        if options:
+            raise ReconRiskError(f"tradeoff takes tol and method; found {sorted(options)[0]}")
+        return release_tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
 
-        return tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
+    def total_variation(self, tol: float) -> tuple[float, float, dict]:
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.release_total_variation`)."""
+        return release_total_variation(self, tol)
 
-    def risk(self, measure: str, **kwargs) -> Bound:
-        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.measures.risk.risk`)."""
-        from ..measures.risk import canonical_measure, risk
-
-        m = canonical_measure(measure)
-        key = ("risk", m, tuple(sorted((k, _hashable(x)) for k, x in kwargs.items())))
-        return self._memoised(key, lambda: risk(self, m, **kwargs))
+    def prior_success(self, prior_values, counts, tol: float):
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.release_prior_success`)."""
+        return release_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:
         """Certified range of the smallest μ such that the release is μ-Gaussian-DP (Dong, Roth & Su 2022).
@@ -340,39 +358,13 @@ class PrivacyAnalysis:
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = special.ndtri(1.0 - a) - special.ndtri(np.clip(t.beta.upper, 1e-300, 1.0))
         lo = float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf)))
-        from ..measures.tradeoff import clt_mu
-
         return Bound("gdp_mu", max(0.0, min(lo, mu_up)), mu_up, method="tradeoff", converged=None,
                      formula="lower: max_a Phi^-1(1-a) - Phi^-1(f_upper(a)); upper: sqrt(sum T_i/sigma_i^2) (garbling)",
                      details={"clt_mu": clt_mu(self.release), "alphas": int(a.size)})
 
 
-def _hashable(x):
-    if isinstance(x, (list, tuple, np.ndarray)):
-        return tuple(np.asarray(x, dtype=float).ravel().tolist())
-    return x
-
-
-def _with_details(b: Bound, **extra) -> Bound:
-    from dataclasses import replace
-
-    return replace(b, details={**b.details, **extra})
-
-
-def analyse(release_or_analysis):
-    """The analysis of what was run, so callers can pass any of them.
-
-    A :class:`PrivacyAnalysis`, an :class:`~reconrisk.analysis.events.EventAnalysis` or a
-    :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` is returned as it is; a
-    :class:`~reconrisk.release.Release` gets its :class:`PrivacyAnalysis`, a ``dp_accounting`` ``DpEvent``
-    :meth:`PrivacyAnalysis.from_dp_event`.
-    """
-    from .events import EventAnalysis
-    from .guarantee import GuaranteeAnalysis
-
-    x = release_or_analysis
-    if isinstance(x, (PrivacyAnalysis, EventAnalysis, GuaranteeAnalysis)):
-        return x
-    if type(x).__module__.startswith("dp_accounting"):
-        return PrivacyAnalysis.from_dp_event(x)
-    return PrivacyAnalysis(x)
+def _met(b: Bound, rel_tol: float | None) -> Bound:
+    """``b`` with ``converged`` saying whether its width met ``rel_tol`` (unchanged when None or one-sided)."""
+    if rel_tol is None or b.lower is None:
+        return b
+    return replace(b, converged=bool(b.upper - b.lower <= rel_tol * b.upper))

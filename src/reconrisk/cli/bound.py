@@ -40,7 +40,6 @@ def bound_cmd(
     from .. import _validate as v
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
-    from ..measures.rero import has_closed_form
     from ..experiments.release_source import resolve_analysis
     from .risk import source_dict, source_label
 
@@ -58,7 +57,7 @@ def bound_cmd(
     delta = v.probability_open("delta", delta)
     from ..errors import ReconRiskError
 
-    if release is None and method != "pld":
+    if method != "pld" and not analysis.supports("mechanism"):
         raise ReconRiskError(f"--method {method} is for DP-SGD with Gaussian noise; {analysis.name} has the PLD "
                              "bracket only (--method pld)")
 
@@ -70,7 +69,7 @@ def bound_cmd(
             raise
         eps, accountant = epsilon(release=release, delta=delta, accountant="rdp"), "RDP"
     if method == "all":
-        methods = ["pld"] + (["closed_form"] if has_closed_form(release) else []) + ["mc"]
+        methods = ["pld"] + (["closed_form"] if analysis.supports("rero_closed_form") else []) + ["mc"]
     else:
         methods = [method]
     results = {}
@@ -79,9 +78,9 @@ def bound_cmd(
             results[m] = _run_mc(analysis, k, samples, seed, confidence, quiet=json_out)
         else:
             with spinner(f"certified bracket ({m})", enabled=not json_out):
-                results[m] = analysis.rero(k, method=m) if release is not None else analysis.rero(k)
+                results[m] = analysis.rero(k, method=m)
     rdp = rdp_eq2 = None
-    if release is not None:  # the release's own RDP curve: the optimal conversion, and the paper's Eq. 2 (JSON)
+    if analysis.supports("rero_rdp"):  # the release's own RDP curve: the optimal conversion, and the paper's Eq. 2 (JSON)
         from ..measures.rdp_tradeoff import rero_release_rdp
 
         with spinner("RDP baseline", enabled=not json_out):

@@ -52,15 +52,13 @@ def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
 
 def source_label(analysis) -> str:
     """What a table title says the numbers are about: σ, q, T (and the sampler), the event, or the guarantee."""
-    from ..release import Release
-
     src = analysis.source
-    if isinstance(src, Release):
+    if analysis.supports("mechanism"):  # a release: σ, q, T
         if not src.homogeneous:
             return f"{len(src.segments)} segments, T={src.steps}"
         sampler = {"fixed": " (fixed batches)", "full": " (full batch)"}.get(src.sampler, "")
         return f"σ={src.noise_multiplier:g}, q={src.sample_rate:g}{sampler}, T={src.steps}"
-    if isinstance(src, dict):  # a guarantee
+    if not analysis.supports("two_sided"):  # a guarantee
         g = src["guarantee"]
         if g == "dp":
             e, d = src["epsilon"], src["delta"]
@@ -162,9 +160,9 @@ def _all(analysis, kw, json_out: bool) -> None:
         rows.append([_MEANING.get(r.quantity, r.quantity), r.baseline, r.lower, r.upper])
         for name, val in r.details.get("baselines", {}).items():
             rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
-    if analysis.release is not None:
+    if analysis.supports("mechanism"):
         caption = "each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)"
-    elif isinstance(analysis.source, dict):
+    elif not analysis.supports("two_sided"):
         caption = f"upper ends only: a guarantee bounds the risks from above ({risks[0].method} conversion)"
     else:
         caption = "each row certified two-sided from the event's pessimistic and optimistic privacy-loss distributions"

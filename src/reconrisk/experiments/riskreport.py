@@ -52,7 +52,8 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
-from ..analysis.privacy import PrivacyAnalysis, analyse
+from ..analysis.dispatch import analyse
+from ..analysis.privacy import PrivacyAnalysis
 from ..measures.rdp_tradeoff import rero_release_rdp
 from ..release import Release
 

@@ -28,48 +28,12 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.rdp import DEFAULT_ORDERS, minimise_over_orders
 from .._deprecated import renamed_kwargs
 from ..errors import ReconRiskError
 from ..results import Bound
-
-
-def rero_from_rdp(kappa, orders, rdp_epsilons) -> np.ndarray:
-    """min over α of (κ e^{ε(α)})^{(α−1)/α}, capped at 1 (Balle, Cherubin & Hayes 2022, Thm 2)."""
-    kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-    a = np.asarray(orders, dtype=float)[None, :]
-    e = np.asarray(rdp_epsilons, dtype=float)[None, :]
-    log_g = (a - 1) / a * (np.log(kappa)[:, None] + e)
-    return np.exp(np.minimum(0.0, np.min(log_g, axis=1)))  # min(1, e^x) = e^min(0, x): no overflow
-
-
-def rero_from_dp(kappa, epsilon: float, delta: float = 0.0) -> np.ndarray:
-    """γ = min(1, κ e^ε + δ) for (ε, δ)-DP (Balle, Cherubin & Hayes 2022, Cor. 3; δ = 0 is pure ε-DP)."""
-    kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-    return np.minimum(1.0, np.exp(np.minimum(0.0, np.log(kappa) + float(epsilon))) + float(delta))
-
-
-def rero_from_zcdp(kappa, rho: float) -> np.ndarray:
-    """γ = exp(−max(0, √log(1/κ) − √ρ)²) for ρ-zCDP (Balle, Cherubin & Hayes 2022, Cor. 4; Hayes, Mahloujifar & Balle 2023, Eq. 2)."""
-    kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-    gap = np.maximum(0.0, np.sqrt(-np.log(kappa)) - math.sqrt(float(rho)))
-    return np.exp(-(gap**2))
-
-
-def rdp_rero_bound(segments, kappa, orders=DEFAULT_ORDERS) -> np.ndarray:
-    """The RDP baseline for a DP-SGD schedule: exact Eq. (2) when every q = 1."""
-    from ..release import is_full_batch
-
-    if is_full_batch(segments):
-        rho = sum(s.steps / (2 * s.noise_multiplier**2) for s in segments)
-        return rero_from_zcdp(kappa, rho)
-    kappa = np.atleast_1d(np.asarray(kappa, dtype=float))
-
-    def objective(a, e):
-        return (a - 1) / a * (np.log(kappa)[:, None] + e[None, :])
-
-    best, _ = minimise_over_orders(segments, objective, orders)
-    return np.exp(np.minimum(0.0, best))
+from .baselines import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp  # noqa: F401  (re-exported)
+from .fdp import rero_dp
+from .rdp_tradeoff import rero_rdp_curve, rero_zcdp
 
 
 # ----------------------------------------------------------------------------------------
@@ -188,8 +152,6 @@ def rero_from_guarantee(source: str, kappa: float | None = None, *, log_kappa: f
 
     Give κ as ``kappa`` or, for continuous priors whose κ underflows, ``log_kappa``.
     """
-    from .fdp import rero_dp  # noqa: PLC0415
-    from .rdp_tradeoff import rero_rdp_curve, rero_zcdp  # noqa: PLC0415
 
     source = v.choice("source", source, SOURCES)
     conversion = v.choice("conversion", conversion, CONVERSIONS)

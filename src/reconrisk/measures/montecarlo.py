@@ -54,6 +54,8 @@ from typing import Callable
 
 import numpy as np
 
+from .. import _validate as v
+
 #: Normals per block: each block of samples draws from its own stream (see the module docstring).
 BLOCK_FLOATS = 1 << 20
 #: Normals per tile inside a block: every pass over a tile (draw, scale, log-ratio, row sums) stays in cache.
@@ -191,8 +193,6 @@ def check_draws(samples, seed, steps: int) -> tuple[int, int | None]:
     The one place these limits live: :func:`reconrisk.measures.rero.start_monte_carlo` and ``reconrisk report``'s
     early start (which draws before the rest of the report is imported) both ask it.
     """
-    from .. import _validate as v
-
     samples = v.integer("samples", samples, minimum=100)
     seed = v.seed("seed", seed, allow_none=True)
     # ~5 float64 arrays of `samples` (sorted ratios, cumulative sums) and samples × steps normal draws (a bound on memory, so a huge run is refused, not crashed)

@@ -45,8 +45,10 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.rdp import release_rdp
+from ..release import gaussian_release
 from ..errors import ReconRiskError
 from ..results import Bound
+from .fdp import _log_alphas
 from .tradeoff import TradeOff
 
 __all__ = [
@@ -166,8 +168,6 @@ def validate_curve(orders, epsilons) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _log_kappas(kappa, log_kappa) -> tuple[np.ndarray, bool]:
-    from .fdp import _log_alphas  # noqa: PLC0415
-
     return _log_alphas("kappa", kappa, log_kappa)
 
 
@@ -277,8 +277,6 @@ def tradeoff_zcdp(alphas, rho, *, symmetric: bool = True) -> TradeOff:
 
 # ---------------------------------------------------------------------------- a DP-SGD release
 def _segments(release_or_segments):
-    from ..release import gaussian_release  # noqa: PLC0415
-
     if hasattr(release_or_segments, "segments"):  # the dominating release: σ/2 for fixed-size batches
         return tuple(gaussian_release(release_or_segments, "the RDP -> trade-off conversion").segments)
     return tuple(release_or_segments)

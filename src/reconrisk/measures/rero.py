@@ -40,25 +40,19 @@ from ..errors import ReconRiskError
 from ..release import Release
 from ..results import Bound
 from ..accounting import pld as _pld
-from ..accounting import pld_tilt as _pld_tilt
-from ..analysis.privacy import PrivacyAnalysis, analyse
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import MonteCarloRero, check_draws
-from .conversions import rdp_rero_bound
+from .baselines import rdp_rero_bound
 from .rero_analytic import (  # noqa: F401  (re-exported)
     SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket, symmetric_step_power)
+from .rero_grid import (  # noqa: F401  (re-exported: the grid and tilt choices)
+    DEFAULT_REL_TOL, H_FINEST_REL, H_START, MAX_REFINED_ATOMS, TILT_GRID_MAX, TILT_GROUP_SD, _atoms_per_step,
+    _loss_spread, _loss_spread_min, _refinement_factor, _tilt_grid_factor, _tilt_groups, _tilt_tail,
+    first_discretization, start_discretization)
 
 METHODS = ("pld", "closed_form", "mc", "rdp")
-#: Default target of the PLD bracket: relative width (upper − lower)/upper.
-DEFAULT_REL_TOL = 0.01
 #: Default absolute target width (None: the relative target alone decides).
 DEFAULT_TOL = None
-#: Coarsest loss discretisation tried by the PLD bracket.
-H_START = 1e-3
-#: Refinement stops when h falls below this fraction of a step's loss spread.
-H_FINEST_REL = 1e-5
-#: Refinement stops before a step's loss grid would exceed this many atoms.
-MAX_REFINED_ATOMS = 2_000_000
 
 
 #: The result of every ReRo method: a :class:`reconrisk.results.Bound` with ``quantity="reconstruction"``
@@ -102,8 +96,17 @@ def has_closed_form(release: Release) -> bool:
     return release.full_batch or (len(segs) == 1 and segs[0].steps == 1)
 
 
+def _release_analysis(analysis, what: str) -> "PrivacyAnalysis":
+    """``analysis`` checked to be the analysis of a DP-SGD release (σ, q, T known: its ``release``, ``pmf``)."""
+    if not callable(getattr(analysis, "supports", None)):
+        raise ReconRiskError(f"{what} reads the analysis of a release (reconrisk.analyse(release)); "
+                             f"found {type(analysis).__name__}")
+    analysis.require("mechanism")
+    return analysis
+
+
 def pld_bracket(
-    release: Release | PrivacyAnalysis,
+    analysis: "PrivacyAnalysis",
     kappa: np.ndarray,
     *,
     rel_tol: float = DEFAULT_REL_TOL,
@@ -126,12 +129,12 @@ def pld_bracket(
     ``max_width``, ``max_rel_width``, whether the target was met
     (``converged``) and the number of grids tried (``rounds``).
 
-    The distributions come from the release's :class:`PrivacyAnalysis`
-    (``release`` may be one): grids are a ladder h₀·2⁻ᵏ from
+    The distributions come from the release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+    ``analysis`` (``reconrisk.analyse(release)``): grids are a ladder h₀·2⁻ᵏ from
     :func:`first_discretization`, so a second question about the same release
     finds the grids the first one composed.
     """
-    analysis = analyse(release)
+    analysis = _release_analysis(analysis, "pld_bracket")
     release = analysis.release
     symmetric = bool(getattr(analysis, "symmetric", False))  # the pair view of a fixed-batch release
     if release.full_batch:
@@ -154,7 +157,7 @@ def pld_bracket(
     max_atoms = MAX_REFINED_ATOMS if max_atoms is None else max_atoms
     cap = loss_cap(kappa)
     if discretization is None:
-        short = _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric)
+        short = _saturated_shortcut(analysis, kappa, a_lo, a_up, rel_tol, tol, cap)
         if short is not None:
             return short
     h = discretization if discretization is not None else first_discretization(release)
@@ -292,72 +295,7 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     return lower, upper, bool(np.all(raw >= a_lo))
 
 
-#: Largest factor by which a tilted group's grid exceeds the untilted one (see :func:`_tilt_grid_factor`).
-TILT_GRID_MAX = 4.0
-
-
-def _tilt_grid_factor(segments, theta: float) -> float:
-    """How much coarser a θ-tilted group's grid may be: the tilted per-step loss spread over the untilted
-    one (at most ``TILT_GRID_MAX``). A tiny-κ threshold sits in the tail, where the tilted steps spread
-    far wider than the untilted bulk (σ 0.3, q 1e-6: 0.37 against 2.6e-4), and the h² discretisation
-    error scales with the spread the tail sees. Kept small (4): both discretisations still need several
-    cells across the untilted bulk — the optimistic one loses the tail, the pessimistic one's relative
-    rounding bound degrades, on a grid coarser than the bulk's spread. Grid choice only; the refinement
-    scales both grids."""
-    worst = math.inf
-    for s in segments:
-        _, k1, k2 = _pld_tilt._step_moments([type(s)(s.noise_multiplier, s.sample_rate, 1)], np.array([theta]))
-        worst = min(worst, math.sqrt(float(k2[0])) / _loss_spread(s.noise_multiplier, s.sample_rate))
-    return float(min(max(worst, 1.0), TILT_GRID_MAX))
-
-
-#: κ whose tilt lies within this many tilted standard deviations (of the composed loss) of a group's
-#: leader share its composition: the round-off then grows by at most about e^{TILT_GROUP_SD²/2}.
-TILT_GROUP_SD = 5.0
-
-
-def _tilt_tail(segments, k, rel_tol) -> float:
-    """Each tilted step's truncated Gaussian tail: at most 1e-3·rel_tol·κ/T (≥ 1e-40), so the +∞ atom stays
-    far below the target width."""
-    steps = sum(s.steps for s in segments)
-    return min(_pld.STEP_TAIL, max(1e-3 * rel_tol * float(np.min(k)) / steps, 1e-40))
-
-
-def _tilt_groups(segments, kappa, need: np.ndarray, h: float, rel_tol: float = DEFAULT_REL_TOL) -> np.ndarray:
-    """Tilts for the κ flagged in ``need`` (others 0): the leader's θ(κ) for each group of κ whose
-    θ(κ) lies within TILT_GROUP_SD tilted spreads below it. Grid choice only."""
-    thetas = np.zeros(kappa.size)
-    idx = np.flatnonzero(need)
-    if idx.size == 0:
-        return thetas
-    th, sd = _pld.tilt_for_kappa(segments, kappa[idx], h, tail_mass=_tilt_tail(segments, kappa[idx], rel_tol))
-    order = list(np.argsort(-th))
-    while order:
-        lead = order[0]
-        if th[lead] <= 1e-3:
-            break
-        width = TILT_GROUP_SD / max(float(sd[lead]), 1e-300)
-        members = [i for i in order if th[i] >= th[lead] - width]
-        thetas[idx[members]] = th[lead]
-        order = [i for i in order if i not in members]
-    return thetas
-
-
-def _refinement_factor(upper, lower, rel_tol, tol) -> float:
-    """Next grid as a fraction of this one: both ends err like h² (connect-the-dots on both sides),
-    so h·√(target/width) with a safety factor 0.7, snapped to 1/2 or 1/4 (pre-asymptotic grids can
-    be far off the h² law). Grid choice only: never affects soundness."""
-    w = upper - lower
-    target = rel_tol * upper
-    if tol is not None:
-        target = np.maximum(target, tol)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = float(np.nanmin(np.where(w > 0, target / w, np.inf)))
-    # snapped to the ladder h₀·2⁻ᵏ (1/2 or 1/4), so that questions asked of one release share grids
-    return 0.5 if 0.7 * math.sqrt(max(ratio, 0.0)) >= 0.35 else 0.25
-
-
-def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric=False):
+def _saturated_shortcut(analysis, kappa, a_lo, a_up, rel_tol, tol, cap):
     """Where B_κ is near 1 for a much shorter run, certify the lower end there.
 
     B_κ is non-decreasing in T: the first T′ steps of a run are a garbling of
@@ -370,7 +308,7 @@ def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric
     whole run, the mass piling at the loss cap). T′ only chooses the work;
     soundness rests on monotonicity alone. Returns None when not applicable.
     """
-    segs = release.segments
+    segs = analysis.release.segments
     if len(segs) != 1 or float(np.min(a_up)) < 1.0 - rel_tol / 2:
         return None
     s = segs[0]
@@ -378,9 +316,7 @@ def _saturated_shortcut(release, kappa, a_lo, a_up, rel_tol, tol, cap, symmetric
     z = float(-special.ndtri(float(np.min(kappa)))) + float(-special.ndtri(rel_tol / 4))
     t_short = int(math.ceil(z * z / var))
     while t_short <= s.steps // 4:
-        short = Release(s.noise_multiplier, s.sample_rate, t_short)
-        if symmetric:  # the pair view of the same fixed-batch release, shortened (C^{⊗T} is monotone in T too)
-            short = PrivacyAnalysis(Release(2.0 * s.noise_multiplier, s.sample_rate, t_short, sampler="fixed")).pair
+        short = analysis.prefix(t_short)  # (the pair view: C^{⊗T} is monotone in T too)
         lo, up, det = pld_bracket(short, kappa, rel_tol=rel_tol / 4, tol=None)
         lower = np.minimum(np.maximum(lo, a_lo), a_up)
         w = a_up - lower
@@ -405,17 +341,6 @@ def _pld_feasible(release: Release) -> bool:
     return all(SIGMA_PLD_MIN <= s.noise_multiplier <= SIGMA_PLD_MAX for s in release.segments)
 
 
-def _loss_spread(sigma: float, q: float) -> float:
-    """Standard deviation scale of one step's privacy loss: ≈ min(1/σ, q·√(e^{1/σ²} − 1)).
-
-    (For q = 1 the loss is N(1/(2σ²), 1/σ²); for small q it is ≈ q(e^{Z} − 1)
-    with Z the Gaussian loss.) Used only to choose grids, never for soundness.
-    """
-    inv = 1.0 / sigma if sigma > 1e-150 else 1e150
-    small_q = q * math.sqrt(math.expm1(min(inv * inv, 700.0)))
-    return max(min(inv, small_q), 1e-300)
-
-
 def loss_cap(kappa: np.ndarray) -> float:
     """Largest privacy loss represented: log(1/κ_min) + 40.
 
@@ -426,37 +351,9 @@ def loss_cap(kappa: np.ndarray) -> float:
     return float(-np.log(np.min(kappa))) + 40.0
 
 
-def start_discretization(release: Release) -> float:
-    """First loss grid: min(1e-3, 0.05/√T, spread/4) (the error grows like T·h²; a step's loss
-    spread, which is ≈ q/σ for large σ, must span several cells)."""
-    spread = min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
-    return min(H_START, 0.05 / math.sqrt(release.steps), spread / 4)
-
-
-def first_discretization(release: Release) -> float:
-    """First grid of the refinement: min(1e-3, spread/16) — a step's loss spread must span several
-    cells for the connect-the-dots error to be in its h² regime; the refinement predicts the rest.
-    (spread/16 meets 1 % in one round at every item-4 setting of ``benchmarks/bench_rero.py``;
-    spread/8 needed two rounds at three of them, 30 % more time in all.)"""
-    spread = min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
-    return min(H_START, spread / 16)
-
-
-def _loss_spread_min(release: Release) -> float:
-    return min(_loss_spread(s.noise_multiplier, s.sample_rate) for s in release.segments)
-
-
-def _atoms_per_step(release: Release, h: float) -> float:
-    worst = 0.0
-    for s in release.segments:
-        lo, hi, _, _ = _pld._loss_range(s.noise_multiplier, s.sample_rate, "remove")
-        worst = max(worst, (min(hi, _pld.MAX_LOSS) - lo) / h)
-    return worst
-
-
-def pld_upper(release: Release | PrivacyAnalysis, kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
+def pld_upper(analysis: "PrivacyAnalysis", kappa: np.ndarray, discretization: float | None = None) -> np.ndarray:
     """The certified upper end alone (pessimistic PLD on one grid)."""
-    analysis = analyse(release)
+    analysis = _release_analysis(analysis, "pld_upper")
     release = analysis.release
     symmetric = bool(getattr(analysis, "symmetric", False))
     if release.full_batch:
@@ -470,7 +367,7 @@ def pld_upper(release: Release | PrivacyAnalysis, kappa: np.ndarray, discretizat
 
 
 def rero_bounds(
-    release: Release | PrivacyAnalysis,
+    analysis: "PrivacyAnalysis",
     kappa,
     *,
     method: str = "pld",
@@ -481,12 +378,13 @@ def rero_bounds(
     rel_tol: float = DEFAULT_REL_TOL,
     progress: Callable[[int], None] | None = None,
 ) -> list[Bound]:
-    """ReRo bounds of a :class:`Release` (or of its :class:`PrivacyAnalysis`) for one or many κ (vectorised).
+    """ReRo bounds of a release, read from its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+    (``reconrisk.analyse(release)``), for one or many κ (vectorised).
 
     Each result is a :class:`~reconrisk.results.Bound` with ``quantity="reconstruction"`` and
     ``details["kappa"]``.
     """
-    analysis = analyse(release)
+    analysis = _release_analysis(analysis, "rero_bounds")
     release = analysis.release
     method = v.choice("method", method, METHODS)
     kappas, _ = v.kappa_array("kappa", kappa)
@@ -536,7 +434,7 @@ class MonteCarloBounds:
                 for i, k in enumerate(self._kappas)]
 
 
-def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int | None = None, seed=None,
+def start_monte_carlo(analysis: "PrivacyAnalysis", kappa, *, samples: int | None = None, seed=None,
                       confidence: float = 0.95, progress: Callable[[int], None] | None = None,
                       sampler=None) -> MonteCarloBounds:
     """``rero_bounds(..., method="mc")`` started in the background (same arguments, same numbers):
@@ -546,15 +444,15 @@ def start_monte_carlo(release: Release | PrivacyAnalysis, kappa, *, samples: int
     this seed, sample count and release (``reconrisk report`` starts it before its other imports); used if it
     is those draws, cancelled and replaced otherwise. On an invalid argument it is cancelled too."""
     try:
-        return _start_monte_carlo(release, kappa, samples, seed, confidence, progress, sampler)
+        return _start_monte_carlo(analysis, kappa, samples, seed, confidence, progress, sampler)
     except BaseException:
         if sampler is not None:
             sampler.cancel()
         raise
 
 
-def _start_monte_carlo(release, kappa, samples, seed, confidence, progress, sampler) -> MonteCarloBounds:
-    release = analyse(release).release
+def _start_monte_carlo(analysis, kappa, samples, seed, confidence, progress, sampler) -> MonteCarloBounds:
+    release = _release_analysis(analysis, "start_monte_carlo").release
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
     samples, seed = check_draws(1_000_000 if samples is None else samples, seed, release.steps)

@@ -3,8 +3,8 @@
 Let f be the trade-off curve of :mod:`reconrisk.measures.tradeoff` (μ: output
 with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
 
-The same functions read the curve of anything :func:`~reconrisk.analysis.privacy.analyse`
-accepts: a release's privacy-loss distributions (two-sided), a ``dp_accounting``
+The same functions read the curve of any :class:`~reconrisk.analysis.base.Analysis` (the contract; the
+functions never ask which one they hold): a release's privacy-loss distributions (two-sided), a ``dp_accounting``
 event's (:class:`~reconrisk.analysis.events.EventAnalysis`, two-sided, both
 directions' pessimistic δ for the upper ends) or a guarantee's tightest curve
 (:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`: upper ends only, ``lower``
@@ -71,8 +71,6 @@ from ..release import Release
 from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
-from ..analysis.privacy import PrivacyAnalysis, analyse
-from ..analysis.guarantee import GuaranteeAnalysis
 from .risk_curves import _Gdp, _pmf_pair, event_pair
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
@@ -126,8 +124,13 @@ def _risk_bound(measure: str, baseline: float, lower: float, upper: float, formu
                  details={"baseline": baseline, **det})
 
 
-def _check_release(release) -> PrivacyAnalysis:
-    return analyse(release)
+def _check_release(analysis) -> "Analysis":
+    """``analysis`` checked to be an :class:`~reconrisk.analysis.base.Analysis` (``reconrisk.risk`` and
+    ``reconrisk.analyse`` take a release or an event and analyse it first)."""
+    if not callable(getattr(analysis, "supports", None)):
+        raise ReconRiskError(f"the risk measures read an analysis (reconrisk.analyse(release_or_event)); "
+                             f"found {type(analysis).__name__}")
+    return analysis
 
 
 def _pair_view(analysis):
@@ -136,7 +139,7 @@ def _pair_view(analysis):
     (:attr:`~reconrisk.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
     The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
     they compare the run with the target against the one run in which its slot is never sampled."""
-    return getattr(analysis, "pair", analysis)
+    return analysis.pair
 
 
 def _single_step(release: Release) -> bool:
@@ -164,25 +167,17 @@ def normalize_prior(prior) -> np.ndarray:
 def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) -> Bound:
     """1 − f(b): the exact closed form where one exists, else the analysis's ReRo bracket at κ = b with its
     default target — the very numbers ``reconrisk bound`` prints for κ = b (the same cached computation).
-    An event or a guarantee: its own :meth:`rero` at κ = b (a guarantee's ``method`` names its conversion)."""
-    if not isinstance(analysis, PrivacyAnalysis):
-        r = analysis.rero(b)
-        det = {"method": r.method, **extra, "converged": r.converged}
-        det.update({k: r.details[k] for k in ("discretization", "order") if k in r.details})
-        if r.method != "pld":
-            det["conversion"] = r.formula
-        return _risk_bound(measure, b, r.lower, r.upper, formula, det)
-    release = analysis.release
-    if _rero.has_closed_form(release):
-        lo = up = float(_rero.closed_form(release, np.array([b]), symmetric=analysis.symmetric)[0])
-        det = {"method": "closed_form", **extra}
-    else:
-        r = analysis.rero(b)
-        lo, up = float(r.lower), float(r.upper)
-        det = {"method": "pld", **extra, "discretization": r.details.get("discretization")}
-        if r.converged is not None:
-            det["converged"] = r.converged
-    return _risk_bound(measure, b, lo, up, formula, det)
+    Otherwise (an event, a guarantee, a release without a closed form): its own :meth:`rero` at κ = b (a
+    guarantee's ``method`` names its conversion)."""
+    if analysis.supports("rero_closed_form"):
+        r = analysis.rero(b, method="closed_form")
+        return _risk_bound(measure, b, r.lower, r.upper, formula, {"method": "closed_form", **extra})
+    r = analysis.rero(b)
+    det = {"method": r.method, **extra, "converged": r.converged}
+    det.update({k: r.details[k] for k in ("discretization", "order") if k in r.details})
+    if r.method != "pld":
+        det["conversion"] = r.formula
+    return _risk_bound(measure, b, r.lower, r.upper, formula, det)
 
 
 _CITE_CURVE = "Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al. 2025"
@@ -228,17 +223,21 @@ def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float,
     release reads its symmetrised composition, :func:`_pair_view`)."""
     an = _pair_view(_check_release(release))
     tol = v.positive("tol", tol)
-    return an._memoised(("total_variation", tol), lambda: _total_variation(an, tol))
+    return an._memoised(("total_variation", tol), lambda: an.total_variation(tol))
 
 
-def _total_variation(an, tol: float) -> tuple[float | None, float, dict]:
-    if isinstance(an, GuaranteeAnalysis):
-        return an.total_variation(tol)
-    if not isinstance(an, PrivacyAnalysis):  # an event: its pessimistic and optimistic distributions
-        zero = np.zeros(1)
-        up, lo, det = event_pair(an, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
-        hi = float(up.delta(zero)[0])
-        return min(float(lo.delta(zero)[0]), hi), hi, det
+def event_total_variation(an, tol: float) -> tuple[float, float, dict]:
+    """TV of an event (:meth:`EventAnalysis.total_variation <reconrisk.analysis.events.EventAnalysis.total_variation>`):
+    δ(0) of its pessimistic and optimistic distributions."""
+    zero = np.zeros(1)
+    up, lo, det = event_pair(an, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
+    hi = float(up.delta(zero)[0])
+    return min(float(lo.delta(zero)[0]), hi), hi, det
+
+
+def release_total_variation(an, tol: float) -> tuple[float, float, dict]:
+    """TV of a release (:meth:`PrivacyAnalysis.total_variation <reconrisk.analysis.privacy.PrivacyAnalysis.total_variation>`):
+    the closed forms (every q = 1, one step), the analytic bracket at extreme noise, else δ(0) of its PLDs."""
     release = an.release
     if release.full_batch:
         x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
@@ -300,7 +299,7 @@ def bayes_security(release, *, tol: float = DEFAULT_TOL) -> Bound:
     """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
     an = _pair_view(_check_release(release))
     lo, up, det = total_variation(an, tol=tol)
-    if isinstance(an, PrivacyAnalysis):
+    if an.supports("mechanism"):
         det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}
     return _risk_bound("bayes_security", 1.0, 1.0 - up, None if lo is None else 1.0 - lo,
                        "1 - TV = 1 - max_a (1 - a - f(a)) (Chatzikokolakis et al. 2023)", det)
@@ -380,7 +379,6 @@ def reconstruction_advantage(release, *, prior=None, prior_size: int | None = No
     ``prior_size`` N: the uniform prior over N candidates (then RAD = ReRo(1/N) − 1/N).
     """
     an = _check_release(release)
-    release = an.release
     tol = v.positive("tol", tol)
     if (prior is None) == (prior_size is None):
         raise ReconRiskError("give exactly one of prior (probabilities) or prior_size (an integer >= 2)")
@@ -390,9 +388,19 @@ def reconstruction_advantage(release, *, prior=None, prior_size: int | None = No
     else:
         vals, counts = _prior_groups(prior)
     b = float(vals.max())
-    if release is None:
-        lo, up, u, det = _rad_unreleased(an, vals, counts, tol)
-    elif _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
+    lo, up, u, det = an.prior_success(vals, counts, tol)
+    lo = None if lo is None else min(max(lo, b), up)
+    det = {**det, "success_lower": lo, "success_upper": up, "lambda": None if u is None else math.exp(u), "prior_values": int(counts.sum())}
+    return _risk_bound("rad", b, None if lo is None else lo - b, up - b,
+                       "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z) (Guerra-Balboa et al. 2026)", det)
+
+
+def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
+    """(lower, upper, log λ, details) of S(π) for a release (:meth:`PrivacyAnalysis.prior_success
+    <reconrisk.analysis.privacy.PrivacyAnalysis.prior_success>`; module docstring)."""
+    release = an.release
+    b = float(vals.max())
+    if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
         n = float(counts.sum())
         lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
         up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
@@ -411,27 +419,27 @@ def reconstruction_advantage(release, *, prior=None, prior_size: int | None = No
         cu, cl, det = _pmf_pair(an, cap, tol, width)
         up, u = _dual_upper(cu, vals, counts)
         lo = _primal_lower(cl, vals, counts)
-    lo = None if lo is None else min(max(lo, b), up)
-    det = {**det, "success_lower": lo, "success_upper": up, "lambda": None if u is None else math.exp(u), "prior_values": int(counts.sum())}
-    return _risk_bound("rad", b, None if lo is None else lo - b, up - b,
-                       "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z) (Guerra-Balboa et al. 2026)", det)
+    return lo, up, u, det
 
 
-def _rad_unreleased(an, vals: np.ndarray, counts: np.ndarray, tol: float):
-    """(lower, upper, log λ, details) of S(π) for an event (its two distributions) or a guarantee (upper only:
-    S = g(1/N) for a uniform prior, else the dual on its curve, refined where the best λ reads it)."""
+def guarantee_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
+    """(None, upper, log λ, details) of S(π) for a guarantee (upper only: S = g(1/N) for a uniform prior, else
+    the dual on its curve, refined where the best λ reads it)."""
     lp = np.log(vals)
-    if isinstance(an, GuaranteeAnalysis):
-        _, _, det = an.total_variation(tol)
-        det = {k: x for k, x in det.items() if k != "grid_points"}
-        if vals.size == 1:
-            r = an.rero(float(vals[0]))
-            return None, float(r.upper), None, {**det, "converged": None}
-        up0, u0 = _dual_upper(an.curve, vals, counts)
-        an.curve.delta(u0 - lp, refine=True)
-        ok = an.curve.converged
-        up1, u1 = _dual_upper(an.curve, vals, counts)
-        return None, min(up0, up1), (u1 if up1 <= up0 else u0), {**det, "converged": ok}
+    _, _, det = an.total_variation(tol)
+    det = {k: x for k, x in det.items() if k != "grid_points"}
+    if vals.size == 1:
+        r = an.rero(float(vals[0]))
+        return None, float(r.upper), None, {**det, "converged": None}
+    up0, u0 = _dual_upper(an.curve, vals, counts)
+    an.curve.delta(u0 - lp, refine=True)
+    ok = an.curve.converged
+    up1, u1 = _dual_upper(an.curve, vals, counts)
+    return None, min(up0, up1), (u1 if up1 <= up0 else u0), {**det, "converged": ok}
+
+
+def event_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
+    """(lower, upper, log λ, details) of S(π) for an event: the dual and primal on its two distributions."""
     def width(pu, pl):
         return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
 
@@ -446,11 +454,12 @@ def risk(release, measure: str, *, kappa: float | None = None, prior_size: int |
 
     The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
     (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
-    ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` may be a
-    :class:`~reconrisk.release.Release` or its :class:`PrivacyAnalysis` (whose distributions are then reused),
-    a ``dp_accounting`` event or its :class:`~reconrisk.analysis.events.EventAnalysis` (two-sided too), or a
-    :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` (a guarantee alone: upper ends only, ``method``
-    naming the conversion).
+    ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` is an
+    :class:`~reconrisk.analysis.base.Analysis`: a release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+    (whose distributions are then reused), an event's :class:`~reconrisk.analysis.events.EventAnalysis`
+    (two-sided too), or a :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` (a guarantee alone: upper
+    ends only, ``method`` naming the conversion). ``reconrisk.risk`` takes a release or an event as well and
+    analyses it first (:func:`reconrisk.analyse`).
     """
     release = _check_release(release)
     measure = canonical_measure(measure)

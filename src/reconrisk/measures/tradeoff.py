@@ -52,8 +52,8 @@ from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
 from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
-from .conversions import rdp_rero_bound
-from .rero import has_closed_form, pld_bracket
+from .baselines import rdp_rero_bound
+from .rero import _release_analysis, has_closed_form, pld_bracket
 from .rero_analytic import symmetric_step_power
 
 METHODS = ("auto", "pld", "closed_form")
@@ -175,8 +175,11 @@ def _alphas(alphas) -> np.ndarray:
     return arr
 
 
-def tradeoff(release, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
-    """Certified two-sided bracket on the trade-off curve f(α) of ``release``, all α at once.
+def tradeoff(analysis, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
+    """Certified two-sided bracket on the trade-off curve f(α) of a release, all α at once, read from its
+    :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` ``analysis`` (what
+    :meth:`PrivacyAnalysis.tradeoff <reconrisk.analysis.privacy.PrivacyAnalysis.tradeoff>` and
+    ``reconrisk.tradeoff`` answer; the latter takes a release, an event or any analysis).
 
     ``alphas``: one or many type-I errors in (0, 1) (e.g. ``np.logspace(-12,
     -0.3, 200)``). ``method``: ``"auto"`` (closed form where one exists, the
@@ -186,12 +189,9 @@ def tradeoff(release, alphas, *, method: str = "auto", tol: float | None = None)
     = 1e-3: a curve of many α is drawn fast; both ends are certified at any
     width).
     """
-    from ..analysis.privacy import analyse
-
-    # ``release`` may be a Release or its PrivacyAnalysis; the curve is a pair question: a fixed-batch
-    # release answers it from the symmetrised composition (PrivacyAnalysis.pair)
-    analysis = analyse(release)
-    analysis = getattr(analysis, "pair", analysis)
+    # the curve is a pair question: a fixed-batch release answers it from the symmetrised composition
+    # (PrivacyAnalysis.pair)
+    analysis = _release_analysis(analysis, "tradeoff").pair
     release = analysis.release
     sym = bool(getattr(analysis, "symmetric", False))
     method = v.choice("method", method, METHODS)

@@ -107,6 +107,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     import numpy as np
 
     from ..analysis.calibrate import noise_multiplier_for_epsilon
+    from ..analysis.privacy import PrivacyAnalysis
     from ..measures.rero import pld_bracket
     from ..release import Release
 
@@ -116,7 +117,7 @@ def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
     say(progress, "Fig. 3: certified bounds")
     for eps in p["epsilons"]:
         sigma = noise_multiplier_for_epsilon(eps, 1.0, STEPS, DELTA)
-        lo, up, _ = pld_bracket(Release(sigma, 1.0, STEPS), np.array([1.0 / n for n in sizes]))
+        lo, up, _ = pld_bracket(PrivacyAnalysis(Release(sigma, 1.0, STEPS)), np.array([1.0 / n for n in sizes]))
         for n, a, b in zip(sizes, lo, up):
             bounds[(eps, n)] = float(b)
             ref = dict(zip(FIG3_SIZES, FIG3_PAPER.get(eps, ()))).get(n)
