@@ -354,7 +354,7 @@ def resolve_analysis(**source) -> tuple[Any, dict]:
     A release gets its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`; a ``dp_accounting`` event that is
     not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.analysis.events.EventAnalysis`.
     """
-    from ..analysis.privacy import analyse  # (scipy: not on the way of a command that reads its source first)
+    from ..analysis.dispatch import analyse  # (scipy: not on the way of a command that reads its source first)
 
     run, provenance = resolve_source(**source)
     return analyse(run), provenance
