@@ -60,7 +60,7 @@ SIGMA_GRID_RANGE = (1e-100, 1e100)
 def pld_grid(release: Release, h: float) -> float:
     """The accountant's loss grid: ``h``, coarsened so that each step's loss grid stays below ~1e6 atoms (small σ)."""
     for seg in release.segments:
-        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        lo, hi, _, _ = _pld.loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
         h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
     return h
 

@@ -19,7 +19,7 @@ at most ρ(α; q, σC/(w s)) — the Poisson-subsampled Gaussian's curve of
 2019, Thm 5: the remove direction dominates), which grows with the sensitivity
 (the pair at a smaller sensitivity is a post-processing of the pair at a larger one,
 :mod:`reconrisk.individual.privacy`). So the charge is taken at the sensitivity level
-of :func:`~reconrisk.individual.privacy.sensitivity_levels` just above s_i,t (rounded
+of :func:`~reconrisk.individual.levels.sensitivity_levels` just above s_i,t (rounded
 up: sound), example i is admitted at step t only if every order's running sum plus
 that charge stays within its budget, and an example once refused stays out (w = 0
 from then on: it contributes nothing and is charged nothing). Why Rényi and not
@@ -75,7 +75,7 @@ from ..accounting.rdp import subsampled_gaussian_rdp
 from ..errors import ReconRiskError
 from ..release import Release
 from ..analysis.privacy import PrivacyAnalysis
-from .privacy import DEFAULT_BUCKETS, _poisson_release, bucket_index, sensitivity_levels
+from .levels import DEFAULT_BUCKETS, bucket_index, poisson_release, sensitivity_levels
 
 __all__ = ["IndividualFilter", "FILTER_ORDERS", "MARGIN"]
 
@@ -146,7 +146,7 @@ class IndividualFilter:
     def __init__(self, release: Release, *, target_rero: float | None = None, kappa: float | None = None,
                  target_epsilon: float | None = None, delta: float | None = None, buckets=DEFAULT_BUCKETS,
                  orders=None) -> None:
-        rel = _poisson_release(release)
+        rel = poisson_release(release)
         if not rel.homogeneous:
             raise ReconRiskError("IndividualFilter needs a homogeneous release (one noise multiplier and sample rate)")
         self.release = rel

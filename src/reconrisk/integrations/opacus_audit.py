@@ -74,8 +74,9 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release, extend_history
+from ..release import Release
 from ..results import Bound
+from .opacus_history import extend_history
 
 THREAT_MODELS = ("transcript", "no_deduction")
 GUESS_FRACTIONS = (0.1, 0.25, 0.5, 1.0)

@@ -45,7 +45,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release, extend_history
+from ..release import Release
+from .opacus_history import extend_history
 
 
 class _RecordingSampler:

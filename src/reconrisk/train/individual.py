@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import ReconRiskError
 from .clipping import per_example_sq_norms, signals
-from .dpsgd import StepHook
+from .step_types import StepHook
 
 #: Norm recording modes of ``train(..., record_norms=)``.
 NORM_MODES = ("batch", "step", "epoch")
