@@ -9,11 +9,19 @@ code 2.
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import typer
 
+try:  # newer typer vendors click; its exceptions live there
+    from typer.core import _click as click
+except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
+    import click
+
 from ..errors import ReconRiskError
+from ._common import forget_saved, interrupted_message
 
 app = typer.Typer(
     name="reconrisk",
@@ -90,20 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     ``RECONRISK_DEBUG=1`` to see them and full tracebacks. Anything else is a
     bug: one line naming it, exit code 1.
     """
-    import os
-    import warnings
-
-    try:  # newer typer vendors click; its exceptions live there
-        from typer.core import _click as click
-    except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
-        import click
 
     debug = bool(os.environ.get("RECONRISK_DEBUG"))
     args = list(sys.argv[1:] if argv is None else argv)
     for i, tok in enumerate(args):  # typer turns an empty path into "." (the working directory): refuse it
         if (tok in _PATH_FLAGS and i + 1 < len(args) and not args[i + 1].strip()) or tok in _EMPTY_PATH_FORMS:
             return _error(f"{tok.split('=')[0]} must be a folder path; found ''")
-    from ._common import forget_saved
 
     forget_saved()
     try:
@@ -124,8 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.ClickException as exc:  # e.g. FileError
         return _error(exc.format_message())
     except (typer.Abort, KeyboardInterrupt):
-        from ._common import interrupted_message
-
         print(interrupted_message(), file=sys.stderr)  # one line: what was saved where (issue 25)
         return 130
     except ImportError as exc:

@@ -7,12 +7,14 @@ command.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 
-from .. import _validate as val
+from .. import _io, _validate as val
 from .._io import write_json
 from ..errors import ReconRiskError
 from . import app
@@ -199,11 +201,8 @@ def simulate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict (no progress bar)."),
 ) -> None:
     """Attack samples through DP-SGD at several σ; CSV of MSE/PSNR/NCC with the theory, and a figure."""
-    import numpy as np
 
     from ..attacks.analytic import clip_norm_for_regime, simulate_success
-
-    from .. import _io
 
     out = _io.check_out_dir(out)
     sig = _floats("noise_multipliers", noise_multipliers)
@@ -265,14 +264,9 @@ def figures_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
 ) -> None:
     """Reproduce Riess et al. 2024, Figs. 2, 3 and 5 on synthetic data and on the digits."""
-    import sys
-
-    import numpy as np
 
     from ..experiments import analytic as ea
     from ..report import analytic as ra
-
-    from .. import _io
 
     out = _io.check_out_dir(out)
     val.choice("mode", mode, ("fast", "explicit"))

@@ -6,13 +6,18 @@ nothing for the other commands.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from .. import _io, _validate as v
+from ..data import load_dataset
+from ..errors import ReconRiskError
 from . import app
-from ._common import console, fmt, note_saved, print_json
+from ._common import console, fmt, note_saved, print_json, progress_columns
+from .audit_individual import run_per_example
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -27,8 +32,6 @@ _ATTACK_ALIASES = {
 
 
 def _attacks(names: Optional[List[str]], sample_rate: float) -> tuple[str, ...]:
-    from ..errors import ReconRiskError
-
     if not names:
         return ("alg2",) if sample_rate >= 1.0 else ("alg3", "alg2", "loglik")
     out = []
@@ -89,21 +92,14 @@ def audit(
     train_size: int = typer.Option(1000, "--train-size", help="With --per-example: training examples N."),
 ) -> None:
     """Empirical reconstruction success of real attacks beside the certified ReRo bound."""
-    import time
 
-    from .. import _validate as v
-    from ..data import load_dataset
-    from ..errors import ReconRiskError
     from ..experiments.audit import calibrated_settings
     from ..experiments.trials import split_dataset
-
-    from .. import _io
 
     if per_example_budget is not None and not per_example:
         raise ReconRiskError("--per-example-budget needs --per-example")
     if per_example:
         from ..experiments.individual import DEFAULT_CLIP_NORM
-        from .audit_individual import run_per_example
 
         for flag, bad in (("--batch-size", batch_size is not None), ("--known-size", known_size is not None),
                           ("--prior uniform", prior != "data"), ("--clip-mode gelu", clip_mode != "hard")):
@@ -216,8 +212,6 @@ def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda res
     from rich.console import Console, Group
     from rich.live import Live
     from rich.progress import Progress
-
-    from ._common import progress_columns
 
     err = Console(stderr=True)
     results: list = []

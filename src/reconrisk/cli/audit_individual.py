@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
+from .. import _io, _validate as v
+from ..data import load_dataset
+from ..errors import ReconRiskError
 from ._common import console, note_saved, print_json, progress
 
 #: How many of the most exposed examples the terminal table lists (the gallery and JSON keep ``--top-k``).
@@ -18,10 +23,6 @@ TABLE_ROWS = 5
 def run_per_example(*, epsilon, noise_multiplier, sample_rate: float, steps: int, clip_norm: float, prior_size: int,
                     trials: int, attack: str, dataset: str, model: str, learning_rate: float, delta: float, seed: int,
                     budget, top_k: int, train_size: int, out, json_output: bool, plot: bool) -> None:
-    from .. import _io
-    from .. import _validate as v
-    from ..data import load_dataset
-    from ..errors import ReconRiskError
     from ..experiments.individual import DEFAULT_EPSILON, PerExampleSetting
     from ..train.models import get_model
 
@@ -85,7 +86,6 @@ def print_tables(audit, attacks) -> None:
         t.add_column(c, justify="right")
     t.add_row("worst case (certified)", f"{sm['worst_case_rero']:.4f}", f"{sm['worst_case_epsilon']:.3f}")
     t.add_row("max", f"{sm['ex_post_rero_max']:.4f}", f"{sm['ex_post_epsilon_max']:.3f}")
-    import numpy as np
 
     for name, qn in (("90th percentile", 0.9), ("median", 0.5), ("10th percentile", 0.1)):
         t.add_row(name, f"{np.quantile(audit.rero, qn):.4f}", f"{np.quantile(audit.epsilon, qn):.3f}")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from .. import _validate as v
+from .._io import check_out_dir
+from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table, progress, spinner
+from .risk import calibrate_measure, source_dict, source_label
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
 
@@ -37,12 +42,10 @@ def bound_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
-    from .. import _validate as v
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
     from ..measures.rero import has_closed_form
     from ..experiments.release_source import resolve_analysis
-    from .risk import source_dict, source_label
 
     method = v.choice("method", method, _METHODS)
     # every flag is checked, also those the chosen method does not use (issue 10: none is ignored silently)
@@ -56,7 +59,6 @@ def bound_cmd(
     k = _kappa(kappa, prior_size)
     release = analysis.release  # the Poisson-subsampled Gaussian release the numbers are for (None: an event)
     delta = v.probability_open("delta", delta)
-    from ..errors import ReconRiskError
 
     if release is None and method != "pld":
         raise ReconRiskError(f"--method {method} is for DP-SGD with Gaussian noise; {analysis.name} has the PLD "
@@ -129,7 +131,6 @@ def bound_cmd(
 
 def _warn_unconverged(results) -> None:
     """One line on stderr for each PLD bracket that stopped short of its width target (still certified)."""
-    import sys
 
     for r in results:
         if r.method == "pld" and r.converged is False:
@@ -170,12 +171,9 @@ def calibrate_cmd(
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
 ) -> None:
     """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
-    from .risk import calibrate_measure
 
     if target_rero is not None and ((sample_rate is None and batch_size is None) or steps is None) \
             and solve == "noise-multiplier":
-        from ..errors import ReconRiskError
-
         raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
     calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
                       dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out,
@@ -199,7 +197,6 @@ def curve_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
-    from .._io import check_out_dir
     from ..experiments.curves import curve_jobs, rero_curves
     from ..report.curves import write_curves
 
@@ -212,8 +209,6 @@ def curve_cmd(
     files = write_curves(rows, out, delta=delta, fixed_epsilon=fixed_epsilon)
     short = [r for r in rows if not r["rero"].get("converged", True)]
     if short:
-        import sys
-
         print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
               "(still certified; see rero.width in the JSON)", file=sys.stderr)
     if json_out:

@@ -7,11 +7,15 @@ Balle, Cherubin & Hayes 2022's Thm 2, Cor. 3, Cor. 4. Theory only: no JAX.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
 import typer
 
+from .. import _validate as v
+from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table
 
@@ -19,7 +23,6 @@ from ._common import print_json, print_table
 def curve_pairs(source: str, curve: str | None, order, epsilon):
     """(orders, epsilons) of an RDP curve given as ``--curve`` (then only with ``--from rdp``, and not also as
     ``--order``/``--epsilon`` pairs), or the pairs as given."""
-    from ..errors import ReconRiskError
 
     if curve is None:
         return order, epsilon
@@ -36,9 +39,6 @@ def parse_curve(text: str) -> tuple[list[float], list[float]]:
     A file holds one pair per line as ``order epsilon``, ``order,epsilon`` or ``order:epsilon`` (``#`` starts a
     comment; a header line of words is skipped), or JSON ``{"orders": [...], "epsilons": [...]}``.
     """
-    import json
-
-    from ..errors import ReconRiskError
 
     s = str(text).strip()
     path = Path(s)
@@ -92,9 +92,7 @@ def convert_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Convert an (ε, δ)-DP, RDP or zCDP guarantee into a reconstruction-robustness bound and trade-off curve."""
-    from .. import _validate as v
     from ..measures.conversions import CONVERSIONS, SOURCES, dp_from_two_point_rero, rero_from_guarantee
-    from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 
     source = v.choice("from", source, SOURCES + ("rero",))
@@ -156,14 +154,12 @@ def convert_cmd(
 
 def _tradeoff(source: str, alphas, conversion: str, symmetric: bool, g: dict) -> dict:
     """f(α) of the guarantee, ``beta`` (a lower bound on the true trade-off curve), with method and formula."""
-    import numpy as np
 
     from ..measures.conversions import rero_from_guarantee
 
     if conversion == "optimal":
         from ..measures.fdp import tradeoff_dp
         from ..measures.rdp_tradeoff import tradeoff_rdp_curve, tradeoff_zcdp
-        from ..errors import ReconRiskError
 
         if source == "dp":
             if g["epsilon"] is None:

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
 import typer
 
+from .. import _validate as v
+from ..errors import ReconRiskError
+from ..release import Release
 from . import app
-from ._common import print_json, print_table
+from ._common import print_json, print_table, spinner
+from .convert import curve_pairs
 
 _MEASURE_HELP = (
     "all | reconstruction | reidentification | attribute | membership-tpr | membership-advantage | rad | bayes-security"
@@ -19,7 +24,6 @@ def parse_prior(text: Optional[str]):
     """``"0.5,0.3,0.2"`` → a list of floats (validated by the measure)."""
     if text is None:
         return None
-    from ..errors import ReconRiskError
 
     try:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -35,10 +39,7 @@ def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
 def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
     """The :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
     flags, read as ``reconrisk convert`` reads them."""
-    from .. import _validate as v
     from ..analysis.guarantee import SOURCES, GuaranteeAnalysis
-    from ..errors import ReconRiskError
-    from .convert import curve_pairs
 
     source = v.choice("from", source, SOURCES)
     order, epsilon = curve_pairs(source, curve, order, epsilon)
@@ -52,7 +53,6 @@ def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
 
 def source_label(analysis) -> str:
     """What a table title says the numbers are about: σ, q, T (and the sampler), the event, or the guarantee."""
-    from ..release import Release
 
     src = analysis.source
     if isinstance(src, Release):
@@ -107,7 +107,6 @@ def risk_cmd(
     """Certified bound on one operational risk (or --measure all), read off the trade-off curve of a release, a
     dp_accounting event (--release) or a guarantee alone (--from; upper ends, the conversion named)."""
     from ..measures.risk import CLI_NAMES, canonical_measure
-    from ..errors import ReconRiskError
 
     if source is not None:
         given = [f for f, x in (("-s", noise_multiplier), ("-q", sample_rate), ("-T", steps), ("--batch-size", batch_size),
@@ -142,9 +141,6 @@ def risk_cmd(
 
 def _all(analysis, kw, json_out: bool) -> None:
     from ..measures.risk import CLI_NAMES, all_risks
-    from ..errors import ReconRiskError
-
-    from ._common import spinner
 
     with spinner("every risk measure from the certified curve", enabled=not json_out):
         risks = all_risks(analysis, **kw)
@@ -197,11 +193,6 @@ def tradeoff_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON."),
 ) -> None:
     """Certified two-sided trade-off curve f(α) (ROC: TPR = 1 − f(α)) with the GDP and RDP curves beside it."""
-    import numpy as np
-
-    from .. import _validate as v
-    from ..errors import ReconRiskError
-    from ..release import Release
 
     release = Release(noise_multiplier, sample_rate, steps)
     lo = v.probability_open("alpha_min", alpha_min)
@@ -238,14 +229,12 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     from ..analysis.privacy import PrivacyAnalysis
     from ..analysis.calibrate import calibrate
     from ..measures.risk import CLI_NAMES, canonical_measure
-    from ..errors import ReconRiskError
 
     if target_rero is not None:
         if measure is not None or target is not None:
             raise ReconRiskError("give either --target-rero or --measure M --target X, not both")
         measure, target = "reconstruction", target_rero
         if baseline_args["prior_size"] is not None or baseline_args["kappa"] is not None:
-            from .. import _validate as v
             from ..priors import resolve_kappa
 
             v.in_range("target_rero", target_rero, resolve_kappa(baseline_args["kappa"], baseline_args["prior_size"]), 1.0)
@@ -255,7 +244,6 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     quantity = canonical_measure(measure, cli=True)
     kw = measure_kwargs(baseline_args["prior_size"], baseline_args["kappa"], baseline_args["baseline"],
                         baseline_args["prior"], baseline_args["fpr"])
-    from ._common import spinner
 
     with spinner(f"calibrating {solve.replace('-', ' ')}", enabled=not json_out):
         fixed = {} if batch_size is None and dataset_size is None else dict(batch_size=batch_size,

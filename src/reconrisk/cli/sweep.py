@@ -11,8 +11,9 @@ from typing import Optional
 
 import typer
 
+from ..errors import ReconRiskError
 from . import app
-from ._common import console, fmt, note_saved, print_json
+from ._common import console, fmt, note_saved, print_json, progress
 
 sweep_app = typer.Typer(help="Sweeps of audit trials (TOML grid) on a process pool or Dask, stored in SQLite.",
                         no_args_is_help=True)
@@ -38,13 +39,10 @@ def run_cmd(
     """Run every trial of SWEEP_FILE that the store does not hold yet; rerun after a crash to resume."""
     from ..experiments.store import ResultStore
     from ..experiments.sweep import check_backend, load_sweep, run_sweep
-    from ._common import progress
 
     check_backend(pool, workers, scheduler)
     sweep = load_sweep(sweep_file)
     if compile_cache is not None and compile_cache.exists() and not compile_cache.is_dir():
-        from ..errors import ReconRiskError
-
         raise ReconRiskError(f"--compile-cache must be a folder; found the file {compile_cache}")
     with ResultStore.open(store, create=True) as s:
         done = s.done()
@@ -89,7 +87,6 @@ def export_cmd(
                                      help="Include seconds, worker and finish time (they differ between runs)."),
 ) -> None:
     """Export the trials (configuration columns, certified bound, per-attack success) to CSV and/or Parquet."""
-    from ..errors import ReconRiskError
     from ..experiments.store import ResultStore
 
     if csv is None and parquet is None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import socket
 import time
@@ -51,12 +52,20 @@ from typing import Callable, Iterator
 import numpy as np
 
 from .. import _validate as v
+from ..analysis.privacy import PrivacyAnalysis
+from ..audit.empirical import empirical_audit
+from ..data import load_dataset, mean_pairwise_distance, uniform_noise_prior
 from ..errors import ReconRiskError
+from ..metrics import SuccessRate
+from ..release import Release
+from ..train.dpsgd import make_step_config, OVERFLOW_MESSAGE
+from ..train.models import get_model
 from .store import ResultStore
 from .sweep_file import (  # noqa: F401  (re-exported: the sweep file)
     FORMAT, GRID_DEFAULTS, GRID_KEYS, MAX_CHUNK, MAX_TRIALS, SWEEP_KEYS, Point, Sweep, canonical_hash, load_sweep,
     parse_sweep, seed_sequence,
 )
+from .trials import _trial_functions, PRIOR_AWARE, split_dataset
 
 ATTACK_COLUMNS = ("alg2", "alg3", "loglik", "no_deduction")
 CONNECT_TIMEOUT = "20s"  # how long to try reaching a --scheduler
@@ -86,8 +95,6 @@ def configure_compile_cache(path: str | None) -> None:
 
 @functools.lru_cache(maxsize=4)
 def _dataset(spec: str):
-    from ..data import load_dataset
-
     return load_dataset(spec)
 
 
@@ -97,10 +104,6 @@ def _point_data(point_json: str, dataset_path: str):
 
     Cached per process: the chunks of one point share D₋ (drawn from the point's seed sequence) and shapes.
     """
-    from ..release import Release
-    from ..train.dpsgd import make_step_config
-    from ..train.models import get_model
-    from .trials import split_dataset
 
     p = json.loads(point_json)
     data = _dataset(dataset_path)
@@ -112,8 +115,6 @@ def _point_data(point_json: str, dataset_path: str):
     cfg = make_step_config(release, kx.shape[0] + 1, p["learning_rate"], p["clip_mode"], trials=CAP_TRIALS)
     dist = None
     if p["prior"] == "uniform":
-        from ..data import mean_pairwise_distance
-
         dist = mean_pairwise_distance(px, np.random.default_rng(seed_sequence(p["seed"], canonical_hash(p), 1)))
     return data, model, cfg, release, kx, ky, px, py, dist
 
@@ -123,8 +124,6 @@ def _trial_inputs(p: dict, trial_hash: str, data, px, py, dist):
     rng = np.random.default_rng(seed_sequence(p["seed"], trial_hash, 0))
     n = p["prior_size"]
     if p["prior"] == "uniform":
-        from ..data import uniform_noise_prior
-
         x = uniform_noise_prior(n, data.dim, rng, mean_distance=dist)
         y = rng.integers(0, data.num_classes, n).astype(np.int32)
     else:
@@ -145,9 +144,6 @@ def run_chunk(task: dict) -> list[dict]:
     configure_compile_cache(task.get("compile_cache"))
     from .._jax import jax
     import jax.numpy as jnp
-
-    from ..train.dpsgd import OVERFLOW_MESSAGE
-    from .trials import PRIOR_AWARE, _trial_functions
 
     p = task["point"]
     data, model, cfg, release, kx, ky, px, py, dist = _point_data(json.dumps(p, sort_keys=True), task["dataset_path"])
@@ -203,8 +199,6 @@ class SweepRun:
 
 def certify_point(p: dict) -> dict:
     """ε at δ (the target, else the release's PLD ε) and the certified ReRo bound (Hayes, Mahloujifar & Balle 2023, Cor. 4) of a point."""
-    from ..analysis.privacy import PrivacyAnalysis
-    from ..release import Release
 
     analysis = PrivacyAnalysis(Release(p["noise_multiplier"], p["sample_rate"], p["steps"], p["clip_norm"]))
     bound = analysis.rero(prior_size=p["prior_size"])
@@ -317,8 +311,6 @@ def _execute_pool(tasks, n):
 
 
 def _execute_dask(tasks, kind, arg):
-    import logging
-
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -352,8 +344,6 @@ def _execute_dask(tasks, kind, arg):
 def summarize(store: ResultStore, only: set[str] | None = None) -> list[dict]:
     """Per grid point: configuration, certificate, trials stored, each attack's success rate [95% CI] and
     (``empirical``) the ReRo and ε lower bounds its successes give (:func:`reconrisk.audit.empirical.empirical_audit`)."""
-    from ..audit.empirical import empirical_audit
-    from ..metrics import SuccessRate
 
     points = store.points()
     by_point: dict[str, list[dict]] = {}

@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import _validate as v
+from ..analysis.calibrate import noise_multiplier_for_epsilon
 from ..errors import ReconRiskError
+from .trials import PRIOR_KINDS, trial_batch_size
 
 FORMAT = "reconrisk-sweep/1"  # part of every hash: a new trial definition gets new hashes
 SWEEP_KEYS = ("name", "seed", "trials", "chunk", "dataset")
@@ -129,8 +131,6 @@ def _check_grid_value(key: str, x):
     if key == "clip_mode":
         return v.choice(name, x, ("hard", "gelu"))
     if key == "prior":
-        from .trials import PRIOR_KINDS
-
         return v.choice(name, x, PRIOR_KINDS)
     raise AssertionError(key)  # pragma: no cover
 
@@ -191,15 +191,12 @@ def parse_sweep(spec: dict, *, source: str = "<dict>", base: Path | None = None)
     for combo in itertools.product(*axes.values()):
         cfg = dict(zip(axes, combo))
         if noise_key == "epsilon":
-            from ..analysis.calibrate import noise_multiplier_for_epsilon
-
             cfg["noise_multiplier"] = float(noise_multiplier_for_epsilon(
                 cfg["epsilon"], cfg["sample_rate"], cfg["steps"], cfg["delta"], "pld"))
         else:
             cfg["epsilon"] = None
         cfg.update(format=FORMAT, seed=seed, dataset=dataset, attack="prior_aware")
         cfg = {k: (float(x) if isinstance(x, float) else x) for k, x in cfg.items()}
-        from .trials import trial_batch_size
 
         c = chunk or trial_batch_size(cfg["steps"], cfg["prior_size"], trials, cfg["known_size"] or 999, None)
         points.append(Point(cfg, canonical_hash(cfg), trials, min(c, trials)))

@@ -65,6 +65,7 @@ the JAX trainer (:mod:`reconrisk.train.individual`) is sound too.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 
@@ -72,9 +73,10 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.rdp import subsampled_gaussian_rdp
-from ..errors import ReconRiskError
-from ..release import Release
 from ..analysis.privacy import PrivacyAnalysis
+from ..errors import ReconRiskError
+from ..measures.rdp_tradeoff import rdp_power
+from ..release import Release
 from .levels import DEFAULT_BUCKETS, bucket_index, poisson_release, sensitivity_levels
 
 __all__ = ["IndividualFilter", "FILTER_ORDERS", "MARGIN"]
@@ -116,7 +118,6 @@ def _rdp_to_rero(orders: np.ndarray, rdp: np.ndarray, kappa: float) -> np.ndarra
 @functools.lru_cache(maxsize=4096)
 def _curve_rero(orders_dtype: str, orders: bytes, rdp_dtype: str, rdp: bytes, kappa: float) -> float:
     """rdp_power(κ, orders, rdp)[0] of one curve given as bytes (a pure function of them: safe to cache)."""
-    from ..measures.rdp_tradeoff import rdp_power
 
     return rdp_power(kappa, np.frombuffer(orders, orders_dtype), np.frombuffer(rdp, rdp_dtype))[0]
 
@@ -247,7 +248,6 @@ class IndividualFilter:
     def fresh(self) -> "IndividualFilter":
         """A copy with the same budget and charges and no history (one filter per run; building one computes
         the charge table and the budget, ~1 s)."""
-        import copy
 
         out = copy.copy(self)
         out.n = out.counts = out.active = out.stopped_at = None

@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 
 from .. import _validate as v
+from ..accounting import pld as _pld
+from ..accounting.epsilon import EPSILON_CAP, pld_grid
+from ..accounting.gaussian import gaussian_eps
+from ..accounting.pld_batch import compose_counts, LevelSpectra
+from ..analysis.privacy import PrivacyAnalysis
 from ..errors import ReconRiskError
+from ..measures.rero import loss_cap
 from ..release import Release
 from ..results import Bound
 from .filter import IndividualFilter  # noqa: F401  (re-exported)
@@ -86,8 +92,6 @@ class IndividualPrivacy:
 
     def __init__(self, release: Release, counts: np.ndarray, levels: np.ndarray, *, certified: bool = False,
                  individual_filter=None, method: str = "fourier") -> None:
-        from ..analysis.privacy import PrivacyAnalysis
-
         self.release = release
         self.levels = np.asarray(levels, dtype=float)
         self.counts = np.asarray(counts)
@@ -121,8 +125,6 @@ class IndividualPrivacy:
 
     def _analysis(self, g: int):
         if g not in self._analyses:
-            from ..analysis.privacy import PrivacyAnalysis
-
             rel = schedule_of(self.release, self._groups[g].reshape(self.counts.shape[1:]), self.levels)
             if rel is None:
                 self._analyses[g] = None
@@ -164,8 +166,6 @@ class IndividualPrivacy:
         the group at C on every step gets the worst case's own number."""
         if key in self._memo:
             return self._memo[key][self._inverse]
-        from ..accounting import pld as _pld
-        from ..accounting.pld_batch import LevelSpectra, compose_counts
 
         cols, kinds = self._kinds()
         counts = self._groups[:, cols]
@@ -190,8 +190,6 @@ class IndividualPrivacy:
     def ex_post_epsilon(self, delta: float) -> np.ndarray:
         """Ex-post ε_i(δ) (n,): the pessimistic PLD's ε of example i's schedule (both directions), on the
         grid ``EX_POST_EPSILON_GRID``; at most the Gaussian-DP ε of the schedule and the worst case."""
-        from ..accounting.epsilon import EPSILON_CAP, pld_grid
-        from ..accounting.gaussian import gaussian_eps
 
         delta = v.probability_open("delta", delta)
         worst = self.worst_case_epsilon(delta).upper
@@ -209,8 +207,6 @@ class IndividualPrivacy:
         """Ex-post ReRo_i(κ) (n,): the pessimistic PLD's B_κ of example i's schedule on the grid the worst
         case's bracket ended on; at most the Gaussian-DP value of the schedule and the worst case."""
         from scipy import special
-
-        from ..measures.rero import loss_cap
 
         kappa = v.in_range("kappa", kappa, 0.0, 1.0, low_open=True, high_open=True)
         wb = self.worst_case_rero(kappa)

@@ -53,7 +53,12 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from .. import _validate as v
+from ..accounting import epsilon
+from ..analysis.calibrate_risk import calibrate_risk
+from ..analysis.privacy import PrivacyAnalysis
 from ..errors import ReconRiskError
+from ..measures.risk import canonical_measure
+from ..priors import resolve_kappa
 from ..release import Release, opacus_history_release
 from ..results import Bound
 from .opacus_history import extend_history, loader_sampler
@@ -152,7 +157,6 @@ class ReconRiskAccountant:
     def analysis(self):
         """The :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of the history so far: every question
         (ε, ReRo, the trade-off curve, the risks) asked between two steps shares its distributions."""
-        from ..analysis.privacy import PrivacyAnalysis
 
         rel = self.release
         if self._analysis is None or self._analysis.release != rel:
@@ -180,7 +184,6 @@ class ReconRiskAccountant:
         self._check_sampler()
         if accountant == "pld":
             return float(self.analysis.epsilon(delta).upper)
-        from ..accounting import epsilon
 
         return float(epsilon(release=self.release, delta=delta, accountant=accountant))
 
@@ -265,8 +268,6 @@ class ReconRiskAccountant:
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None):
         """Certified ReRo bracket of the history so far (same as ``reconrisk bound`` for that release)."""
         if self._noiseless:
-            from ..priors import resolve_kappa
-
             return self._vacuous("rero", kappa=resolve_kappa(kappa, prior_size), prior_size=prior_size)
         return self.analysis.rero(kappa, prior_size=prior_size)
 
@@ -280,8 +281,6 @@ class ReconRiskAccountant:
     def risk(self, measure: str = "reconstruction", **kwargs):
         """Certified bracket on one risk measure (:func:`reconrisk.measures.risk.risk`)."""
         if self._noiseless:
-            from ..measures.risk import canonical_measure
-
             return self._vacuous(canonical_measure(measure), **kwargs)
         return self.analysis.risk(measure, **kwargs)
 
@@ -326,7 +325,6 @@ def make_private_with_risk(
     """Opacus's ``make_private`` with σ calibrated so that the certified ``measure`` after ``epochs`` ≤ ``target``.
 
     Calibrated for the sampler the run uses:
-
     * ``poisson_sampling=True`` (Opacus's default): Opacus replaces the loader by a Poisson one at sample
       rate 1/len(data_loader); ``epochs · len(data_loader)`` steps.
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
@@ -341,7 +339,6 @@ def make_private_with_risk(
     ``privacy_engine.reconrisk_calibration``. A :class:`ReconRiskAccountant` in the engine is told the
     loader, so it reports the numbers of the same release.
     """
-    from ..analysis.calibrate_risk import calibrate_risk
 
     epochs = v.integer("epochs", epochs, minimum=1)
     max_grad_norm = v.positive("max_grad_norm", max_grad_norm)
@@ -389,7 +386,6 @@ def make_private_with_risk(
 
 def _register_if_loaded() -> None:
     """Register in Opacus's registry at import when Opacus is already loaded (never imports it here)."""
-    import sys
 
     if "opacus.accountants" in sys.modules:
         try:

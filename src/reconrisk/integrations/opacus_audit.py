@@ -73,8 +73,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.gaussian import gaussian_eps
+from ..analysis.privacy import PrivacyAnalysis
+from ..audit.onerun import Guesses, onerun_lower_bounds
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import gaussian_release, Release
 from ..results import Bound
 from .opacus_history import extend_history
 
@@ -92,9 +95,6 @@ def replace_one_epsilon(release: Release, delta: float) -> Bound:
     PLD ε (a replacement is a removal and an addition: (ε, δ₁) twice gives (2ε, (1 + e^ε)δ₁)), with δ₁
     the largest (on a walk down from δ/2 by e² and a bisection of log δ₁) with δ₁(1 + e^{ε(δ₁)}) ≤ ``delta``. Both are upper bounds.
     """
-    from ..accounting.gaussian import gaussian_eps
-    from ..analysis.privacy import PrivacyAnalysis
-    from ..release import gaussian_release
 
     rel = gaussian_release(release, "the replace-one epsilon")
     d = v.probability_open("delta", delta)
@@ -189,7 +189,6 @@ class OneRunAudit:
     """m gradient canaries, each one of its own k simplex candidates, audited after one Opacus training run.
 
     Usage (``optimizer``, ``loader``: what ``PrivacyEngine.make_private`` returned)::
-
         audit = OneRunAudit(canaries=1000, options=2, seed=0).attach(optimizer, sample_rate=loader.sample_rate)
         ...  # the user's training loop, unchanged
         print(audit.result(delta=1e-5))  # OneRunAuditResult: .epsilon, .gdp_mu, .certified_epsilon, ...
@@ -312,8 +311,6 @@ class OneRunAudit:
         """Guess, and turn the counts into lower bounds on the replace-one ε at ``delta`` and μ
         (:func:`reconrisk.audit.onerun.onerun_lower_bounds`), beside the certified replace-one ε and the
         add/remove ε of the same history. ``guess_counts`` defaults to 10 %, 25 %, 50 % and 100 % of the slots."""
-        from ..analysis.privacy import PrivacyAnalysis
-        from ..audit.onerun import Guesses, onerun_lower_bounds
 
         threat = v.choice("threat_model", threat_model, THREAT_MODELS)
         d = v.probability_open("delta", delta)

@@ -37,6 +37,7 @@ drawn) would make the filter's books a function of the coin.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from typing import Callable
@@ -45,6 +46,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from ..individual.privacy import individual_analysis
 from ..release import Release
 from .opacus_history import extend_history
 
@@ -82,7 +84,6 @@ class PerSampleNorms:
     """Record the per-sample gradient norms of an Opacus run and analyse each example's privacy ex post.
 
     Usage (``optimizer``, ``loader``: what ``PrivacyEngine.make_private`` returned)::
-
         norms = PerSampleNorms().attach(optimizer, loader)
         ...  # the user's training loop, unchanged
         who = norms.analysis()  # reconrisk.individual.privacy.IndividualPrivacy (ex post)
@@ -213,7 +214,6 @@ class PerSampleNorms:
 
     def analysis(self, *, buckets=None):
         """Ex-post per-example privacy (:func:`reconrisk.individual.privacy.individual_analysis`): estimates."""
-        from ..individual.privacy import individual_analysis
 
         kw = {} if buckets is None else {"buckets": buckets}
         return individual_analysis(self.release, self.norms, **kw)
@@ -223,7 +223,6 @@ class IndividualFilterHook(PerSampleNorms):
     """Train with a per-example budget in an Opacus loop: an ``IndividualFilter`` admits or stops each example.
 
     Usage::
-
         f = IndividualFilter(Release(sigma, q, steps, clip_norm), target_rero=0.3, kappa=0.1)
         hook = IndividualFilterHook(f).attach(optimizer, loader)
         ...  # the user's loop, one physical batch per optimizer step
@@ -297,7 +296,6 @@ def full_norms(model, dataset, loss_fn, *, batch_size: int = 256) -> Callable[[]
     per-batch mean loss, as trained (``torch.nn.functional.cross_entropy``); ``dataset`` yields (x, y). Uses
     ``torch.func`` (vmap of grad over examples), one pass over the data per call.
     """
-    import copy
 
     import torch
     from torch.func import functional_call, grad, vmap

@@ -55,6 +55,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from ..metrics import accuracy
 from ..release import Release
 from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
     CLIP_MODES,
@@ -466,8 +467,6 @@ def train(
 def model_accuracy(model: Model, params, x, y) -> float:
     """Fraction of (x, y) the model classifies correctly (:func:`reconrisk.metrics.accuracy` of its argmax)."""
     import jax.numpy as jnp
-
-    from ..metrics import accuracy
 
     pred = jnp.argmax(model.logits(params, jnp.asarray(x, jnp.float32)), axis=1)
     return accuracy(np.asarray(pred), np.asarray(y))

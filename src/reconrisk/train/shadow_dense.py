@@ -20,7 +20,6 @@ The first layer in the span of the data (the "kernel" form)
         W₁ = W₁⁽⁰⁾ + Xᵀ Aᵀ + z cᵀ      (A: h × n, c: h, one pair per model).
 
     The layer's pre-activations then need no d-dimensional product at all:
-
         W₁ᵀ Xᵀ = P + A G + c uᵀ,      W₁ᵀ z = p_z + A u + c ‖z‖²,
 
     with G = X Xᵀ (n × n, shared), P = W₁⁽⁰⁾ᵀ Xᵀ (shared under the known
@@ -65,7 +64,10 @@ Convolutional models keep the generic vmapped program of
 
 from __future__ import annotations
 
+import math
+
 from ..errors import ReconRiskError
+from .dpsgd import step_keys
 from .models import Model
 
 
@@ -75,7 +77,6 @@ def supports(model: Model, cfg) -> bool:
     Dense layers, full batch, and either no DP (C = inf) or DP-GD with hard
     clipping and Gaussian noise (the only DP that :class:`ShadowConfig` builds).
     """
-    import math
 
     if not (all(layer.kind == "dense" for layer in model.layers) and cfg.sample_rate == 1.0):
         return False
@@ -114,12 +115,9 @@ def dense_program(model: Model, static: tuple, form: str | None = None):
     generic program. ``form`` forces the first layer's form
     (:func:`first_layer_form` by default).
     """
-    import math
 
     from .._jax import jax
     import jax.numpy as jnp
-
-    from .dpsgd import step_keys
 
     cfg, steps, init_seed, random_init = static
     if not supports(model, cfg):
