@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 import typer
 
-from .. import _io, _validate as val
+from .. import _validate as val
 from .._io import write_json
 from ..errors import ReconRiskError
 from . import app
@@ -204,6 +204,8 @@ def simulate_cmd(
 
     from ..attacks.analytic import clip_norm_for_regime, simulate_success
 
+    from .. import _io
+
     out = _io.check_out_dir(out)
     sig = _floats("noise_multipliers", noise_multipliers)
     n = val.max_count("--samples", val.integer("samples", samples, minimum=1), 10**7)
@@ -267,6 +269,8 @@ def figures_cmd(
 
     from ..experiments import analytic as ea
     from ..report import analytic as ra
+
+    from .. import _io
 
     out = _io.check_out_dir(out)
     val.choice("mode", mode, ("fast", "explicit"))

@@ -12,9 +12,6 @@ from typing import List, Optional
 
 import typer
 
-from .. import _io, _validate as v
-from ..data import load_dataset
-from ..errors import ReconRiskError
 from . import app
 from ._common import console, fmt, note_saved, print_json, progress_columns
 from .audit_individual import run_per_example
@@ -32,6 +29,8 @@ _ATTACK_ALIASES = {
 
 
 def _attacks(names: Optional[List[str]], sample_rate: float) -> tuple[str, ...]:
+    from ..errors import ReconRiskError
+
     if not names:
         return ("alg2",) if sample_rate >= 1.0 else ("alg3", "alg2", "loglik")
     out = []
@@ -93,8 +92,13 @@ def audit(
 ) -> None:
     """Empirical reconstruction success of real attacks beside the certified ReRo bound."""
 
+    from .. import _validate as v
+    from ..data import load_dataset
+    from ..errors import ReconRiskError
     from ..experiments.audit import calibrated_settings
     from ..experiments.trials import split_dataset
+
+    from .. import _io
 
     if per_example_budget is not None and not per_example:
         raise ReconRiskError("--per-example-budget needs --per-example")

@@ -11,9 +11,6 @@ import time
 
 import numpy as np
 
-from .. import _io, _validate as v
-from ..data import load_dataset
-from ..errors import ReconRiskError
 from ._common import console, note_saved, print_json, progress
 
 #: How many of the most exposed examples the terminal table lists (the gallery and JSON keep ``--top-k``).
@@ -23,6 +20,10 @@ TABLE_ROWS = 5
 def run_per_example(*, epsilon, noise_multiplier, sample_rate: float, steps: int, clip_norm: float, prior_size: int,
                     trials: int, attack: str, dataset: str, model: str, learning_rate: float, delta: float, seed: int,
                     budget, top_k: int, train_size: int, out, json_output: bool, plot: bool) -> None:
+    from .. import _io
+    from .. import _validate as v
+    from ..data import load_dataset
+    from ..errors import ReconRiskError
     from ..experiments.individual import DEFAULT_EPSILON, PerExampleSetting
     from ..train.models import get_model
 

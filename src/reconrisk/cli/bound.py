@@ -8,9 +8,6 @@ from typing import List, Optional
 
 import typer
 
-from .. import _validate as v
-from .._io import check_out_dir
-from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table, progress, spinner
 from .risk import calibrate_measure, source_dict, source_label
@@ -42,6 +39,7 @@ def bound_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
+    from .. import _validate as v
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
     from ..measures.rero import has_closed_form
@@ -59,6 +57,7 @@ def bound_cmd(
     k = _kappa(kappa, prior_size)
     release = analysis.release  # the Poisson-subsampled Gaussian release the numbers are for (None: an event)
     delta = v.probability_open("delta", delta)
+    from ..errors import ReconRiskError
 
     if release is None and method != "pld":
         raise ReconRiskError(f"--method {method} is for DP-SGD with Gaussian noise; {analysis.name} has the PLD "
@@ -174,6 +173,8 @@ def calibrate_cmd(
 
     if target_rero is not None and ((sample_rate is None and batch_size is None) or steps is None) \
             and solve == "noise-multiplier":
+        from ..errors import ReconRiskError
+
         raise ReconRiskError("calibrate needs --target-rero, --sample-rate and --steps (or --measure M --target X --solve ...)")
     calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero,
                       dict(prior_size=prior_size, kappa=kappa, baseline=baseline, prior=prior, fpr=fpr), json_out,
@@ -197,6 +198,7 @@ def curve_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the table as JSON."),
 ) -> None:
     """Plot γ against ε (several prior sizes) and γ against q at fixed ε, with the RDP baseline."""
+    from .._io import check_out_dir
     from ..experiments.curves import curve_jobs, rero_curves
     from ..report.curves import write_curves
 

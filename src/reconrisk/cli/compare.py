@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table, progress
 
@@ -31,6 +29,7 @@ def compare_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Train and attack both mechanisms over an ε grid; accuracy, IGA MSE/SSIM and log Bayes' capacity (Figs 1, 4, 5)."""
+    from ..errors import ReconRiskError
     from ..experiments.mechanisms import CompareConfig, compare_mechanisms
 
     try:
@@ -40,6 +39,7 @@ def compare_cmd(
     cfg = CompareConfig(epsilons=grid, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, delta=delta,
                         vmf_compositions=vmf_compositions, attack_iterations=attack_iterations, tv_weight=tv_weight,
                         seed=seed, capacity_matched=capacity_matched)
+    import logging
 
     logging.getLogger("absl").setLevel(logging.ERROR)  # dp_accounting's fractional-order convergence notes
     models = 1 + len(grid) * (3 if capacity_matched else 2)  # clip-only baseline, then each mechanism per ε

@@ -14,8 +14,6 @@ from typing import List, Optional
 import numpy as np
 import typer
 
-from .. import _validate as v
-from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table
 
@@ -23,6 +21,7 @@ from ._common import print_json, print_table
 def curve_pairs(source: str, curve: str | None, order, epsilon):
     """(orders, epsilons) of an RDP curve given as ``--curve`` (then only with ``--from rdp``, and not also as
     ``--order``/``--epsilon`` pairs), or the pairs as given."""
+    from ..errors import ReconRiskError
 
     if curve is None:
         return order, epsilon
@@ -39,6 +38,8 @@ def parse_curve(text: str) -> tuple[list[float], list[float]]:
     A file holds one pair per line as ``order epsilon``, ``order,epsilon`` or ``order:epsilon`` (``#`` starts a
     comment; a header line of words is skipped), or JSON ``{"orders": [...], "epsilons": [...]}``.
     """
+
+    from ..errors import ReconRiskError
 
     s = str(text).strip()
     path = Path(s)
@@ -92,7 +93,9 @@ def convert_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Convert an (ε, δ)-DP, RDP or zCDP guarantee into a reconstruction-robustness bound and trade-off curve."""
+    from .. import _validate as v
     from ..measures.conversions import CONVERSIONS, SOURCES, dp_from_two_point_rero, rero_from_guarantee
+    from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 
     source = v.choice("from", source, SOURCES + ("rero",))
@@ -160,6 +163,7 @@ def _tradeoff(source: str, alphas, conversion: str, symmetric: bool, g: dict) ->
     if conversion == "optimal":
         from ..measures.fdp import tradeoff_dp
         from ..measures.rdp_tradeoff import tradeoff_rdp_curve, tradeoff_zcdp
+        from ..errors import ReconRiskError
 
         if source == "dp":
             if g["epsilon"] is None:

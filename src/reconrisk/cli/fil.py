@@ -8,9 +8,6 @@ from typing import Optional
 
 import typer
 
-from .. import _io, _validate as v
-from ..errors import ReconRiskError
-from ..release import Release
 from . import app
 from ._common import deprecated_alias, pick, print_json, print_table, progress
 
@@ -32,7 +29,10 @@ def mse_bound_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Theorem 1 of Guo et al. 2022: MSE lower bound 1/(4(e^ε − 1))·diam² for any unbiased reconstruction attack."""
+    from .. import _validate as v
     from ..theory.mse import GELU_CLIP_OVERSHOOT, mse_bound
+    from ..errors import ReconRiskError
+    from ..release import Release
 
     if rdp_epsilon is not None:
         rdp_epsilon = v.positive("rdp_epsilon", rdp_epsilon)
@@ -71,6 +71,8 @@ def fil_logreg_cmd(
 ) -> None:
     """Digits 0-vs-1 logistic regression: dFIL bounds vs the RDP bound (Fig. 2), GLM attack (Figs. 3–4)."""
 
+    from .. import _io
+    from .. import _validate as v
     from ..experiments.fil import logreg_experiment
 
     noise_std = pick("--noise-std", noise_std, noise, default=1e-2)
@@ -151,6 +153,7 @@ def fil_dpsgd_cmd(
         for p in res.figures:
             print(f"wrote {p}")
         return
+    from .. import _validate as v
 
     noise_multiplier = 1.0 if noise_multiplier is None else noise_multiplier
     clip_norm = 1.0 if clip_norm is None else clip_norm

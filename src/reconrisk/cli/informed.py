@@ -7,9 +7,6 @@ from typing import List, Optional
 
 import typer
 
-from .._io import pyplot, save_figure, write_json
-from ..data import load_dataset
-from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table
 
@@ -59,6 +56,7 @@ def closed_form_cmd(
 
 def _grid(result, dataset, out: Path, columns: int = 10) -> list:
     """Targets in the top row, one row of reconstructions per setting below (PNG + SVG)."""
+    from .._io import pyplot, save_figure
 
     plt = pyplot()
     h, w, c = dataset.image_shape
@@ -96,7 +94,11 @@ def reconn_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON (no progress)."),
 ) -> None:
     """Train shadow models with vmap, fit a reconstructor network, attack released models (Balle, Cherubin & Hayes 2022, §IV–V)."""
+    from .._io import write_json
     from ..attacks.reconstructor import run_reconn
+    from ..data import load_dataset
+
+    from ..errors import ReconRiskError
 
     try:
         widths = tuple(int(w) for w in hidden.split(","))

@@ -13,8 +13,6 @@ from typing import Optional
 
 import typer
 
-from .. import _io, _validate as v
-from ..errors import ReconRiskError
 from . import app
 from ._common import fmt, print_json, print_table
 
@@ -62,6 +60,10 @@ def reproduce(
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout instead of a table."),
 ) -> None:
     """Reproduce a seed paper's figure or table; prints the paper's number beside ours (small form by default)."""
+
+    from .. import _io
+    from .. import _validate as v
+    from ..errors import ReconRiskError
 
     if list_:
         if recipe is not None:

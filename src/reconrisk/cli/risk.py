@@ -8,9 +8,6 @@ from typing import List, Optional
 import numpy as np
 import typer
 
-from .. import _validate as v
-from ..errors import ReconRiskError
-from ..release import Release
 from . import app
 from ._common import print_json, print_table, spinner
 from .convert import curve_pairs
@@ -24,6 +21,7 @@ def parse_prior(text: Optional[str]):
     """``"0.5,0.3,0.2"`` → a list of floats (validated by the measure)."""
     if text is None:
         return None
+    from ..errors import ReconRiskError
 
     try:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -39,7 +37,9 @@ def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
 def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
     """The :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
     flags, read as ``reconrisk convert`` reads them."""
+    from .. import _validate as v
     from ..analysis.guarantee import SOURCES, GuaranteeAnalysis
+    from ..errors import ReconRiskError
 
     source = v.choice("from", source, SOURCES)
     order, epsilon = curve_pairs(source, curve, order, epsilon)
@@ -53,6 +53,7 @@ def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
 
 def source_label(analysis) -> str:
     """What a table title says the numbers are about: σ, q, T (and the sampler), the event, or the guarantee."""
+    from ..release import Release
 
     src = analysis.source
     if isinstance(src, Release):
@@ -107,6 +108,7 @@ def risk_cmd(
     """Certified bound on one operational risk (or --measure all), read off the trade-off curve of a release, a
     dp_accounting event (--release) or a guarantee alone (--from; upper ends, the conversion named)."""
     from ..measures.risk import CLI_NAMES, canonical_measure
+    from ..errors import ReconRiskError
 
     if source is not None:
         given = [f for f, x in (("-s", noise_multiplier), ("-q", sample_rate), ("-T", steps), ("--batch-size", batch_size),
@@ -141,6 +143,7 @@ def risk_cmd(
 
 def _all(analysis, kw, json_out: bool) -> None:
     from ..measures.risk import CLI_NAMES, all_risks
+    from ..errors import ReconRiskError
 
     with spinner("every risk measure from the certified curve", enabled=not json_out):
         risks = all_risks(analysis, **kw)
@@ -194,6 +197,10 @@ def tradeoff_cmd(
 ) -> None:
     """Certified two-sided trade-off curve f(α) (ROC: TPR = 1 − f(α)) with the GDP and RDP curves beside it."""
 
+    from .. import _validate as v
+    from ..errors import ReconRiskError
+    from ..release import Release
+
     release = Release(noise_multiplier, sample_rate, steps)
     lo = v.probability_open("alpha_min", alpha_min)
     hi = v.probability_open("alpha_max", alpha_max)
@@ -229,12 +236,14 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     from ..analysis.privacy import PrivacyAnalysis
     from ..analysis.calibrate import calibrate
     from ..measures.risk import CLI_NAMES, canonical_measure
+    from ..errors import ReconRiskError
 
     if target_rero is not None:
         if measure is not None or target is not None:
             raise ReconRiskError("give either --target-rero or --measure M --target X, not both")
         measure, target = "reconstruction", target_rero
         if baseline_args["prior_size"] is not None or baseline_args["kappa"] is not None:
+            from .. import _validate as v
             from ..priors import resolve_kappa
 
             v.in_range("target_rero", target_rero, resolve_kappa(baseline_args["kappa"], baseline_args["prior_size"]), 1.0)

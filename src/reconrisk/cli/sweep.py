@@ -11,7 +11,6 @@ from typing import Optional
 
 import typer
 
-from ..errors import ReconRiskError
 from . import app
 from ._common import console, fmt, note_saved, print_json, progress
 
@@ -43,6 +42,8 @@ def run_cmd(
     check_backend(pool, workers, scheduler)
     sweep = load_sweep(sweep_file)
     if compile_cache is not None and compile_cache.exists() and not compile_cache.is_dir():
+        from ..errors import ReconRiskError
+
         raise ReconRiskError(f"--compile-cache must be a folder; found the file {compile_cache}")
     with ResultStore.open(store, create=True) as s:
         done = s.done()
@@ -87,6 +88,7 @@ def export_cmd(
                                      help="Include seconds, worker and finish time (they differ between runs)."),
 ) -> None:
     """Export the trials (configuration columns, certified bound, per-attack success) to CSV and/or Parquet."""
+    from ..errors import ReconRiskError
     from ..experiments.store import ResultStore
 
     if csv is None and parquet is None:

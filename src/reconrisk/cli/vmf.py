@@ -17,6 +17,7 @@ app.add_typer(vmf_app, name="vmf")
 
 def parse_number(name: str, text: str) -> float:
     """A number given as ``0.25``, ``1e-5`` or a fraction ``128/60000``."""
+    from ..errors import ReconRiskError
 
     s = str(text).strip()
     try:
@@ -115,6 +116,7 @@ def rero_cmd(
 ) -> None:
     """Certified reconstruction risk of a VMF release from its RDP curve (optimal RDP → trade-off conversion)."""
     from ..measures.vmf_rero import rero_vmf
+    from ..errors import ReconRiskError
     from ..priors import resolve_kappa
 
     if sum(x is not None for x in (prior_size, prior_kappa, log_kappa)) != 1:
