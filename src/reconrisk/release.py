@@ -338,6 +338,7 @@ class Release:
         one-step remove pair — (1 − q)N(0, 1) + qN(μ, 1) against N(0, 1), μ = 2/σ, trade-off
         f_q = q·G_μ + (1 − q)·Id — is what one fixed-size step is compared with. What that
         comparison covers (Dong, Roth & Su 2022, Thm 4.2; the clipped sum moves by at most 2C):
+
         * **one reference law**: against the run in which the target's slot is never sampled,
           every step of the run with the target has trade-off ≥ f_q, attained (target gradient
           +Ce, the others −Ce); composed T times this is exactly the analysis of this release,
@@ -373,6 +374,7 @@ class Release:
         num_steps), …]`` in every Opacus accountant — without importing Opacus.
         Every Opacus accountant assumes Poisson sampling (what ``make_private(poisson_sampling=True)``'s
         ``DPDataLoader`` does). Pass the ``data_loader`` that trained to have that checked:
+
         * Opacus's Poisson loader (``UniformWithReplacementSampler``): the history as it is;
         * a shuffling or sequential loader (``make_private(poisson_sampling=False)``, a plain
           ``DataLoader``): the history does not describe it, and no tight analysis of shuffling

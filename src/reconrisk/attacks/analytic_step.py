@@ -28,6 +28,7 @@ Metrics (Riess et al. 2024, Def. 3 MSE, Def. 5 NCC) without a second pass over X
     *sample*, ``x̄`` (pairwise mean), ``S_x = Σ(x − x̄)`` (the rounding left in
     x̄) and ``S_xx = Σ(x − x̄)²``, each reconstruction needs only the three
     pairwise sums ``S_d = Σd``, ``S_dd = Σd²``, ``S_xd = Σ(x − x̄)d``:
+
         MSE = S_dd / N,
         Σ x_c·h_c = S_xx + S_xd − S_x·t,      t = (S_x + S_d)/N,
         Σ h_c²    = S_xx + 2 S_xd + S_dd − (S_x + S_d)·t,

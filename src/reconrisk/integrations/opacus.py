@@ -325,6 +325,7 @@ def make_private_with_risk(
     """Opacus's ``make_private`` with σ calibrated so that the certified ``measure`` after ``epochs`` ≤ ``target``.
 
     Calibrated for the sampler the run uses:
+
     * ``poisson_sampling=True`` (Opacus's default): Opacus replaces the loader by a Poisson one at sample
       rate 1/len(data_loader); ``epochs · len(data_loader)`` steps.
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or

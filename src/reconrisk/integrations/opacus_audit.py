@@ -189,6 +189,7 @@ class OneRunAudit:
     """m gradient canaries, each one of its own k simplex candidates, audited after one Opacus training run.
 
     Usage (``optimizer``, ``loader``: what ``PrivacyEngine.make_private`` returned)::
+
         audit = OneRunAudit(canaries=1000, options=2, seed=0).attach(optimizer, sample_rate=loader.sample_rate)
         ...  # the user's training loop, unchanged
         print(audit.result(delta=1e-5))  # OneRunAuditResult: .epsilon, .gdp_mu, .certified_epsilon, ...

@@ -84,6 +84,7 @@ class PerSampleNorms:
     """Record the per-sample gradient norms of an Opacus run and analyse each example's privacy ex post.
 
     Usage (``optimizer``, ``loader``: what ``PrivacyEngine.make_private`` returned)::
+
         norms = PerSampleNorms().attach(optimizer, loader)
         ...  # the user's training loop, unchanged
         who = norms.analysis()  # reconrisk.individual.privacy.IndividualPrivacy (ex post)
@@ -223,6 +224,7 @@ class IndividualFilterHook(PerSampleNorms):
     """Train with a per-example budget in an Opacus loop: an ``IndividualFilter`` admits or stops each example.
 
     Usage::
+
         f = IndividualFilter(Release(sigma, q, steps, clip_norm), target_rero=0.3, kappa=0.1)
         hook = IndividualFilterHook(f).attach(optimizer, loader)
         ...  # the user's loop, one physical batch per optimizer step

@@ -20,6 +20,7 @@ The first layer in the span of the data (the "kernel" form)
         W₁ = W₁⁽⁰⁾ + Xᵀ Aᵀ + z cᵀ      (A: h × n, c: h, one pair per model).
 
     The layer's pre-activations then need no d-dimensional product at all:
+
         W₁ᵀ Xᵀ = P + A G + c uᵀ,      W₁ᵀ z = p_z + A u + c ‖z‖²,
 
     with G = X Xᵀ (n × n, shared), P = W₁⁽⁰⁾ᵀ Xᵀ (shared under the known
