@@ -80,7 +80,7 @@ def test_optimistic_step_curve_is_below_the_exact_curve_pointwise():
         l = p.losses
         ys = np.exp(np.linspace(l[0] - 0.05, l[-1] + 0.05, 3001))
         mine = np.array([np.sum(p.probs * np.clip(1 - y * np.exp(-l), 0, None)) for y in ys])
-        from reconrisk.accounting.pld import _hockey_stick_remove
+        from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
 
         exact = _hockey_stick_remove(np.log(ys), s, q)
         assert np.all(mine - p.slack <= exact + 1e-15), (s, q, h, float(np.max(mine - exact)))
@@ -90,7 +90,7 @@ def test_optimistic_step_curve_is_below_the_exact_curve_pointwise():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 60.0), st.floats(1e-4, 0.9), st.sampled_from([2, 4, 8, 16]))
 def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
-    from reconrisk.accounting.pld import _hockey_stick_remove
+    from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
     from reconrisk.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
@@ -150,7 +150,8 @@ def test_long_run_lower_end_is_as_tight_as_the_upper_end():
 
 
 def test_tangent_and_secant_values_lie_below_d():
-    from reconrisk.accounting.pld import _hockey_stick_remove, _tangent_values
+    from reconrisk.accounting.pld_optimistic import _tangent_values
+    from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
 
     for s, q, h in [(0.6, 1e-3, 5e-4), (2.0, 0.05, 1e-3), (0.5, 0.5, 1e-3), (30.0, 1e-4, 1e-5)]:
         l0 = math.floor(math.log1p(-q) / h) * h
@@ -166,7 +167,7 @@ def test_tangent_and_secant_values_lie_below_d():
 @settings(max_examples=60, deadline=None)
 @given(st.integers(3, 400), st.integers(0, 2**31 - 1), st.booleans())
 def test_quickhull_matches_monotone_chain(n, seed, convexish):
-    from reconrisk.accounting.pld import _lower_hull, _monotone_chain
+    from reconrisk.accounting.hull import _lower_hull, _monotone_chain
 
     rng = np.random.default_rng(seed)
     x = np.unique(rng.uniform(0, 10, n))
@@ -175,7 +176,7 @@ def test_quickhull_matches_monotone_chain(n, seed, convexish):
 
 
 def test_vertex_polygon_excess_measures_a_wrong_vertex_set():
-    from reconrisk.accounting.pld import _positive_jumps, _vertex_polygon_excess
+    from reconrisk.accounting.pld_optimistic import _positive_jumps, _vertex_polygon_excess
 
     y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     v = np.array([1.0, 0.4, 0.3, 0.05, 0.0])

@@ -1,21 +1,41 @@
 """The house rules of DESIGN.md, checked on the source with ``ast`` (no imports executed).
 
-* no module over ~600 lines (a file holds one idea; split along a seam a reader would name);
-* downward imports only: core < mechanisms, accounting < bounds < train, attacks < experiments < report < cli
-  — every import, including the lazy ones inside functions, is checked;
-* no import circle among module-level imports (what Python executes at import time).
+* no module over 550 lines (a file holds one idea; split along a seam a reader would name);
+* no room (first-level package) over 4,000 lines or 18 files;
+* downward imports only: core < mechanisms, accounting < measures, analysis, … < train, attacks < experiments
+  < report < cli — every import, including the lazy ones inside functions, is checked;
+* no import circle, counting the imports inside functions (they run too, only later);
+* imports inside functions only for heavy or optional modules (:data:`LAZY_THIRD_PARTY`, and project modules
+  that load one of them at import), the root package's lazy names, and — in ``cli/`` only — the computation
+  a command runs (every command module is imported when the CLI starts).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PKG = SRC / "reconrisk"
-MAX_LINES = 600
+MAX_LINES = 550
+#: A room (first-level package) holds at most this many lines and files.
+MAX_ROOM_LINES = 4000
+MAX_ROOM_FILES = 18
+#: Third-party modules that may be imported inside functions: heavy or optional frameworks (the ``sim``,
+#: ``opacus``, ``flower``, ``dask`` and ``parquet`` extras, matplotlib), modules slow to import and kept off the
+#: fast paths (scipy's submodules beyond ``scipy.special`` — ``reconrisk bound`` answers in well under a
+#: second —, ``dp_accounting``, ~0.7 s, for cross-checks and ``accountant="dp_accounting"``, mpmath), the
+#: CLI's rich (tables and bars, loaded when one is drawn) and the standard library's process pools and logging
+#: (~6 ms, one path each). Everything else is imported at module top.
+LAZY_THIRD_PARTY = frozenset({
+    "jax", "jaxlib", "optax", "torch", "opacus", "flwr", "dask", "distributed", "pyarrow", "matplotlib",
+    "scipy", "dp_accounting", "mpmath", "rich", "multiprocessing", "concurrent", "logging",
+})
+#: The subset whose import makes a project module "heavy" (a project module may be imported lazily if it loads one).
+HEAVY_THIRD_PARTY = frozenset({"jax", "jaxlib", "optax", "torch", "opacus", "flwr", "dask", "distributed", "matplotlib"})
 
 #: Layer of each first-level name under reconrisk; a module may import from its own layer or lower ones.
 LAYERS = {
@@ -29,6 +49,8 @@ LAYERS = {
     "train": 3, "attacks": 3,
     # orchestration
     "experiments": 4, "reproduce": 4, "integrations": 4,
+    # adapters the core type calls (they never import it): the Opacus history reading, the dp_accounting events
+    "integrations.opacus_history": 0, "integrations.dp_accounting": 0,
     "report": 5,
     "cli": 6, "__main__": 6,
 }
@@ -85,9 +107,111 @@ def _imports(module: str, path: Path, *, top_level_only: bool) -> list[tuple[int
 
 
 def _layer(module: str) -> int | None:
+    """The layer of a module: its own entry in LAYERS ("package.module") if it has one, else its room's."""
     parts = module.split(".")
+    own = ".".join(parts[1:3])
+    if len(parts) > 2 and own in LAYERS:
+        return LAYERS[own]
     first = parts[1] if len(parts) > 1 else ""
     return LAYERS.get(first)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(path: Path) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement that runs, with whether it sits inside a function (``if TYPE_CHECKING:`` skipped)."""
+    out = []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for c in child.orelse:
+                    visit(c, in_function)
+                continue
+            visit(child, in_function)
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append((node, in_function))
+        walk(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    walk(ast.parse(path.read_text(), filename=str(path)), False)
+    return out
+
+
+def _third_party(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Top-level names of the non-project modules an import statement reaches."""
+    if isinstance(node, ast.Import):
+        return [a.name.split(".")[0] for a in node.names if a.name.split(".")[0] != "reconrisk"]
+    if node.level or not node.module or node.module.split(".")[0] == "reconrisk":
+        return []
+    return [node.module.split(".")[0]]
+
+
+def _all_imports() -> dict[str, list[tuple[int, str, bool]]]:
+    """module -> [(line, project module imported, inside a function)]."""
+    return {m: [(node.lineno, t, f) for node, f in _import_nodes(p) for t in _resolve(m, p, node)]
+            for m, p in MODULES.items()}
+
+
+ALL_IMPORTS = _all_imports()
+
+
+def _ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def modules_loading(third_party: frozenset[str]) -> set[str]:
+    """Project modules whose import loads one of ``third_party`` (directly or through module-level imports)."""
+    found = {m for m, p in MODULES.items()
+             if any(not f and set(_third_party(node)) & third_party for node, f in _import_nodes(p))}
+    grew = True
+    while grew:
+        grew = False
+        for m, imports in ALL_IMPORTS.items():
+            if m in found:
+                continue
+            loads = {t for _, t, f in imports if not f} | {a for _, t, f in imports if not f for a in _ancestors(t)}
+            if loads & found - {"reconrisk"}:
+                found.add(m)
+                grew = True
+    return found
+
+
+def heavy_modules() -> set[str]:
+    """Project modules whose import loads a heavy framework (``_jax``, the Flower integration, …)."""
+    return modules_loading(HEAVY_THIRD_PARTY)
+
+
+def _lazy_allowed(module: str, target: str, heavy: set[str], slow: set[str]) -> bool:
+    """May ``module`` import the project module ``target`` inside a function?"""
+    if target == "reconrisk" or target in heavy:  # the root package's lazy names; a heavy module
+        return True
+    in_cli = module == "reconrisk.cli" or module.startswith("reconrisk.cli.")
+    # the CLI imports every command module at start: a command loads what it computes or reads (any module
+    # outside cli/) when it runs, so that every command's start pays only for the CLI itself
+    return in_cli and not (target == "reconrisk.cli" or target.startswith("reconrisk.cli."))
+
+
+def lazy_import_violations(module: str, heavy: set[str], slow: set[str], path: Path | None = None) -> list[str]:
+    """The imports inside functions of ``module`` (read from ``path``) that the rule does not allow (module docstring)."""
+    path = MODULES[module] if path is None else path
+    where = path.relative_to(SRC) if path.is_relative_to(SRC) else path.name
+    bad = []
+    for node, in_function in _import_nodes(path):
+        if not in_function:
+            continue
+        for t in _resolve(module, path, node):
+            if not _lazy_allowed(module, t, heavy, slow):
+                bad.append(f"{where}:{node.lineno} imports {t} inside a function")
+        for name in _third_party(node):
+            if name not in LAZY_THIRD_PARTY and name != "__future__":
+                bad.append(f"{where}:{node.lineno} imports {name} inside a function")
+    return bad
 
 
 def test_every_module_has_a_layer():
@@ -112,6 +236,96 @@ def test_imports_point_downward():
             if theirs is not None and mine is not None and theirs > mine:
                 bad.append(f"{path.relative_to(SRC)}:{line} ({LAYER_NAMES[mine]}) imports {target} ({LAYER_NAMES[theirs]})")
     assert not bad, "upward imports:\n" + "\n".join(bad)
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module (each one is a circle)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph)))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                connect(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every project import, at module level or inside a function; a module's import of its own package (run
+    before the module anyway) and of the root package (its lazy public names) are not arrows."""
+    return {m: {t for _, t, _ in imports if t in MODULES and t != m and t not in _ancestors(m)}
+            for m, imports in ALL_IMPORTS.items()}
+
+
+def test_no_import_circles_counting_imports_inside_functions():
+    circles = _strongly_connected(import_graph())
+    assert not circles, "import circles (imports inside functions included):\n" + "\n".join(
+        " <-> ".join(c) for c in circles)
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 2 or MODULES[module].name != "__init__.py" and len(parts) == 2:
+        return None  # the root package and the core modules beside it
+    return parts[1]
+
+
+@pytest.mark.parametrize("room", sorted({r for m in MODULES if (r := _room(m))}))
+def test_room_size(room):
+    files = [p for m, p in MODULES.items() if _room(m) == room]
+    lines = sum(len(p.read_text().splitlines()) for p in files)
+    assert len(files) <= MAX_ROOM_FILES and lines <= MAX_ROOM_LINES, (
+        f"{room}/ holds {len(files)} files and {lines} lines (at most {MAX_ROOM_FILES} and {MAX_ROOM_LINES}); "
+        "move a coherent part to a room of its own")
+
+
+HEAVY = heavy_modules()
+SLOW = modules_loading(LAZY_THIRD_PARTY)
+#: Modules that still import project or light modules inside functions (being hoisted; remove as they are).
+LAZY_PENDING: frozenset[str] = frozenset({
+    "reconrisk", "reconrisk.analysis.calibrate", "reconrisk.analysis.events", "reconrisk.analysis.guarantee",
+    "reconrisk.analysis.privacy", "reconrisk.audit.onerun", "reconrisk.cli.report",
+    "reconrisk.experiments.release_source", "reconrisk.experiments.riskreport", "reconrisk.measures.conversions",
+    "reconrisk.measures.montecarlo", "reconrisk.measures.rdp_tradeoff", "reconrisk.measures.tradeoff",
+    "reconrisk.report.analytic", "reconrisk.report.audit", "reconrisk.report.html", "reconrisk.report.individual",
+    "reconrisk.report.recipes", "reconrisk.theory.analytic",
+})
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_inside_functions_only_for_heavy_modules(module, request):
+    if module in LAZY_PENDING:
+        request.applymarker(pytest.mark.xfail(strict=False, reason="imports inside functions not hoisted yet"))
+    bad = lazy_import_violations(module, HEAVY, SLOW)
+    assert not bad, "move these imports to the module top (a heavy third-party module: LAZY_THIRD_PARTY):\n" + "\n".join(bad)
 
 
 def test_no_import_circles():
@@ -147,3 +361,27 @@ def test_the_checker_can_fail(tmp_path):
     assert target == "reconrisk.report.fil" and _layer(target) > _layer("reconrisk.experiments.fil")
     node = ast.parse("from .. import _validate as v").body[0]
     assert _resolve("reconrisk.theory.mse", PKG / "bounds" / "mse.py", node) == ["reconrisk._validate"]
+
+
+def test_the_circle_and_lazy_checks_can_fail(tmp_path):
+    """A circle through a function-level import is found; a light module imported lazily is flagged, a heavy
+    one (JAX) and the root package's lazy names are not, and the CLI may load a command's computation lazily."""
+    assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _strongly_connected({"a": {"b"}, "b": set()}) == []
+    assert "reconrisk._jax" in HEAVY and "reconrisk.release" not in HEAVY and "reconrisk.accounting.pld" not in HEAVY
+    lib = tmp_path / "fake.py"
+    lib.write_text("import numpy\n\ndef f():\n    from ..release import Release\n    from .._jax import jax\n"
+                   "    from reconrisk import epsilon\n    import json\n    from scipy import stats\n"
+                   "    from ..experiments.fil import run_fil\n")
+    assert lazy_import_violations("reconrisk.train.fake", HEAVY, SLOW, lib) == [
+        "fake.py:4 imports reconrisk.release inside a function", "fake.py:7 imports json inside a function",
+        "fake.py:9 imports reconrisk.experiments.fil inside a function"]
+    assert lazy_import_violations("reconrisk.cli.fake", HEAVY, SLOW, lib) == ["fake.py:7 imports json inside a function"]
+    cli = tmp_path / "cmd.py"
+    cli.write_text("def f():\n    from ._common import echo\n    from ..release import Release\n")
+    assert lazy_import_violations("reconrisk.cli.cmd", HEAVY, SLOW, cli) == [
+        "cmd.py:2 imports reconrisk.cli._common inside a function"]
+    assert _third_party(ast.parse("import numpy.linalg").body[0]) == ["numpy"]
+    assert _third_party(ast.parse("from scipy import stats").body[0]) == ["scipy"]
+    assert _third_party(ast.parse("from .. import errors").body[0]) == []
+    assert _layer("reconrisk.integrations.opacus_history") == 0 and _layer("reconrisk.integrations.opacus") == 4

@@ -15,7 +15,8 @@ from scipy import special
 import reconrisk as rr
 from reconrisk import Release
 from reconrisk.accounting import pmf as pmf_mod
-from reconrisk.accounting.pld import compose_segments, step_pmf, tilt_for_kappa
+from reconrisk.accounting.pld import compose_segments, step_pmf
+from reconrisk.accounting.pld_tilt import tilt_for_kappa
 from reconrisk.measures import reference as ref
 from reconrisk.measures import risk as R
 from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket

@@ -35,9 +35,11 @@ not installed (JAX's own stays; results are identical).
 
 from __future__ import annotations
 
+import math
 import os
 
 import jax  # noqa: F401  (re-exported: ``from .._jax import jax``)
+import numpy as np
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA  # Threefry's key-schedule parity constant
@@ -46,14 +48,11 @@ INSTALLED = False
 
 
 def _rotl(x, r: int):
-    import numpy as np
-
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
 def threefry2x32_unrolled(k1, k2, x1, x2):
     """Threefry-2x32-20 on uint32 arrays, written as 20 straight-line rounds (fusable by XLA)."""
-    import numpy as np
 
     ks = (k1, k2, k1 ^ k2 ^ np.uint32(_PARITY))
     x0, x1 = x1 + ks[0], x2 + ks[1]
@@ -69,7 +68,6 @@ def threefry2x32_unrolled(k1, k2, x1, x2):
 def threefry2x32_rolled(k1, k2, x1, x2):
     """The same function as a loop of 5 blocks of 4 rounds (what JAX itself lowers on CPU)."""
     import jax.numpy as jnp
-    import numpy as np
     from jax import lax
 
     ks = (k1, k2, k1 ^ k2 ^ np.uint32(_PARITY))
@@ -96,8 +94,6 @@ def _install() -> bool:
     if os.environ.get("RECONRISK_ROLLED_THREEFRY", "") not in ("", "0"):
         return False
     try:
-        import math
-
         from jax.extend.random import threefry2x32_p
         from jax.interpreters import mlir
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -32,8 +33,6 @@ from .errors import ReconRiskError
 #: machine's memory when it can be read, else 4 GiB).
 def _default_memory_cap() -> int:
     try:
-        import os
-
         pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
         if pages > 0 and size > 0:
             return int(pages * size // 4)

@@ -40,6 +40,8 @@ import io
 import math
 import os
 import pickle
+import pickletools
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -136,7 +138,6 @@ def _read_bytes(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
 
 def _gunzip(raw: bytes, max_bytes: int, path: Path) -> bytes:
     """Decompress a gzip stream, refusing more than ``max_bytes`` of output (gzip bombs)."""
-    import zlib
 
     d = zlib.decompressobj(wbits=31)
     try:
@@ -409,7 +410,6 @@ def _scan_pickle(raw: bytes) -> None:
     ``pickletools.genops`` checks every declared length against the bytes
     actually present, so a header claiming gigabytes fails here, cheaply.
     """
-    import pickletools
 
     for count, _ in enumerate(pickletools.genops(raw)):
         if count >= MAX_PICKLE_OPS:

@@ -13,12 +13,16 @@ and then only read.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Iterable, Sequence
 
 from . import _validate as v
 from .dp_events import dp_event_leaves, dp_event_release_refusal  # noqa: F401  (re-exported)
 from .errors import ReconRiskError
+from .integrations import opacus_history as _opacus
+from .integrations.opacus_history import SHUFFLE_REFUSAL, extend_history, loader_sampler  # noqa: F401  (re-exported)
 
 #: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
 NOISE_FAMILIES = ("gaussian", "vmf")
@@ -34,14 +38,6 @@ IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, tra
 #: ``dp_accounting``'s ``SampledWithoutReplacementDpEvent``); ``"full"``: the whole data set every step
 #: (q = 1, add/remove-one).
 SAMPLERS = ("poisson", "fixed", "full")
-
-#: One line for shuffled batches: said wherever a shuffling sampler is asked for.
-SHUFFLE_REFUSAL = (
-    "shuffled batches (a random permutation cut into batches each epoch) have no known tight privacy analysis "
-    "(Chua et al. 2024 show Poisson numbers can understate it); certify the sound bound instead: "
-    "Release.shuffled(noise_multiplier, epochs) (each example's batch revealed: one Gaussian step of "
-    "replace-one sensitivity 2C per epoch)")
-
 
 def register_noise_family(name: str) -> None:
     """Mark a noise family of :data:`NOISE_FAMILIES` as implemented (called by the mechanism's module)."""
@@ -311,7 +307,6 @@ class Release:
         ``dp_accounting`` reads (q); several segments: a ``ComposedDpEvent``.
         """
         import dp_accounting as dpa
-        from fractions import Fraction
 
         if self.noise != "gaussian":
             raise ReconRiskError(f"to_dp_event describes Gaussian DP-SGD; found noise={self.noise!r}")
@@ -389,21 +384,11 @@ class Release:
         :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
-        reading of a history: :func:`opacus_history_release`.
+        reading of a history: :func:`reconrisk.integrations.opacus_history.release_from_history`.
         """
-        obj = privacy_engine_or_accountant
-        acct = getattr(obj, "accountant", obj)  # a PrivacyEngine holds its accountant
-        hist = getattr(acct, "history", None)
-        if hist is None:
-            raise ReconRiskError(
-                "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
-                f"found {type(obj).__name__}"
-            )
-        kind = loader_sampler(data_loader) if data_loader is not None else getattr(acct, "batch_sampling", "poisson")
-        rel, note = opacus_history_release(hist, kind, clip_norm=clip_norm)
+        hist, kind = _opacus.accountant_history(privacy_engine_or_accountant, data_loader)
+        rel, note = _opacus.release_from_history(cls, hist, kind, clip_norm=clip_norm)
         if note:
-            import warnings
-
             warnings.warn(note, UserWarning, stacklevel=2)
         return rel
 
@@ -494,86 +479,10 @@ def gaussian_release(release, what: str) -> "Release":
     return release.dominating()
 
 
-def extend_history(history: list, noise_multiplier: float, sample_rate: float) -> None:
-    """Append one step to an Opacus-style history ``[(σ, q, steps), …]`` (what :meth:`Release.schedule` reads):
-    merged into the last entry when σ and q repeat, a new entry otherwise."""
-    if history and history[-1][0] == noise_multiplier and history[-1][1] == sample_rate:
-        history[-1] = (noise_multiplier, sample_rate, history[-1][2] + 1)
-    else:
-        history.append((noise_multiplier, sample_rate, 1))
 
 
 def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
-                           ) -> tuple["Release", str | None]:
-    """The release an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn.
-
-    ``batch_sampling`` is :func:`loader_sampler`'s answer. ``"poisson"``: the history as it is (Opacus's
-    accountants assume Poisson sampling). ``"shuffled"`` or ``"sequential"``: the history (Opacus records
-    q = 1/len(loader) per step whatever the loader) does not describe the run; the sound stand-in
-    :meth:`Release.shuffled` (σ, epochs = ⌈Σ T·q⌉: a started epoch counts whole) is returned with a one-line
-    note saying so — the caller warns. Why the stand-in is sound for both, replace-one neighbours (the
-    batch boundaries are fixed by the data set size, so adding an example is not the relation these loaders
-    protect): *sequential* batches are fixed before training, each example in exactly one known batch per
-    epoch; two neighbours differ in that batch only, by a clipped-gradient difference of norm ≤ 2C, and
-    every other step is the same function of the outputs so far, so (adaptive composition) the run is
-    ``epochs`` Gaussian mechanisms of sensitivity 2C — the stand-in exactly, no slack. *Shuffled* batches
-    are the same given the permutation, and revealing the permutation can only help the adversary, so the
-    stand-in is an upper bound there (no tight analysis of shuffling is known: Chua et al. 2024).
-
-    Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
-    finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
-    """
-    if not history:
-        raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-    hist = [tuple(h) if isinstance(h, (list, tuple)) else h for h in history]
-
-    def number(x) -> bool:
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    # malformed entries go on to Release.schedule, which names them (segments[i])
-    live = [h for h in hist if not (isinstance(h, tuple) and len(h) == 3 and number(h[1]) and h[1] == 0)]
-    if not live:
-        raise ReconRiskError("every step of the history has sample rate 0: no step touched the data (ε = 0)")
-    bad = [h for h in live if isinstance(h, tuple) and len(h) == 3 and number(h[0]) and h[0] == 0]
-    if bad:
-        raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
-                             " no finite guarantee (ε = ∞)")
-    rel = Release.schedule(live, clip_norm=clip_norm)
-    kind = v.choice("batch_sampling", batch_sampling, ("poisson", "shuffled", "sequential"))
-    if kind == "poisson":
-        return rel, None
-    sigmas = {s.noise_multiplier for s in rel.segments}
-    if len(sigmas) > 1:
-        raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
-                             "training; no sound release is built for that (see Release.shuffled)")
-    import math as _math
-
-    epochs = max(1, _math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
-    sigma = rel.segments[0].noise_multiplier
-    why = (SHUFFLE_REFUSAL.split(";")[0] if kind == "shuffled" else
-           "sequential batches are fixed before training (each example in one known batch per epoch)")
-    note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed; {why}: "
-            f"assumed the sound Release.shuffled(noise_multiplier={sigma:g}, epochs={epochs}) (replace-one)")
-    return Release.shuffled(sigma, epochs, clip_norm), note
-
-
-def loader_sampler(data_loader) -> str:
-    """How a (PyTorch/Opacus) data loader draws batches: ``"poisson"``, ``"shuffled"`` or ``"sequential"``.
-
-    Read from class names and attributes only (no ``torch`` import). Other batch samplers are refused.
-    """
-    bs = getattr(data_loader, "batch_sampler", None)
-    name = type(bs).__name__
-    if name in ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler"):
-        return "poisson"
-    inner = getattr(bs, "sampler", None)
-    inner_name = type(inner).__name__
-    if name == "BatchSampler" and inner_name in ("RandomSampler", "DistributedSampler"):
-        if getattr(inner, "replacement", False):
-            raise ReconRiskError("the data loader samples with replacement (RandomSampler(replacement=True)); "
-                                 "reconrisk has no analysis of that sampler")
-        return "shuffled"
-    if name == "BatchSampler" and inner_name == "SequentialSampler":
-        return "sequential"
-    raise ReconRiskError(f"data_loader must be an Opacus Poisson loader or a DataLoader with a RandomSampler or "
-                         f"SequentialSampler; found batch sampler {name}({inner_name})")
+                           ) -> tuple[Release, str | None]:
+    """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
+    (:func:`reconrisk.integrations.opacus_history.release_from_history`: the reading and why it is sound)."""
+    return _opacus.release_from_history(Release, history, batch_sampling, clip_norm=clip_norm)

@@ -34,10 +34,11 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from . import pld as _pld
-from .rdp import minimise_over_orders
 from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
+from . import pld as _pld
+from .gaussian import gaussian_eps
+from .rdp import minimise_over_orders
 
 ACCOUNTANTS = ("pld", "rdp", "dp_accounting")
 #: Losses above this are treated as infinite by the PLD accountant, so ε beyond
@@ -60,7 +61,7 @@ SIGMA_GRID_RANGE = (1e-100, 1e100)
 def pld_grid(release: Release, h: float) -> float:
     """The accountant's loss grid: ``h``, coarsened so that each step's loss grid stays below ~1e6 atoms (small σ)."""
     for seg in release.segments:
-        lo, hi, _, _ = _pld._loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
+        lo, hi, _, _ = _pld.loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
         h = max(h, (min(hi, _pld.MAX_LOSS) - lo) / 1e6)
     return h
 
@@ -121,8 +122,6 @@ def _pld_epsilon_upper(release: Release, delta: float, h: float, compose) -> tup
             f"probability {p_ever:.3g} that the target is ever sampled; epsilon is not computed in this corner"
         )
     if max(sigmas) > SIGMA_GRID_RANGE[1] or release.full_batch:
-        from .gaussian import gaussian_eps  # exact GDP profile, in log space
-
         mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))
         return (0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)), "closed_form", None
     h = pld_grid(release, h)

@@ -46,6 +46,9 @@ from __future__ import annotations
 
 import functools
 
+from ..train.clipping import clip_factors, pairwise_sum
+from ..train.noise import gaussian
+
 #: elements (M·N per reconstruction) handled per ``lax.map`` iteration: at least one reconstruction, about 1 MiB
 #: of float32 per intermediate, so the noise, X̂ and d of a block stay in a core's L2 cache.
 BLOCK_ELEMENTS = 1 << 18
@@ -71,9 +74,6 @@ def _one_step(rows: int, dim: int, bias: bool, sc: str):
     """``one(p, xi, key, s, c) -> (x̂, ‖g‖)``: one DP-SGD step on one sample and the estimator (unjitted)."""
     from .._jax import jax
     import jax.numpy as jnp
-
-    from ..train.clipping import clip_factors, pairwise_sum
-    from ..train.noise import gaussian
 
     def loss(p, xi):  # L = 1ᵀ(W X + b)
         out = p["W"] @ xi
@@ -112,8 +112,6 @@ def _metric_row(one, dim: int):
     """``row(p, xi, stats_i, key, s, c) -> ([MSE, NCC], ‖g‖)`` for one reconstruction (see the module docstring)."""
     import jax.numpy as jnp
 
-    from ..train.clipping import pairwise_sum
-
     def row(p, xi, st, key, s, c):
         xh, gnorm = one(p, xi, key, s, c)
         d = xh - xi
@@ -133,8 +131,6 @@ def _sample_stats(dim: int):
     """``stats(xs (n, N)) -> (n, 3)``: per sample x̄ (pairwise mean), Σ(x − x̄) and Σ(x − x̄)², float32, jitted."""
     from .._jax import jax
     import jax.numpy as jnp
-
-    from ..train.clipping import pairwise_sum
 
     def stats(xs):
         xbar = pairwise_sum(xs) / dim

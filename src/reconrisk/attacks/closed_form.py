@@ -39,6 +39,7 @@ from scipy import special
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
+from ..train.convex import train_linear, train_logreg
 from .glm import FAMILIES, first_order_residual, glm_attack
 
 MODELS = ("linear", "ridge", "logistic")
@@ -147,8 +148,6 @@ def _problem(model: str, n: int, dim: int, rng: np.random.Generator):
 
 
 def _fit(model: str, X, y, lam: float):
-    from ..train.convex import train_linear, train_logreg
-
     if model == "logistic":
         fit = train_logreg(X, y, lam, bias=True, tol=1e-12)
         return fit.theta, fit.grad_norm

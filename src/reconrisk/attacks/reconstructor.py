@@ -32,8 +32,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
+from ..analysis.calibrate import noise_multiplier_for_epsilon
+from ..data import Dataset
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
+from ..release import Release
+from ..train.models import get_model
+from ..train.shadow import (
+    DEFAULT_LEARNING_RATE, DEFAULT_STEPS, ShadowConfig, make_splits, shadow_accuracy, train_shadow_models,
+)
 
 DEFAULT_HIDDEN = (256, 256)
 
@@ -265,12 +272,6 @@ def run_reconn(dataset, *, fixed_size: int = 50, shadow_models: int = 256, targe
     (seed + 2, unknown to the adversary) are all derived from ``seed``.
     ``progress(label)`` is called before each phase.
     """
-    from ..analysis.calibrate import noise_multiplier_for_epsilon
-    from ..data import Dataset
-    from ..release import Release
-    from ..train.models import get_model
-    from ..train.shadow import DEFAULT_LEARNING_RATE, DEFAULT_STEPS, ShadowConfig, make_splits, shadow_accuracy
-    from ..train.shadow import train_shadow_models
 
     if not isinstance(dataset, Dataset):
         raise ReconRiskError(f"dataset must be a reconrisk.data.Dataset (load_dataset('digits')); found {type(dataset).__name__}")

@@ -9,12 +9,20 @@ code 2.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import warnings
 
 import typer
 
+try:  # newer typer vendors click; its exceptions live there
+    from typer.core import _click as click
+except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
+    import click
+
 from ..errors import ReconRiskError
+from ._common import forget_saved, interrupted_message
 
 app = typer.Typer(
     name="reconrisk",
@@ -93,13 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     ``RECONRISK_DEBUG=1`` to see them and full tracebacks. Anything else is a
     bug: one line naming it, exit code 1.
     """
-    import os
-    import warnings
-
-    try:  # newer typer vendors click; its exceptions live there
-        from typer.core import _click as click
-    except ImportError:  # typer < 0.21 (e.g. where Flower pins it) uses click itself
-        import click
 
     debug = bool(os.environ.get("RECONRISK_DEBUG"))
     args = list(sys.argv[1:] if argv is None else argv)
@@ -110,7 +111,6 @@ def main(argv: list[str] | None = None) -> int:
         flag, value = tok.split("=", 1) if tok.startswith("--") and "=" in tok else (args[i - 1] if i else "", tok)
         if flag.startswith("-") and not value.isascii() and _NUMERAL.fullmatch(value.strip()):
             return _error(f"{flag} must be a number written in ASCII digits; found {value!r}")
-    from ._common import forget_saved
 
     forget_saved()
     try:
@@ -131,8 +131,6 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.ClickException as exc:  # e.g. FileError
         return _error(exc.format_message())
     except (typer.Abort, KeyboardInterrupt):
-        from ._common import interrupted_message
-
         print(interrupted_message(), file=sys.stderr)  # one line: what was saved where
         return 130
     except ImportError as exc:

@@ -7,9 +7,11 @@ command.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 
 from .. import _validate as val
@@ -199,7 +201,6 @@ def simulate_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON dict (no progress bar)."),
 ) -> None:
     """Attack samples through DP-SGD at several σ; CSV of MSE/PSNR/NCC with the theory, and a figure."""
-    import numpy as np
 
     from ..attacks.analytic import clip_norm_for_regime, simulate_success
 
@@ -265,9 +266,6 @@ def figures_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
 ) -> None:
     """Reproduce Riess et al. 2024, Figs. 2, 3 and 5 on synthetic data and on the digits."""
-    import sys
-
-    import numpy as np
 
     from ..experiments import analytic as ea
     from ..report import analytic as ra

@@ -6,13 +6,15 @@ nothing for the other commands.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from . import app
-from ._common import console, fmt, note_saved, print_json
+from ._common import console, fmt, note_saved, print_json, progress_columns
+from .audit_individual import run_per_example
 
 DEFAULT_EPSILONS = (1.0, 4.0, 10.0, 32.0)
 _ATTACK_ALIASES = {
@@ -89,7 +91,6 @@ def audit(
     train_size: int = typer.Option(1000, "--train-size", help="With --per-example: training examples N."),
 ) -> None:
     """Empirical reconstruction success of real attacks beside the certified ReRo bound."""
-    import time
 
     from .. import _validate as v
     from ..data import load_dataset
@@ -103,7 +104,6 @@ def audit(
         raise ReconRiskError("--per-example-budget needs --per-example")
     if per_example:
         from ..experiments.individual import DEFAULT_CLIP_NORM
-        from .audit_individual import run_per_example
 
         for flag, bad in (("--batch-size", batch_size is not None), ("--known-size", known_size is not None),
                           ("--prior uniform", prior != "data"), ("--clip-mode gelu", clip_mode != "hard")):
@@ -216,8 +216,6 @@ def _run(settings, certificates, data, attacks, *, quiet: bool, saved=lambda res
     from rich.console import Console, Group
     from rich.live import Live
     from rich.progress import Progress
-
-    from ._common import progress_columns
 
     err = Console(stderr=True)
     results: list = []

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ._common import console, note_saved, print_json, progress
 
 #: How many of the most exposed examples the terminal table lists (the gallery and JSON keep ``--top-k``).
@@ -85,7 +87,6 @@ def print_tables(audit, attacks) -> None:
         t.add_column(c, justify="right")
     t.add_row("worst case (certified)", f"{sm['worst_case_rero']:.4f}", f"{sm['worst_case_epsilon']:.3f}")
     t.add_row("max", f"{sm['ex_post_rero_max']:.4f}", f"{sm['ex_post_epsilon_max']:.3f}")
-    import numpy as np
 
     for name, qn in (("90th percentile", 0.9), ("median", 0.5), ("10th percentile", 0.1)):
         t.add_row(name, f"{np.quantile(audit.rero, qn):.4f}", f"{np.quantile(audit.epsilon, qn):.3f}")

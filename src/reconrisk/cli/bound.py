@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -9,6 +10,7 @@ import typer
 
 from . import app
 from ._common import print_json, print_table, progress, spinner
+from .risk import calibrate_measure, source_dict, source_label
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
 
@@ -41,7 +43,6 @@ def bound_cmd(
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
     from ..experiments.release_source import resolve_analysis
-    from .risk import source_dict, source_label
 
     method = v.choice("method", method, _METHODS)
     # every flag is checked, also those the chosen method does not use (none is ignored silently)
@@ -128,7 +129,6 @@ def bound_cmd(
 
 def _warn_unconverged(results) -> None:
     """One line on stderr for each PLD bracket that stopped short of its width target (still certified)."""
-    import sys
 
     for r in results:
         if r.method == "pld" and r.converged is False:
@@ -169,7 +169,6 @@ def calibrate_cmd(
     fpr: Optional[float] = typer.Option(None, "--fpr", help="False-positive rate (with --measure membership-tpr)."),
 ) -> None:
     """Smallest noise multiplier whose certified reconstruction bound is ≤ the target (or, with --measure, any risk)."""
-    from .risk import calibrate_measure
 
     if target_rero is not None and ((sample_rate is None and batch_size is None) or steps is None) \
             and solve == "noise-multiplier":
@@ -211,8 +210,6 @@ def curve_cmd(
     files = write_curves(rows, out, delta=delta, fixed_epsilon=fixed_epsilon)
     short = [r for r in rows if not r["rero"].get("converged", True)]
     if short:
-        import sys
-
         print(f"warning: {len(short)} PLD bracket(s) stopped short of the 1 % relative width target "
               "(still certified; see rero.width in the JSON)", file=sys.stderr)
     if json_out:

@@ -7,9 +7,11 @@ Balle, Cherubin & Hayes 2022's Thm 2, Cor. 3, Cor. 4. Theory only: no JAX.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
 import typer
 
 from . import app
@@ -36,7 +38,6 @@ def parse_curve(text: str) -> tuple[list[float], list[float]]:
     A file holds one pair per line as ``order epsilon``, ``order,epsilon`` or ``order:epsilon`` (``#`` starts a
     comment; a header line of words is skipped), or JSON ``{"orders": [...], "epsilons": [...]}``.
     """
-    import json
 
     from ..errors import ReconRiskError
 
@@ -156,7 +157,6 @@ def convert_cmd(
 
 def _tradeoff(source: str, alphas, conversion: str, symmetric: bool, g: dict) -> dict:
     """f(α) of the guarantee, ``beta`` (a lower bound on the true trade-off curve), with method and formula."""
-    import numpy as np
 
     from ..measures.conversions import rero_from_guarantee
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Optional
 
@@ -69,7 +70,6 @@ def fil_logreg_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Digits 0-vs-1 logistic regression: dFIL bounds vs the RDP bound (Fig. 2), GLM attack (Figs. 3–4)."""
-    import dataclasses
 
     from .. import _io
     from .. import _validate as v
@@ -126,7 +126,6 @@ def fil_dpsgd_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """DP-SGD with FIL accounting (Guo et al. 2022, Algorithm 1) on the digits: per-example dFIL bounds, RDP bound, accuracy."""
-    import dataclasses
 
     from ..experiments.fil import DEFAULT_GRID, dpsgd_experiment, dpsgd_grid, grid_total_steps
     from ..train.fil import FILConfig

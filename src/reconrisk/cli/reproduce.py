@@ -7,6 +7,7 @@ Each run writes ``OUT/<recipe>/figure.png``, ``table.csv`` and
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -59,7 +60,6 @@ def reproduce(
     as_json: bool = typer.Option(False, "--json", help="Print result.json to stdout instead of a table."),
 ) -> None:
     """Reproduce a seed paper's figure or table; prints the paper's number beside ours (small form by default)."""
-    import sys
 
     from .. import _io
     from .. import _validate as v

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
+import numpy as np
 import typer
 
 from . import app
-from ._common import print_json, print_table
+from ._common import print_json, print_table, spinner
+from .convert import curve_pairs
 
 _MEASURE_HELP = (
     "all | reconstruction | reidentification | attribute | membership-tpr | membership-advantage | rad | bayes-security"
@@ -38,7 +40,6 @@ def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
     from .. import _validate as v
     from ..analysis.guarantee import SOURCES, GuaranteeAnalysis
     from ..errors import ReconRiskError
-    from .convert import curve_pairs
 
     source = v.choice("from", source, SOURCES)
     order, epsilon = curve_pairs(source, curve, order, epsilon)
@@ -142,8 +143,6 @@ def _all(analysis, kw, json_out: bool) -> None:
     from ..measures.risk import CLI_NAMES, all_risks
     from ..errors import ReconRiskError
 
-    from ._common import spinner
-
     with spinner("every risk measure from the certified curve", enabled=not json_out):
         risks = all_risks(analysis, **kw)
     try:
@@ -195,7 +194,6 @@ def tradeoff_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the curve as JSON."),
 ) -> None:
     """Certified two-sided trade-off curve f(α) (ROC: TPR = 1 − f(α)) with the GDP and RDP curves beside it."""
-    import numpy as np
 
     from .. import _validate as v
     from ..errors import ReconRiskError
@@ -253,7 +251,6 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     quantity = canonical_measure(measure, cli=True)
     kw = measure_kwargs(baseline_args["prior_size"], baseline_args["kappa"], baseline_args["baseline"],
                         baseline_args["prior"], baseline_args["fpr"])
-    from ._common import spinner
 
     with spinner(f"calibrating {solve.replace('-', ' ')}", enabled=not json_out):
         fixed = {} if batch_size is None and dataset_size is None else dict(batch_size=batch_size,

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import console, fmt, note_saved, print_json
+from ._common import console, fmt, note_saved, print_json, progress
 
 sweep_app = typer.Typer(help="Sweeps of audit trials (TOML grid) on a process pool or Dask, stored in SQLite.",
                         no_args_is_help=True)
@@ -38,7 +38,6 @@ def run_cmd(
     """Run every trial of SWEEP_FILE that the store does not hold yet; rerun after a crash to resume."""
     from ..experiments.store import ResultStore
     from ..experiments.sweep import check_backend, load_sweep, run_sweep
-    from ._common import progress
 
     check_backend(pool, workers, scheduler)
     sweep = load_sweep(sweep_file)

@@ -22,6 +22,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as val
+from ..attacks.analytic import (
+    SuboptimalRowsWarning, clip_norm_for_regime, mse, ncc, psnr, simulate_attack, simulate_success,
+)
+from ..data import load_digits
 from ..errors import ReconRiskError
 
 #: Fig. 2's noise multipliers: logspace(-3, 2, 6)[1:-1] in the authors' code.
@@ -38,11 +42,7 @@ def synthetic_uniform(samples: int = 100, dim: int = 4, seed: int = 0) -> np.nda
 
 
 def load_digits_or_none(samples: int | None = None) -> np.ndarray | None:
-    """The 8×8 digits in [0, 1], flattened (n, 64), from ``reconrisk.data.load_digits`` — None if that module is absent."""
-    try:
-        from ..data import load_digits  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+    """The 8×8 digits in [0, 1], flattened (n, 64), from ``reconrisk.data.load_digits`` (the bundled copy)."""
     d = load_digits()
     x = getattr(d, "x", getattr(d, "images", d))
     x = np.asarray(x, dtype=float).reshape(len(x), -1)
@@ -70,7 +70,6 @@ def fig2_simulations(
     progress: Callable[[int], None] | None = None,
 ) -> dict:
     """Riess et al. 2024, Fig. 2 on the samples ``x`` (n, N): ``{regime: AnalyticSimulation}`` in ``regimes`` order."""
-    from ..attacks.analytic import SuboptimalRowsWarning, clip_norm_for_regime, simulate_success
 
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 2:
@@ -99,7 +98,6 @@ def scale_demo(image=None, *, factor: float = 10.0, noise_multiplier: float = 1e
     ``original``/``scaled`` holds ``clip_norm``, ``mse``, ``psnr``, ``ncc``
     and ``reconstructions`` maps each to ``(data, reconstruction)`` (flat).
     """
-    from ..attacks.analytic import mse, ncc, psnr, simulate_attack
 
     img = synthetic_image() if image is None else np.asarray(image, dtype=float)
     a = val.positive("factor", factor)

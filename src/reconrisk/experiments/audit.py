@@ -18,9 +18,13 @@ import numpy as np
 
 from .. import _validate as v
 from .._deprecated import warn_renamed
+from ..analysis.calibrate import noise_multiplier_for_epsilon
+from ..analysis.privacy import PrivacyAnalysis
+from ..audit.empirical import empirical_audit
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
 from ..release import Release
+from ..train.noise import noise_fn
 from .trials import PRIOR_KINDS, run_trials
 
 ATTACKS = ("alg2", "alg3", "loglik", "no_deduction", "gradient_inversion")
@@ -60,8 +64,6 @@ class AuditSetting:
         return cls(Release(noise_multiplier, sample_rate, steps, clip_norm, sampler=sampler), **kwargs)
 
     def __post_init__(self) -> None:
-        from ..train.noise import noise_fn
-
         if not isinstance(self.release, Release) or not self.release.homogeneous:
             raise ReconRiskError(f"release must be a homogeneous reconrisk.Release; found {self.release!r}")
         noise_fn(self.release.noise)
@@ -115,7 +117,6 @@ class Certificate:
 
 def certify(setting: AuditSetting) -> Certificate:
     """ε (the calibrated target, else the PLD ε of the release) and the certified bound (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
-    from ..analysis.privacy import PrivacyAnalysis
 
     s = setting
     analysis = PrivacyAnalysis(s.release)
@@ -159,7 +160,6 @@ class SettingResult:
     def empirical(self, attack: str | None = None, confidence: float = 0.95):
         """What ``attack``'s successes refute (:func:`reconrisk.audit.empirical.empirical_audit`): the one-sided
         Clopper–Pearson ReRo lower bound at κ and the ε lower bound at the setting's δ, beside the certified ones."""
-        from ..audit.empirical import empirical_audit
 
         rate = self.rates[attack or self.primary]
         return empirical_audit(rate.successes, rate.trials, kappa=self.kappa, delta=self.setting.delta,
@@ -245,7 +245,6 @@ def calibrated_settings(
     the Poisson one at σ/2 (:meth:`~reconrisk.release.Release.dominating`), so σ is twice
     the Poisson calibration — exact, not a bound on a bound.
     """
-    from ..analysis.calibrate import noise_multiplier_for_epsilon
 
     if (epsilons is None) == (noise_multipliers is None):
         raise ReconRiskError("give either epsilons or noise_multipliers")

@@ -18,8 +18,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as v
-from ..analysis.privacy import PrivacyAnalysis
 from ..analysis.calibrate import noise_multiplier_for_epsilon
+from ..analysis.privacy import PrivacyAnalysis
+from ..api import rero_bound
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -96,7 +97,6 @@ def bound_curve(
     epsilons: Sequence[float], sample_rate: float, steps: int, prior_size: int, delta: float = 1e-5, points: int = 16
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ε grid, certified upper bound) spanning the audited ε values (σ calibrated at each ε, PLD accountant)."""
-    from ..api import rero_bound
 
     eps = [v.epsilon("epsilons", e) for e in epsilons]
     if not eps:

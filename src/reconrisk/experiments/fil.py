@@ -23,7 +23,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import _validate as v
+from ..attacks.glm import find_violations, glm_attack_mse
+from ..data import load_digits
 from ..errors import ReconRiskError
+from ..release import Release
+from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
+from ..train.fil import FILConfig, train_dpsgd_with_fil
+from ..train.models import get_model
 
 #: Guo et al. 2022, Table 3 scaled to digits (n_train = 1347, q = 0.05 ≈ batch 67, momentum 0.5): 2 × 4 × 3 = 24 runs.
 DEFAULT_GRID = {
@@ -105,8 +111,6 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
 
     Computes only; :func:`reconrisk.report.fil.logreg_figures` draws Figs. 2–4 from the result.
     """
-    from ..attacks.glm import find_violations, glm_attack_mse
-    from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
 
     # outside these ranges the solver's Hessian is singular or the noise overflows
     lam = v.in_range("lam", lam, 1e-12, 1e12, low_open=False, high_open=False)
@@ -144,7 +148,6 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
 # ----------------------------------------------------------------------------------------
 def digits_split(seed: int = 0, test_fraction: float = TEST_FRACTION):
     """(x_train, y_train, x_test, y_test, image_shape) from a seeded permutation of the digits."""
-    from ..data import load_digits
 
     ds = load_digits()
     perm = np.random.default_rng(seed).permutation(len(ds))
@@ -170,9 +173,6 @@ def dpsgd_experiment(*, model: str = "mlp", noise_multiplier: float = 1.0, sampl
                      steps: int = 300, clip_norm: float = 1.0, config=None, seed: int = 0,
                      progress: Callable[[int], None] | None = None):
     """One configuration of Algorithm 1 on the digits split; returns :class:`~reconrisk.train.fil.FILAccounting`."""
-    from ..release import Release
-    from ..train.fil import FILConfig, train_dpsgd_with_fil
-    from ..train.models import get_model
 
     seed = v.integer("seed", seed, minimum=0)
     release = Release(noise_multiplier, sample_rate, steps, clip_norm=clip_norm)

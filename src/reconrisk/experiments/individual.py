@@ -25,8 +25,18 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.subsampling import subsampling_factor
+from ..analysis.calibrate import noise_multiplier_for_epsilon
+from ..data import load_digits
 from ..errors import ReconRiskError
+from ..individual.filter import IndividualFilter
+from ..individual.privacy import individual_analysis
 from ..release import Release
+from ..theory.mse import dfil_bound
+from ..train.dpsgd import model_accuracy, train
+from ..train.fil import DEFAULT_NUM_COORDS, DEFAULT_POWER_ITERS, FILHook, lead_chunks
+from ..train.models import get_model
+from .trials import split_indices
 
 #: The per-example audit's defaults: the default audit's release but C = 3 (gradients shrink below it).
 DEFAULT_EPSILON = 10.0
@@ -58,7 +68,6 @@ class PerExampleSetting:
            sample_rate: float = 1.0, steps: int = DEFAULT_STEPS, clip_norm: float = DEFAULT_CLIP_NORM,
            delta: float = 1e-5, **kwargs) -> "PerExampleSetting":
         """The setting at ``noise_multiplier``, or at σ calibrated to ``epsilon`` (PLD accountant)."""
-        from ..analysis.calibrate import noise_multiplier_for_epsilon
 
         if (epsilon is None) == (noise_multiplier is None):
             raise ReconRiskError("give epsilon or noise_multiplier (one of them)")
@@ -167,7 +176,6 @@ class PerExampleAudit:
 
     def top_rows(self) -> list[dict]:
         """The most exposed examples, most exposed first."""
-        from ..theory.mse import dfil_bound
 
         rows = []
         for rank, i in enumerate(self.most_exposed, 1):
@@ -204,8 +212,6 @@ class PerExampleAudit:
                             "mean_norm": np.nanmean(self.norms, axis=1).tolist()},
                "most_exposed": self.top_rows(), "seconds": self.seconds}
         if self.dfil is not None:
-            from ..theory.mse import dfil_bound
-
             out["examples"]["dfil"] = self.dfil.tolist()
             out["examples"]["dfil_mse_bound"] = [float(dfil_bound(float(f))) for f in self.dfil]
             out["fil_relation"] = self.fil_relation()
@@ -223,7 +229,6 @@ def exposure_order(rero, norms) -> np.ndarray:
 
 def training_split(dataset, setting: PerExampleSetting):
     """(train indices, held-out indices) into ``dataset``: the audit's seeded split with |D₋| = train_size."""
-    from .trials import split_indices
 
     return split_indices(dataset, setting.prior_size, setting.train_size, setting.seed)
 
@@ -237,9 +242,6 @@ def _fil_hook(model, release: Release, n: int, seed: int):
     """Guo et al. 2022, Algorithm 1 as a hook on the same run: hard clipping (as trained), factor 1 at q = 1."""
     from .._jax import jax
     import jax.numpy as jnp
-
-    from ..accounting.subsampling import subsampling_factor
-    from ..train.fil import DEFAULT_NUM_COORDS, DEFAULT_POWER_ITERS, FILHook, lead_chunks
 
     factor = 1.0
     if release.sample_rate < 1.0:
@@ -259,10 +261,6 @@ def per_example_audit(setting: PerExampleSetting | None = None, dataset=None, *,
     ``dataset`` defaults to the embedded digits; ``progress(k)`` is called after every k training steps
     (twice the steps with a ``budget``: the filtered run trains again).
     """
-    from ..individual.privacy import individual_analysis
-    from ..data import load_digits
-    from ..train.dpsgd import model_accuracy, train
-    from ..train.models import get_model
 
     s = setting if setting is not None else PerExampleSetting.of()
     if not isinstance(s, PerExampleSetting):
@@ -305,9 +303,6 @@ def per_example_audit(setting: PerExampleSetting | None = None, dataset=None, *,
 
 def _filtered_run(model, s: PerExampleSetting, x, y, x_test, y_test, progress) -> FilteredRun:
     """The same training with an :class:`IndividualFilter` at ReRo ``budget`` (κ), fixed before training."""
-    from ..individual.privacy import individual_analysis
-    from ..individual.filter import IndividualFilter
-    from ..train.dpsgd import model_accuracy, train
 
     filt = IndividualFilter(s.release, target_rero=s.budget, kappa=s.kappa)
     res = train(model, s.release, x, y, seed=s.seed, learning_rate=s.learning_rate, record=False,

@@ -26,6 +26,7 @@ estimates, neither DP guarantees nor bounds; the attack is a check of them, not 
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,8 +34,13 @@ import numpy as np
 
 from .. import _validate as v
 from .._deprecated import warn_renamed
+from ..attacks.prior_aware import attack_scores, observe_step
 from ..errors import ReconRiskError
+from ..individual.privacy import individual_analysis
 from ..metrics import SuccessRate
+from ..train.dpsgd import apply_update, make_step_config, release_step
+from ..train.models import get_model
+from .trials import draw_priors, PRIOR_AWARE, trial_batch_size
 
 GROUPS = ("most", "least")
 
@@ -100,10 +106,6 @@ def _trial_function(model, cfg, steps: int, n_train: int):
     import jax.numpy as jnp
     import optax
 
-    from ..attacks.prior_aware import attack_scores, observe_step
-    from ..train.dpsgd import apply_update, release_step
-    from .trials import PRIOR_AWARE
-
     unravel = model.unravel()
 
     def trial(sigma, noise_std, sx, sy, key, prior_pos, target):
@@ -131,15 +133,9 @@ def group_attack(audit, group: str, *, trials: int = 1000, attack: str = "alg2",
                  batch_trials: int | None = None) -> GroupAttack:
     """Attack targets drawn from one decile of ``audit``
     (a :class:`~reconrisk.experiments.individual.PerExampleAudit`)."""
-    import time
 
     from .._jax import jax
     import jax.numpy as jnp
-
-    from ..individual.privacy import individual_analysis
-    from ..train.dpsgd import make_step_config
-    from ..train.models import get_model
-    from .trials import PRIOR_AWARE, draw_priors, trial_batch_size
 
     t0 = time.perf_counter()
     s = audit.setting

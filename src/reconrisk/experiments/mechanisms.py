@@ -45,9 +45,14 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import _validate as v
+from .._roots import bisect_log
 from ..accounting.vmf import concentration_for_epsilon, gaussian_epsilon_opacus, gaussian_sigma_opacus
-from ..theory.capacity import log_capacity_gaussian, log_capacity_vmf
+from ..attacks.gradient_inversion import inverting_gradients
+from ..data import load_digits
 from ..errors import ReconRiskError
+from ..mechanisms.vmf import vmf_noise_jax
+from ..metrics import mse as _mse, ssim as _ssim
+from ..theory.capacity import log_capacity_gaussian, log_capacity_vmf
 
 MECHANISMS = ("gaussian", "vmf")
 VMF_COUNTS = ("steps", "epochs")
@@ -171,8 +176,6 @@ def _privatise(key, g, mechanism: str, noise):
     """Privatise a flat gradient; ``noise`` is :func:`_noise_param`'s value (a traced float32 scalar)."""
     from .._jax import jax
 
-    from ..mechanisms.vmf import vmf_noise_jax
-
     if mechanism == "gaussian":
         return g + noise * jax.random.normal(key, g.shape, g.dtype)
     if mechanism == "vmf":
@@ -190,8 +193,6 @@ def _programs(data, cfg: CompareConfig, mechanism: str, cache: dict):
     import jax.numpy as jnp
     import optax
     from jax.flatten_util import ravel_pytree
-
-    from ..attacks.gradient_inversion import inverting_gradients
 
     xtr, ytr, xte, yte, xatt, yatt = data
     if "base" not in cache:
@@ -242,9 +243,6 @@ def _train_and_attack(data, cfg: CompareConfig, mechanism: str, param: float, ca
     from .._jax import jax
     from scipy.optimize import linear_sum_assignment
 
-    from ..metrics import mse as _mse
-    from ..metrics import ssim as _ssim
-
     xtr, ytr, xte, yte, xatt, yatt = data
     keys, flat0, attack, predict, (epoch, opt_init, observe) = _programs(data, cfg, mechanism,
                                                                          {} if cache is None else cache)
@@ -270,8 +268,6 @@ def data_shape(x) -> tuple[int, int, int]:
 
 
 def _split(cfg: CompareConfig):
-    from ..data import load_digits
-
     ds = load_digits()
     rng = np.random.default_rng(cfg.seed)
     perm = rng.permutation(len(ds))
@@ -333,7 +329,6 @@ def compare_mechanisms(config: CompareConfig | None = None, progress=None) -> Co
 
 def gaussian_sigma_for_log_capacity(log_capacity: float, radius: float, dim: int) -> float:
     """σ with log C_Bayes(N(·, σ²I) on the ball of radius R) = ``log_capacity`` (decreasing in σ; bisection)."""
-    from .._roots import bisect_log
 
     target = v.positive("log_capacity", log_capacity)
     _, hi = bisect_log(lambda s: log_capacity_gaussian(s, radius, dim) <= target, 1e-3, 1.0, rel_tol=1e-6,

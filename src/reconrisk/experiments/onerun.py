@@ -43,8 +43,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.gaussian import gaussian_eps
+from ..attacks.prior_aware import deduct_known
+from ..audit.onerun import Guesses, onerun_lower_bounds
 from ..errors import ReconRiskError
 from ..release import Release
+from ..train.clipping import clip_factors, grad_inner_products, per_example_sq_norms, signals, weighted_grad_sum
+from ..train.dpsgd import make_step_config, model_accuracy, train
+from ..train.models import get_model
 
 THREAT_MODELS = ("transcript", "last_iterate")
 
@@ -81,7 +87,6 @@ class OneRunSetting:
 
     def certified(self) -> dict:
         """Replace-one μ and ε at δ (exact for q = 1), and the release's add/remove ε."""
-        from ..accounting.gaussian import gaussian_eps
 
         r = self.release
         mu = 2.0 * np.sqrt(r.steps) / r.noise_multiplier
@@ -111,9 +116,6 @@ def _scores(model, cfg, transcript, known_x, known_y, cand_x, cand_y, threat: st
     from .._jax import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
-
-    from ..attacks.prior_aware import deduct_known
-    from ..train.clipping import clip_factors, grad_inner_products, per_example_sq_norms, signals, weighted_grad_sum
 
     m, k = cand_y.shape
     thetas = jnp.asarray(np.asarray(transcript.thetas))
@@ -187,9 +189,6 @@ class OneRunResult:
 
 def run_onerun(setting: OneRunSetting, dataset, threat_models=THREAT_MODELS, confidence: float = 0.95) -> list:
     """Train once with the canaries and audit each threat model from the same run (one result per threat model)."""
-    from ..audit.onerun import Guesses, onerun_lower_bounds
-    from ..train.dpsgd import make_step_config, model_accuracy, train
-    from ..train.models import get_model
 
     for t in threat_models:
         v.choice("threat_model", t, THREAT_MODELS)

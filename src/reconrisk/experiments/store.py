@@ -27,6 +27,8 @@ two stores holding the same trials export identical tables whatever order the tr
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import sqlite3
@@ -35,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .._io import atomic_path, atomic_write
 from ..errors import ReconRiskError
 
 APPLICATION_ID = 0x52435357  # 'RCSW'
@@ -239,10 +242,6 @@ class ResultStore:
 
     def export_csv(self, path, *, run_columns: bool = True) -> Path:
         """Write the trials as CSV (atomically); returns the path."""
-        import csv
-        import io
-
-        from .._io import atomic_write
 
         columns, rows = self.table(run_columns=run_columns)
         buf = io.StringIO()
@@ -259,7 +258,6 @@ class ResultStore:
             import pyarrow.parquet as pq
         except ImportError:
             raise ReconRiskError("Parquet export needs pyarrow; install it with: pip install 'reconrisk[scale]'") from None
-        from .._io import atomic_path
 
         columns, rows = self.table(run_columns=run_columns)
         data = {c: [r[i] for r in rows] for i, c in enumerate(columns)}

@@ -44,7 +44,12 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
+from ..attacks.gradient_inversion import gradient_inversion, nearest_neighbour
+from ..attacks.prior_aware import attack_scores, deduct_known, observe_step
+from ..data import mean_pairwise_distance, uniform_noise_prior
 from ..errors import ReconRiskError
+from ..train.dpsgd import apply_update, dpsgd_step, make_step_config, OVERFLOW_MESSAGE, release_step
+from ..train.models import get_model
 
 PRIOR_KINDS = ("data", "uniform")
 PRIOR_AWARE = ("alg2", "alg3", "loglik", "no_deduction")
@@ -110,11 +115,7 @@ def _trial_functions(model, cfg, steps: int, n_known: int, inversion: tuple):
     from .._jax import jax
     import jax.numpy as jnp
 
-    from ..attacks.gradient_inversion import gradient_inversion, nearest_neighbour
-    from ..attacks.prior_aware import attack_scores, deduct_known, observe_step
     import optax
-
-    from ..train.dpsgd import apply_update, dpsgd_step, release_step
 
     inv_steps, inv_restarts, inv_lr = inversion
     shared = cfg.cap is None and n_known > 0  # full-mask batches: one evaluation of the known points' clipped sum
@@ -203,8 +204,6 @@ class _Inputs:
         self.pool_x, self.pool_y = pool_x, pool_y
         self.prior_idx, self.targets = draw_priors(pool_x.shape[0], s.prior_size, s.trials, s.seed)
         if s.prior == "uniform":
-            from ..data import mean_pairwise_distance, uniform_noise_prior
-
             rng = np.random.default_rng([s.seed, 2, s.prior_size])
             dist = mean_pairwise_distance(pool_x, rng)
             self.noise_x = np.stack([uniform_noise_prior(s.prior_size, dataset.dim, rng, mean_distance=dist)
@@ -230,9 +229,6 @@ def run_trials(setting, dataset, *, progress: Callable[[int], None] | None = Non
                batch_trials: int | None = None) -> TrialOutcomes:
     """Run ``setting.trials`` trials of the requested attacks on ``setting.release``."""
     import jax.numpy as jnp
-
-    from ..train.dpsgd import OVERFLOW_MESSAGE, make_step_config
-    from ..train.models import get_model
 
     s = setting
     release = s.release

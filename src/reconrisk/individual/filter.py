@@ -19,7 +19,7 @@ at most ρ(α; q, σC/(w s)) — the Poisson-subsampled Gaussian's curve of
 2019, Thm 5: the remove direction dominates), which grows with the sensitivity
 (the pair at a smaller sensitivity is a post-processing of the pair at a larger one,
 :mod:`reconrisk.individual.privacy`). So the charge is taken at the sensitivity level
-of :func:`~reconrisk.individual.privacy.sensitivity_levels` just above s_i,t (rounded
+of :func:`~reconrisk.individual.levels.sensitivity_levels` just above s_i,t (rounded
 up: sound), example i is admitted at step t only if every order's running sum plus
 that charge stays within its budget, and an example once refused stays out (w = 0
 from then on: it contributes nothing and is charged nothing). Why Rényi and not
@@ -65,6 +65,7 @@ the JAX trainer (:mod:`reconrisk.train.individual`) is sound too.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 
@@ -72,10 +73,11 @@ import numpy as np
 
 from .. import _validate as v
 from ..accounting.rdp import subsampled_gaussian_rdp
-from ..errors import ReconRiskError
-from ..release import Release
 from ..analysis.privacy import PrivacyAnalysis
-from .privacy import DEFAULT_BUCKETS, _poisson_release, bucket_index, sensitivity_levels
+from ..errors import ReconRiskError
+from ..measures.rdp_tradeoff import rdp_power
+from ..release import Release
+from .levels import DEFAULT_BUCKETS, bucket_index, poisson_release, sensitivity_levels
 
 __all__ = ["IndividualFilter", "FILTER_ORDERS", "MARGIN"]
 
@@ -116,7 +118,6 @@ def _rdp_to_rero(orders: np.ndarray, rdp: np.ndarray, kappa: float) -> np.ndarra
 @functools.lru_cache(maxsize=4096)
 def _curve_rero(orders_dtype: str, orders: bytes, rdp_dtype: str, rdp: bytes, kappa: float) -> float:
     """rdp_power(κ, orders, rdp)[0] of one curve given as bytes (a pure function of them: safe to cache)."""
-    from ..measures.rdp_tradeoff import rdp_power
 
     return rdp_power(kappa, np.frombuffer(orders, orders_dtype), np.frombuffer(rdp, rdp_dtype))[0]
 
@@ -146,7 +147,7 @@ class IndividualFilter:
     def __init__(self, release: Release, *, target_rero: float | None = None, kappa: float | None = None,
                  target_epsilon: float | None = None, delta: float | None = None, buckets=DEFAULT_BUCKETS,
                  orders=None) -> None:
-        rel = _poisson_release(release)
+        rel = poisson_release(release)
         if not rel.homogeneous:
             raise ReconRiskError("IndividualFilter needs a homogeneous release (one noise multiplier and sample rate)")
         self.release = rel
@@ -247,7 +248,6 @@ class IndividualFilter:
     def fresh(self) -> "IndividualFilter":
         """A copy with the same budget and charges and no history (one filter per run; building one computes
         the charge table and the budget, ~1 s)."""
-        import copy
 
         out = copy.copy(self)
         out.n = out.counts = out.active = out.stopped_at = None

@@ -40,23 +40,28 @@ never what an example happened to spend, which depends on the data too.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from .. import _validate as v
+from ..accounting import pld as _pld
+from ..accounting.epsilon import EPSILON_CAP, pld_grid
+from ..accounting.gaussian import gaussian_eps
+from ..accounting.pld_batch import compose_counts, LevelSpectra
+from ..analysis.privacy import PrivacyAnalysis
 from ..errors import ReconRiskError
-from ..release import Release, gaussian_release
+from ..measures.rero import loss_cap
+from ..release import Release
 from ..results import Bound
+from .filter import IndividualFilter  # noqa: F401  (re-exported)
+from .levels import (  # noqa: F401  (re-exported)
+    DEFAULT_BUCKETS, MIN_LEVEL, bucket_index, level_counts, poisson_release, schedule_of, sensitivity_levels,
+)
 
 __all__ = ["DEFAULT_BUCKETS", "MIN_LEVEL", "sensitivity_levels", "bucket_index", "level_counts",
            "individual_analysis", "IndividualPrivacy", "IndividualFilter"]
 
-#: Default number of positive sensitivity levels (besides the exact 0): geometric from MIN_LEVEL to 1.
-DEFAULT_BUCKETS = 32
-#: Smallest positive level (s/C); smaller non-zero norms are rounded up to it.
-MIN_LEVEL = 2.0**-8
 #: Loss grid of the ex-post ε (the accountant's is 1e-4). Still a pessimistic (sound) end; measured: the worst
 #: case of σ = 1, q = 0.05, T = 1000 gives ε(1e-5) = 10.98690 against 10.98668 at 1e-4 (+2e-5 relative), at a
 #: tenth of the atoms.
@@ -70,102 +75,6 @@ CERTIFIED_NOTE = ("certified_*: the individual Renyi filter's budget, fixed befo
                   "Thm 3.1), capped by the release's worst case: the same guarantee for every example, at most the "
                   "filter's target; ex_post_*: what each example spent, from the norms it contributed (Yu et al. "
                   "2023) - data-dependent estimates, not guarantees")
-
-
-def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
-    """The grid of sensitivity levels u = s/C: ``[0, u_1, …, u_K = 1]``, increasing.
-
-    ``buckets`` an integer K ≥ 1: K levels geometric from ``MIN_LEVEL`` (2⁻⁸) to 1
-    (ratio (2⁸)^{1/(K−1)}, 19 % at K = 32); or an increasing array of levels in (0, 1]
-    ending at 1. The exact 0 is always a level (a zero gradient adds no loss).
-    """
-    if isinstance(buckets, (int, np.integer)) and not isinstance(buckets, bool):
-        k = v.integer("buckets", buckets, minimum=1, maximum=4096)
-        pos = np.array([1.0]) if k == 1 else np.geomspace(MIN_LEVEL, 1.0, k)
-        pos[-1] = 1.0
-    else:
-        try:
-            pos = np.asarray(buckets, dtype=float).ravel()
-        except (TypeError, ValueError):
-            raise ReconRiskError(f"buckets must be a number of levels or an increasing array of levels in (0, 1]; "
-                                 f"found {buckets!r:.60}") from None
-        if (pos.size == 0 or not np.all(np.isfinite(pos)) or np.any(pos <= 0) or np.any(np.diff(pos) <= 0)
-                or pos[-1] != 1.0):
-            raise ReconRiskError("buckets must be an increasing array of levels in (0, 1] ending at 1; found "
-                                 f"{pos.tolist()!r:.80}")
-    return np.concatenate([[0.0], pos])
-
-
-def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
-    """Index into ``levels`` of the smallest level ≥ min(C, norm)/C, elementwise (NaN → the top level, 1).
-
-    Rounding **up** only raises the number (module docstring), so the result is
-    monotone: a larger norm never gets a smaller level.
-    """
-    s = np.asarray(norms, dtype=float)
-    if np.any(s < 0):
-        raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
-                             f"{float(s[s < 0][0])!r}")
-    c = v.positive("clip_norm", clip_norm)
-    with np.errstate(invalid="ignore"):
-        u = np.where(np.isnan(s), 1.0, np.minimum(s / c, 1.0))
-    idx = np.searchsorted(levels, u, side="left")
-    return np.minimum(idx, levels.size - 1).astype(np.int64)
-
-
-def _check_norms(norms, steps: int) -> np.ndarray:
-    try:
-        s = np.asarray(norms, dtype=float)
-    except (TypeError, ValueError):
-        raise ReconRiskError(f"norms must be a float array (n, T); found {type(norms).__name__}") from None
-    if s.ndim != 2 or s.shape[1] != steps or s.shape[0] < 1:
-        raise ReconRiskError(f"norms must be an array (n, T) with T = the release's steps ({steps}) and n >= 1; "
-                             f"found shape {s.shape}")
-    bad = (s < 0) | np.isneginf(s)
-    if np.any(bad):
-        raise ReconRiskError(f"norms must be >= 0 (NaN where not observed); found {float(s[bad][0])!r}")
-    return s
-
-
-def _poisson_release(release) -> Release:
-    rel = gaussian_release(release, "per-example accounting")
-    if rel.as_run.sampler == "fixed":
-        raise ReconRiskError("per-example accounting is for Poisson (or full-batch) releases; found sampler='fixed' "
-                             "(replace-one: the replacement's norm is unknown)")
-    return rel
-
-
-def level_counts(norms, release: Release, levels: np.ndarray) -> np.ndarray:
-    """(n, segments, levels) counts: how many steps of each segment put example i at each level."""
-    rel = _poisson_release(release)
-    s = _check_norms(norms, rel.steps)
-    idx = bucket_index(s, rel.clip_norm, levels)
-    out = np.zeros((s.shape[0], len(rel.segments), levels.size), dtype=np.int64)
-    start = 0
-    rows = np.arange(s.shape[0])[:, None]
-    for j, seg in enumerate(rel.segments):
-        block = idx[:, start:start + seg.steps]
-        np.add.at(out[:, j], (np.broadcast_to(rows, block.shape), block), 1)
-        start += seg.steps
-    return out
-
-
-def schedule_of(release: Release, counts: np.ndarray, levels: np.ndarray) -> Release | None:
-    """The release example i sees: segment j at level u_k for c_jk steps is ``(σ_j/u_k, q_j, c_jk)``.
-
-    ``counts`` (segments, levels); None when every step is at level 0 (no loss at all). The
-    full-sensitivity segments come first, in the release's order, so an example at level 1 on
-    every step gets exactly the release's own schedule (and numbers).
-    """
-    segs = []
-    for k in range(levels.size - 1, 0, -1):
-        for j, seg in enumerate(release.segments):
-            c = int(counts[j, k])
-            if c:
-                segs.append((seg.noise_multiplier / levels[k], seg.sample_rate, c))
-    if not segs:
-        return None
-    return Release.schedule(segs, clip_norm=release.clip_norm)
 
 
 class IndividualPrivacy:
@@ -183,8 +92,6 @@ class IndividualPrivacy:
 
     def __init__(self, release: Release, counts: np.ndarray, levels: np.ndarray, *, certified: bool = False,
                  individual_filter=None, method: str = "fourier") -> None:
-        from ..analysis.privacy import PrivacyAnalysis
-
         self.release = release
         self.levels = np.asarray(levels, dtype=float)
         self.counts = np.asarray(counts)
@@ -218,8 +125,6 @@ class IndividualPrivacy:
 
     def _analysis(self, g: int):
         if g not in self._analyses:
-            from ..analysis.privacy import PrivacyAnalysis
-
             rel = schedule_of(self.release, self._groups[g].reshape(self.counts.shape[1:]), self.levels)
             if rel is None:
                 self._analyses[g] = None
@@ -261,8 +166,6 @@ class IndividualPrivacy:
         the group at C on every step gets the worst case's own number."""
         if key in self._memo:
             return self._memo[key][self._inverse]
-        from ..accounting import pld as _pld
-        from ..accounting.pld_batch import LevelSpectra, compose_counts
 
         cols, kinds = self._kinds()
         counts = self._groups[:, cols]
@@ -287,8 +190,6 @@ class IndividualPrivacy:
     def ex_post_epsilon(self, delta: float) -> np.ndarray:
         """Ex-post ε_i(δ) (n,): the pessimistic PLD's ε of example i's schedule (both directions), on the
         grid ``EX_POST_EPSILON_GRID``; at most the Gaussian-DP ε of the schedule and the worst case."""
-        from ..accounting.epsilon import EPSILON_CAP, pld_grid
-        from ..accounting.gaussian import gaussian_eps
 
         delta = v.probability_open("delta", delta)
         worst = self.worst_case_epsilon(delta).upper
@@ -306,8 +207,6 @@ class IndividualPrivacy:
         """Ex-post ReRo_i(κ) (n,): the pessimistic PLD's B_κ of example i's schedule on the grid the worst
         case's bracket ended on; at most the Gaussian-DP value of the schedule and the worst case."""
         from scipy import special
-
-        from ..measures.rero import loss_cap
 
         kappa = v.in_range("kappa", kappa, 0.0, 1.0, low_open=True, high_open=True)
         wb = self.worst_case_rero(kappa)
@@ -419,7 +318,7 @@ def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKE
     numbers are computed from what each example contributed (its steps from its stop on are
     zeroed, :meth:`~reconrisk.individual.filter.IndividualFilter.contributed`).
     """
-    rel = _poisson_release(release)
+    rel = poisson_release(release)
     levels = sensitivity_levels(buckets)
     counts = level_counts(norms, rel, levels)
     if certified and individual_filter is None:
@@ -437,11 +336,3 @@ def individual_analysis(release: Release, norms, *, buckets: Any = DEFAULT_BUCKE
             counts = level_counts(individual_filter.contributed(norms), rel, levels)
     return IndividualPrivacy(rel, counts, levels, certified=certified or individual_filter is not None,
                              individual_filter=individual_filter, method=method)
-
-
-def __getattr__(name: str):
-    if name == "IndividualFilter":  # its own module (imports this one); re-exported here lazily
-        from .filter import IndividualFilter
-
-        return IndividualFilter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

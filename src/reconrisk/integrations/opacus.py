@@ -54,9 +54,14 @@ from typing import Any, Callable
 
 from .. import _validate as v
 from ..analysis.calibrate import Calibration, calibrate
+from ..accounting import epsilon
+from ..analysis.privacy import PrivacyAnalysis
 from ..errors import ReconRiskError
-from ..release import Release, extend_history, loader_sampler, opacus_history_release
+from ..measures.risk import canonical_measure
+from ..priors import resolve_kappa
+from ..release import Release, opacus_history_release
 from ..results import Bound
+from .opacus_history import extend_history, loader_sampler
 
 MECHANISM = "reconrisk"
 
@@ -98,7 +103,7 @@ class ReconRiskAccountant:
     ``batch_sampling`` is how the batches are drawn — ``"poisson"`` (Opacus's assumption, the default),
     ``"shuffled"`` or ``"sequential"`` — as ``make_private`` (or :meth:`use_data_loader`) told it; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
-    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.release.opacus_history_release`).
+    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.integrations.opacus_history.release_from_history`).
 
     It accepts every step Opacus's accountants accept: a step without noise (noise multiplier 0) at
     sample rate q > 0 makes ε = ∞ and every risk vacuous (upper end 1; Bayes security's lower end 0),
@@ -123,7 +128,7 @@ class ReconRiskAccountant:
 
         ``PrivacyEngine.make_private`` does this itself (through :meth:`get_optimizer_hook_fn`). A
         non-Poisson loader warns once, in one line, that the numbers are the stand-in's; a loader whose
-        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.release.loader_sampler`).
+        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.integrations.opacus_history.loader_sampler`).
         """
         kind = loader_sampler(data_loader)
         if self._told and kind != self.batch_sampling and any(q > 0 for _, q, _ in self.history):
@@ -152,7 +157,6 @@ class ReconRiskAccountant:
     def analysis(self):
         """The :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of the history so far: every question
         (ε, ReRo, the trade-off curve, the risks) asked between two steps shares its distributions."""
-        from ..analysis.privacy import PrivacyAnalysis
 
         rel = self.release
         if self._analysis is None or self._analysis.release != rel:
@@ -180,7 +184,6 @@ class ReconRiskAccountant:
         self._check_sampler()
         if accountant == "pld":
             return float(self.analysis.epsilon(delta).upper)
-        from ..accounting import epsilon
 
         return float(epsilon(release=self.release, delta=delta, accountant=accountant))
 
@@ -265,8 +268,6 @@ class ReconRiskAccountant:
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None):
         """Certified ReRo bracket of the history so far (same as ``reconrisk bound`` for that release)."""
         if self._noiseless:
-            from ..priors import resolve_kappa
-
             return self._vacuous("rero", kappa=resolve_kappa(kappa, prior_size), prior_size=prior_size)
         return self.analysis.rero(kappa, prior_size=prior_size)
 
@@ -280,8 +281,6 @@ class ReconRiskAccountant:
     def risk(self, measure: str = "reconstruction", **kwargs):
         """Certified bracket on one risk measure (:func:`reconrisk.measures.risk.risk`)."""
         if self._noiseless:
-            from ..measures.risk import canonical_measure
-
             return self._vacuous(canonical_measure(measure), **kwargs)
         return self.analysis.risk(measure, **kwargs)
 
@@ -332,7 +331,7 @@ def make_private_with_risk(
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
       sequential — and no Poisson number describes them; σ is calibrated for the sound stand-in
       ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C;
-      why it is sound for both: :func:`reconrisk.release.opacus_history_release`), said in a one-line
+      why it is sound for both: :func:`reconrisk.integrations.opacus_history.release_from_history`), said in a one-line
       ``UserWarning``. Any other batch sampler is refused in one line.
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
@@ -341,6 +340,7 @@ def make_private_with_risk(
     ``privacy_engine.reconrisk_calibration``. A :class:`ReconRiskAccountant` in the engine is told the
     loader, so it reports the numbers of the same release.
     """
+
     epochs = v.integer("epochs", epochs, minimum=1)
     max_grad_norm = v.positive("max_grad_norm", max_grad_norm)
     try:
@@ -397,7 +397,6 @@ def _calibration_dict(cal: Calibration) -> dict:
 
 def _register_if_loaded() -> None:
     """Register in Opacus's registry at import when Opacus is already loaded (never imports it here)."""
-    import sys
 
     if "opacus.accountants" in sys.modules:
         try:

@@ -73,9 +73,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
+from ..accounting.gaussian import gaussian_eps
+from ..analysis.privacy import PrivacyAnalysis
+from ..audit.onerun import Guesses, onerun_lower_bounds
 from ..errors import ReconRiskError
-from ..release import Release, extend_history
+from ..release import gaussian_release, Release
 from ..results import Bound
+from .opacus_history import extend_history
 
 THREAT_MODELS = ("transcript", "no_deduction")
 GUESS_FRACTIONS = (0.1, 0.25, 0.5, 1.0)
@@ -91,9 +95,6 @@ def replace_one_epsilon(release: Release, delta: float) -> Bound:
     PLD ε (a replacement is a removal and an addition: (ε, δ₁) twice gives (2ε, (1 + e^ε)δ₁)), with δ₁
     the largest (on a walk down from δ/2 by e² and a bisection of log δ₁) with δ₁(1 + e^{ε(δ₁)}) ≤ ``delta``. Both are upper bounds.
     """
-    from ..accounting.gaussian import gaussian_eps
-    from ..analysis.privacy import PrivacyAnalysis
-    from ..release import gaussian_release
 
     rel = gaussian_release(release, "the replace-one epsilon")
     d = v.probability_open("delta", delta)
@@ -311,8 +312,6 @@ class OneRunAudit:
         """Guess, and turn the counts into lower bounds on the replace-one ε at ``delta`` and μ
         (:func:`reconrisk.audit.onerun.onerun_lower_bounds`), beside the certified replace-one ε and the
         add/remove ε of the same history. ``guess_counts`` defaults to 10 %, 25 %, 50 % and 100 % of the slots."""
-        from ..analysis.privacy import PrivacyAnalysis
-        from ..audit.onerun import Guesses, onerun_lower_bounds
 
         threat = v.choice("threat_model", threat_model, THREAT_MODELS)
         d = v.probability_open("delta", delta)

@@ -37,6 +37,7 @@ drawn) would make the filter's books a function of the coin.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from typing import Callable
@@ -45,7 +46,9 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release, extend_history
+from ..individual.privacy import individual_analysis
+from ..release import Release
+from .opacus_history import extend_history
 
 
 class _RecordingSampler:
@@ -212,7 +215,6 @@ class PerSampleNorms:
 
     def analysis(self, *, buckets=None):
         """Ex-post per-example privacy (:func:`reconrisk.individual.privacy.individual_analysis`): estimates."""
-        from ..individual.privacy import individual_analysis
 
         kw = {} if buckets is None else {"buckets": buckets}
         return individual_analysis(self.release, self.norms, **kw)
@@ -296,7 +298,6 @@ def full_norms(model, dataset, loss_fn, *, batch_size: int = 256) -> Callable[[]
     per-batch mean loss, as trained (``torch.nn.functional.cross_entropy``); ``dataset`` yields (x, y). Uses
     ``torch.func`` (vmap of grad over examples), one pass over the data per call.
     """
-    import copy
 
     import torch
     from torch.func import functional_call, grad, vmap

@@ -59,7 +59,7 @@ def _loss_spread_min(release: Release) -> float:
 def _atoms_per_step(release: Release, h: float) -> float:
     worst = 0.0
     for s in release.segments:
-        lo, hi, _, _ = _pld._loss_range(s.noise_multiplier, s.sample_rate, "remove")
+        lo, hi, _, _ = _pld.loss_range(s.noise_multiplier, s.sample_rate, "remove")
         worst = max(worst, (min(hi, _pld.MAX_LOSS) - lo) / h)
     return worst
 
@@ -78,7 +78,7 @@ def _tilt_grid_factor(segments, theta: float) -> float:
     scales both grids."""
     worst = math.inf
     for s in segments:
-        _, k1, k2 = _pld_tilt._step_moments([type(s)(s.noise_multiplier, s.sample_rate, 1)], np.array([theta]))
+        _, k1, k2 = _pld_tilt.step_moments([type(s)(s.noise_multiplier, s.sample_rate, 1)], np.array([theta]))
         worst = min(worst, math.sqrt(float(k2[0])) / _loss_spread(s.noise_multiplier, s.sample_rate))
     return float(min(max(worst, 1.0), TILT_GRID_MAX))
 
@@ -102,7 +102,7 @@ def _tilt_groups(segments, kappa, need: np.ndarray, h: float, rel_tol: float = D
     idx = np.flatnonzero(need)
     if idx.size == 0:
         return thetas
-    th, sd = _pld.tilt_for_kappa(segments, kappa[idx], h, tail_mass=_tilt_tail(segments, kappa[idx], rel_tol))
+    th, sd = _pld_tilt.tilt_for_kappa(segments, kappa[idx], h, tail_mass=_tilt_tail(segments, kappa[idx], rel_tol))
     order = list(np.argsort(-th))
     while order:
         lead = order[0]

@@ -20,6 +20,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..attacks.closed_form import closed_form_experiment, glm_reconstruct, noise_curve
+from ..attacks.reconstructor import run_reconn
+from ..data import load_dataset
+from ..metrics import SuccessRate
+from ..train.convex import binary_digits, train_logreg
 from .recipes import Recipe, RecipeOutput, rate_row, register, row, say
 
 EXACT_TOL = 1e-6
@@ -31,11 +38,6 @@ def _digits_rows(count: int, seed: int, progress) -> list:
     For each of ``count`` targets (drawn with ``seed``) the victim is retrained exactly (Newton, float64) on the
     other 359 points plus the target, and the attack recovers the target's image and label from θ*.
     """
-    import numpy as np
-
-    from ..attacks.closed_form import glm_reconstruct
-    from ..metrics import SuccessRate
-    from ..train.convex import binary_digits, train_logreg
 
     lam = 1e-2
     X, y, _ = binary_digits(0, 1)
@@ -62,8 +64,6 @@ def _digits_rows(count: int, seed: int, progress) -> list:
 
 
 def _convex(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..attacks.closed_form import closed_form_experiment, noise_curve
-
     rows = []
     for model in ("linear", "ridge", "logistic"):
         say(progress, f"closed-form attack on {model} (n = {p['n']}, d = {p['dim']})")
@@ -110,9 +110,6 @@ register(Recipe(
 
 
 def _reconn(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..attacks.reconstructor import run_reconn
-    from ..data import load_dataset
-
     ds = load_dataset("digits")
     res = run_reconn(ds, fixed_size=p["fixed_size"], shadow_models=p["shadow_models"], targets=p["targets"],
                      epsilons=tuple(p["epsilons"]), steps=p["steps"], hidden=tuple(p["hidden"]), epochs=p["epochs"],

@@ -18,6 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..attacks.analytic import simulate_success
+from ..experiments.analytic import FIG2_SIGMAS, fig2_simulations, synthetic_uniform
+from ..metrics import SuccessRate
+from ..theory.analytic import ncc_bound, rero_psnr
+from ..theory.analytic_laws import mse_law, psnr_law, PSNRLaw
 from .recipes import Recipe, RecipeOutput, rate_row, register, row, say
 
 _REGIME_TEXT = {"min": "C = m (clipping active)", "sqrt_rows": "C = √M·m", "large": "C = 10·√M·max‖X‖ (M sub-optimal)"}
@@ -32,10 +37,6 @@ def _ci(a) -> tuple[float, float, float]:
 
 
 def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..theory.analytic import ncc_bound
-    from ..theory.analytic_laws import PSNRLaw
-    from ..experiments.analytic import FIG2_SIGMAS, fig2_simulations, synthetic_uniform
-
     x = synthetic_uniform(p["samples"], 4, seed)
     say(progress, f"Fig. 2: {p['samples']} points × {len(FIG2_SIGMAS)} σ × 3 regimes ({p['mode']} mode)")
     sims = fig2_simulations(x, rows=100, mode=p["mode"], seed=seed)
@@ -92,11 +93,6 @@ MSE_Q = {(1, 0.5): 0.454936, (4, 0.01): 0.0742774, (4, 0.99): 3.3191760}
 
 
 def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..attacks.analytic import simulate_success
-    from ..theory.analytic import rero_psnr
-    from ..theory.analytic_laws import mse_law, psnr_law
-    from ..metrics import SuccessRate
-
     rows = []
     say(progress, "Fig. 3: closed forms")
     for (s, nrm, n, eta), ref in PSNR_SF.items():

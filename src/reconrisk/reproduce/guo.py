@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..experiments.fil import dpsgd_grid, logreg_experiment
+from ..train.fil import FILConfig
 from .recipes import Recipe, RecipeOutput, register, row, say
 
 PAPER_N, PAPER_LAM, PAPER_SIGMA = 12_665, 1e-2, 1e-2
@@ -28,8 +30,6 @@ PAPER_RDP_BOUND = 0.0649  # 1/(4(e^1.5792 − 1)); the text says "≈0.1"
 
 
 def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..experiments.fil import logreg_experiment
-
     rows = []
     art = {}
     info = {"task": "digits 0 vs 1, logistic regression, output perturbation", "lam": PAPER_LAM,
@@ -95,9 +95,6 @@ def _crossing(grid_rows, key: str) -> float | None:
 
 
 def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..train.fil import FILConfig
-    from ..experiments.fil import dpsgd_grid
-
     say(progress, f"Fig. 5: DP-SGD with FIL accounting on {len(p['noise_multipliers'])} configurations")
     grid = {"steps": tuple(p["steps"]), "noise_multiplier": tuple(p["noise_multipliers"]),
             "clip_norm": tuple(p["clip_norms"])}

@@ -19,6 +19,16 @@ and the library's MLP stand in for CIFAR-10/WRN-28-10 (Fig. 2) and MNIST
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..analysis.calibrate import noise_multiplier_for_epsilon
+from ..analysis.privacy import PrivacyAnalysis
+from ..api import rero_bound
+from ..data import load_dataset
+from ..experiments.audit import calibrated_settings, run_setting
+from ..measures.conversions import rdp_rero_bound
+from ..measures.rero import pld_bracket
+from ..release import Release
 from .recipes import Recipe, RecipeOutput, rate_row, register, row, say
 
 DELTA = 1e-5
@@ -39,8 +49,6 @@ _TOL = 0.01
 
 def _audit(epsilons, *, sample_rate, prior_size, trials, known_size, attack, seed, progress, label):
     """Run the informed-adversary audit (experiments.audit) at each ε; σ calibrated with the PLD accountant."""
-    from ..data import load_dataset
-    from ..experiments.audit import calibrated_settings, run_setting
 
     ds = load_dataset("digits")
     settings = calibrated_settings(list(epsilons), sample_rate=sample_rate, steps=STEPS, clip_norm=0.1, delta=DELTA,
@@ -61,8 +69,6 @@ def _axes(**panels) -> dict:
 # Fig. 2
 # ----------------------------------------------------------------------------------------
 def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..measures.conversions import rdp_rero_bound
-
     rows = []
     results = _audit(p["epsilons"], sample_rate=1.0, prior_size=10, trials=p["trials"], known_size=p["known_size"],
                      attack="alg2", seed=seed, progress=progress, label="Fig. 2")
@@ -104,13 +110,6 @@ register(Recipe(
 # Fig. 3
 # ----------------------------------------------------------------------------------------
 def _fig3(p: dict, seed: int, progress) -> RecipeOutput:
-    import numpy as np
-
-    from ..analysis.calibrate import noise_multiplier_for_epsilon
-    from ..analysis.privacy import PrivacyAnalysis
-    from ..measures.rero import pld_bracket
-    from ..release import Release
-
     rows = []
     sizes = tuple(p["bound_sizes"])
     bounds = {}
@@ -166,9 +165,6 @@ register(Recipe(
 # Fig. 5
 # ----------------------------------------------------------------------------------------
 def _fig5(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..analysis.calibrate import noise_multiplier_for_epsilon
-    from ..api import rero_bound
-
     rows = []
     say(progress, "Fig. 5a: σ calibrated per q and the certified bound")
     for q in p["sample_rates"]:

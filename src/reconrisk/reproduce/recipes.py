@@ -27,6 +27,7 @@ the bound") is a row whose ``agrees`` is the claim checked on our numbers.
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -180,7 +181,6 @@ def register(recipe: Recipe) -> Recipe:
 
 def registry() -> dict[str, Recipe]:
     """Every recipe by name, in the order of the seed papers."""
-    import importlib
 
     for mod in _MODULES:
         importlib.import_module(f".{mod}", __package__)

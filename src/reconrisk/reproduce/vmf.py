@@ -21,6 +21,10 @@ learning*): Table I and Fig. 1.
 
 from __future__ import annotations
 
+import logging
+
+from ..accounting.vmf import gaussian_sigma_opacus, vmf_epsilon
+from ..experiments.mechanisms import compare_mechanisms, CompareConfig
 from .recipes import Recipe, RecipeOutput, register, row, say
 
 P, DELTA, GAMMA, N_EPOCHS, STEPS = 13_700, 1.0 / 60_000, 128.0 / 60_000, 3, 1406
@@ -30,8 +34,6 @@ TABLE_I = {25: (0.0139, "1"), 50: (0.0867, "1"), 75: (0.49, "1"), 100: (2.5, "2"
 
 
 def _table1(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..accounting.vmf import vmf_epsilon
-
     rows = []
     say(progress, f"Table I: {len(p['concentrations'])} concentrations")
     for k in p["concentrations"]:
@@ -71,8 +73,6 @@ FIG1 = {0.49: (75, 1.23, 0.3297, 0.8656, 4.396, 3.923), 2.48: (100, 0.660, 0.418
 
 
 def _fig1(p: dict, seed: int, progress) -> RecipeOutput:
-    import logging
-
     absl = logging.getLogger("absl")  # dp_accounting's RDP logs a warning per order it drops while σ is bisected
     level = absl.level
     absl.setLevel(logging.ERROR)
@@ -83,9 +83,6 @@ def _fig1(p: dict, seed: int, progress) -> RecipeOutput:
 
 
 def _fig1_rows(p: dict, seed: int, progress) -> RecipeOutput:
-    from ..accounting.vmf import gaussian_sigma_opacus
-    from ..experiments.mechanisms import CompareConfig, compare_mechanisms
-
     rows = []
     for eps in p["epsilons"]:
         concentration, sigma = FIG1[eps][:2]

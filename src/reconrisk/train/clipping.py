@@ -31,7 +31,7 @@ Clipping modes
 from __future__ import annotations
 
 from ..errors import ReconRiskError
-from .models import Model
+from .models import Model, tap_major_rows
 
 CLIP_MODES = ("hard", "gelu")
 
@@ -143,8 +143,6 @@ def clipped_grad_sum(model: Model, params, x, y, clip_norm: float, weights=None,
     the C-major evaluation.
     """
     import jax.numpy as jnp
-
-    from .models import tap_major_rows
 
     taps, deltas, _ = signals(model, params, x, y, tap_major=True)
     sq, explicit = 0.0, []

@@ -42,8 +42,10 @@ from scipy import linalg, special
 
 from .. import _validate as v
 from ..accounting.order2 import output_perturbation_rdp
-from ..theory.mse import dfil_bound, rdp_mse_lower_bound
+from ..data import load_digits
 from ..errors import ReconRiskError
+from ..metrics import accuracy
+from ..theory.mse import dfil_bound, rdp_mse_lower_bound
 
 DEFAULT_TOL = 1e-10
 
@@ -323,7 +325,6 @@ def logreg_spectral_fil(X, y, fit: LogRegFit, noise_std: float, chunk: int = 256
 
 def logreg_accuracy(X, y, theta, bias: bool = True) -> float:
     """Fraction of (X, y) classified correctly by ``sigmoid(θᵀx̃) > 1/2`` (:func:`reconrisk.metrics.accuracy`)."""
-    from ..metrics import accuracy
 
     X, y = _data(X, y)
     return accuracy(augment(X, bias) @ np.asarray(theta, dtype=float) > 0, y > 0.5)
@@ -331,7 +332,6 @@ def logreg_accuracy(X, y, theta, bias: bool = True) -> float:
 
 def binary_digits(first: int = 0, second: int = 1):
     """The digits data restricted to two classes: (X (n, 64) in [0, 1], y ∈ {0, 1}, image_shape)."""
-    from ..data import load_digits
 
     for name, c in (("first", first), ("second", second)):
         v.integer(name, c, minimum=0, maximum=9)

@@ -55,6 +55,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from ..metrics import accuracy
 from ..release import Release
 from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
     CLIP_MODES,
@@ -69,81 +70,18 @@ from .clipping import (  # noqa: F401  (re-exported: the step's clipping stage)
     signals,
     weighted_grad_sum,
 )
+from .individual import finish_individual, individual_hooks
 from .models import Model
 from .noise import noise_fn
+from .sampling import (  # noqa: F401  (re-exported: stage 1)
+    OVERFLOW_MESSAGE, batch_cap, pad_members, poisson_batch, sample_batch,
+)
+from .step_types import Batch, StepConfig, StepHook, StepInfo  # noqa: F401  (re-exported)
 from .transcript import Transcript, TranscriptWriter  # noqa: F401  (re-exported)
 from .transcript import TranscriptSink as _TranscriptSink, transcript_meta as _transcript_meta
 
 #: Default learning rate: θ moves by η · (mean clipped gradient + noise/(qN)).
 DEFAULT_LEARNING_RATE = 2.0
-#: Probability budget for a Poisson batch overflowing the padded batch size.
-_OVERFLOW_PROB = 1e-12
-OVERFLOW_MESSAGE = "a Poisson batch exceeded the padded batch size (probability < 1e-12); rerun with another seed"
-
-
-# ----------------------------------------------------------------------------------------
-# stage 1: the Poisson batch, padded to a static size
-# ----------------------------------------------------------------------------------------
-def batch_cap(n: int, sample_rate: float, steps: int, trials: int = 1) -> int | None:
-    """Padded batch size for Poisson sampling, or None to mask the full dataset.
-
-    With q small the step gathers at most ``cap`` sampled points instead of
-    evaluating all N; ``cap`` is chosen so that a batch larger than it has
-    probability < 1e-12 over all steps and trials (if it happens anyway the
-    run raises instead of silently dropping points).
-    """
-    if sample_rate >= 1.0:
-        return None
-    from scipy import stats
-
-    budget = _OVERFLOW_PROB / (steps * trials)
-    counts = np.arange(n + 1)
-    tail = stats.binom.sf(counts, n, sample_rate)  # P(batch size > c); accurate far into the tail
-    cap = int(counts[np.argmax(tail <= budget)]) if (tail <= budget).any() else n
-    return None if cap * 2 > n else max(cap, 1)
-
-
-class Batch(NamedTuple):
-    """A Poisson batch: ``mask`` (n,) float32 membership; with a cap, the padded gather ``index``/``valid`` (cap,)."""
-
-    mask: Any
-    index: Any
-    valid: Any
-    overflow: Any
-
-    @property
-    def member(self):
-        """Per-row membership of the rows the step evaluates (``mask`` or ``valid``)."""
-        return self.mask if self.index is None else self.valid
-
-
-def pad_members(mask, cap: int | None):
-    """(index (cap,), valid (cap,) float32, count) of the nonzero entries of ``mask``, padded with row 0.
-
-    The one padding helper: the trainer's batch, the adversary's known batch
-    and FIL accounting all gather through it. ``cap=None`` gives (None, None, count).
-    """
-    import jax.numpy as jnp
-
-    member = mask > 0
-    count = jnp.sum(member)
-    if cap is None:
-        return None, None, count
-    (index,) = jnp.nonzero(member, size=cap, fill_value=0)
-    return index, (jnp.arange(cap) < count).astype(jnp.float32), count
-
-
-def poisson_batch(key, n: int, sample_rate: float, cap: int | None) -> Batch:
-    """Each of n points independently with probability q; gathered into ``cap`` rows when q is small."""
-    from .._jax import jax
-    import jax.numpy as jnp
-
-    if sample_rate >= 1.0:
-        return Batch(jnp.ones((n,), jnp.float32), None, None, jnp.bool_(False))
-    mask = jax.random.bernoulli(key, sample_rate, (n,))
-    index, valid, count = pad_members(mask, cap)
-    overflow = jnp.bool_(False) if cap is None else count > cap
-    return Batch(mask.astype(jnp.float32), index, valid, overflow)
 
 
 # ----------------------------------------------------------------------------------------
@@ -164,22 +102,6 @@ def masked_clipped_sum(model, params, x, y, mask, index, valid, cfg: "StepConfig
 # ----------------------------------------------------------------------------------------
 # the static configuration and stage 4: the update (an optax transformation)
 # ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StepConfig:
-    """Static choices of one DP-SGD step (hashable, for ``jax.jit``); σC is not here — it is traced."""
-
-    sample_rate: float
-    clip_norm: float
-    learning_rate: float
-    clip_mode: str = "hard"
-    cap: int | None = None
-    normalizer: float = 1.0  # the update uses g_t / normalizer (q·N)
-    noise: str = "gaussian"  # the release's noise family (train/noise.py)
-    momentum: float = 0.0
-    sampler: str = "poisson"  # "poisson" or "fixed" (exactly batch_size rows, without replacement)
-    batch_size: int = 0  # the fixed sampler's batch size
-
-
 class MomentumState(NamedTuple):
     velocity: Any
 
@@ -252,23 +174,6 @@ def step_keys(key, t):
     return jax.random.fold_in(k, 0), jax.random.fold_in(k, 1)
 
 
-class StepInfo(NamedTuple):
-    """What a hook sees at step t: θ_t (pytree and flat), the batch, the released g_t, the keys."""
-
-    t: Any
-    params: Any
-    theta: Any
-    g: Any
-    batch: Batch
-    k_batch: Any
-    k_noise: Any
-    x: Any
-    y: Any
-    noise_std: Any
-    head_sum: Any = None  # with ``head``: the clipped sum over the head rows (flat)
-    norms: Any = None  # per-row gradient norms of the rows the step evaluated (``batch.member`` says which count)
-
-
 def _head_tail_clipped_sum(model: Model, params, head, x, y, batch: Batch, clip_norm: float, mode: str):
     """(sum, norms, head sum (flat)) over the rows ``head`` (hx, hy) followed by (x, y), full mask (no cap)."""
     from .._jax import jax
@@ -306,8 +211,6 @@ def release_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std,
 
     k_batch, k_noise = step_keys(key, t)
     n = x.shape[0] + (0 if head is None else head[0].shape[0])
-    from .sampling import sample_batch  # noqa: PLC0415 - sampling.py imports Batch from here
-
     batch = sample_batch(k_batch, n, cfg)
     if weights is not None:
         batch = batch._replace(mask=batch.mask * weights,
@@ -359,27 +262,6 @@ def dpsgd_step(model: Model, cfg: StepConfig, params, key, t, x, y, noise_std):
 # ----------------------------------------------------------------------------------------
 # hooks
 # ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StepHook:
-    """Something that watches every step inside the jitted scan (subclass; keep it hashable).
-
-    ``init(params)`` gives the initial state (a pytree; or pass ``hook_states``
-    to :func:`train`); ``step(state, info)`` returns (new state, per-step
-    output pytree). Outputs are stacked over steps and returned by
-    :func:`train` as numpy arrays.
-    """
-
-    def init(self, params):
-        return ()
-
-    def step(self, state, info: StepInfo):
-        return state, ()
-
-    def weights(self, state, params, t, x, y):
-        """Before the batch sum: (state, per-example contribution scales (n,) or None); see release_step."""
-        return state, None
-
-
 @dataclass(frozen=True)
 class RecordTranscript(StepHook):
     """The transcript hook: records (θ_t, g_t, batch mask) of every step."""
@@ -540,8 +422,6 @@ def train(
         raise ReconRiskError(f"hook_states must hold one state per hook ({len(hooks)}); found {len(hook_states)}")
     own = ()
     if record_norms is not None or individual_filter is not None:
-        from .individual import individual_hooks  # noqa: PLC0415 - it imports this module
-
         own = individual_hooks(model, release, cfg, x.shape[0], record_norms, individual_filter, clip_mode)
         hooks, hook_states = hooks + own, list(hook_states) + [h.init(params) for h in own]
     all_hooks = ((RecordTranscript(),) if record else ()) + hooks
@@ -580,8 +460,6 @@ def train(
     result = TrainResult(params, transcript, totals[1] / denom, totals[0] / denom,
                          tuple(states[1:] if record else states), hook_outputs, opt_state)
     if own:
-        from .individual import finish_individual  # noqa: PLC0415
-
         finish_individual(result, own, individual_filter, T)
     return result
 
@@ -589,8 +467,6 @@ def train(
 def model_accuracy(model: Model, params, x, y) -> float:
     """Fraction of (x, y) the model classifies correctly (:func:`reconrisk.metrics.accuracy` of its argmax)."""
     import jax.numpy as jnp
-
-    from ..metrics import accuracy
 
     pred = jnp.argmax(model.logits(params, jnp.asarray(x, jnp.float32)), axis=1)
     return accuracy(np.asarray(pred), np.asarray(y))

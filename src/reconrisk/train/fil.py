@@ -85,6 +85,7 @@ Models
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,10 +93,14 @@ import numpy as np
 from .. import _validate as v
 from ..accounting.order2 import release_rdp_alpha2
 from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
-from ..theory.mse import dfil_bound, rdp_mse_lower_bound
 from ..errors import ReconRiskError
 from ..release import Release
-from .dpsgd import StepHook, check_data
+from ..theory.mse import dfil_bound, rdp_mse_lower_bound
+from .clipping import clip_factors, cross_entropy
+from .dpsgd import check_data, model_accuracy, StepHook, train
+from .fil_dense import dense_trace_sq_norms
+from .fil_ghost import ghost_trace_sq_norms
+from .fil_pixel import applies, pixel_trace_sq_norms
 
 FIL_METHODS = ("trace_sampled", "trace_exact", "spectral")
 DEFAULT_NUM_COORDS = 50
@@ -175,8 +180,6 @@ def clipped_grad_fn(model, params, clip_norm: float, clip_mode: str = "gelu"):
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from .clipping import clip_factors, cross_entropy
-
     flat, unravel = ravel_pytree(params)
 
     def g(x, y):
@@ -215,10 +218,6 @@ def _fil_rows(model, params, x, y, keys, clip_norm, noise_std, method, num_coord
     d = x.shape[1]
     route = _route(model, method, num_coords)
     if route != "jvp":
-        from .fil_dense import dense_trace_sq_norms
-        from .fil_ghost import ghost_trace_sq_norms
-        from .fil_pixel import pixel_trace_sq_norms
-
         idx = None
         if method == "trace_sampled":  # the same coordinates as the JVP path below draws
             idx = jax.vmap(lambda k: jax.random.randint(k, (num_coords,), 0, d))(keys)
@@ -245,7 +244,6 @@ def _route(model, method: str, num_coords: int) -> str:
     the per-example JVPs of :func:`jacobian_sq_norm` for any model. The spectral
     estimator uses the JVP/VJP power iteration of :func:`jacobian_sq_norm`.
     """
-    from .fil_pixel import applies
 
     if method == "spectral":
         return "jvp"
@@ -448,11 +446,8 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
     rate, momentum, the subsampling factor and the number of repeated runs. ``progress(k)`` is
     called after every k steps (all runs: ``runs × steps`` in total).
     """
-    import time
 
     import jax.numpy as jnp
-
-    from .dpsgd import model_accuracy, train
 
     cfg = config if config is not None else FILConfig()
     if not isinstance(cfg, FILConfig):

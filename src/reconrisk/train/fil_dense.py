@@ -34,13 +34,13 @@ Derivation (one example; ``u = ∇_θ ℓ``, ``g̃ = c(‖u‖²)·u``)
 
 from __future__ import annotations
 
+from .clipping import clip_factors, cross_entropy
+
 
 def _rest_signals(model, params, y):
     """s₁ (B, h) ↦ (δ₁ (B, h), taps of layers ≥ 2, their signals): the network above the first pre-activation."""
     from .._jax import jax
     import jax.numpy as jnp
-
-    from .clipping import cross_entropy
 
     layers = model.layers
 
@@ -63,8 +63,6 @@ def _rest_signals(model, params, y):
 def _clip_terms(sq, clip_norm, clip_mode: str):
     """(c, dc/d‖u‖²) of the trainer's clip factor at ``sq`` = ‖u‖² (+ eps)."""
     from .._jax import jax
-
-    from .clipping import clip_factors
 
     return clip_factors(sq, clip_norm, clip_mode), jax.vmap(jax.grad(lambda q: clip_factors(q, clip_norm, clip_mode)))(sq)
 

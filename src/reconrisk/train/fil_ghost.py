@@ -37,6 +37,9 @@ over the m sampled coordinates by d. Probes are processed in blocks of at most
 
 from __future__ import annotations
 
+from .clipping import cross_entropy, per_example_sq_norms
+from .fil_dense import _clip_terms
+
 #: Probes per vmapped JVP; more are scanned in blocks of this size.
 PROBE_BLOCK = 64
 
@@ -44,8 +47,6 @@ PROBE_BLOCK = 64
 def _signal_fn(model, params, y):
     """x (B, d) ↦ (taps, deltas): the trainer's ghost quantities as a function of the inputs alone."""
     from .._jax import jax
-
-    from .clipping import cross_entropy
 
     def f(x):
         def total(perturbations):
@@ -118,9 +119,6 @@ def ghost_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     """
     from .._jax import jax
     import jax.numpy as jnp
-
-    from .clipping import per_example_sq_norms
-    from .fil_dense import _clip_terms
 
     b, d = x.shape
     f = _signal_fn(model, params, y)

@@ -85,6 +85,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .clipping import per_example_sq_norms
+from .fil_dense import _clip_terms
+from .fil_ghost import _gram_form, _layer_terms
+from .models import im2col
+
 #: Largest input dimension d evaluated pixel by pixel (arrays of d × batch × layer-1 outputs per example).
 MAX_PIXELS = 256
 #: Eq. 5 uses this route only if d ≤ this × m (all d pixels are evaluated for m sampled ones).
@@ -93,7 +98,6 @@ MAX_PIXELS_PER_PROBE = 2
 
 def applies(model, method: str, num_coords: int) -> bool:
     """Whether :func:`pixel_trace_sq_norms` handles ``model`` (and is expected to be cheaper than the ghost tangents)."""
-    from .fil_ghost import _gram_form
 
     layers = model.layers
     if method == "spectral" or len(layers) < 2 or layers[0].kind != "conv":
@@ -111,7 +115,6 @@ def applies(model, method: str, num_coords: int) -> bool:
 
 def _gather_fn(model, l: int):
     """(N, flat input of layer l) ↦ (N, P_l, K_l): the layer's im2col (conv) or reshape (dense)."""
-    from .models import im2col
 
     layer = model.layers[l]
 
@@ -216,11 +219,6 @@ def pixel_trace_sq_norms(model, params, x, y, clip_norm, clip_mode: str, idx, ep
     Traceable. Same quantity as :func:`reconrisk.train.fil_ghost.ghost_trace_sq_norms`.
     """
     import jax.numpy as jnp
-
-    from .clipping import per_example_sq_norms
-    from .fil_dense import _clip_terms
-    from .fil_ghost import _layer_terms
-    from .models import im2col
 
     layers = model.layers
     nl = len(layers)

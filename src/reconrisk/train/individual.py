@@ -46,9 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _validate as v
 from ..errors import ReconRiskError
+from ..individual.filter import IndividualFilter
 from .clipping import per_example_sq_norms, signals
-from .dpsgd import StepHook
+from .step_types import StepHook
 
 #: Norm recording modes of ``train(..., record_norms=)``.
 NORM_MODES = ("batch", "step", "epoch")
@@ -175,8 +177,6 @@ def jax_margin(margin: float, steps: int) -> float:
 
 def individual_hooks(model, release, cfg, n: int, record_norms, individual_filter, clip_mode: str) -> tuple:
     """The hooks ``train`` appends for ``record_norms`` / ``individual_filter`` (in this order)."""
-    from .. import _validate as v
-    from ..individual.filter import IndividualFilter
 
     if clip_mode != "hard":
         raise ReconRiskError(f"per-example norms and the individual filter need clip_mode='hard' (the GELU soft clip "

@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import _validate as v
 from ..errors import ReconRiskError
 
@@ -94,7 +96,6 @@ class Model:
         random draws, each shape of which compiled its own program (~1.5 s for the digits MLP in a fresh process).
         """
         from .._jax import jax
-        import numpy as np
         from jax.flatten_util import ravel_pytree
 
         shapes = jax.eval_shape(self.init, jax.ShapeDtypeStruct((2,), np.uint32))

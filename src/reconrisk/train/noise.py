@@ -32,6 +32,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import ReconRiskError
+from ..mechanisms.vmf import vmf_noise_jax
+from ..release import NOISE_FAMILIES, register_noise_family
 
 NoiseFn = Callable[..., object]
 
@@ -50,7 +52,6 @@ def vmf(key, summed, scale):
     The whole gradient is flattened before normalising (one block: Prop. 3 of
     Biswas et al. 2024 — per-layer blocks inflate the RDP enormously).
     """
-    from ..mechanisms.vmf import vmf_noise_jax
 
     return vmf_noise_jax(key, summed, scale).astype(summed.dtype)
 
@@ -65,7 +66,6 @@ def register_noise(name: str, fn: NoiseFn) -> None:
     if not callable(fn):
         raise ReconRiskError(f"noise function for {name!r} must be callable; found {fn!r}")
     _REGISTRY[name] = fn
-    from ..release import NOISE_FAMILIES, register_noise_family
 
     if name in NOISE_FAMILIES:
         register_noise_family(name)

@@ -36,6 +36,7 @@ colab's order — identically for shadow and released models (:func:`flatten`).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,11 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..release import Release
+from . import shadow_dense
+from .clipping import cross_entropy
+from .dpsgd import Batch, batch_clipped_sum, make_step_config, step_keys, step_optimizer, StepConfig
 from .models import Model
+from .noise import noise_fn
 
 #: Default hyper-parameters (spec_002 §3.3's colab: lr 0.1, momentum 0.9, 100 steps; on the 8×8 digits we take
 #: fewer, larger steps — lr 0.5, 30 steps — which reach ~75 % test accuracy with |D⁻| = 50).
@@ -97,7 +102,6 @@ class ShadowConfig:
         Without DP: C = inf (every clip factor is 1) and the traced noise std is
         0, so the step is plain gradient descent on the mean loss.
         """
-        from .dpsgd import StepConfig, make_step_config
 
         if self.release is None:
             return StepConfig(sample_rate=1.0, clip_norm=float("inf"), learning_rate=self.learning_rate,
@@ -150,9 +154,6 @@ def _step(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noi
     import optax
     from jax.flatten_util import ravel_pytree
 
-    from .dpsgd import Batch, batch_clipped_sum, step_keys, step_optimizer
-    from .noise import noise_fn
-
     cfg, steps, init_seed, random_init = static
     init_key = jax.random.fold_in(key, 1) if random_init else jax.random.PRNGKey(init_seed)
     params = model.init(init_key)
@@ -164,7 +165,6 @@ def _step(model: Model, static: tuple, x_fixed, y_fixed, x_target, y_target, noi
     xt, yt = x_target[None], y_target[None]
 
     if _plain_gradient(cfg):  # no DP: every clip factor is 1 and the noise std 0 — the plain batch gradient
-        from .clipping import cross_entropy
 
         def loss(p):  # Σ over D⁻ ∪ {z} of the per-example losses, D⁻ unbatched under vmap as below
             return (jnp.sum(cross_entropy(model.logits(p, x_fixed), y_fixed))
@@ -228,8 +228,6 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
     """
     from .._jax import jax
 
-    from . import shadow_dense
-
     static = cfg.static(n)
     program = _program(model, cfg, n, program)
     key = (program, model, static)
@@ -245,7 +243,6 @@ def _vectorised(model: Model, cfg: ShadowConfig, n: int, program: str = "auto"):
 
 def _program(model: Model, cfg: ShadowConfig, n: int, program: str) -> str:
     """``"dense"`` or ``"vmap"``: ``program`` checked, ``"auto"`` resolved (dense where it applies)."""
-    from . import shadow_dense
 
     if program == "auto":
         return "dense" if shadow_dense.supports(model, cfg.step_config(n)) else "vmap"
@@ -349,7 +346,6 @@ CPU_CHUNK_ACTIVATIONS = 1 << 16
 def default_chunk(model: Model, cfg: ShadowConfig, n_fixed: int, program: str = "auto") -> int:
     """Models per program call: 128, except for the dense program on CPU: the power of two in [8, 128]
     nearest (in log scale) to :data:`CPU_CHUNK_ACTIVATIONS` / ((|D⁻| + 1) × widest layer)."""
-    import math
 
     from .._jax import jax
 
@@ -365,7 +361,6 @@ def _chunk_workers() -> int:
     program at a time). Each program mostly runs on one core (its small per-model products do not split);
     a second thread per core fills the gaps while the first copies its inputs in and its parameters out
     (measured on 2 cores, chunks of 128: 4 threads +5–14 % over 2, 6–8 no better)."""
-    import os
 
     from .._jax import jax
 

@@ -65,7 +65,10 @@ Convolutional models keep the generic vmapped program of
 
 from __future__ import annotations
 
+import math
+
 from ..errors import ReconRiskError
+from .dpsgd import step_keys
 from .models import Model
 
 
@@ -75,7 +78,6 @@ def supports(model: Model, cfg) -> bool:
     Dense layers, full batch, and either no DP (C = inf) or DP-GD with hard
     clipping and Gaussian noise (the only DP that :class:`ShadowConfig` builds).
     """
-    import math
 
     if not (all(layer.kind == "dense" for layer in model.layers) and cfg.sample_rate == 1.0):
         return False
@@ -114,12 +116,9 @@ def dense_program(model: Model, static: tuple, form: str | None = None):
     generic program. ``form`` forces the first layer's form
     (:func:`first_layer_form` by default).
     """
-    import math
 
     from .._jax import jax
     import jax.numpy as jnp
-
-    from .dpsgd import step_keys
 
     cfg, steps, init_seed, random_init = static
     if not supports(model, cfg):
