@@ -11,11 +11,11 @@ held to and whether it agrees:
 * ``full`` uses the paper's scale (trial counts, grids) where the embedded data allow it;
 * ``tiny`` is a smoke-test size for the test suite (same code path, fewer trials/steps).
 
-Recipes only *call* the library (experiments/, bounds/, accounting/,
+Recipes only *call* the library (experiments/, analysis/, measures/, accounting/,
 attacks/); they never re-implement a method. The recipes themselves live in
-one module per seed paper (:mod:`.recipes_hayes` Hayes, Mahloujifar & Balle 2023, :mod:`.recipes_guo`
-Guo, Karrer, Chaudhuri & van der Maaten 2022, :mod:`.recipes_balle` Balle, Cherubin & Hayes 2022, :mod:`.recipes_fmte` Riess et al. 2024,
-:mod:`.recipes_vmf` Biswas et al. 2024); :mod:`reconrisk.report.recipes` draws and
+one module per seed paper (:mod:`.hayes` Hayes, Mahloujifar & Balle 2023, :mod:`.guo`
+Guo, Karrer, Chaudhuri & van der Maaten 2022, :mod:`.balle` Balle, Cherubin & Hayes 2022, :mod:`.fmte` Riess et al. 2024,
+:mod:`.vmf` Biswas et al. 2024); :mod:`reconrisk.report.recipes` draws and
 writes ``figure.png``, ``table.csv`` and ``result.json``.
 
 "Paper" values are the numbers the paper prints, or — where the paper only
@@ -39,7 +39,7 @@ from ..errors import ReconRiskError
 #: The sizes a recipe runs at (``--tiny`` is for tests; ``--full`` is paper scale).
 SIZES = ("tiny", "small", "full")
 #: Modules holding the recipes, one per seed paper (imported on first use of the registry).
-_MODULES = ("recipes_hayes", "recipes_guo", "recipes_balle", "recipes_fmte", "recipes_vmf")
+_MODULES = ("hayes", "guo", "balle", "fmte", "vmf")
 #: Column order of ``table.csv`` and of the printed table.
 TABLE_COLUMNS = ("panel", "quantity", "setting", "ours", "ours_lower", "ours_upper", "error", "paper", "paper_text",
                  "tolerance", "agrees")
