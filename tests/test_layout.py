@@ -385,3 +385,52 @@ def test_the_circle_and_lazy_checks_can_fail(tmp_path):
     assert _third_party(ast.parse("from scipy import stats").body[0]) == ["scipy"]
     assert _third_party(ast.parse("from .. import errors").body[0]) == []
     assert _layer("reconrisk.integrations.opacus_history") == 0 and _layer("reconrisk.integrations.opacus") == 4
+
+
+DESIGN = SRC.parent / "DESIGN.md"
+
+
+def design_rooms(text: str) -> dict[str, int]:
+    """``room -> layer`` from the table of DESIGN.md's "Rooms and layers" section (rows ``| `room/` | layer | … |``)."""
+    section = text.split("\n## Rooms and layers", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].startswith("`") and cells[0].endswith("/`") and cells[1].isdigit():
+            rows[cells[0].strip("`").rstrip("/")] = int(cells[1])
+    return rows
+
+
+def test_design_names_every_room_with_its_layer():
+    """DESIGN.md's table of rooms cannot go stale: every room of the tree has a row, every row a room, and the
+    layer it states is the one :data:`LAYERS` enforces."""
+    rooms = {r for m in MODULES if (r := _room(m)) and not r.startswith("_")}
+    stated = design_rooms(DESIGN.read_text())
+    assert set(stated) == rooms, (f"DESIGN.md's room table lacks {sorted(rooms - set(stated))} "
+                                  f"and names rooms not in the tree: {sorted(set(stated) - rooms)}")
+    wrong = {r: (n, LAYERS[r]) for r, n in stated.items() if LAYERS[r] != n}
+    assert not wrong, f"DESIGN.md states these layers (stated, enforced): {wrong}"
+
+
+def test_the_design_check_can_fail():
+    table = "x\n## Rooms and layers\n| room | layer |\n|---|---|\n| `cli/` | 6 | the app |\n| `train/` | 2 | x |\n## Next\n| `report/` | 5 |"
+    assert design_rooms(table) == {"cli": 6, "train": 2}
+
+
+def room_sheet() -> str:
+    """Every room's files, lines and layer (``python tests/test_layout.py``), largest first."""
+    rows = []
+    for room in sorted({r for m in MODULES if (r := _room(m))}):
+        files = [p for m, p in MODULES.items() if _room(m) == room]
+        rows.append((sum(len(p.read_text().splitlines()) for p in files), len(files), room))
+    core = [p for m, p in MODULES.items() if _room(m) is None]
+    rows.append((sum(len(p.read_text().splitlines()) for p in core), len(core), "(modules beside the rooms)"))
+    out = [f"{'room':<26}{'layer':>6}{'files':>7}{'lines':>7}   (limits: {MAX_ROOM_FILES} files, {MAX_ROOM_LINES} lines)"]
+    for lines, n, room in sorted(rows, reverse=True):
+        layer = LAYERS.get(room, "-")
+        out.append(f"{room:<26}{layer:>6}{n:>7}{lines:>7}")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(room_sheet())

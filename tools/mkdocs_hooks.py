@@ -7,6 +7,9 @@
 * ``<!-- reconrisk:python-api -->`` becomes one mkdocstrings ``:::`` block per
   name in ``reconrisk.__all__``, pointed at the module that defines it (the
   package loads most names lazily, which a static reader cannot follow).
+* ``<!-- reconrisk:layout -->`` becomes the table of the package's rooms, read
+  from the source tree with ``ast`` (nothing imported): each room's files and
+  lines, and the first line of its ``__init__`` docstring.
 
 Also usable without MkDocs: ``python3.11 tools/mkdocs_hooks.py cli`` prints the
 generated CLI reference.
@@ -14,10 +17,16 @@ generated CLI reference.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import re
 import sys
+from pathlib import Path
 
 CLI_MARKER = "<!-- reconrisk:cli-reference -->"
 API_MARKER = "<!-- reconrisk:python-api -->"
+LAYOUT_MARKER = "<!-- reconrisk:layout -->"
+PKG = Path(__file__).resolve().parents[1] / "src" / "reconrisk"
 
 
 def _cell(text: str) -> str:
@@ -84,7 +93,9 @@ def public_names() -> list[tuple[str, str]]:
         if name.startswith("__"):
             continue
         lazy = reconrisk._LAZY.get(name)
-        if lazy is not None:
+        if lazy == "api":  # re-exported by the public entry points: document it where it is defined
+            module = getattr(importlib.import_module("reconrisk.api"), name).__module__
+        elif lazy is not None:
             module = f"reconrisk.{lazy}"
         else:
             module = getattr(reconrisk, name).__module__
@@ -105,7 +116,32 @@ def api_markdown() -> str:
     return "\n".join(out)
 
 
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def _summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = re.sub(r":\w+:`~?\.?([^`]+)`", r"`\1`", doc.split("\n\n")[0])  # Sphinx roles → code
+    return _cell(first.replace("``", "`")) or "—"
+
+
+def layout_markdown() -> str:
+    """The rooms of ``src/reconrisk`` (first-level packages) and the modules beside them, read from the tree."""
+    out = ["| room | files | lines | what it holds (its `__init__` docstring) |", "|---|---:|---:|---|"]
+    for room in sorted(p for p in PKG.iterdir() if (p / "__init__.py").is_file() and not p.name.startswith("_")):
+        files = sorted(room.rglob("*.py"))
+        out.append(f"| `{room.name}/` | {len(files)} | {sum(map(_lines, files)):,} | {_summary(room / '__init__.py')} |")
+    beside = sorted(p for p in PKG.glob("*.py"))
+    out += ["", "Beside the rooms (the core, the public entry points and the package itself):", "",
+            "| module | lines | what it holds |", "|---|---:|---|"]
+    out += [f"| `{p.name}` | {_lines(p):,} | {_summary(p)} |" for p in beside]
+    return "\n".join(out) + "\n"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs hook
+    if LAYOUT_MARKER in markdown:
+        markdown = markdown.replace(LAYOUT_MARKER, layout_markdown())
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_markdown())
     if API_MARKER in markdown:
@@ -115,4 +151,4 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs hook
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "cli"
-    print(cli_markdown() if what == "cli" else api_markdown())
+    print({"cli": cli_markdown, "api": api_markdown, "layout": layout_markdown}[what]())

@@ -1,4 +1,12 @@
-"""Orchestration, computation half: the informed-adversary trial runner behind ``reconrisk audit``
-(:mod:`.audit`, :mod:`.trials`), Guo, Karrer, Chaudhuri & van der Maaten's (2022) FIL experiments (:mod:`.fil`), sweeps of the certified bound (:mod:`.curves`) and
-Riess et al.'s (2024) simulations (:mod:`.analytic`). Results are returned, never drawn: :mod:`reconrisk.report` draws them.
+"""Orchestration, computation half: what runs trials and collects results, never draws them.
+
+The informed-adversary audit behind ``reconrisk audit`` (:mod:`.audit`, :mod:`.trials`), the one-run audit
+(:mod:`.onerun`), Guo, Karrer, Chaudhuri & van der Maaten's (2022) FIL experiments (:mod:`.fil`), sweeps of
+the certified bound (:mod:`.curves`), Riess et al.'s (2024) simulations (:mod:`.analytic`), the VMF
+comparison (:mod:`.mechanisms`), who is at risk (:mod:`.individual`, :mod:`.individual_attack`), sweeps at
+scale and their store (:mod:`.sweep`, :mod:`.sweep_file`, :mod:`.store`) and the risk report
+(:mod:`.release_source`, :mod:`.riskreport`).
+
+Layer 4: imports anything below (core, accounting, measures, analysis, audit, individual, theory, train,
+attacks); never :mod:`reconrisk.report` or :mod:`reconrisk.cli`, which draw and print what this returns.
 """

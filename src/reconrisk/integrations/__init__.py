@@ -1,11 +1,19 @@
 """Integrations with other frameworks, each an optional extra imported on its own.
 
+* :mod:`reconrisk.integrations.opacus` — Opacus (``pip install reconrisk[opacus]``):
+  ``ReconRiskAccountant`` and ``make_private_with_risk``; :mod:`.opacus_audit` — the one-run audit as a
+  hook in a user's loop; :mod:`.opacus_individual` — per-sample norms and the individual filter as hooks;
+* :mod:`.opacus_history` — reading an Opacus accountant's history, the adapter
+  :meth:`Release.from_opacus <reconrisk.release.Release.from_opacus>` calls (a core module: it never
+  imports ``Release`` and imports no framework);
 * :mod:`reconrisk.integrations.flower` — Flower (``pip install reconrisk[flower]``):
   a PLD accountant for Flower's ``PrivacyAccountant`` protocol with client-level
   reconstruction risk, stopping before a round would pass a target, and noise
   calibration; :mod:`reconrisk.integrations.flower_local` — the analytic
-  reconstruction bounds (Riess et al. 2024) of ``LocalDpMod`` updates.
+  reconstruction bounds (Riess et al. 2024) of ``LocalDpMod`` updates; :mod:`.flower_runtime` — an
+  in-process ``Grid``.
 
-Nothing here is imported by ``import reconrisk``: importing this package does not import
-any framework.
+Layer 4: imports the core, accounting, measures, analysis, audit, individual and theory; never train,
+attacks, experiments, report or cli. Nothing here is imported by ``import reconrisk``: importing this
+package does not import any framework.
 """

@@ -11,4 +11,9 @@
   optax update) and :func:`~.dpsgd.train` with per-step hooks.
 * :mod:`.transcript` — what the mechanism releases, streamed to ``.npz``.
 * :mod:`.fil` — Guo et al.'s (2022) FIL accounting, a hook on the trainer.
+* :mod:`.individual` — per-example norm recording and the individual filter as hooks.
+* :mod:`.convex`, :mod:`.shadow`, :mod:`.shadow_dense` — exact convex solvers and vmapped shadow models.
+
+Layer 3: imports the core and layers 1–2 (accounting, mechanisms, individual, theory); JAX through
+:mod:`reconrisk._jax`. Never attacks, experiments or anything above.
 """
