@@ -88,10 +88,8 @@ def test_a_wrong_term_would_be_caught(data, broken):
     (the CNN case of the equality test above: Eq. 5 with m = 70, clipping active)."""
     good = _ghost(CNN_CASE)
     if broken == "clip_derivative":
-        from reconrisk.train import fil_dense
-
-        real = fil_dense._clip_terms
-        patch = (fil_dense, "_clip_terms", lambda *a: (real(*a)[0], 0.0 * real(*a)[1]))
+        real = fil_ghost._clip_terms  # (fil_dense's, imported by name: patched where the ghost route reads it)
+        patch = (fil_ghost, "_clip_terms", lambda *a: (real(*a)[0], 0.0 * real(*a)[1]))
     else:
         real = fil_ghost._layer_terms
         patch = (fil_ghost, "_layer_terms", lambda a, d, da, dd: real(a, d, da, 0.0 * dd))

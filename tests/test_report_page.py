@@ -90,7 +90,7 @@ def test_audit_plot_legend_names_the_tick_marks(monkeypatch, tmp_path):
     rate = SimpleNamespace(rate=0.3, ci=(0.2, 0.4), trials=50)
     setting = SimpleNamespace(sample_rate=1.0, steps=10, prior_size=10, delta=1e-5, clip_norm=1.0)
     emp = SimpleNamespace(rero=SimpleNamespace(lower=0.15))
-    results = [SimpleNamespace(setting=setting, epsilon=e, rero_upper=u, rates={"alg2": rate}, primary="alg2",
+    results = [SimpleNamespace(setting=setting, epsilon=e, certificate=SimpleNamespace(rero=SimpleNamespace(upper=u)), rates={"alg2": rate}, primary="alg2",
                                empirical=lambda: emp)
                for e, u in ((1.0, 0.2), (4.0, 0.5))]
     A.audit_plot(results, tmp_path, curve=None)
