@@ -309,21 +309,10 @@ def test_room_size(room):
 
 HEAVY = heavy_modules()
 SLOW = modules_loading(LAZY_THIRD_PARTY)
-#: Modules that still import project or light modules inside functions (being hoisted; remove as they are).
-LAZY_PENDING: frozenset[str] = frozenset({
-    "reconrisk", "reconrisk.analysis.calibrate", "reconrisk.analysis.events", "reconrisk.analysis.guarantee",
-    "reconrisk.analysis.privacy", "reconrisk.audit.onerun", "reconrisk.cli.report",
-    "reconrisk.experiments.release_source", "reconrisk.experiments.riskreport", "reconrisk.measures.conversions",
-    "reconrisk.measures.montecarlo", "reconrisk.measures.rdp_tradeoff", "reconrisk.measures.tradeoff",
-    "reconrisk.report.analytic", "reconrisk.report.audit", "reconrisk.report.html", "reconrisk.report.individual",
-    "reconrisk.report.recipes", "reconrisk.theory.analytic",
-})
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_imports_inside_functions_only_for_heavy_modules(module, request):
-    if module in LAZY_PENDING:
-        request.applymarker(pytest.mark.xfail(strict=False, reason="imports inside functions not hoisted yet"))
+def test_imports_inside_functions_only_for_heavy_modules(module):
     bad = lazy_import_violations(module, HEAVY, SLOW)
     assert not bad, "move these imports to the module top (a heavy third-party module: LAZY_THIRD_PARTY):\n" + "\n".join(bad)
 

@@ -5,6 +5,8 @@ the simulation layer (DP-SGD simulator, attacks) needs the ``sim`` extra (JAX)
 and is imported lazily.
 """
 
+import importlib
+
 from . import _aliases
 from .errors import ReconRiskError
 
@@ -102,8 +104,6 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'reconrisk' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

@@ -47,3 +47,12 @@ def bisect_between(pred: Callable[[float], bool], lo: float, hi: float, *, rel_t
         else:
             lo = mid
     return lo, hi
+
+
+def strict_up(x: float, ok: Callable[[float], bool]) -> float:
+    """Step ``x`` up until ``ok(x)`` holds exactly in floating point (``ok`` monotone; ``x`` the exact answer)."""
+    for step in range(200):
+        if ok(x):
+            return x
+        x = math.nextafter(x, math.inf) if step < 8 else x * (1 + 1e-9 * 2 ** min(step - 8, 40))
+    raise ReconRiskError(f"could not meet the target in floating point near {x:g}")  # pragma: no cover

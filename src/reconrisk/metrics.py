@@ -1,7 +1,8 @@
 """Reconstruction metrics and success rates with exact binomial intervals.
 
 numpy/scipy only: these are used both by the simulation layer and by the
-report, and must not pull in JAX.
+report, and must not pull in JAX. Importing this module loads numpy only (scipy.special is loaded by the
+Clopper–Pearson interval when it is first computed).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from . import _validate as v
 from .errors import ReconRiskError
@@ -67,6 +67,10 @@ def accuracy(predictions, labels) -> float:
 
 def clopper_pearson_interval(k, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided exact binomial interval at level 1 − alpha, vectorised in the success count ``k``."""
+    # scipy loads here, not with the module: the Monte-Carlo sampler imports this module and starts its draws
+    # before scipy is imported (``reconrisk report``)
+    from scipy import special
+
     k = np.asarray(k, dtype=float)
     with np.errstate(invalid="ignore"):
         lo = np.where(k > 0, special.betaincinv(k, n - k + 1, alpha / 2), 0.0)

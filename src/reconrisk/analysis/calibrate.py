@@ -45,7 +45,7 @@ from typing import Any, Callable
 from scipy import special
 
 from .. import _validate as v
-from .._roots import bisect_between, bisect_log
+from .._roots import bisect_between, bisect_log, strict_up
 from ..accounting.epsilon import ACCOUNTANTS, _pld_epsilon, epsilon as eps_of
 from ..accounting.gaussian import gaussian_sigma
 from ..errors import ReconRiskError
@@ -235,7 +235,7 @@ def calibrate(
             return _score(at(s, q, t), target)
 
         if exact is not None:
-            sigma = _strict_up(exact, ok_sigma)
+            sigma = strict_up(exact, ok_sigma)
             lo = hi = sigma
         else:
             lo, hi = _smallest(ok_sigma, scale * _sigma_guess(quantity, target, q, t, args, floor), rel_tol,
@@ -492,15 +492,6 @@ def _smallest_bisect(ok: Callable[[float], bool], x: float, rel_tol: float, low:
                 break
             lo, step = hi, step * step
     return bisect_between(ok, lo, hi, rel_tol=rel_tol)
-
-
-def _strict_up(x: float, ok: Callable[[float], bool]) -> float:
-    """Step ``x`` up until ``ok(x)`` holds exactly in floating point (``ok`` monotone; ``x`` the exact answer)."""
-    for step in range(200):
-        if ok(x):
-            return x
-        x = math.nextafter(x, math.inf) if step < 8 else x * (1 + 1e-9 * 2 ** min(step - 8, 40))
-    raise ReconRiskError(f"could not meet the target in floating point near {x:g}")  # pragma: no cover
 
 
 # -- the calibrations of earlier releases, as views of the one calibrator -----------------------------

@@ -77,6 +77,7 @@ import numpy as np
 from scipy import special, stats
 
 from .. import _validate as v
+from ..accounting.gaussian import gaussian_eps
 from ..errors import ReconRiskError
 from ..results import Bound
 
@@ -347,8 +348,6 @@ def onerun_lower_bounds(result: Guesses, *, delta: float, confidence: float = 0.
     the refuted μ-GDP curve. Each bound's details say ``vacuous`` (with ``vacuous_reason``) when no count of
     right guesses could have refuted anything at this δ and level (then the lower end 0 is no evidence at all).
     """
-    from ..accounting.gaussian import gaussian_eps
-
     d = v.in_range("delta", delta, 0.0, 1.0, low_open=False)
     conf = v.probability_open("confidence", confidence)
     alpha = (1.0 - conf) / len(result.guesses)

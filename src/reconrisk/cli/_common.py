@@ -193,3 +193,17 @@ def pick(name: str, new, old, default=None):
     if new is not None:
         return new
     return old if old is not None else default
+
+
+def resolve_analysis(**source) -> tuple[Any, dict]:
+    """The analysis of the release (or ``dp_accounting`` event) the flags name, and its provenance.
+
+    :func:`~reconrisk.experiments.release_source.resolve_source` reads the source (numpy only);
+    :func:`~reconrisk.analysis.dispatch.analyse` gives a release its ``PrivacyAnalysis`` and an event that is not
+    DP-SGD with Gaussian noise (Laplace) its ``EventAnalysis`` (scipy loads here, once the flags are read).
+    """
+    from ..analysis.dispatch import analyse
+    from ..experiments.release_source import resolve_source
+
+    run, provenance = resolve_source(**source)
+    return analyse(run), provenance

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table, progress, spinner
+from ._common import print_json, print_table, progress, resolve_analysis, spinner
 from .risk import calibrate_measure, source_dict, source_label
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
@@ -42,7 +42,6 @@ def bound_cmd(
     from .. import _validate as v
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
-    from ..experiments.release_source import resolve_analysis
 
     method = v.choice("method", method, _METHODS)
     # every flag is checked, also those the chosen method does not use (none is ignored silently)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -44,8 +47,6 @@ class _DrawCounts:
     """Progress of draws started before the progress bar exists: counted, then handed to the bar."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._bar = None
         self._pending = 0
@@ -98,9 +99,6 @@ def report_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print report.json to stdout instead of a table."),
 ) -> None:
     """Every bound family side by side for one release: a self-contained report.html and report.json."""
-    import shlex
-    import sys
-
     from .._io import check_out_dir
     from ..experiments.release_source import resolve_source
 

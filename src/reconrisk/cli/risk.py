@@ -9,7 +9,7 @@ import numpy as np
 import typer
 
 from . import app
-from ._common import print_json, print_table, spinner
+from ._common import print_json, print_table, resolve_analysis, spinner
 from .convert import curve_pairs
 
 _MEASURE_HELP = (
@@ -119,8 +119,6 @@ def risk_cmd(
                                 ("--rho", rho)) if x] + (["--one-sided"] if one_sided else [])
         if extra:
             raise ReconRiskError(f"{', '.join(extra)} describe a guarantee: give --from dp|rdp|zcdp with them")
-        from ..experiments.release_source import resolve_analysis
-
         analysis, _ = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                                        release_file=release_file, batch_size=batch_size, dataset_size=dataset_size)
     if measure == "all":

@@ -15,7 +15,7 @@ Three sources, exactly one per report (``reconrisk report``):
   fixed-size batches: ``sampler = "fixed"`` with ``batch_size`` and ``dataset_size`` instead of
   ``sample_rate`` (``sampler = "full"``: q = 1); or ``dp_accounting`` events, one table each
   (:func:`event_from_mapping`; Gaussian events become a :class:`Release`, others — Laplace — stay an
-  event and get an :class:`~reconrisk.analysis.events.EventAnalysis` through :func:`resolve_analysis`)::
+  event and get an :class:`~reconrisk.analysis.events.EventAnalysis` from :func:`~reconrisk.analysis.dispatch.analyse`)::
 
       [[release.events]]
       type = "sampled_without_replacement_gaussian"
@@ -34,7 +34,9 @@ Three sources, exactly one per report (``reconrisk report``):
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -110,7 +112,7 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None, 
     """A release from a mapping with the keys of :data:`_RELEASE_KEYS` (checked; unknown keys refused).
 
     ``events=True``: ``events`` that are not DP-SGD with Gaussian noise (Laplace) are returned as the
-    ``dp_accounting`` event (for :func:`resolve_analysis`); otherwise they are refused in one line naming it.
+    ``dp_accounting`` event (for :func:`~reconrisk.analysis.dispatch.analyse`); otherwise they are refused in one line naming it.
     """
     if not isinstance(d, dict):
         raise ReconRiskError(f"{where} must hold a table of release keys {', '.join(_RELEASE_KEYS)}; found {type(d).__name__}")
@@ -152,8 +154,6 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None, 
 def release_from_toml(path, *, events: bool = False) -> tuple[Any, dict]:
     """The release of a TOML file and its provenance (path, SHA-256); ``events=True`` as for
     :func:`release_from_mapping` (a Laplace event comes back as the event)."""
-    import tomllib
-
     p, data = _read_bytes(path, "release file")
     try:
         doc = tomllib.loads(data.decode("utf-8"))
@@ -194,8 +194,6 @@ def _load_torch(p: Path, data: bytes):
             f"opacus file {str(p)!r} is not JSON and torch is not installed to read it as a torch.save file "
             "(safely, weights_only=True); save the history as JSON: json.dump(accountant.state_dict(), f)"
         ) from None
-    import io
-
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises UnpicklingError / RuntimeError for foreign or unsafe content
@@ -324,7 +322,7 @@ def resolve_source(*, noise_multiplier=None, sample_rate=None, steps=None, clip_
 
     Sources as :func:`resolve_release`; ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and
     ``steps``, instead of ``sample_rate``) describe fixed-size batches without replacement. A command builds
-    its release here, where its flags are parsed, and carries it on (:func:`resolve_analysis`,
+    its release here, where its flags are parsed, and carries it on (:func:`~reconrisk.analysis.dispatch.analyse`,
     :func:`reconrisk.experiments.riskreport.risk_report`).
     """
     if batch_size is not None or dataset_size is not None:
@@ -346,15 +344,3 @@ def resolve_source(*, noise_multiplier=None, sample_rate=None, steps=None, clip_
         return release_from_toml(release_file, events=True)
     return resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                            clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
-
-
-def resolve_analysis(**source) -> tuple[Any, dict]:
-    """The analysis of :func:`resolve_source`'s release (or event), and its provenance.
-
-    A release gets its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`; a ``dp_accounting`` event that is
-    not DP-SGD with Gaussian noise (Laplace) its :class:`~reconrisk.analysis.events.EventAnalysis`.
-    """
-    from ..analysis.dispatch import analyse  # (scipy: not on the way of a command that reads its source first)
-
-    run, provenance = resolve_source(**source)
-    return analyse(run), provenance

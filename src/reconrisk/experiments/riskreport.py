@@ -50,12 +50,24 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
-from ..errors import ReconRiskError
-from ..priors import resolve_kappa
+from ..accounting import epsilon
+from ..analysis.base import RELEASE_ONLY
+from ..analysis.calibrate import calibrate, meets
 from ..analysis.dispatch import analyse
 from ..analysis.privacy import PrivacyAnalysis
+from ..data import load_dataset
+from ..errors import ReconRiskError
+from ..measures.conversions import rero_from_dp
 from ..measures.rdp_tradeoff import rero_release_rdp
+from ..measures.rero import start_monte_carlo
+from ..measures.risk import CLI_NAMES, all_risks
+from ..priors import resolve_kappa
 from ..release import Release
+from ..theory.analytic import analytic_bound
+from ..theory.capacity import log_capacity_gaussian
+from ..theory.fano import fano_bound, gaussian_mutual_information, kl_mutual_information, release_mutual_information
+from ..theory.mse import mse_bound
+from .audit import AuditSetting, run_setting
 
 #: The α grid of ``reconrisk tradeoff`` (its defaults: 1e-6 … 0.5, 200 log-spaced points).
 TRADEOFF_ALPHA = (1e-6, 0.5, 200)
@@ -122,16 +134,18 @@ def _na(reason: str, **extra) -> dict:
     return {"applicable": False, "reason": reason, **extra}
 
 
-def _not_for_event(analysis, what: str) -> str:
-    return f"{what} reads a DP-SGD release (sigma, q, T); not defined for the event {analysis.name}"
+def _not_for(analysis, what: str) -> str:
+    """Why ``what`` (a family that reads σ, q and T) is not on this page: the analysis's own reason for the
+    ``mechanism`` question (:meth:`~reconrisk.analysis.base.Analysis.supports`), naming the family."""
+    reason = analysis.supports("mechanism").reason
+    head = RELEASE_ONLY["mechanism"]
+    return what + reason[len(head):] if reason.startswith(head) else f"{what}: {reason}"
 
 
 # -- ε and ReRo -------------------------------------------------------------------------------
 def epsilon_entry(analysis: PrivacyAnalysis, delta: float) -> dict:
     """ε at δ as ``reconrisk bound`` reports it (PLD, RDP where the PLD grid cannot hold the loss range)."""
     analysis = analyse(analysis)
-    from ..accounting import epsilon
-
     release = analysis.release
     try:
         b = analysis.epsilon(delta)
@@ -152,21 +166,18 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     ``mc``: the Monte Carlo already started (:func:`start_monte_carlo_entry`); its row is then left for
     :func:`finish_monte_carlo_entry` to fill in, so the draws run while the other families are computed."""
     analysis = analyse(analysis)
-    from ..measures.conversions import rero_from_dp
-    from ..measures.rero import has_closed_form
-
     k = cfg.kappa_value
     out: dict = {"kappa": k, "prior_size": cfg.prior_size}
     out["pld"] = analysis.rero(k).to_dict()
-    if analysis.release is None:  # an event: the PLD bracket and the (eps, delta) baseline only
-        out["rdp"] = _na(_not_for_event(analysis, "the RDP baseline"))
-        out["rdp_hayes2023_eq2"] = _na(_not_for_event(analysis, "the RDP baseline"))
+    if not analysis.supports("mechanism"):  # an event: the PLD bracket and the (eps, delta) baseline only
+        out["rdp"] = _na(_not_for(analysis, "the RDP baseline"))
+        out["rdp_hayes2023_eq2"] = _na(_not_for(analysis, "the RDP baseline"))
         out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
                      "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
-        out["mc"] = _na(_not_for_event(analysis, "the Monte-Carlo estimate"))
+        out["mc"] = _na(_not_for(analysis, "the Monte-Carlo estimate"))
         out["headline"] = "pld"
         return out
-    if has_closed_form(analysis.release):
+    if analysis.supports("rero_closed_form"):
         out["closed_form"] = analysis.rero(k, method="closed_form").to_dict()
     # the release's own RDP curve: its optimal conversion (the row shown), and Hayes et al.'s Eq. 2 (JSON only)
     out["rdp"] = rero_release_rdp(analysis.release, k)[0].to_dict()
@@ -188,12 +199,10 @@ def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
     """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0).
 
     ``sampler``: the draws already started by the caller (see :func:`~reconrisk.measures.rero.start_monte_carlo`)."""
-    if not cfg.samples or analysis.release is None:  # an event without a Gaussian reading: no Monte Carlo
+    if not cfg.samples or not analysis.supports("rero_mc"):  # an event without a Gaussian reading: no Monte Carlo
         if sampler is not None:
             sampler.cancel()
         return None
-    from ..measures.rero import start_monte_carlo
-
     return start_monte_carlo(analysis, cfg.kappa_value, samples=cfg.samples, seed=cfg.seed,
                              confidence=cfg.confidence, progress=progress, sampler=sampler)
 
@@ -206,12 +215,10 @@ def finish_monte_carlo_entry(mc) -> dict:
 def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
     analysis = analyse(analysis)
-    from ..theory.fano import fano_bound, kl_mutual_information
-
     release = analysis.release
     ns = [int(n) for n in prior_sizes]
     kap = np.array([1.0 / n for n in ns])
-    if release is None:  # an event: its own bracket per prior size (the RDP and Fano bounds read sigma, q, T)
+    if not analysis.supports("mechanism"):  # an event: its own bracket per prior size (the RDP and Fano bounds read sigma, q, T)
         pld = analysis.rero_many(kap)
         return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld],
                 "upper": [r.upper for r in pld], "rdp": None, "fano": None}
@@ -225,8 +232,6 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
 
 def _closed_form_mi(release: Release, n: int) -> float:
     """Hayes, Mahloujifar & Balle 2023, App. H's Gaussian closed form at Δ = 2C over every full-batch step (inf when q < 1)."""
-    from ..theory.fano import gaussian_mutual_information
-
     if not release.full_batch:
         return math.inf
     r2 = sum(seg.steps * (2.0 / seg.noise_multiplier) ** 2 for seg in release.segments)
@@ -246,12 +251,8 @@ def tradeoff_entry(analysis: PrivacyAnalysis) -> dict:
 def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
     """``risk --measure all`` (with the report's baseline and --fpr) and attribute inference at its baseline."""
     analysis = analyse(analysis)
-    from ..measures.risk import all_risks
-
     base = {"prior_size": cfg.prior_size} if cfg.prior_size is not None else {"kappa": cfg.kappa}
     rows = [r.to_dict() for r in all_risks(analysis, fpr=cfg.fpr, **base)]
-    from ..measures.risk import CLI_NAMES
-
     rows.insert(2 if cfg.prior_size is not None else 1,
                 analysis.risk("attribute", baseline=cfg.attribute_baseline).to_dict())
     return [{"measure": CLI_NAMES[r["quantity"]], **r} for r in rows]
@@ -259,8 +260,6 @@ def risks_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> list[dict]:
 
 # -- information-theoretic and MSE families ----------------------------------------------------
 def fano_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..theory.fano import fano_bound, release_mutual_information
-
     if cfg.prior_size is None:
         return _na("Fano needs a uniform prior over N candidates (--prior-size), not only kappa")
     mi = release_mutual_information(release, cfg.prior_size)
@@ -270,8 +269,6 @@ def fano_entry(release: Release, cfg: ReportConfig) -> dict:
 
 
 def mse_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..theory.mse import mse_bound
-
     d = mse_bound(release=release, diam=cfg.diam).to_dict()
     d["formula"] = "MSE >= diam^2/(4(e^eps2 - 1)), eps2 = RDP at order 2 (Guo, Karrer, Chaudhuri & van der Maaten 2022, Thm 1)"
     d["applies_to"] = "unbiased reconstruction attacks, data in a box of per-coordinate diameter diam"
@@ -293,8 +290,6 @@ def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
     if cfg.data_dim is None or cfg.min_norm is None:
         return _na("needs the input dimension and smallest nonzero data norm (--data-dim, --min-norm)",
                    assumptions=list(ANALYTIC_ASSUMPTIONS))
-    from ..theory.analytic import analytic_bound  # (scipy.stats: imported only where the bound applies)
-
     common = dict(min_norm=cfg.min_norm, clip_norm=release.clip_norm, averaged=release.steps)
     mse = analytic_bound("mse", release.noise_multiplier, cfg.data_dim, eta=cfg.mse_eta, **common)
     psnr = analytic_bound("psnr", release.noise_multiplier, cfg.data_dim, eta=cfg.psnr_eta, **common)
@@ -305,8 +300,6 @@ def analytic_entry(release: Release, cfg: ReportConfig) -> dict:
 
 
 def capacity_entry(release: Release, cfg: ReportConfig) -> dict:
-    from ..theory.capacity import log_capacity_gaussian
-
     if cfg.model_dim is None:
         return _na("Bayes' capacity of the Gaussian mechanism grows with the dimension p of the released gradient; "
                    "give it with --model-dim")
@@ -335,8 +328,6 @@ def calibration_entry(analysis: PrivacyAnalysis, cfg: ReportConfig) -> dict:
     bound the calibrator holds against the target), never by comparing σ values.
     """
     analysis = analyse(analysis)
-    from ..analysis.calibrate import calibrate, meets
-
     release = analysis.release
     if cfg.target_rero is None:
         return _na("no target risk given (--target-rero)")
@@ -374,9 +365,6 @@ def attack_entry(release: Release, cfg: ReportConfig, progress: Callable[[int], 
         return _na("the attack draws a prior of N candidates from the data: give --prior-size")
     if not release.homogeneous:
         return _na("the audit trains one (sigma, q) run; this release has several segments")
-    from ..data import load_dataset
-    from .audit import AuditSetting, run_setting
-
     attacks = ("alg2",) if release.sample_rate >= 1.0 else ("alg3", "alg2", "loglik")  # ``audit``'s defaults
     setting = AuditSetting(release, prior_size=cfg.prior_size, trials=cfg.trials, delta=cfg.delta,
                            attacks=attacks, seed=cfg.attack_seed)
@@ -447,13 +435,14 @@ def risk_report(release, config: ReportConfig | None = None, *,
 def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dict:
     """Every family in the page's order. An :class:`~reconrisk.analysis.events.EventAnalysis` (no σ, q, T) gets
     the families its distributions answer, and one line naming the event for each family that reads σ, q, T."""
+    mechanism = analysis.supports("mechanism")  # σ, q and T known: a DP-SGD release
     release = analysis.release
     note = progress or (lambda stage: None)
-    src = analysis.source.to_dict() if release is not None else analysis.describe()  # as run (sampler, σ)
+    src = analysis.source.to_dict() if mechanism else analysis.describe()  # as run (sampler, σ)
     out: dict = {"release": src, "config": cfg.to_dict()}
     note("epsilon")
     out["epsilon"] = epsilon_entry(analysis, cfg.delta)
-    if release is None:
+    if not mechanism:
         out["epsilon"]["formula"] = ("smallest eps with delta(eps) <= delta on the pessimistic (upper) and "
                                      "optimistic (lower) PLDs of the event")
     note("ReRo")
@@ -464,21 +453,21 @@ def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> dic
     note("risk measures")
     out["risks"] = risks_entry(analysis, cfg)
     note("Fano, MSE, analytic, capacity")
-    if release is None:
+    if not mechanism:
         for key, what in (("fano", "Fano's bound"), ("mse", "Guo et al.'s MSE bound"),
                           ("analytic", "the analytic attack"), ("capacity", "Bayes' capacity of the Gaussian mechanism")):
-            out[key] = _na(_not_for_event(analysis, what))
+            out[key] = _na(_not_for(analysis, what))
     else:
         out["fano"] = fano_entry(release, cfg)
         out["mse"] = mse_entry(release, cfg)
         out["analytic"] = analytic_entry(release, cfg)
         out["capacity"] = capacity_entry(release, cfg)
     note("calibration")
-    out["calibration"] = (calibration_entry(analysis, cfg) if release is not None
-                          else _na(_not_for_event(analysis, "calibration of sigma")))
+    out["calibration"] = (calibration_entry(analysis, cfg) if analysis.supports("calibrate")
+                          else _na(_not_for(analysis, "calibration of sigma")))
     note("attack")
-    out["attack"] = (attack_entry(release, cfg) if release is not None
-                     else _na(_not_for_event(analysis, "the informed adversary's audit")))
+    out["attack"] = (attack_entry(release, cfg) if mechanism
+                     else _na(_not_for(analysis, "the informed adversary's audit")))
     out["summary"] = summary_entry(out, cfg)
     out["analysis"] = {"compositions": analysis.composition_count}
     return out

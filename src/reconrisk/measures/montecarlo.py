@@ -55,6 +55,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
+from ..metrics import clopper_pearson_interval  # numpy only at import: the draws start before scipy loads
 
 #: Normals per block: each block of samples draws from its own stream (see the module docstring).
 BLOCK_FLOATS = 1 << 20
@@ -310,8 +311,6 @@ def mc_rero(
 
 def _interval(log_nu: np.ndarray, log_mu: np.ndarray, kappa: np.ndarray, samples: int, confidence: float) -> dict:
     """The complement estimate and the DKW + Clopper–Pearson interval from sorted ν- and μ-samples."""
-    from ..metrics import clopper_pearson_interval  # (scipy: imported once the draws are done, not before)
-
     alpha = 1.0 - confidence
     estimate = complement_estimate(log_nu, kappa)
     tau = math.sqrt(math.log(4.0 / alpha) / (2.0 * samples))

@@ -30,6 +30,8 @@ import numpy as np
 
 from .._io import pyplot, save_figure
 from ..errors import ReconRiskError
+from ..theory.analytic import ncc_bound
+from ..theory.analytic_laws import MSELaw, PSNRLaw, mse_law, mse_pdfs, psnr_law, psnr_pdfs
 
 __all__ = [
     "figure_success_vs_noise",
@@ -78,9 +80,6 @@ def plot_simulation_row(axes, sim, *, title: str | None = None) -> None:
     Background: the density of the optimal attack's law (σ²‖X‖² per sample),
     mixed over the samples; boxplots: the simulation; NCC: the Prop. 6 bound.
     """
-    from ..theory.analytic import ncc_bound
-    from ..theory.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
-
     sig = np.asarray(sim.noise_multipliers, dtype=float)
     lsig = np.log10(sig)
     grid_s = np.linspace(lsig.min() - 1.0, lsig.max() + 1.0, 120)
@@ -185,8 +184,6 @@ def figure_rero_curves(
     (the paper: all 1). An empty sequence drops its row. With ‖X‖ = m the
     curves are the ReRo bounds γ(η); dashed lines are the expectations.
     """
-    from ..theory.analytic_laws import mse_law, psnr_law
-
     plt = _plt()
     s0, n0, d0 = base
     settings = [

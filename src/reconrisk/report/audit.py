@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from .._io import jsonable, pyplot, save_figure, write_json  # noqa: F401  (jsonable, write_json re-exported)
+from ..experiments.curves import bound_curve
 
 
 def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Path]:
@@ -32,8 +33,6 @@ def audit_plot(results: Sequence, out_dir: str | Path, *, curve=True) -> list[Pa
     eps = np.array([r.epsilon for r in results])
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     if curve is True:
-        from ..experiments.curves import bound_curve
-
         curve = bound_curve(eps, s0.sample_rate, s0.steps, s0.prior_size, s0.delta)
     if curve is not None and curve is not False:
         grid, ups = curve

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _io
+from .report_plots import figures as draw
 
 _CSS = """
 :root{--ink:#1b1b1b;--muted:#555;--rule:#e3e3e3;--accent:#2a6db0}
@@ -404,7 +405,6 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
     """The whole page as one string (no external resource). ``figures``: the two inline SVGs of
     :func:`reconrisk.report.report_plots.figures` when already drawn (they depend on the report only)."""
     from .. import __version__
-    from .report_plots import figures as draw
 
     rel_text = _release_text(report["release"])
     summary = "".join(f"<p>{s}</p>" for s in summary_sentences(report))

@@ -22,6 +22,7 @@ every number drawn is one the audit holds (the filtered run's certificate includ
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import numpy as np
@@ -180,8 +181,6 @@ def section_html(audit, attacks=(), drawn: dict[str, str] | None = None) -> str:
     """The "Who is at risk" section: summary, histogram, gallery, FIL relation, attack check (inline SVG).
 
     ``drawn``: the :func:`figures` already drawn (drawn here when not given)."""
-    import html
-
     drawn = figures(audit, attacks) if drawn is None else drawn
     labels = dict(FIGURES)
     svg = lambda stem: inline_svg(drawn[stem], labels[stem])  # noqa: E731

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 from pathlib import Path
+
 from .._io import atomic_path, pyplot, save_figure, write_json
+from ..reproduce.recipes import TABLE_COLUMNS
+from .analytic import figure_rero_curves, figure_success_vs_noise
+from .fil import plot_dfil_histogram, plot_privacy_accuracy
+from .mechanisms import plot_comparison
 
 
 def _csv_value(x):
@@ -27,8 +33,6 @@ def _csv_value(x):
 
 def write_table(result, path: Path) -> Path:
     """``table.csv``: one line per row, the paper's number beside ours (columns of ``TABLE_COLUMNS``)."""
-    from ..reproduce.recipes import TABLE_COLUMNS
-
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(TABLE_COLUMNS)
@@ -100,38 +104,26 @@ def _generic(result, folder: Path) -> list[Path]:
 
 
 def _guo_fig2(result, folder: Path) -> list[Path]:
-    from .fil import plot_dfil_histogram
-
     a = result.artifacts
     return [Path(p) for p in plot_dfil_histogram(a["bounds"], a["rdp_bound"], folder, stem="figure",
                                                  title=a.get("title", ""))]
 
 
 def _guo_fig5(result, folder: Path) -> list[Path]:
-    from .fil import plot_privacy_accuracy
-
     return [Path(p) for p in plot_privacy_accuracy(result.artifacts["grid_rows"], folder, stem="figure",
                                                    title=result.artifacts.get("title", ""))]
 
 
 def _fmte_fig2(result, folder: Path) -> list[Path]:
-    from .analytic import figure_success_vs_noise
-
     return [Path(p) for p in figure_success_vs_noise(result.artifacts["simulations"], out_dir=folder, name="figure",
                                                      title=result.artifacts.get("title"))]
 
 
 def _fmte_fig3(result, folder: Path) -> list[Path]:
-    from .analytic import figure_rero_curves
-
     return [Path(p) for p in figure_rero_curves(out_dir=folder, name="figure")]
 
 
 def _vmf_fig1(result, folder: Path) -> list[Path]:
-    import shutil
-
-    from .mechanisms import plot_comparison
-
     paths = [Path(p) for p in plot_comparison(result.artifacts["comparison"], folder)]
     first = next(p for p in paths if p.name == "accuracy_mse_vs_epsilon.png")  # Fig. 1 itself
     shutil.copyfile(first, folder / "figure.png")  # plot_comparison names its files itself

@@ -34,9 +34,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special  # (scipy.stats, ~0.25 s, loads in the one function that needs it)
 
 from .. import _validate as val
+from .._roots import strict_up
 from .._deprecated import renamed_function, renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 from ..results import Bound
@@ -320,6 +321,8 @@ def selection_probability(k, attacks, n_records, *, exact: bool = True, log: boo
     kk = val.integer("k", k, minimum=0, maximum=K)
     n = val.integer("n_records", n_records, minimum=1)
     if exact:
+        from scipy import stats
+
         out = float(stats.binom.logpmf(kk, K, 1.0 / n))
     else:
         out = float(special.gammaln(K + 1) - special.gammaln(kk + 1) - special.gammaln(K - kk + 1) - kk * math.log(n))
@@ -513,11 +516,9 @@ def analytic_calibration(metric, eta, target_rero, dim, min_norm, *, data_range=
 
     # the closed form is exact in real arithmetic; in floating point the bound at the rounded σ can
     # exceed the target by a few ulps, so σ is stepped up (the bound decreases in σ) until it holds exactly —
-    # by the one calibrator's own closed-form step (bounds/calibrate.py), as for every other quantity
-    from ..analysis.calibrate import _strict_up
-
+    # by the one calibrator's own closed-form step (:func:`reconrisk._roots.strict_up`), as for every other quantity
     target = float(target_rero)
-    s = _strict_up(s, lambda x: bound_at(x) <= target)
+    s = strict_up(s, lambda x: bound_at(x) <= target)
     got = bound_at(s)
     bound = Bound("reconstruction", None, got, method="closed_form", formula=_GAMMA_FORMULA[mt],
                   details={"metric": mt, "eta": float(eta), "noise_multiplier": s, "dim": int(dim),

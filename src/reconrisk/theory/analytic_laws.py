@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special  # (scipy.stats, ~0.25 s, loads in the one function that needs it)
 
 from .. import _validate as val
 from ..errors import ReconRiskError
@@ -286,6 +286,8 @@ def mse_law(noise_multiplier, norm, dim, *, averaged: int = 1) -> MSELaw:
 
 def mse_asymptotic_normal(noise_multiplier, norm, dim, *, averaged: int = 1):
     """Prop. B.3 (Eq. 57): MSE ≈ N(v, 2v²/N) for large N, as a frozen ``scipy.stats.norm``."""
+    from scipy import stats
+
     law = mse_law(noise_multiplier, norm, dim, averaged=averaged)
     return stats.norm(loc=law.mean(), scale=law.std())
 
