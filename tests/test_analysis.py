@@ -27,6 +27,12 @@ def _json(capsys, args):
     return json.loads(out)
 
 
+def _deprecated(call):
+    """``call()``, a deprecated door that must still answer, and warn."""
+    with pytest.deprecated_call():
+        return call()
+
+
 def test_report_composes_each_distribution_once():
     """Every family of the report asks one analysis: each (grid, side, direction) is composed at most once."""
     a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
@@ -118,8 +124,9 @@ def test_the_same_question_through_every_door(capsys, target, q, t, n):
                                             "--sample-rate", repr(q), "--steps", str(t)])["noise_multiplier"],
         "cli --measure": _json(capsys, ["calibrate", "--measure", "reconstruction", "--target", repr(target),
                                         "--prior-size", str(n), "-q", repr(q), "-T", str(t)])["noise_multiplier"],
-        "calibrate_noise": rr.calibrate_noise(target, q, t, prior_size=n)["noise_multiplier"],
-        "calibrate_risk": calibrate_risk("reconstruction", target, sample_rate=q, steps=t, prior_size=n)["noise_multiplier"],
+        "calibrate_noise (deprecated)": _deprecated(lambda: rr.calibrate_noise(target, q, t, prior_size=n))["noise_multiplier"],
+        "calibrate_risk (deprecated)": _deprecated(lambda: calibrate_risk("reconstruction", target, sample_rate=q, steps=t,
+                                                                         prior_size=n))["noise_multiplier"],
         "kappa instead of prior_size": calibrate("reconstruction", target, sample_rate=q, steps=t,
                                                  kappa=1.0 / n).noise_multiplier,
         "report": calibration_entry(PrivacyAnalysis(Release(1.0, q, t)),

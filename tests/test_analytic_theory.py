@@ -365,7 +365,7 @@ def test_clip_variant_is_looser():
         assert gc >= g
     assert rero_psnr(10.0, 0.5, 8, clip_norm=0.8) >= rero_psnr(10.0, 0.5, 8, min_norm=1.0)
     b = analytic_bound("mse", 0.5, 8, eta=0.1, min_norm=1.0, clip_norm=2.0)
-    assert b.rero_clip is None and b.optimal_rows == 4  # C > m: the C-variant does not apply
+    assert b.clip is None and b.optimal_rows == 4  # C > m: the C-variant does not apply
 
 
 # ----------------------------------------------------------------------------
@@ -542,7 +542,7 @@ def test_profile_decreasing_in_eps(e1, e2, s):
 def test_analytic_calibration_result():
     r = analytic_calibration("psnr", 20.0, 0.05, 4, 0.5)
     assert r.noise_multiplier == pytest.approx(0.47447114, rel=1e-6)  # PSNR 20 dB ⟺ MSE 0.01 at range 1
-    assert r.achieved_rero == pytest.approx(0.05, rel=1e-9)
+    assert r.bound.upper == pytest.approx(0.05, rel=1e-9)
     assert r.to_dict()["noise_multiplier"] == r.noise_multiplier
 
 

@@ -169,7 +169,7 @@ def test_soundness_over_epsilon_grid(digits, prior_size):
     for s in settings:
         r = run_setting(s, digits, batch_trials=SMALL_BATCH)
         for name, rate in r.rates.items():
-            assert rate.ci[0] <= r.rero_upper, (s.epsilon, prior_size, name, rate.to_dict(), r.rero_upper)
+            assert rate.ci[0] <= r.certificate.rero.upper, (s.epsilon, prior_size, name, rate.to_dict(), r.certificate.rero.upper)
 
 
 @pytest.mark.slow
@@ -187,8 +187,8 @@ def test_tightness_alg2_eps4(digits):
     r = run_setting(s, digits, batch_trials=SMALL_BATCH)
     rate = r.rates["alg2"]
     assert r.clipped_fraction == 1.0
-    assert rate.ci[0] <= r.rero_upper
-    assert r.rero_upper - rate.rate < 0.08, (rate.to_dict(), r.rero_upper)
+    assert rate.ci[0] <= r.certificate.rero.upper
+    assert r.certificate.rero.upper - rate.rate < 0.08, (rate.to_dict(), r.certificate.rero.upper)
     # App. E: without deducting the 200 known gradients the attack is much weaker
     assert r.rates["no_deduction"].rate < rate.rate - 0.05
 
@@ -206,7 +206,7 @@ def test_alg3_beats_alg2_minibatch(digits):
     r = run_setting(s, digits, batch_trials=24)
     a3, a2 = r.rates["alg3"], r.rates["alg2"]
     assert a3.rate > a2.rate + 0.1, (a3.to_dict(), a2.to_dict())
-    assert a3.ci[0] <= r.rero_upper
+    assert a3.ci[0] <= r.certificate.rero.upper
 
 
 @pytest.mark.slow

@@ -339,17 +339,17 @@ def test_seed004_table_iv_gaussian_column():
 # -- calibration strictly meets its target ------------------------------------------------
 def test_calibration_overshoot_reproducer():
     k, g, T = 0.0070739317676051655, 0.4135587384557622, 559
-    c = rr.calibrate_noise(g, 1.0, T, kappa=k)
-    assert c["rero_upper"] <= g
-    assert rr.rero_bound(c["noise_multiplier"], 1.0, T, kappa=k).upper <= g
+    c = rr.calibrate("reconstruction", g, sample_rate=1.0, steps=T, kappa=k)
+    assert c.bound.upper <= g
+    assert rr.rero_bound(c.noise_multiplier, 1.0, T, kappa=k).upper <= g
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.floats(1e-6, 0.3), st.floats(0.01, 0.98), st.integers(1, 5000))
 def test_calibration_full_batch_never_overshoots(k, frac, T):
     g = k + frac * (1 - k)
-    c = rr.calibrate_noise(g, 1.0, T, kappa=k)
-    assert rr.rero_bound(c["noise_multiplier"], 1.0, T, kappa=k).upper <= g
+    c = rr.calibrate("reconstruction", g, sample_rate=1.0, steps=T, kappa=k)
+    assert rr.rero_bound(c.noise_multiplier, 1.0, T, kappa=k).upper <= g
 
 
 def test_analytic_calibration_never_overshoots():

@@ -91,7 +91,7 @@ def test_questions_refine_the_grid_when_they_need_precision():
     assert fine.upper - fine.lower < first.upper - first.lower
     assert max(first.lower, fine.lower) <= min(first.upper, fine.upper)  # both certified: they overlap
     t = a.tradeoff([1e-3, 0.1, 0.4], tol=1e-4)
-    assert np.all(t.beta_lower <= t.beta_upper) and t.details["discretization"] <= 2e-3
+    assert np.all(t.beta.lower <= t.beta.upper) and t.details["discretization"] <= 2e-3
     r = a.risk("reconstruction", kappa=0.1)
     assert (r.lower, r.upper) == (a.rero(0.1).lower, a.rero(0.1).upper)
 

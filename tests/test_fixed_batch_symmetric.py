@@ -82,8 +82,8 @@ def test_one_step_membership_tpr_covers_both_orientations(sigma, q, fpr):
     assert b.lower <= hull + 2e-6
     # the PLD route (the engine's symmetrised distributions, not the closed form) brackets the same value
     t = PrivacyAnalysis(rel).tradeoff([fpr], method="pld", tol=1e-5)
-    assert t.power_lower[0] - 2e-6 <= hull <= t.power_upper[0] + 2e-6, (t, hull)
-    assert t.power_upper[0] >= real - 1e-12
+    assert t.power.lower[0] - 2e-6 <= hull <= t.power.upper[0] + 2e-6, (t, hull)
+    assert t.power.upper[0] >= real - 1e-12
 
 
 def test_the_counter_example_of_the_review():
@@ -191,10 +191,10 @@ def test_pair_curve_lies_below_both_orientations_and_above_gdp():
     alphas = [1e-4, 0.05, 0.3, 0.7]
     t = a.tradeoff(alphas)
     one = PrivacyAnalysis(Release(0.5, 0.1, 10)).tradeoff(alphas)  # the remove pair composed (orientation 1)
-    assert np.all(t.power_upper >= one.power_lower)
+    assert np.all(t.power.upper >= one.power.lower)
     # every point of the curve is within the certified advantage (TV = max_α (TPR − α))
     adv = a.risk("membership_advantage")
-    assert np.all(t.power_lower - t.alpha <= adv.upper + 1e-9)
+    assert np.all(t.power.lower - t.alpha <= adv.upper + 1e-9)
     mu = a.gdp_mu()
     assert mu.upper == pytest.approx(math.sqrt(10) * 2.0) and mu.lower <= mu.upper
 

@@ -188,7 +188,7 @@ def test_audit_refuses_up_front(capsys, tmp_path, extra, needle):
         lambda: rr.noise_multiplier_for_epsilon(1e308),
         lambda: rr.noise_multiplier_for_epsilon(4, 0.01, 1e308),
         lambda: rr.noise_multiplier_for_epsilon(4, 0.01, 10**400),
-        lambda: rr.calibrate_noise(0.05, 0.01, 100, prior_size=1e308),
+        lambda: rr.calibrate("reconstruction", 0.05, sample_rate=0.01, steps=100, prior_size=1e308),
         lambda: rr.rero_bound(1.0, 0.01, 100, prior_size=10, method="mc", samples=10**12),
         lambda: rr.epsilon(10**400, 0.01, 100),
     ],

@@ -121,6 +121,27 @@ def test_report_files(audit, attacks, tmp_path):
     assert "neither DP guarantees nor bounds" in note and "bounds a" not in note
 
 
+def test_the_fil_relation_is_computed_once(audit, attacks, tmp_path, monkeypatch):
+    """Spearman's ρ of ReRo_i against dFIL is computed with the result; the JSON, the page and the CLI's caption
+    read that one number (no second Spearman)."""
+    import reconrisk.experiments.individual as E
+    from reconrisk.cli.audit_individual import _fil_caption
+    from reconrisk.report.individual import write_individual
+
+    calls = []
+    real = E.fil_relation
+    monkeypatch.setattr(E, "fil_relation", lambda *a: calls.append(a) or real(*a))
+    fake = dataclasses.replace(audit, dfil=np.linspace(0.01, 1.0, audit.n))
+    assert len(calls) == 1 and fake.fil_relation == real(fake.rero, fake.dfil, fake.norms)
+    write_individual(fake, tmp_path, attacks)
+    caption = _fil_caption(fake)
+    assert len(calls) == 1, f"the FIL relation was computed {len(calls)} times"
+    rho = f"{fake.fil_relation['spearman_rho']:.3f}"
+    assert rho in caption and f"ρ = {rho}" in (tmp_path / "per_example.html").read_text()
+    assert json.loads((tmp_path / "per_example.json").read_text())["fil_relation"] == fake.fil_relation
+    assert audit.fil_relation is None  # no dFIL in this run: nothing to relate
+
+
 def test_each_figure_drawn_once_and_nothing_certified_recomputed(audit, attacks, tmp_path, monkeypatch):
     """The page and the files share one drawing per figure; a filtered run's certified ReRo and what each
     example spent are the run's own numbers, which the page draws without asking the run's analysis again."""

@@ -74,7 +74,7 @@ def test_accountant_inside_opacus_matches_opacus_and_reconrisk_bound(capsys):
     assert acct.risk("reconstruction", prior_size=10).upper == b.upper
     assert Release.from_opacus(engine) == release_from_opacus(acct) == Release(1.1, 0.25, 12)
     t = acct.tradeoff([1e-6, 0.1])
-    assert t.power_upper[1] == pytest.approx(acct.risk("membership_tpr", fpr=0.1).upper)
+    assert t.power.upper[1] == pytest.approx(acct.risk("membership_tpr", fpr=0.1).upper)
 
 
 def test_make_private_with_risk_trains_and_meets_the_target():

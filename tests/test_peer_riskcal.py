@@ -29,6 +29,6 @@ def test_riskcal_is_inside_or_below_our_bracket(sigma, q, t):
         beta = np.asarray(get_beta_for_dpsgd(noise_multiplier=sigma, sample_rate=q, num_steps=t, alpha=a, grid_step=1e-4))
         adv = get_advantage_for_dpsgd(noise_multiplier=sigma, sample_rate=q, num_steps=t, grid_step=1e-4)
     tr = tradeoff(Release(sigma, q, t), a)
-    assert np.all(beta <= tr.beta_upper + 1e-6)
+    assert np.all(beta <= tr.beta.upper + 1e-6)
     mine = R.membership_advantage(analyse(Release(sigma, q, t)))
     assert mine.lower - 1e-6 <= adv  # riskcal's advantage is a pessimistic (upper) value

@@ -307,8 +307,8 @@ def test_riskcal_gaussian_beta_matches_analytic(alpha):
     """μ = 2 Gaussian (σ = 0.5, one full-batch step): β(α) = Φ(Φ⁻¹(1 − α) − μ) (rel 1e-6); reconrisk's bracket holds it."""
     t = PrivacyAnalysis(Release(0.5, 1.0, 1)).tradeoff([alpha])
     exact = float(special.ndtr(special.ndtri(1 - alpha) - 2.0))
-    assert t.beta_lower[0] <= exact * (1 + 1e-9) and exact <= t.beta_upper[0] * (1 + 1e-9)
-    assert t.beta_lower[0] == pytest.approx(exact, rel=1e-6)
+    assert t.beta.lower[0] <= exact * (1 + 1e-9) and exact <= t.beta.upper[0] * (1 + 1e-9)
+    assert t.beta.lower[0] == pytest.approx(exact, rel=1e-6)
 
 
 def test_riskcal_gaussian_advantage_matches_analytic():

@@ -60,9 +60,9 @@ def test_tradeoff_power_at_alpha_1e12_is_narrow():
     from reconrisk import tradeoff
 
     t = tradeoff(Release(1.0, 0.02, 500), np.array([1e-12, 1e-10, 1e-6, 1e-2, 0.5]))
-    rel = (t.power_upper - t.power_lower) / t.power_upper
+    rel = (t.power.upper - t.power.lower) / t.power.upper
     assert rel[0] <= 0.01 and rel[1] <= 0.01, rel  # was a factor ≈ 5 at α = 1e-12
-    assert np.all(t.power_lower <= t.power_upper)
+    assert np.all(t.power.lower <= t.power.upper)
 
 
 # -- rarely sampled targets: the sampled-steps bound and the stop when round-off dominates ----------

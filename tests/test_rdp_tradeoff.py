@@ -81,7 +81,7 @@ def test_dp_profile_is_the_max_of_its_curves_and_log_kappa_keeps_tiny_priors():
     assert tiny.upper == 0.0 and tiny.log_upper == pytest.approx(-795.0, rel=1e-14)  # e^-795 underflows; its log does not
     assert rero_dp(None, 5.0, 1e-3, log_kappa=-800.0).log_upper == pytest.approx(math.log(1e-3), rel=1e-12)
     t = tradeoff_dp(a, 1.0, 1e-3)
-    assert np.all(t.beta_lower <= t.beta_upper) and np.allclose(t.power_upper, 1 - t.beta_lower)
+    assert np.all(t.beta.lower <= t.beta.upper) and np.allclose(t.power.upper, 1 - t.beta.lower)
 
 
 def test_pure_dp_through_the_rdp_route_at_order_infinity_agrees():
@@ -171,9 +171,9 @@ def test_tiny_priors_keep_the_bound_in_log_space():
 def test_zcdp_tradeoff_agrees_with_the_scalar_bound():
     a = np.array([1e-6, 1e-3, 0.1, 0.5, 0.9])
     t = tradeoff_zcdp(a, 0.7)
-    for ai, pw in zip(a, t.power_upper):
+    for ai, pw in zip(a, t.power.upper):
         assert pw == pytest.approx(zcdp_power(ai, 0.7)[0], rel=1e-6)
-    assert np.all(np.diff(t.beta_lower) < 0) and np.all(t.beta_lower >= 0)
+    assert np.all(np.diff(t.beta.lower) < 0) and np.all(t.beta.lower >= 0)
 
 
 # --------------------------------------------------------------------- a DP-SGD release's own curve
@@ -227,11 +227,11 @@ def test_release_tradeoff_curve_is_a_lower_bound_on_the_exact_curve():
 
     ours = tradeoff_release_rdp(rel, a)
     exact = tradeoff(rel, a, method="pld")
-    assert np.all(ours.beta_lower <= exact.beta_upper + 1e-12)
-    assert np.all(np.diff(ours.beta_lower) < 0)
+    assert np.all(ours.beta.lower <= exact.beta.upper + 1e-12)
+    assert np.all(np.diff(ours.beta.lower) < 0)
     full = Release(2.0, 1.0, 10)
     ex = tradeoff(full, a, method="closed_form")
-    assert np.all(tradeoff_release_rdp(full, a).beta_lower <= ex.beta_lower * (1 + 1e-9))
+    assert np.all(tradeoff_release_rdp(full, a).beta.lower <= ex.beta.lower * (1 + 1e-9))
 
 
 def test_curve_input_validation():

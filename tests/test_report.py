@@ -129,7 +129,7 @@ def test_fano_entry_matches_the_closed_form_on_full_batch(reports):
     closed = gaussian_mutual_information(10, 2.0 / 2.0, steps=9)
     assert f["information"]["gaussian_closed_form"] == pytest.approx(closed, rel=1e-12)
     assert f["mutual_information"] == min(1.125, f["information"]["gaussian_closed_form"])
-    assert f["success_upper"] == fano_bound(f["mutual_information"], 10).success_upper
+    assert f["success_upper"] == fano_bound(f["mutual_information"], 10).success.upper
     # Fano is an upper bound on the same success the exact ReRo bound certifies: it may be looser, never below
     # the *achievable* success of the blind guess
     assert f["success_upper"] >= 0.1

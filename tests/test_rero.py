@@ -156,8 +156,7 @@ def test_calibrate_round_trip(target, q, T, n):
     gamma_max = 1 - (1 - q) ** T * (1 - k)  # success without noise: was the target ever sampled?
     if target <= k * 1.05 or target >= 0.98 * gamma_max:
         return
-    cal = rr.calibrate_noise(target, q, T, prior_size=n)
-    s = cal["noise_multiplier"]
+    s = rr.calibrate("reconstruction", target, sample_rate=q, steps=T, prior_size=n).noise_multiplier
     assert rr.rero_bound(s, q, T, prior_size=n).upper <= target + 1e-12
     # and not much noise is wasted: slightly less noise breaks the target (up to the bracket width)
     assert rr.rero_bound(s * 0.99, q, T, prior_size=n).upper > target - 2e-3
@@ -190,15 +189,15 @@ def test_bad_input_names_parameter(args, kwargs, name):
 
 def test_calibration_targets_outside_the_reachable_range():
     with pytest.raises(ReconRiskError, match="target_rero"):
-        rr.calibrate_noise(0.05, 0.1, 10, prior_size=10)  # below kappa
+        rr.calibrate("reconstruction", 0.05, sample_rate=0.1, steps=10, prior_size=10)  # below kappa
     with pytest.raises(ReconRiskError, match="without any noise"):
-        rr.calibrate_noise(0.5, 0.01, 10, prior_size=10)  # above 1 - (1-q)^T (1-kappa) = 0.186
+        rr.calibrate("reconstruction", 0.5, sample_rate=0.01, steps=10, prior_size=10)  # above 1 - (1-q)^T (1-kappa) = 0.186
 
 
 def test_bad_delta_and_targets():
     with pytest.raises(ReconRiskError, match="delta"):
         rr.epsilon(1.0, 0.1, 10, delta=1.0)
     with pytest.raises(ReconRiskError, match="target_rero"):
-        rr.calibrate_noise(0.05, 0.1, 10, prior_size=10)
+        rr.calibrate("reconstruction", 0.05, sample_rate=0.1, steps=10, prior_size=10)
     with pytest.raises(ReconRiskError, match="epsilon"):
         rr.noise_multiplier_for_epsilon(-1.0, 0.1, 10)

@@ -62,8 +62,8 @@ def test_pld_measures_agree_with_the_curve(release):
     assert adv.method == "pld" and 0 < adv.lower <= adv.upper < 1
     a = np.linspace(1e-4, 0.999, 400)
     t = tradeoff(release, a)
-    assert float(np.max(t.power_lower - a)) <= adv.upper + 1e-12
-    assert float(np.max(t.power_upper - a)) >= adv.lower - 2e-3  # grid spacing 2.5e-3 of a 1-Lipschitz gap
+    assert float(np.max(t.power.lower - a)) <= adv.upper + 1e-12
+    assert float(np.max(t.power.upper - a)) >= adv.lower - 2e-3  # grid spacing 2.5e-3 of a 1-Lipschitz gap
     bs = R.bayes_security(analyse(release))
     assert bs.lower == pytest.approx(1 - adv.upper) and bs.upper == pytest.approx(1 - adv.lower)
 

@@ -172,7 +172,7 @@ def test_laplace_event_contains_the_exact_tradeoff_curve_and_delta(b):
     a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
     alphas = np.array([1e-6, 1e-3, 0.05, 0.2, 0.45, 0.6, 0.9])
     t = a.tradeoff(alphas)
-    lo, up = t.beta_lower, t.beta_upper
+    lo, up = t.beta.lower, t.beta.upper
     ex = laplace_tradeoff(alphas, 1 / b)
     assert np.all(lo <= ex + 1e-12) and np.all(ex <= up + 1e-12) and np.all(up - lo < 1e-4)
     for eps in (0.0, 0.3 / b, 0.9 / b):
@@ -238,7 +238,7 @@ def test_laplace_event_bracket_property(b, la, frac):
     a = PrivacyAnalysis.from_dp_event(dpa.LaplaceDpEvent(b))
     alpha = np.array([10.0**la])
     t = a.tradeoff(alpha)
-    lo, up = t.beta_lower, t.beta_upper
+    lo, up = t.beta.lower, t.beta.upper
     ex = laplace_tradeoff(alpha, 1 / b)
     assert lo[0] <= ex[0] + 1e-12 and ex[0] <= up[0] + 1e-12
     eps = frac / b

@@ -66,7 +66,7 @@ def test_fixed_batch_audit_stays_below_its_certified_bound():
     for s in settings:
         r = run_setting(s, digits, batch_trials=24)
         for name, rate in r.rates.items():
-            assert rate.ci[0] <= r.rero_upper, (s.epsilon, name, rate.to_dict(), r.rero_upper)
+            assert rate.ci[0] <= r.certificate.rero.upper, (s.epsilon, name, rate.to_dict(), r.certificate.rero.upper)
         rates.append(r.rates["alg3"].rate)
     assert rates[-1] > 0.1  # the attack does something at ε = 32 (10 candidates: chance 0.1)
 

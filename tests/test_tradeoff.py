@@ -22,10 +22,10 @@ log_alpha = st.floats(math.log(1e-12), math.log(0.5))
 def _contains(t, release, alphas):
     p = exact_power(release, alphas)
     b = exact_beta(release, alphas)
-    assert np.all(t.power_lower <= p * (1 + REL)), (t.power_lower - p) / p
-    assert np.all(t.power_upper >= p * (1 - REL)), (t.power_upper - p) / p
-    assert np.all(t.beta_lower <= b * (1 + REL)), (t.beta_lower - b) / b
-    assert np.all(t.beta_upper >= b * (1 - REL)), (t.beta_upper - b) / b
+    assert np.all(t.power.lower <= p * (1 + REL)), (t.power.lower - p) / p
+    assert np.all(t.power.upper >= p * (1 - REL)), (t.power.upper - p) / p
+    assert np.all(t.beta.lower <= b * (1 + REL)), (t.beta.lower - b) / b
+    assert np.all(t.beta.upper >= b * (1 - REL)), (t.beta.upper - b) / b
 
 
 @settings(max_examples=40)
@@ -51,8 +51,8 @@ def test_full_batch_pld_bracket_contains_the_gaussian_dp_curve(sigma, t, la):
     p, b = exact_power(r, a), exact_beta(r, a)
     # β = 1 − B inherits B's absolute rounding (a few ulps of 1), so where β is tiny the check allows 4e-16 absolute
     slack = 4e-16
-    assert np.all(tr.power_lower <= p * (1 + REL) + slack) and np.all(tr.power_upper >= p * (1 - REL) - slack)
-    assert np.all(tr.beta_lower <= b * (1 + REL) + slack) and np.all(tr.beta_upper >= b * (1 - REL) - slack)
+    assert np.all(tr.power.lower <= p * (1 + REL) + slack) and np.all(tr.power.upper >= p * (1 - REL) - slack)
+    assert np.all(tr.beta.lower <= b * (1 + REL) + slack) and np.all(tr.beta.upper >= b * (1 - REL) - slack)
 
 
 @settings(max_examples=20)
@@ -64,7 +64,7 @@ def test_full_batch_closed_form_matches_an_independent_neyman_pearson_minimisati
     tr = tradeoff(r, a)
     assert tr.method == "closed_form"
     _contains(tr, r, a)
-    for alpha, p in zip(a, tr.power_upper):
+    for alpha, p in zip(a, tr.power.upper):
         res = optimize.minimize_scalar(
             lambda e: math.exp(e) * alpha + float(gaussian_delta(e, sigma, steps=t)), bounds=(0.0, 400.0), method="bounded",
             options={"xatol": 1e-10},
@@ -81,15 +81,15 @@ def test_curve_shape_and_trivial_test():
     a = np.logspace(-12, math.log10(0.5), 300)
     t = tradeoff(r, a)
     assert t.method == "pld"
-    assert np.all(t.beta_lower <= t.beta_upper)
-    assert np.all(t.power_lower <= t.power_upper)
-    assert np.all(np.diff(t.beta_upper) <= 1e-15)  # f is non-increasing
-    assert np.all(t.beta_upper <= 1 - a + 1e-15)  # the trivial test: f(α) ≤ 1 − α
-    assert np.all(t.power_lower >= a * (1 - 1e-12))
+    assert np.all(t.beta.lower <= t.beta.upper)
+    assert np.all(t.power.lower <= t.power.upper)
+    assert np.all(np.diff(t.beta.upper) <= 1e-15)  # f is non-increasing
+    assert np.all(t.beta.upper <= 1 - a + 1e-15)  # the trivial test: f(α) ≤ 1 − α
+    assert np.all(t.power.lower >= a * (1 - 1e-12))
     assert float(np.max(t.width)) < 1e-3
     # relative precision of small TPRs (issue 9: relative width ≤ 1 % for κ ≥ 1e-6)
     small = a >= 1e-6
-    assert np.all(t.power_upper[small] / t.power_lower[small] < 1.02)
+    assert np.all(t.power.upper[small] / t.power.lower[small] < 1.02)
 
 
 def test_schedule_q1_is_one_gaussian():
@@ -97,14 +97,14 @@ def test_schedule_q1_is_one_gaussian():
     s = Release.schedule([(1.0, 1.0, 10), (2.0, 1.0, 40)])
     mu2 = 10 / 1.0 + 40 / 4.0
     one = Release(1.0 / math.sqrt(mu2), 1.0, 1)
-    np.testing.assert_allclose(tradeoff(s, a).beta_upper, tradeoff(one, a).beta_upper, rtol=1e-12)
+    np.testing.assert_allclose(tradeoff(s, a).beta.upper, tradeoff(one, a).beta.upper, rtol=1e-12)
 
 
 def test_side_curves_are_below_or_near_the_certified_curve():
     r = Release(1.0, 0.01, 1000)
     a = np.logspace(-8, math.log10(0.5), 50)
     t = tradeoff(r, a)
-    assert np.all(rdp_curve(r, a) <= t.beta_upper + 1e-12)  # RDP gives a valid (looser) lower bound on f
+    assert np.all(rdp_curve(r, a) <= t.beta.upper + 1e-12)  # RDP gives a valid (looser) lower bound on f
     b, mu, exact = gdp_curve(r, a)
     assert not exact and mu == pytest.approx(0.01 * math.sqrt(1000 * math.expm1(1.0)))
     b1, mu1, exact1 = gdp_curve(Release(2.0, 1.0, 4), a)

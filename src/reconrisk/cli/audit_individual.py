@@ -137,7 +137,7 @@ def print_tables(audit, attacks) -> None:
 
 
 def _fil_caption(audit) -> str | None:
-    rel = audit.fil_relation()
+    rel = audit.fil_relation
     if rel is None:
         return None
     return (f"Spearman ρ(ReRo_i, per-example dFIL of Guo, Karrer, Chaudhuri & van der Maaten 2022) = "

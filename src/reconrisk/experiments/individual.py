@@ -153,26 +153,16 @@ class PerExampleAudit:
     filtered: FilteredRun | None = None
     dataset: dict = field(default_factory=dict)
     num_classes: int = 10
+    #: How the ex-post ReRo_i ranks against Guo et al.'s dFIL (None without dFIL): computed once, with the result
+    #: (an estimate: Spearman's ρ of this run), and read by the JSON, the page and the CLI table.
+    fil_relation: dict | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.fil_relation = None if self.dfil is None else fil_relation(self.rero, self.dfil, self.norms)
 
     @property
     def n(self) -> int:
         return int(self.rero.size)
-
-    def fil_relation(self) -> dict | None:
-        """How the ex-post ReRo_i ranks against Guo et al.'s dFIL (more FIL: a smaller MSE bound, more exposed)."""
-        if self.dfil is None:
-            return None
-        from scipy import stats
-
-        rho, p = stats.spearmanr(self.rero, self.dfil)
-        k = max(1, self.n // 10)
-        top_fil = np.lexsort((np.arange(self.n), -self.dfil))[:k]
-        top_rero = exposure_order(self.rero, self.norms)[:k]
-        return {"spearman_rho": float(rho), "spearman_p_value": float(p), "top_decile": int(k),
-                "top_decile_overlap": int(np.intersect1d(top_fil, top_rero).size),
-                "what": "Spearman rank correlation of the ex-post ReRo_i with Guo, Karrer, Chaudhuri & van der "
-                        "Maaten 2022's per-example dFIL (Algorithm 1, same run); top_decile_overlap: examples among "
-                        "the 10% most exposed by both"}
 
     def top_rows(self) -> list[dict]:
         """The most exposed examples, most exposed first."""
@@ -214,7 +204,7 @@ class PerExampleAudit:
         if self.dfil is not None:
             out["examples"]["dfil"] = self.dfil.tolist()
             out["examples"]["dfil_mse_bound"] = [float(dfil_bound(float(f))) for f in self.dfil]
-            out["fil_relation"] = self.fil_relation()
+            out["fil_relation"] = self.fil_relation
         if self.filtered is not None:
             out["filtered"] = self.filtered.to_dict(s.delta, s.kappa)
         return out
@@ -225,6 +215,24 @@ def exposure_order(rero, norms) -> np.ndarray:
     case are examples clipped on nearly every step: the larger mean norm first), then the position."""
     mean = np.nan_to_num(np.nanmean(np.where(np.isnan(norms), np.inf, norms), axis=1), posinf=np.inf)
     return np.lexsort((np.arange(len(rero)), -mean, -np.asarray(rero)))
+
+
+def fil_relation(rero, dfil, norms) -> dict:
+    """How the ex-post ReRo_i rank against Guo et al.'s dFIL (more FIL: a smaller MSE bound, more exposed):
+    Spearman's ρ with its p-value, and the overlap of the two top deciles (ties broken as :func:`exposure_order`)."""
+    from scipy import stats
+
+    rero, dfil = np.asarray(rero), np.asarray(dfil)
+    n = int(rero.size)
+    rho, p = stats.spearmanr(rero, dfil)
+    k = max(1, n // 10)
+    top_fil = np.lexsort((np.arange(n), -dfil))[:k]
+    top_rero = exposure_order(rero, norms)[:k]
+    return {"spearman_rho": float(rho), "spearman_p_value": float(p), "top_decile": int(k),
+            "top_decile_overlap": int(np.intersect1d(top_fil, top_rero).size),
+            "what": "Spearman rank correlation of the ex-post ReRo_i with Guo, Karrer, Chaudhuri & van der "
+                    "Maaten 2022's per-example dFIL (Algorithm 1, same run); top_decile_overlap: examples among "
+                    "the 10% most exposed by both"}
 
 
 def training_split(dataset, setting: PerExampleSetting):

@@ -104,7 +104,7 @@ def _gallery_figure(audit, k: int | None = None, least: bool = True):
 
 def _fil_figure(audit):
     plt = pyplot()
-    rel = audit.fil_relation()
+    rel = audit.fil_relation
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     f = np.where(audit.dfil > 0, audit.dfil, np.nan)
     ax.scatter(f, audit.rero, s=6, alpha=0.5, color="tab:blue", label="training examples")
@@ -212,7 +212,7 @@ def section_html(audit, attacks=(), drawn: dict[str, str] | None = None) -> str:
     parts.append(f"<figure>{svg('per_example_gallery')}<figcaption>The "
                  f"{audit.most_exposed.size} most exposed examples (top rows) and the least exposed (bottom rows), "
                  "with ReRo_i, label and the steps their gradient was clipped.</figcaption></figure>")
-    rel = audit.fil_relation()
+    rel = audit.fil_relation
     if rel is not None:
         parts.append(f"<figure>{svg('per_example_fil')}<figcaption>Ex-post ReRo_i against "
                      "the per-example Fisher information leakage of Guo, Karrer, Chaudhuri &amp; van der Maaten 2022 "
