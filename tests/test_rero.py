@@ -188,7 +188,7 @@ def test_bad_input_names_parameter(args, kwargs, name):
 
 
 def test_calibration_targets_outside_the_reachable_range():
-    with pytest.raises(ReconRiskError, match="target_rero"):
+    with pytest.raises(ReconRiskError, match="target must exceed the measure's blind-guess value 0.1"):
         rr.calibrate("reconstruction", 0.05, sample_rate=0.1, steps=10, prior_size=10)  # below kappa
     with pytest.raises(ReconRiskError, match="without any noise"):
         rr.calibrate("reconstruction", 0.5, sample_rate=0.01, steps=10, prior_size=10)  # above 1 - (1-q)^T (1-kappa) = 0.186
@@ -197,7 +197,7 @@ def test_calibration_targets_outside_the_reachable_range():
 def test_bad_delta_and_targets():
     with pytest.raises(ReconRiskError, match="delta"):
         rr.epsilon(1.0, 0.1, 10, delta=1.0)
-    with pytest.raises(ReconRiskError, match="target_rero"):
+    with pytest.raises(ReconRiskError, match="target must exceed"):
         rr.calibrate("reconstruction", 0.05, sample_rate=0.1, steps=10, prior_size=10)
     with pytest.raises(ReconRiskError, match="epsilon"):
         rr.noise_multiplier_for_epsilon(-1.0, 0.1, 10)
