@@ -61,7 +61,7 @@ class PerExampleSetting:
     top_k: int = DEFAULT_TOP_K
     fil: bool = True
     budget: float | None = None  # target ReRo at κ of a filtered run (its budget: certified for every example)
-    buckets: int = 128  # sensitivity levels (bounds.individual): 2⁻⁸…1, 4.5 % apart; 1.3 s for 1,000 examples
+    buckets: int = 128  # sensitivity levels (individual.privacy): 2⁻⁸…1, 4.5 % apart; 1.3 s for 1,000 examples
 
     @classmethod
     def of(cls, epsilon: float | None = DEFAULT_EPSILON, *, noise_multiplier: float | None = None,

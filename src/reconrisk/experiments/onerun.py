@@ -166,7 +166,7 @@ def _scores(model, cfg, transcript, known_x, known_y, cand_x, cand_y, threat: st
 class OneRunResult:
     setting: OneRunSetting
     threat_model: str
-    guesses: object  # bounds.onerun.Guesses
+    guesses: object  # audit.onerun.Guesses
     bounds: dict
     certified: dict
     train_seconds: float

@@ -9,17 +9,17 @@ as the command that prints it alone**, so the numbers equal that command's ``--j
 family                        function (source)                                          command
 ============================  =========================================================  ==========================
 ε at δ                        ``accounting.epsilon`` (PLD; RDP where PLD's grid fails)   ``bound``
-ReRo, PLD bracket / closed    ``bounds.rero.rero_bounds(method="pld"/"closed_form")``    ``bound --method all``
+ReRo, PLD bracket / closed    ``measures.rero.rero_bounds(method="pld"/"closed_form")``  ``bound --method all``
 ReRo, RDP optimal conversion  ``rdp_tradeoff.rero_release_rdp``                          ``bound`` (baselines.rdp)
 ReRo, RDP Eq. (2) (JSON)      ``rero_bounds(method="rdp")``                              ``bound`` (baselines.rdp_hayes2023_eq2)
 ReRo, Monte Carlo + CI        ``start_monte_carlo(samples, seed, confidence)`` (= mc)    ``bound --method mc``
-trade-off curve f(α)          ``bounds.tradeoff.tradeoff`` on the ``tradeoff`` α grid    ``tradeoff``
-operational risks             ``bounds.risk.all_risks`` (+ ``risk(.., "attribute")``)    ``risk --measure all``
-Fano (Hayes, Mahloujifar & Balle 2023, App. H)        ``bounds.fano`` (new; no command of its own)               —
-Guo's RDP MSE bound           ``bounds.mse.mse_bound(release=…)``                        ``mse-bound``
-analytic MSE/PSNR ReRo        ``bounds.analytic.analytic_bound`` (averaged = T)          ``analytic bound``
-Bayes' capacity               ``bounds.capacity.log_capacity_gaussian`` per step         ``capacity gaussian``
-calibrated σ                  ``api.calibrate_noise`` (+ the certified bound at σ)       ``calibrate``
+trade-off curve f(α)          ``measures.tradeoff.tradeoff`` on the ``tradeoff`` α grid  ``tradeoff``
+operational risks             ``measures.risk.all_risks`` (+ ``risk(.., "attribute")``)  ``risk --measure all``
+Fano (Hayes, Mahloujifar & Balle 2023, App. H)        ``theory.fano`` (new; no command of its own)               —
+Guo's RDP MSE bound           ``theory.mse.mse_bound(release=…)``                        ``mse-bound``
+analytic MSE/PSNR ReRo        ``theory.analytic.analytic_bound`` (averaged = T)          ``analytic bound``
+Bayes' capacity               ``theory.capacity.log_capacity_gaussian`` per step         ``capacity gaussian``
+calibrated σ                  ``calibrate`` (+ the certified bound at σ)                 ``calibrate``
 empirical attack (--attack)   ``experiments.audit.run_setting``                          ``audit``
 ============================  =========================================================  ==========================
 

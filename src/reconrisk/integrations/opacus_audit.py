@@ -138,7 +138,7 @@ class OneRunAuditResult:
 
     threat_model: str
     release: Release
-    guesses: object  # bounds.onerun.Guesses
+    guesses: object  # audit.onerun.Guesses
     epsilon: Bound  # lower bound on the replace-one eps at delta
     gdp_mu: Bound  # lower bound on the replace-one GDP mu
     certified_epsilon: Bound  # replace-one eps at delta, certified (upper)

@@ -95,7 +95,7 @@ def rate_row(quantity: str, setting: str, rate, **kw) -> dict:
     empirical = kw.pop("empirical", None)
     out = row(quantity, f"{setting}; {d['successes']}/{d['trials']} trials", d["rate"], lower=d["ci_low"],
               upper=d["ci_high"], error=f"{100 * level:g}% CI (Clopper-Pearson)", **kw)
-    if empirical is not None:  # a reconstruction success: what it refutes (bounds/empirical.py), in result.json
+    if empirical is not None:  # a reconstruction success: what it refutes (audit/empirical.py), in result.json
         out["empirical"] = empirical.to_dict() if hasattr(empirical, "to_dict") else dict(empirical)
     return out
 
