@@ -132,7 +132,7 @@ def _count_walks(monkeypatch) -> list:
             depth[0] -= 1
 
     import reconrisk.analysis.events as events
-    import reconrisk.dp_events as dp_events
+    import reconrisk.adapters.dp_events as dp_events
     import reconrisk.release as release
 
     # every module that could walk the event: the dispatch, the event analysis, the release, the walker itself

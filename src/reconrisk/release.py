@@ -19,10 +19,10 @@ from fractions import Fraction
 from typing import Iterable, Sequence
 
 from . import _validate as v
-from .dp_events import dp_event_leaves, dp_event_release_refusal  # noqa: F401  (re-exported)
+from .adapters.dp_events import dp_event_leaves, dp_event_release_refusal  # noqa: F401  (re-exported)
 from .errors import ReconRiskError
-from .integrations import opacus_history as _opacus
-from .integrations.opacus_history import SHUFFLE_REFUSAL, extend_history, loader_sampler  # noqa: F401  (re-exported)
+from .adapters import opacus_history as _opacus
+from .adapters.opacus_history import SHUFFLE_REFUSAL, extend_history, loader_sampler  # noqa: F401  (re-exported)
 
 #: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
 NOISE_FAMILIES = ("gaussian", "vmf")
@@ -384,7 +384,7 @@ class Release:
         :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
-        reading of a history: :func:`reconrisk.integrations.opacus_history.release_from_history`.
+        reading of a history: :func:`reconrisk.adapters.opacus_history.release_from_history`.
         """
         hist, kind = _opacus.accountant_history(privacy_engine_or_accountant, data_loader)
         rel, note = _opacus.release_from_history(cls, hist, kind, clip_norm=clip_norm)
@@ -484,5 +484,5 @@ def gaussian_release(release, what: str) -> "Release":
 def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
-    (:func:`reconrisk.integrations.opacus_history.release_from_history`: the reading and why it is sound)."""
+    (:func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
     return _opacus.release_from_history(Release, history, batch_sampling, clip_norm=clip_norm)

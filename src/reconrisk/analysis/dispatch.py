@@ -18,7 +18,7 @@ from .base import Analysis, register_entry_points
 from .events import EventAnalysis
 from .guarantee import GuaranteeAnalysis
 from .privacy import PrivacyAnalysis
-from ..dp_events import dp_event_leaves, dp_event_release_refusal
+from ..adapters.dp_events import dp_event_leaves, dp_event_release_refusal
 from ..release import Release
 
 

@@ -60,7 +60,7 @@ from ..measures.rero import DEFAULT_REL_TOL
 from ..measures.risk import event_prior_success, event_total_variation
 from ..measures.tradeoff import CURVE_TOL, TradeOff
 from ..priors import resolve_kappa
-from ..dp_events import dp_event_leaves
+from ..adapters.dp_events import dp_event_leaves
 from ..results import Bound
 from .base import RELEASE_ONLY, Analysis
 from .event_leaves import (  # noqa: F401  (re-exported: the per-step pieces)

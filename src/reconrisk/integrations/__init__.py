@@ -3,9 +3,6 @@
 * :mod:`reconrisk.integrations.opacus` — Opacus (``pip install reconrisk[opacus]``):
   ``ReconRiskAccountant`` and ``make_private_with_risk``; :mod:`.opacus_audit` — the one-run audit as a
   hook in a user's loop; :mod:`.opacus_individual` — per-sample norms and the individual filter as hooks;
-* :mod:`.opacus_history` — reading an Opacus accountant's history, the adapter
-  :meth:`Release.from_opacus <reconrisk.release.Release.from_opacus>` calls (a core module: it never
-  imports ``Release`` and imports no framework);
 * :mod:`reconrisk.integrations.flower` — Flower (``pip install reconrisk[flower]``):
   a PLD accountant for Flower's ``PrivacyAccountant`` protocol with client-level
   reconstruction risk, stopping before a round would pass a target, and noise

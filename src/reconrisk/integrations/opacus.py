@@ -61,7 +61,7 @@ from ..measures.risk import canonical_measure
 from ..priors import resolve_kappa
 from ..release import Release, opacus_history_release
 from ..results import Bound
-from .opacus_history import extend_history, loader_sampler
+from ..adapters.opacus_history import extend_history, loader_sampler
 
 MECHANISM = "reconrisk"
 
@@ -103,7 +103,7 @@ class ReconRiskAccountant:
     ``batch_sampling`` is how the batches are drawn — ``"poisson"`` (Opacus's assumption, the default),
     ``"shuffled"`` or ``"sequential"`` — as ``make_private`` (or :meth:`use_data_loader`) told it; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
-    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.integrations.opacus_history.release_from_history`).
+    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.adapters.opacus_history.release_from_history`).
 
     It accepts every step Opacus's accountants accept: a step without noise (noise multiplier 0) at
     sample rate q > 0 makes ε = ∞ and every risk vacuous (upper end 1; Bayes security's lower end 0),
@@ -128,7 +128,7 @@ class ReconRiskAccountant:
 
         ``PrivacyEngine.make_private`` does this itself (through :meth:`get_optimizer_hook_fn`). A
         non-Poisson loader warns once, in one line, that the numbers are the stand-in's; a loader whose
-        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.integrations.opacus_history.loader_sampler`).
+        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.adapters.opacus_history.loader_sampler`).
         """
         kind = loader_sampler(data_loader)
         if self._told and kind != self.batch_sampling and any(q > 0 for _, q, _ in self.history):
@@ -331,7 +331,7 @@ def make_private_with_risk(
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
       sequential — and no Poisson number describes them; σ is calibrated for the sound stand-in
       ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C;
-      why it is sound for both: :func:`reconrisk.integrations.opacus_history.release_from_history`), said in a one-line
+      why it is sound for both: :func:`reconrisk.adapters.opacus_history.release_from_history`), said in a one-line
       ``UserWarning``. Any other batch sampler is refused in one line.
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's

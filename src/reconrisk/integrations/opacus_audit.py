@@ -79,7 +79,7 @@ from ..audit.onerun import Guesses, onerun_lower_bounds
 from ..errors import ReconRiskError
 from ..release import gaussian_release, Release
 from ..results import Bound
-from .opacus_history import extend_history
+from ..adapters.opacus_history import extend_history
 
 THREAT_MODELS = ("transcript", "no_deduction")
 GUESS_FRACTIONS = (0.1, 0.25, 0.5, 1.0)

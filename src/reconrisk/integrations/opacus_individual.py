@@ -48,7 +48,7 @@ from .. import _validate as v
 from ..errors import ReconRiskError
 from ..individual.privacy import individual_analysis
 from ..release import Release
-from .opacus_history import extend_history
+from ..adapters.opacus_history import extend_history
 
 
 class _RecordingSampler:

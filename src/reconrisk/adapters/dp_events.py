@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numbers
 
-from . import _validate as v
-from .errors import ReconRiskError
+from .. import _validate as v
+from ..errors import ReconRiskError
 
 
 def dp_event_release_refusal(leaves: list) -> str | None:
