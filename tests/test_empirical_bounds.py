@@ -66,7 +66,7 @@ def test_bound_objects():
     e = epsilon_lower_bound(30, 100, kappa=0.1, delta=1e-5, certified_epsilon=4.0)
     assert e.quantity == "epsilon" and e.upper is None and e.lower > 0
     assert e.details["ratio_to_certified"] == pytest.approx(e.lower / 4.0)
-    d = empirical_audit(30, 100, kappa=0.1, delta=1e-5, certified_rero_upper=0.4).to_dict()
+    d = empirical_audit(30, 100, kappa=0.1, delta=1e-5, certified_rero=0.4).to_dict()
     assert d["rero"]["lower"] == r.lower and d["consistent"] and d["rero_ratio"] == pytest.approx(r.lower / 0.4)
     by = d["epsilon_by_delta"]  # the same successes refute less at a larger δ
     assert list(by) == ["0", "1e-08", "1e-06", "1e-05", "0.001"] and by["1e-05"] == pytest.approx(d["epsilon"]["lower"])

@@ -33,9 +33,11 @@ def test_analytic_bound_fields():
     d = b.to_dict()
     assert {"rero", "log_rero", "rero_clip"} <= set(d) and not any("gamma" in k for k in d)
     with pytest.warns(DeprecationWarning, match="AnalyticBound.rero"):
-        assert b.gamma == b.rero
+        with pytest.warns(DeprecationWarning, match="AnalyticBound.gamma"):
+            assert b.gamma == b.rero
     with pytest.warns(DeprecationWarning, match="rero_clip"):
-        assert b.gamma_clip == b.rero_clip
+        with pytest.warns(DeprecationWarning, match="gamma_clip"):
+            assert b.gamma_clip == b.rero_clip
 
 
 def test_keyword_renames():

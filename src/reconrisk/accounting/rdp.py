@@ -242,7 +242,10 @@ def minimise_over_orders(
                     a = a + 1e-9
                 return float(np.atleast_2d(objective(np.array([a]), release_rdp(segments, np.array([a]))))[r, 0])
 
-            res = optimize.minimize_scalar(f, bounds=(a_lo, a_hi), method="bounded", options={"xatol": 1e-4, "maxiter": 30})
+            with warnings.catch_warnings():  # orders without a value (inf, σ ≲ 1e-9) make Brent's steps nan:
+                warnings.simplefilter("ignore", RuntimeWarning)  # such a result is dropped just below
+                res = optimize.minimize_scalar(f, bounds=(a_lo, a_hi), method="bounded",
+                                               options={"xatol": 1e-4, "maxiter": 30})
             if np.isfinite(res.fun) and res.fun < best_v[r]:
                 best_v[r], best_o[r] = res.fun, res.x
     return best_v, best_o
