@@ -286,7 +286,7 @@ def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, s
     rero, eps = _gdp_rero(1 / n, mu), _gdp_epsilon(1e-5, mu)
     c = certify(AuditSetting(Release(sigma, 1.0, steps), prior_size=n, delta=1e-5))
     assert c.rero.upper == pytest.approx(rero, rel=1e-9) and c.rero.upper >= rero * (1 - 1e-12)
-    assert c.epsilon == pytest.approx(eps, rel=1e-7)
+    assert c.privacy.upper == pytest.approx(eps, rel=1e-7)
     p = certify_point({"noise_multiplier": sigma, "sample_rate": 1.0, "steps": steps, "clip_norm": 1.0,
                        "prior_size": n, "epsilon": None, "delta": 1e-5})
     assert p["rero_upper"] == pytest.approx(rero, rel=1e-9) and p["rero_lower"] <= rero * (1 + 1e-12)

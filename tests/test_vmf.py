@@ -200,31 +200,32 @@ PAPER_TABLE_I = {100: 2.48, 125: 4.59, 150: 7.97, 175: 9.72, 200: 10.9, 225: 17.
 @pytest.mark.parametrize("concentration", sorted(TABLE_I_APPROACH2))
 def test_table_i_approach2(concentration):
     res = acc.vmf_epsilon(concentration, P, GAMMA, 3, DELTA, "2", interpolation="paper")
-    assert res.epsilon == pytest.approx(PAPER_TABLE_I[concentration], abs=0.02)
-    assert res.epsilon == pytest.approx(TABLE_I_APPROACH2[concentration], abs=2e-3)
+    assert res.bound.upper is None  # the paper's interpolation is not an upper bound: an estimate
+    assert res.bound.estimate == pytest.approx(PAPER_TABLE_I[concentration], abs=0.02)
+    assert res.bound.estimate == pytest.approx(TABLE_I_APPROACH2[concentration], abs=2e-3)
 
 
 @pytest.mark.parametrize("concentration,eps", [(25, 0.0139), (50, 0.0867), (75, 0.49)])
 def test_table_i_approach1(concentration, eps):
     res = acc.vmf_epsilon(concentration, P, GAMMA, 3, DELTA, "1")
-    assert res.epsilon == pytest.approx(eps, rel=0.05)
+    assert res.bound.upper == pytest.approx(eps, rel=0.05)
 
 
 def test_cgf_interpolation_is_never_below_paper():
     for k in (150, 300):
-        paper = acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2", interpolation="paper").epsilon
-        cgf = acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2", interpolation="cgf").epsilon
+        paper = acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2", interpolation="paper").bound.estimate
+        cgf = acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2", interpolation="cgf").bound.upper
         assert cgf >= paper - 1e-9
-    assert acc.vmf_epsilon(300, P, GAMMA, 3, DELTA, "2", interpolation="cgf").epsilon > 41.1
+    assert acc.vmf_epsilon(300, P, GAMMA, 3, DELTA, "2", interpolation="cgf").bound.upper > 41.1
 
 
 def test_more_compositions_more_epsilon_and_kappa_inverse():
-    e3 = acc.vmf_epsilon(100, P, GAMMA, 3, DELTA, "2").epsilon
-    e30 = acc.vmf_epsilon(100, P, GAMMA, 30, DELTA, "2").epsilon
+    e3 = acc.vmf_epsilon(100, P, GAMMA, 3, DELTA, "2").bound.upper
+    e30 = acc.vmf_epsilon(100, P, GAMMA, 30, DELTA, "2").bound.upper
     assert e30 > e3
     k = acc.concentration_for_epsilon(2.0, P, GAMMA, 3, DELTA, "2", rel_tol=1e-3)
-    assert acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2").epsilon <= 2.0
-    assert acc.vmf_epsilon(k * 1.002, P, GAMMA, 3, DELTA, "2").epsilon > 2.0
+    assert acc.vmf_epsilon(k, P, GAMMA, 3, DELTA, "2").bound.upper <= 2.0
+    assert acc.vmf_epsilon(k * 1.002, P, GAMMA, 3, DELTA, "2").bound.upper > 2.0
 
 
 def test_full_batch_rdp_conversion_matches_direct():
@@ -232,9 +233,9 @@ def test_full_batch_rdp_conversion_matches_direct():
     res = acc.vmf_epsilon(100, P, 1.0, 1, 1e-5, "2")
     al = np.linspace(1.01, 60, 6000)
     eps, _ = acc.rdp_to_epsilon(al, acc.vmf_rdp(al, 100, P), 1e-5)
-    assert res.epsilon == pytest.approx(eps, rel=1e-4)
+    assert res.bound.upper == pytest.approx(eps, rel=1e-4)
     # and it is consistent with δ(ε) of Prop. 4
-    assert acc.vmf_delta(res.epsilon, 100, P)[0] == pytest.approx(1e-5, rel=1e-3)
+    assert acc.vmf_delta(res.bound.upper, 100, P)[0] == pytest.approx(1e-5, rel=1e-3)
 
 
 def test_vmf_epsilon_rejects_bad_input():
@@ -320,7 +321,7 @@ def test_gaussian_capacity_monotone(sigma, radius, p):
 def test_steps_as_compositions_spec_values(concentration, eps):
     # spec_004 §3: with N = 1406 steps (approach 2, paper interpolation) VMF's ε is far larger than Table I's
     res = acc.vmf_epsilon(concentration, P, GAMMA, 1406, DELTA, "2", interpolation="paper")
-    assert res.epsilon == pytest.approx(eps, rel=0.01)
+    assert res.bound.estimate == pytest.approx(eps, rel=0.01)
 
 
 def test_subsampling_amplification_is_stable():

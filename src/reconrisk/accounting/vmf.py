@@ -39,16 +39,17 @@ sound accounting composes over steps (spec_004 §3, §10.7).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
 
 from .. import _validate as v
 from .._roots import bisect_log
-from .._deprecated import renamed_kwargs
+from .._deprecated import renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
 from ..mechanisms.vmf import _bessel_ratio_core, _log_iv_core, bessel_ratio
+from ..results import Bound
 
 __all__ = [
     "vmf_rdp",
@@ -229,12 +230,21 @@ def kov_compose(eps_s, delta_s, n: int, delta_tilde):
 
 @dataclass(frozen=True)
 class VmfEpsilon:
-    """ε of N composed Poisson-subsampled VMF mechanisms, with how it was obtained."""
+    """ε of N composed Poisson-subsampled VMF mechanisms, with how it was obtained.
 
-    epsilon: float
+    ``bound`` is the ε of the approach used (``approach``), ``approach1`` / ``approach2`` each approach's
+    (``None`` where it was not run), as :class:`~reconrisk.results.Bound` s of quantity ``"epsilon"``: an upper
+    end (certified) for approach 1 and for approach 2 with ``interpolation="cgf"``; with ``"paper"`` approach 2
+    interpolates τ between integer orders as Biswas et al. (2024) do, which is not an upper bound, so that
+    number is the Bound's ``estimate`` and its ends are open. The float fields of earlier releases
+    (``epsilon``, ``epsilon_approach1``, ``epsilon_approach2``) still read (deprecated); :meth:`to_dict` keeps
+    them as keys.
+    """
+
+    bound: Bound
     approach: str
-    epsilon_approach1: float
-    epsilon_approach2: float
+    approach1: Bound | None
+    approach2: Bound | None
     alpha: float  # optimal order of approach 2
     eps0: float  # optimal un-subsampled ε of approach 1
     concentration: float  # κ of the paper (reconrisk's `kappa` is only the prior's baseline success probability)
@@ -244,8 +254,51 @@ class VmfEpsilon:
     delta: float
     interpolation: str
 
+    @property
+    def epsilon(self) -> float:
+        warn_renamed("VmfEpsilon.epsilon", "VmfEpsilon.bound.upper (.estimate for interpolation='paper')",
+                     "reconrisk")
+        return _number(self.bound)
+
+    @property
+    def epsilon_approach1(self) -> float:
+        warn_renamed("VmfEpsilon.epsilon_approach1", "VmfEpsilon.approach1.upper", "reconrisk")
+        return _number(self.approach1)
+
+    @property
+    def epsilon_approach2(self) -> float:
+        warn_renamed("VmfEpsilon.epsilon_approach2",
+                     "VmfEpsilon.approach2.upper (.estimate for interpolation='paper')", "reconrisk")
+        return _number(self.approach2)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """JSON-ready, with the keys of earlier releases (``epsilon`` …: the Bound's number, NaN where not run)."""
+        return {"epsilon": _number(self.bound), "approach": self.approach,
+                "epsilon_approach1": _number(self.approach1), "epsilon_approach2": _number(self.approach2),
+                "alpha": self.alpha, "eps0": self.eps0, "concentration": self.concentration, "dim": self.dim,
+                "sample_rate": self.sample_rate, "compositions": self.compositions, "delta": self.delta,
+                "interpolation": self.interpolation}
+
+
+def _number(b: Bound | None) -> float:
+    """The ε a :class:`VmfEpsilon` Bound holds: its upper end, else (the paper's interpolation) its estimate."""
+    if b is None:
+        return math.nan
+    return b.upper if b.upper is not None else b.estimate
+
+
+def _epsilon_bound(eps: float, approach: str, interpolation: str, delta: float, **details) -> Bound:
+    details = {"delta": delta, "approach": approach, **details}
+    if approach == "1":
+        return Bound("epsilon", None, eps, method="vmf_approach1", details=details,
+                     formula="Biswas et al. 2024, Prop. 4 per step, Poisson subsampling in (eps, delta), "
+                             "Kairouz-Oh-Viswanath composition")
+    formula = ("Biswas et al. 2024, Prop. 1 with Zhu-Wang subsampled RDP, N-fold composition, Prop. 4 conversion; "
+               f"{interpolation} interpolation between integer orders")
+    if interpolation == "paper":  # the paper's τ interpolation: optimistic, reported as an estimate
+        return Bound("epsilon", None, None, estimate=eps, method="vmf_approach2_paper", formula=formula,
+                     details=details)
+    return Bound("epsilon", None, eps, method="vmf_approach2", formula=formula, details=details)
 
 
 def _approach1(concentration, nu, q, n, delta) -> tuple[float, float]:
@@ -334,13 +387,15 @@ def vmf_epsilon(
         e1, e0 = _approach1(k, 0.5 * p - 1.0, q, n, d)
     if approach in ("2", "best"):
         e2, a2 = _approach2(k, p, q, n, d, mode, max_order)
+    b1 = _epsilon_bound(float(e1), "1", mode, d, eps0=float(e0)) if approach in ("1", "best") else None
+    b2 = _epsilon_bound(float(e2), "2", mode, d, alpha=float(a2)) if approach in ("2", "best") else None
     if approach == "1":
-        eps, which = e1, "1"
+        best, which = b1, "1"
     elif approach == "2":
-        eps, which = e2, "2"
+        best, which = b2, "2"
     else:
-        eps, which = (e1, "1") if e1 <= e2 else (e2, "2")
-    return VmfEpsilon(float(eps), which, float(e1), float(e2), float(a2), float(e0), k, p, q, n, d, mode)
+        best, which = (b1, "1") if e1 <= e2 else (b2, "2")
+    return VmfEpsilon(best, which, b1, b2, float(a2), float(e0), k, p, q, n, d, mode)
 
 
 def concentration_for_epsilon(
@@ -359,7 +414,8 @@ def concentration_for_epsilon(
     rel_tol = v.in_range("rel_tol", rel_tol, 0.0, 1.0)
 
     def too_big(k):
-        return vmf_epsilon(k, dim, sample_rate, compositions, delta, approach, interpolation=interpolation).epsilon > target
+        return _number(vmf_epsilon(k, dim, sample_rate, compositions, delta, approach,
+                                   interpolation=interpolation).bound) > target
 
     lo, _ = bisect_log(too_big, 1.0, 100.0, rel_tol=rel_tol, name="concentration")
     return lo

@@ -262,7 +262,7 @@ def _table(settings, certificates, results, attacks):
     for col in ("ε", "σ", "ReRo bound", *[f"{a} success [95% CI]" for a in attacks], "clipped", "ReRo ≥", "ε ≥"):
         table.add_column(col, justify="right")
     for i, (s, c) in enumerate(zip(settings, certificates)):
-        cells = [fmt(c.epsilon), fmt(s.noise_multiplier), fmt(c.rero.upper)]
+        cells = [fmt(c.label), fmt(s.noise_multiplier), fmt(c.rero.upper)]
         if i < len(results):
             r = results[i]
             for a in attacks:

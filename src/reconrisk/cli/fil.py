@@ -90,7 +90,7 @@ def fil_logreg_cmd(
         print_json(d)
         return
     rows = [["n, d", f"{res.n}, {res.d}"], [f"rdp_epsilon ({res.formula})", res.rdp_epsilon],
-            ["rdp_mse_bound (Thm 1)", res.rdp_mse_bound]]
+            ["rdp_mse_bound (Thm 1)", res.rdp_mse.lower]]
     rows += [[f"dfil_bound {k}", val] for k, val in d["dfil_bound"].items()]
     rows += [["fraction with bound ≤ 1", d["fraction_bound_le_1"]], ["train accuracy", res.train_accuracy]]
     if res.violations is not None:
@@ -166,7 +166,7 @@ def fil_dpsgd_cmd(
     if json_out:
         print_json(d)
         return
-    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["rdp_mse_bound (Thm 1)", res.rdp_mse_bound],
+    rows = [["rdp_epsilon (α = 2)", res.rdp_epsilon], ["rdp_mse_bound (Thm 1)", res.rdp_mse.lower],
             ["subsampling factor (Eq. 3)", res.subsampling_factor], ["max-dFIL bound", res.max_fil_bound], ["median-dFIL bound", res.median_fil_bound]]
     rows += [[f"dfil_bound {k}", val] for k, val in d["dfil_bound"].items()]
     rows += [["test accuracy", res.test_accuracy], ["seconds", res.train_seconds]]

@@ -67,8 +67,9 @@ def epsilon_cmd(
     if json_out:
         print_json(res.to_dict())
         return
-    rows = [["epsilon", res.epsilon], ["approach used", res.approach], ["epsilon, approach 1", res.epsilon_approach1],
-            ["epsilon, approach 2", res.epsilon_approach2], ["optimal order α (approach 2)", res.alpha],
+    d = res.to_dict()  # the ε each Bound holds (the paper's interpolation: an estimate)
+    rows = [["epsilon", d["epsilon"]], ["approach used", res.approach], ["epsilon, approach 1", d["epsilon_approach1"]],
+            ["epsilon, approach 2", d["epsilon_approach2"]], ["optimal order α (approach 2)", res.alpha],
             ["optimal un-subsampled ε (approach 1)", res.eps0]]
     print_table(f"VMF mechanism, κ = {res.concentration:g}, p = {res.dim}", ["quantity", "value"], rows,
                 caption=f"q = {res.sample_rate:.6g}, N = {res.compositions}, δ = {res.delta:.3g}, "
@@ -92,7 +93,7 @@ def concentration_cmd(
     q, d = parse_number("sample_rate", sample_rate), parse_number("delta", delta)
     with spinner("searching the concentration (bisection on log κ)", enabled=not json_out):
         k = concentration_for_epsilon(epsilon, dim, q, compositions, d, approach, interpolation=interpolation)
-        achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).epsilon
+        achieved = vmf_epsilon(k, dim, q, compositions, d, approach, interpolation=interpolation).to_dict()["epsilon"]
     payload = {"concentration": k, "epsilon_target": epsilon, "epsilon": achieved, "dim": dim, "sample_rate": q,
                "compositions": compositions, "delta": d, "approach": approach, "interpolation": interpolation}
     if json_out:

@@ -24,6 +24,7 @@ from ..audit.empirical import empirical_audit
 from ..errors import ReconRiskError
 from ..metrics import SuccessRate
 from ..release import Release
+from ..results import Bound
 from ..train.noise import noise_fn
 from .trials import PRIOR_KINDS, run_trials
 
@@ -101,11 +102,28 @@ class AuditSetting:
 
 @dataclass(frozen=True)
 class Certificate:
-    """What the release certifies before any trial: ε at δ and the ReRo bound at κ = 1/n."""
+    """What the release certifies before any trial: ε at δ and the ReRo bound at κ = 1/n.
 
-    epsilon: float
+    ``privacy``: the release's ε at the setting's δ, the PLD :class:`~reconrisk.results.Bound`;
+    ``target_epsilon``: the ε the noise was calibrated to (an input, ≥ ``privacy.upper``), ``None`` for a
+    setting given by σ. ``rero``: the ReRo Bound (Hayes, Mahloujifar & Balle 2023, Cor. 4). ``epsilon``, the
+    float of earlier releases (the target, else the PLD ε), still reads (deprecated).
+    """
+
+    privacy: Bound
     kappa: float
     rero: object  # reconrisk.measures.rero.ReroBound
+    target_epsilon: float | None = None
+
+    @property
+    def epsilon(self) -> float:
+        warn_renamed("Certificate.epsilon", "Certificate.privacy.upper (or .target_epsilon)", "reconrisk")
+        return self.label
+
+    @property
+    def label(self) -> float:
+        """The setting's ε as tables and figures name it: the calibration target, else the certified ε."""
+        return float(self.target_epsilon if self.target_epsilon is not None else self.privacy.upper)
 
     def rero_dict(self) -> dict:
         r = self.rero
@@ -121,8 +139,8 @@ def certify(setting: AuditSetting) -> Certificate:
     s = setting
     analysis = PrivacyAnalysis(s.release)
     bound = analysis.rero(prior_size=s.prior_size)
-    eps = s.epsilon if s.epsilon is not None else analysis.epsilon(s.delta).upper
-    return Certificate(float(eps), 1.0 / s.prior_size, bound)
+    target = None if s.epsilon is None else float(s.epsilon)
+    return Certificate(analysis.epsilon(s.delta), 1.0 / s.prior_size, bound, target)
 
 
 @dataclass
@@ -139,7 +157,7 @@ class SettingResult:
     mse: dict | None = None
     extra: dict = field(default_factory=dict)
 
-    epsilon = property(lambda self: self.certificate.epsilon)
+    epsilon = property(lambda self: self.certificate.label)  # the setting's ε (target, else certified)
     kappa = property(lambda self: self.certificate.kappa)
 
     # the scalar names of earlier releases (the certified bracket is ``certificate.rero``, a Bound), for one release

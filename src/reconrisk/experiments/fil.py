@@ -25,8 +25,10 @@ import numpy as np
 from .. import _validate as v
 from ..attacks.glm import find_violations, glm_attack_mse
 from ..data import load_digits
+from .._deprecated import warn_renamed
 from ..errors import ReconRiskError
 from ..release import Release
+from ..results import Bound
 from ..train.convex import binary_digits, logreg_accuracy, logreg_dfil, train_logreg
 from ..train.fil import FILConfig, train_dpsgd_with_fil
 from ..train.models import get_model
@@ -47,7 +49,11 @@ TEST_FRACTION = 0.25
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LogRegExperiment:
-    """Outcome of :func:`logreg_experiment` (summary in :meth:`to_dict`; arrays as attributes)."""
+    """Outcome of :func:`logreg_experiment` (summary in :meth:`to_dict`; arrays as attributes).
+
+    ``rdp_mse``: Guo et al.'s (2022) Theorem 1 at ``rdp_epsilon``, a :class:`~reconrisk.results.Bound` with a
+    lower end only (``rdp_mse_bound``, its float of earlier releases, still reads, deprecated).
+    """
 
     lam: float
     noise_std: float
@@ -55,7 +61,7 @@ class LogRegExperiment:
     n: int
     d: int
     rdp_epsilon: float
-    rdp_mse_bound: float
+    rdp_mse: Bound
     bounds: np.ndarray
     eta_bar_sq: np.ndarray
     attack_mse: np.ndarray | None
@@ -73,6 +79,11 @@ class LogRegExperiment:
     top_k: int = field(default=8, repr=False, compare=False)
 
     @property
+    def rdp_mse_bound(self) -> float:
+        warn_renamed("LogRegExperiment.rdp_mse_bound", "LogRegExperiment.rdp_mse.lower", "reconrisk")
+        return self.rdp_mse.lower
+
+    @property
     def violation_fraction(self) -> float | None:
         return None if self.violations is None else self.violations.fraction
 
@@ -86,7 +97,7 @@ class LogRegExperiment:
             "noise_std": self.noise_std,
             "epsilon_formula": self.formula,
             "rdp_epsilon": self.rdp_epsilon,
-            "rdp_mse_bound": self.rdp_mse_bound,
+            "rdp_mse_bound": self.rdp_mse.lower,
             "dfil_bound": {"min": float(b.min()), "median": float(np.median(b)), "max": float(b.max())},
             "fraction_bound_le_1": float(np.mean(b <= 1.0)),
             "violation_fraction": self.violation_fraction,
@@ -135,7 +146,7 @@ def logreg_experiment(*, lam: float = 1e-2, noise_std: float = 1e-2, formula: st
         }
     return LogRegExperiment(
         lam=lam, noise_std=noise_std, formula=formula, n=X.shape[0], d=X.shape[1], rdp_epsilon=fil.rdp_epsilon,
-        rdp_mse_bound=fil.rdp_mse_bound, bounds=bounds, eta_bar_sq=fil.eta_bar_sq,
+        rdp_mse=fil.rdp_mse, bounds=bounds, eta_bar_sq=fil.eta_bar_sq,
         attack_mse=None if attack is None else attack.mse, violations=viol,
         train_accuracy=logreg_accuracy(X, y, fit.theta, bias=True), trials=trials, seed=seed, grad_norm=fit.grad_norm,
         top=top, x=X, image_shape=tuple(shape), top_k=top_k,
@@ -163,7 +174,7 @@ def _row(res) -> dict:
         "noise_multiplier": rel["noise_multiplier"], "sample_rate": rel["sample_rate"], "steps": rel["steps"],
         "clip_norm": rel["clip_norm"], "learning_rate": res.config.learning_rate, "momentum": res.config.momentum,
         "runs": res.config.runs, "test_accuracy": res.test_accuracy, "rdp_epsilon": res.rdp_epsilon,
-        "rdp_mse_bound": res.rdp_mse_bound, "max_dfil_bound": res.max_fil_bound,
+        "rdp_mse_bound": res.rdp_mse.lower, "max_dfil_bound": res.max_fil_bound,
         "median_dfil_bound": res.median_fil_bound, "subsampling_factor": res.subsampling_factor, "dfil_bound": res.summary(),
         "seconds": res.train_seconds,
     }

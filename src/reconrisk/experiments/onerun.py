@@ -48,6 +48,7 @@ from ..attacks.prior_aware import deduct_known
 from ..audit.onerun import Guesses, onerun_lower_bounds
 from ..errors import ReconRiskError
 from ..release import Release
+from ..results import Bound
 from ..train.clipping import clip_factors, grad_inner_products, per_example_sq_norms, signals, weighted_grad_sum
 from ..train.dpsgd import make_step_config, model_accuracy, train
 from ..train.models import get_model
@@ -173,6 +174,27 @@ class OneRunResult:
     attack_seconds: float
     bound_seconds: float
     accuracy_known: float
+
+    # the certified numbers of ``certified`` (its floats are the JSON form) as Bounds, exact at q = 1
+    def _exact(self, quantity: str, key: str, neighbouring: str) -> Bound:
+        x = float(self.certified[key])
+        return Bound(quantity, x, x, method="closed_form", converged=True, formula=self.certified["formula"],
+                     details={"delta": self.setting.delta, "neighbouring": neighbouring})
+
+    @property
+    def certified_epsilon(self) -> Bound:
+        """The replace-one ε at δ the lower bounds are compared with (exact: full batch, Gaussian)."""
+        return self._exact("epsilon", "epsilon", "replace_one")
+
+    @property
+    def certified_gdp_mu(self) -> Bound:
+        """The replace-one μ = 2√T/σ (exact)."""
+        return self._exact("gdp_mu", "gdp_mu", "replace_one")
+
+    @property
+    def epsilon_add_remove(self) -> Bound:
+        """The release's add/remove ε at δ (exact)."""
+        return self._exact("epsilon", "epsilon_add_remove", "add_remove")
 
     def to_dict(self) -> dict:
         s = self.setting

@@ -183,7 +183,7 @@ def plot_privacy_accuracy(rows: Sequence[dict], out_dir, *, stem: str = "fig5_pr
 def logreg_figures(res, out_dir) -> list[Path]:
     """Figs. 2–4 of a logistic-regression experiment (Fig. 3 only when the attack ran)."""
     tag = f"λ={res.lam:g}, σ={res.noise_std:g}, n={res.n}"
-    paths = plot_dfil_histogram(res.bounds, res.rdp_mse_bound, out_dir,
+    paths = plot_dfil_histogram(res.bounds, res.rdp_mse.lower, out_dir,
                                 title=f"Digits 0/1 logistic regression ({tag}; ε={res.rdp_epsilon:.4g}, {res.formula})")
     if res.violations is not None:
         paths += plot_bound_vs_attack(res.bounds, res.attack_mse, res.violations.index, out_dir,

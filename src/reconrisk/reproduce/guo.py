@@ -49,7 +49,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
         matched = label == "matched"
         rows.append(row("RDP ε at α = 2", st, res.rdp_epsilon, paper=PAPER_RDP_EPS if matched else None,
                         rel_tol=1e-3 if matched else None, paper_text="(2, 1.58)-RDP (n = 12,665)"))
-        rows.append(row("RDP MSE bound (Thm 1)", st, res.rdp_mse_bound, paper=PAPER_RDP_BOUND if matched else None,
+        rows.append(row("RDP MSE bound (Thm 1)", st, res.rdp_mse.lower, paper=PAPER_RDP_BOUND if matched else None,
                         rel_tol=0.01 if matched else None, paper_text="0.0649 (text: ≈0.1)"))
         frac = float(np.mean(b <= 1.0))
         rows.append(row("fraction of dFIL bounds ≤ 1", st, frac, paper=0.0, tol=0.0 if matched else None,
@@ -64,7 +64,7 @@ def _fig2(p: dict, seed: int, progress) -> RecipeOutput:
                             paper_text="explained by attack bias (Fig. 3)"))
         if first is None:
             first = res
-            art = {"bounds": b, "rdp_bound": res.rdp_mse_bound,
+            art = {"bounds": b, "rdp_bound": res.rdp_mse.lower,
                    "title": f"guo-fig2: per-example dFIL bounds vs RDP (digits 0/1, n = {res.n}, {st})"}
         info[label] = {"n": res.n, "d": res.d, "noise_std": noise, "rdp_epsilon": res.rdp_epsilon}
     return RecipeOutput(rows, info, art)

@@ -41,11 +41,11 @@ def _table1(p: dict, seed: int, progress) -> RecipeOutput:
         res = vmf_epsilon(k, P, GAMMA, N_EPOCHS, DELTA, approach, interpolation="paper")
         tol = {"tol": 0.02} if approach == "2" else {"rel_tol": 0.05}
         how = "minimum over the order α" if approach == "2" else "minimum over the base ε₀"
-        rows.append(row(f"ε, approach {approach} (paper's)", f"κ = {k}", res.epsilon, paper=ref, **tol, error=how,
+        rows.append(row(f"ε, approach {approach} (paper's)", f"κ = {k}", res.to_dict()["epsilon"], paper=ref, **tol, error=how,
                         paper_text=f"Table I (approach {approach})", panel="Table I", x=k, series="ε (paper's approach)"))
         if p["sound"]:
             best = vmf_epsilon(k, P, GAMMA, N_EPOCHS, DELTA, "best")
-            rows.append(row("ε, best approach, sound interpolation (reconrisk default)", f"κ = {k}", best.epsilon,
+            rows.append(row("ε, best approach, sound interpolation (reconrisk default)", f"κ = {k}", best.bound.upper,
                             error="minimum over orders / base ε₀",
                             paper=ref, paper_text="≥ the paper's where the best order < 2 (not held to a tolerance)",
                             panel="Table I", x=k, series="ε (sound interpolation)"))

@@ -231,6 +231,26 @@ def mia_success_bound(epsilon):
 # ----------------------------------------------------------------------------------------
 # the CLI's result
 # ----------------------------------------------------------------------------------------
+def rdp_mse(rdp_epsilon: float, diam: float = 1.0) -> Bound:
+    """Theorem 1 (unbiased) as a :class:`~reconrisk.results.Bound`: the lower end ``diam²/(4(e^ε − 1))``, no upper end.
+
+    ``details`` hold ``log10_lower`` (finite even where the lower end underflows to 0), ``rms_lower`` (√lower,
+    the RMS error per coordinate), ``rdp_epsilon`` and ``diam``. ``rdp_epsilon = 0`` (nothing released about
+    the data) gives a lower end of ``inf``.
+    """
+    eps = v.real("rdp_epsilon", rdp_epsilon, allow_inf=True)
+    if not eps >= 0.0:
+        raise ReconRiskError(f"rdp_epsilon must be >= 0; found {eps}")
+    diam = v.in_range("diam", diam, 0.0, 1e150, high_open=False)  # diam² must stay a finite double
+    if eps == 0.0:
+        b, log10_b = math.inf, math.inf
+    else:
+        b = float(rdp_mse_lower_bound(eps, diam))
+        log10_b = float((2 * math.log(diam) - math.log(4.0) - log_expm1(eps)) / math.log(10.0))
+    return Bound("mse", b, None, method="rdp", formula=MSE_FORMULA,
+                 details={"log10_lower": log10_b, "rms_lower": math.sqrt(b), "rdp_epsilon": float(eps), "diam": diam})
+
+
 @dataclass(frozen=True)
 class MseBound:
     """Theorem 1's unbiased MSE lower bound at one (2, ε)-RDP level.
@@ -285,11 +305,7 @@ def mse_bound(
         rdp_epsilon = release_rdp_alpha2(release, sensitivity=sensitivity)
     else:
         rdp_epsilon = v.positive("rdp_epsilon", rdp_epsilon, allow_inf=True)
-    b = rdp_mse_lower_bound(rdp_epsilon, diam)
-    log10_b = float((2 * math.log(diam) - math.log(4.0) - log_expm1(rdp_epsilon)) / math.log(10.0))
-    mse = Bound("mse", b, None, method="rdp", formula=MSE_FORMULA,
-                details={"log10_lower": log10_b, "rms_lower": math.sqrt(b), "rdp_epsilon": float(rdp_epsilon),
-                         "diam": diam})
+    mse = rdp_mse(rdp_epsilon, diam)
     return MseBound(
         rdp_epsilon=float(rdp_epsilon),
         diam=diam,

@@ -41,11 +41,13 @@ import numpy as np
 from scipy import linalg, special
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..accounting.order2 import output_perturbation_rdp
 from ..data import load_digits
 from ..errors import ReconRiskError
 from ..metrics import accuracy
-from ..theory.mse import dfil_bound, rdp_mse_lower_bound
+from ..results import Bound
+from ..theory.mse import dfil_bound, rdp_mse
 
 DEFAULT_TOL = 1e-10
 
@@ -264,7 +266,11 @@ def jacobian_sq_frobenius(X, y, fit: LogRegFit) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LogRegFIL:
-    """Per-example dFIL of the output-perturbed logistic regression release, and the RDP comparison."""
+    """Per-example dFIL of the output-perturbed logistic regression release, and the RDP comparison.
+
+    ``rdp_mse``: Guo et al.'s (2022) Theorem 1 at ``rdp_epsilon``, a :class:`~reconrisk.results.Bound` with a
+    lower end only (``rdp_mse_bound``, its float of earlier releases, still reads, deprecated).
+    """
 
     eta_bar_sq: np.ndarray  # (n,) η̄_i² = ||J_i||_F² / (σ² d)
     noise_std: float
@@ -273,8 +279,13 @@ class LogRegFIL:
     d: int
     rdp_epsilon: float
     formula: str
-    rdp_mse_bound: float
+    rdp_mse: Bound
     fit: LogRegFit = field(repr=False)
+
+    @property
+    def rdp_mse_bound(self) -> float:
+        warn_renamed("LogRegFIL.rdp_mse_bound", "LogRegFIL.rdp_mse.lower", "reconrisk")
+        return self.rdp_mse.lower
 
     @property
     def bounds(self) -> np.ndarray:
@@ -288,7 +299,7 @@ class LogRegFIL:
     def to_dict(self) -> dict:
         return {"noise_std": self.noise_std, "lam": self.lam, "n": self.n, "d": self.d,
                 "rdp_epsilon": self.rdp_epsilon, "epsilon_formula": self.formula,
-                "rdp_mse_bound": self.rdp_mse_bound, "dfil_bound": self.summary()}
+                "rdp_mse_bound": self.rdp_mse.lower, "dfil_bound": self.summary()}
 
 
 def logreg_dfil(X, y, lam: float, noise_std: float, *, fit: LogRegFit | None = None, bias: bool = True,
@@ -308,7 +319,7 @@ def logreg_dfil(X, y, lam: float, noise_std: float, *, fit: LogRegFit | None = N
     n, d = X.shape
     eps = output_perturbation_rdp(n, lam, s, formula)
     eta = jacobian_sq_frobenius(X, y, fit) / (s**2 * d)
-    return LogRegFIL(eta, s, lam, n, d, eps, formula, rdp_mse_lower_bound(eps), fit)
+    return LogRegFIL(eta, s, lam, n, d, eps, formula, rdp_mse(eps), fit)
 
 
 def logreg_spectral_fil(X, y, fit: LogRegFit, noise_std: float, chunk: int = 256) -> np.ndarray:

@@ -91,11 +91,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _validate as v
+from .._deprecated import warn_renamed
 from ..accounting.order2 import release_rdp_alpha2
 from ..accounting.subsampling import GELU_CLIP_OVERSHOOT, SubsamplingFactor, subsampling_factor
 from ..errors import ReconRiskError
 from ..release import Release
-from ..theory.mse import dfil_bound, rdp_mse_lower_bound
+from ..results import Bound
+from ..theory.mse import dfil_bound, rdp_mse
 from .clipping import clip_factors, cross_entropy
 from .dpsgd import check_data, model_accuracy, StepHook, train
 from .fil_dense import dense_trace_sq_norms
@@ -307,7 +309,9 @@ class FILAccounting:
 
     ``fil``: (n,) ``η̄²(z)`` (trace methods) or spectral ``η²(z)`` summed over
     steps, scaled by κ, averaged over runs; ``fil_runs``: (runs, n).
-    ``bounds``: per-example MSE lower bounds ``1/fil`` for unbiased attacks.
+    ``bounds``: per-example MSE lower bounds ``1/fil`` for unbiased attacks. ``rdp_mse``: Guo et al.'s (2022)
+    Theorem 1 at ``rdp_epsilon``, a :class:`~reconrisk.results.Bound` with a lower end only
+    (``rdp_mse_bound``, its float of earlier releases, still reads, deprecated).
     """
 
     fil: np.ndarray
@@ -319,7 +323,7 @@ class FILAccounting:
     subsampling: SubsamplingFactor | None
     subsampling_factor: float
     rdp_epsilon: float
-    rdp_mse_bound: float
+    rdp_mse: Bound
     test_accuracy: float | None
     test_accuracy_runs: tuple
     train_seconds: float = field(default=0.0, compare=False)
@@ -328,6 +332,11 @@ class FILAccounting:
     @property
     def bounds(self) -> np.ndarray:
         return dfil_bound(self.fil)
+
+    @property
+    def rdp_mse_bound(self) -> float:
+        warn_renamed("FILAccounting.rdp_mse_bound", "FILAccounting.rdp_mse.lower", "reconrisk")
+        return self.rdp_mse.lower
 
     @property
     def max_fil_bound(self) -> float:
@@ -352,7 +361,7 @@ class FILAccounting:
             "subsampling_factor": self.subsampling_factor,
             "subsampling": None if self.subsampling is None else self.subsampling.to_dict(),
             "rdp_epsilon": self.rdp_epsilon,
-            "rdp_mse_bound": self.rdp_mse_bound,
+            "rdp_mse_bound": self.rdp_mse.lower,
             "dfil_bound": self.summary(),
             "max_dfil_bound": self.max_fil_bound,
             "median_dfil_bound": self.median_fil_bound,
@@ -496,7 +505,7 @@ def train_dpsgd_with_fil(model, release: Release, x, y, *, x_test=None, y_test=N
         subsampling=sub,
         subsampling_factor=factor,
         rdp_epsilon=rdp_eps,
-        rdp_mse_bound=rdp_mse_lower_bound(rdp_eps) if rdp_eps > 0 else float("inf"),
+        rdp_mse=rdp_mse(rdp_eps),
         test_accuracy=float(np.mean(accs)) if accs else None,
         test_accuracy_runs=tuple(float(a) for a in accs),
         train_seconds=seconds,
