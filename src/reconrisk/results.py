@@ -30,10 +30,13 @@ The vocabulary of every public result: a certified (or empirical) number is read
 spelt ``<quantity>_upper``. A result with one headline number calls its field ``bound``
 (:class:`~reconrisk.analysis.calibrate.Calibration`, :class:`~reconrisk.theory.analytic.AnalyticBound`);
 other fields are named by their quantity (``FanoBound.success``, ``MseBound.mse``,
-``EmpiricalAudit.rero``, ``TradeOff.power``). A curve's bracket (:class:`~reconrisk.measures.tradeoff.TradeOff`)
+``EmpiricalAudit.rero``, ``TradeOff.power``, ``VmfEpsilon.approach2``, ``LogRegFIL.rdp_mse``). A number that
+is neither end (the VMF ε with Biswas et al.'s 2024 interpolation between orders) is an ``estimate`` with
+both ends open. A curve's bracket (:class:`~reconrisk.measures.tradeoff.TradeOff`)
 holds arrays as its ends, one per α. The scalar spellings of earlier releases
 (``success_upper``, ``beta_upper``, ``power_upper``, ``certified_rero_upper``, ``rero_upper``,
-``mse_lower_bound``, ``AnalyticBound.rero``, …) still read, with a :class:`DeprecationWarning`.
+``mse_lower_bound``, ``AnalyticBound.rero``, ``rdp_mse_bound``, ``VmfEpsilon.epsilon``, …) still read, with a
+:class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
