@@ -252,3 +252,23 @@ def test_event_analysis_of_steps_without_replacement_answers_pairs_symmetrised()
     e_rel = PrivacyAnalysis(Release.fixed_batch(2.0, 100, 1000, 10)).epsilon(1e-5)
     assert e_ev.upper >= 2.9255 - 1e-3 and e_ev.upper == pytest.approx(e_rel.upper, rel=2e-3)
     assert e_ev.lower <= e_ev.upper
+
+
+@pytest.mark.parametrize("delta", [1e-12, 1e-300])
+def test_event_with_steps_without_replacement_is_finite_below_the_pld_floor(delta):
+    """Steps sampled without replacement beside randomized response (one replace-one event): below the PLDs'
+    floor the upper end is the RDP conversion, with the without-replacement steps' RDP of Wang, Balle &
+    Kasiviswanathan 2019 — finite, and never above the basic composition of dp_accounting's own replace-one RDP ε
+    for those steps (at δ) and randomized response's pure ε = log(1 + k(1 − p)/p) (independent references)."""
+    import dp_accounting as dpa
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
+
+    from reconrisk import analyse
+
+    wor = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(1.0)), 100)
+    b = analyse(dpa.ComposedDpEvent([wor, dpa.RandomizedResponseDpEvent(0.5, 10)])).epsilon(delta, two_sided=True)
+    acc = rdp_acc.RdpAccountant(list(range(2, 65)) + [80, 100, 128, 256, 512, 1000, 2000],
+                                dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(wor)
+    assert math.isfinite(b.upper) and b.lower <= b.upper
+    assert b.upper <= acc.get_epsilon(delta) + math.log(11.0) + 1e-6

@@ -144,9 +144,22 @@ def _leaf_rdp(kind: str, a, q, orders: np.ndarray) -> np.ndarray:
     Gaussian, q = 1: α/(2σ²); Poisson-sampled: :func:`~reconrisk.accounting.rdp.subsampled_gaussian_rdp` (the remove
     direction dominates, Mironov, Talwar & Zhang 2019, Thm 5); Laplace: Mironov 2017, Prop. 6; any other pure ε-DP
     step: the randomized-response pair of that ε, (1/(α−1))·log((e^{αε} + e^{(1−α)ε})/(1 + e^ε)), which every ε-DP
-    pair is a post-processing of (its trade-off curve is f_{ε,0}); without-replacement and mixture steps: inf.
+    pair is a post-processing of (its trade-off curve is f_{ε,0}); sampled without replacement (replace-one, the
+    event's noise multiplier in the relation's units): Wang, Balle & Kasiviswanathan 2019's bound as
+    ``dp_accounting`` computes it (RDP composes adaptively, so it holds whichever orientation each step takes);
+    mixture steps: inf.
     """
     orders = np.asarray(orders, dtype=float)
+    if kind == "fixed":
+        if q == 0.0:
+            return np.zeros(orders.size)
+        if a <= 0:
+            return np.full(orders.size, np.inf)
+        try:  # dp_accounting's implementation of the bound (a module-level helper of its RDP accountant)
+            from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_sample_wor_gaussian as wor
+        except ImportError:  # pragma: no cover - a dp_accounting without it: no RDP value (never unsound)
+            return np.full(orders.size, np.inf)
+        return np.asarray(wor(q, a, orders), dtype=float)
     if kind in ("gaussian", "poisson"):
         if q == 0.0:
             return np.zeros(orders.size)
