@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -47,24 +49,9 @@ from reconrisk.audit import onerun
 from reconrisk.release import Release
 
 
-def _quadratic_final_sums(c, g, m, k, tau, blowup_inverse):
-    """The former test's sweep: the recursion from every start 0 … c at once (the baseline; O(c²))."""
-    starts = np.arange(c + 1, dtype=float)
-    r = tau * starts / m
-    h = tau * (g - starts) / m
-    for i in range(c - 1, -1, -1):
-        live = starts > i
-        h_new = np.maximum(h, (k - 1) * blowup_inverse(r))
-        r_new = r + (i / (g - i)) * (h_new - h)
-        h = np.where(live, h_new, h)
-        r = np.where(live, r_new, r)
-    return r + h
-
-
-def _quadratic_rejects(c, g, m, k, alpha, blowup_inverse):
-    if c == 0:
-        return False
-    return bool(np.any(_quadratic_final_sums(c, g, m, k, alpha, blowup_inverse)[1:] > g / m * (1 + 1e-12)))
+# The former O(c²) test, kept once as the suite's reference (tests/test_onerun_bounds.py): the baseline here.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_onerun_bounds import _reference_rejects as _quadratic_rejects  # noqa: E402
 
 
 def _game(m: int, k: int):
