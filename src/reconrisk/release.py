@@ -479,8 +479,6 @@ def gaussian_release(release, what: str) -> "Release":
     return release.dominating()
 
 
-
-
 def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
