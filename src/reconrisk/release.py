@@ -479,8 +479,9 @@ def gaussian_release(release, what: str) -> "Release":
     return release.dominating()
 
 
-def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
+def opacus_history_release(history, batch_sampling="poisson", *, clip_norm: float = 1.0
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
-    (:func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
+    (``"poisson"``, or the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
+    :func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
     return _opacus.release_from_history(Release, history, batch_sampling, clip_norm=clip_norm)
