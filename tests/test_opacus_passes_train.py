@@ -151,7 +151,11 @@ def test_make_private_with_risk_calibrates_for_the_passes():
     assert engine.accountant.risk("reconstruction", prior_size=10).upper <= 0.3
 
 
-def test_saved_state_keeps_the_loader():
+def test_saved_state_keeps_the_loader(tmp_path):
+    import json
+
+    from reconrisk.experiments.release_source import release_from_opacus_file
+
     ds = _data(5)
     dl = DataLoader(ds, batch_size=5, sampler=RandomSampler(ds, num_samples=15))
     acct = _train(dl, 2.0)
@@ -163,3 +167,11 @@ def test_saved_state_keeps_the_loader():
     other = _train(DataLoader(ds, batch_size=5, shuffle=True), 2.0)
     with pytest.raises(Exception, match="resume with the same sampler"):
         other.load_state_dict(state)
+    path = tmp_path / "state.json"  # reconrisk report --from-opacus reads the same passes
+    path.write_text(json.dumps(state))
+    with pytest.warns(UserWarning, match="at most 3 passes"):
+        rel, prov = release_from_opacus_file(path)
+    assert rel == Release.shuffled(2.0, epochs=3) and prov["loader"].startswith("RandomSampler(n=5, num_samples=15)")
+    path.write_text(json.dumps({**state, "batch_sampling": "sequential"}))
+    with pytest.raises(Exception, match="its loader draws shuffled batches but its batch_sampling says 'sequential'"):
+        release_from_opacus_file(path)

@@ -31,7 +31,8 @@ SHUFFLE_REFUSAL = (
     "shuffled batches (a random permutation cut into batches each epoch) have no known tight privacy analysis "
     "(Chua et al. 2024 show Poisson numbers can understate it); certify the sound bound instead: "
     "Release.shuffled(noise_multiplier, epochs) (each example's batch revealed: one Gaussian step of "
-    "replace-one sensitivity 2C per epoch)")
+    "replace-one sensitivity 2C per pass over the data; Release.from_opacus(..., data_loader=loader) counts a "
+    "loader's passes)")
 
 
 def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[list, "str | LoaderPlan"]:

@@ -21,7 +21,9 @@ install stays free of both.
   Its numbers are tied to the sampler it was told about (``batch_sampling``):
   ``make_private`` tells it the loader it prepared, and a non-Poisson one
   (``poisson_sampling=False``: shuffled or sequential batches) makes every
-  number the sound stand-in ``Release.shuffled(σ, epochs)``'s, with a warning.
+  number the sound stand-in ``Release.shuffled(σ, K)``'s, with a warning, K
+  the passes that loader can give one example
+  (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`, kept in ``loader``).
 * :func:`make_private_with_risk`: calibrates σ so that the certified bound on
   ``measure`` after ``epochs`` epochs is ≤ ``target`` for the sampler actually
   used (Poisson, or the stand-in for ``poisson_sampling=False``) and hands it to
@@ -102,9 +104,12 @@ class ReconRiskAccountant:
     """An Opacus-compatible privacy accountant that also reports certified risks.
 
     ``batch_sampling`` is how the batches are drawn — ``"poisson"`` (Opacus's assumption, the default),
-    ``"shuffled"`` or ``"sequential"`` — as ``make_private`` (or :meth:`use_data_loader`) told it; every
+    ``"shuffled"``, ``"sequential"`` or ``"with_replacement"`` — as ``make_private`` (or :meth:`use_data_loader`)
+    told it, with the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan` in ``loader``; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
-    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.adapters.opacus_history.release_from_history`).
+    ``Release.shuffled(σ, K)`` otherwise, K the passes the loader can give one example over the steps
+    recorded (:func:`reconrisk.adapters.opacus_history.release_from_history`). A loader whose passes cannot be
+    proved (``batch_sampling == "unknown"``) trains, and nothing is certified.
 
     It accepts every step Opacus's accountants accept: a step without noise (noise multiplier 0) at
     sample rate q > 0 makes ε = ∞ and every risk vacuous (upper end 1; Bayes security's lower end 0),
@@ -345,14 +350,16 @@ def make_private_with_risk(
     * ``poisson_sampling=True`` (Opacus's default): Opacus replaces the loader by a Poisson one at sample
       rate 1/len(data_loader); ``epochs · len(data_loader)`` steps.
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
-      sequential — and no Poisson number describes them; σ is calibrated for the sound stand-in
-      ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C;
-      why it is sound for both: :func:`reconrisk.adapters.opacus_history.release_from_history`), said in a one-line
-      ``UserWarning``. Any other batch sampler is refused in one line.
+      sequential, possibly several passes per loader epoch — and no Poisson number describes them; σ is
+      calibrated for the sound stand-in ``Release.shuffled(σ, K)`` (K full-batch Gaussian steps of
+      replace-one sensitivity 2C, K the passes ``epochs`` loader epochs can give one example:
+      :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`; why it is sound:
+      :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader whose passes
+      cannot be proved is refused in one line.
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
     :class:`~reconrisk.analysis.calibrate.Calibration` as a dict: ``noise_multiplier``, ``sample_rate``,
-    ``steps``, ``bound`` …, plus ``batch_sampling`` and, for non-Poisson batches, ``stand_in``) is kept on
+    ``steps``, ``bound`` …, plus ``batch_sampling`` and, for non-Poisson batches, ``stand_in`` and ``loader``) is kept on
     ``privacy_engine.reconrisk_calibration``. A :class:`ReconRiskAccountant` in the engine is told the
     loader, so it reports the numbers of the same release.
     """
