@@ -192,3 +192,14 @@ def test_plan_validates_and_round_trips():
         plan.passes(-1)
     with pytest.raises(ReconRiskError, match="loader sampler must be one of"):
         LoaderPlan.from_dict({**plan.to_dict(), "sampler": "WeightedRandomSampler"})
+
+
+def test_saved_kind_without_its_loader():
+    """A bare "shuffled" (an older saved state) is read as a plain DataLoader and the note says so; a bare
+    "with_replacement" is refused (how often an example was drawn is not known)."""
+    from reconrisk.release import opacus_history_release
+
+    rel, note = opacus_history_release([(1.5, 0.25, 6)], "shuffled")
+    assert rel == Release.shuffled(1.5, epochs=2) and "a plain DataLoader was assumed" in note
+    with pytest.raises(ReconRiskError, match="drawn with replacement, and the loader is not given"):
+        opacus_history_release([(1.5, 0.25, 6)], "with_replacement")

@@ -110,6 +110,9 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
         raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
                              "training; no sound release is built for that (see Release.shuffled)")
     sigma = rel.segments[0].noise_multiplier
+    if plan is None and kind == "with_replacement":
+        raise ReconRiskError("batches drawn with replacement, and the loader is not given: how often one example "
+                             "was drawn is not known (pass data_loader=, or use Poisson sampling)")
     if plan is None:  # a saved state naming no loader: a plain DataLoader, one pass per loader epoch
         epochs = max(1, math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
         note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed, and its sampler "

@@ -84,6 +84,7 @@ class LoaderPlan:
 
     @property
     def total_size(self) -> int:
+        """Indices one loader epoch yields over all replicas (``DistributedSampler``'s ``total_size``)."""
         return self.num_samples * self.num_replicas
 
     @property
@@ -108,16 +109,19 @@ class LoaderPlan:
         return full * self.per_epoch() + (self.per_epoch(rest) if rest else 0)
 
     def describe(self) -> str:
+        """One line naming the sampler and its batches (what the warnings quote)."""
         rep = ", replacement=True" if self.replacement else ""
         dist = f", num_replicas={self.num_replicas}" if self.sampler == "DistributedSampler" else ""
         return (f"{self.sampler}(n={self.n}, num_samples={self.num_samples}{rep}{dist}) in batches of "
                 f"{self.batch_size}{' (drop_last)' if self.drop_last else ''}")
 
     def to_dict(self) -> dict:
+        """The fields, for a saved accountant state (:meth:`from_dict` reads it back, validated)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d) -> "LoaderPlan":
+        """The plan a :meth:`to_dict` saved; refused in one line when a field is missing, unknown or invalid."""
         if not isinstance(d, dict):
             raise ReconRiskError(f"a saved loader must be a dict of LoaderPlan fields; found {d!r:.80}")
         fields = set(cls.__dataclass_fields__)
