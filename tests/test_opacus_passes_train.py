@@ -79,6 +79,17 @@ def test_random_sampler_with_num_samples_counts_every_pass(n, k, sigma, loader_e
     _check(acct, sigma, k * loader_epochs)
 
 
+def test_issue_example_trained():
+    """The issue's run: N 100, batch 100, RandomSampler(num_samples=500), σ 2, one loader epoch. Opacus records
+    [(2.0, 0.2, 5)]; before, the stand-in counted one epoch (ε(1e-5) 4.377, ReRo(½) 0.841, below the 0.868 a
+    two-candidate attack attains); now five passes: ε 11.480."""
+    ds = _data(100)
+    acct = _train(DataLoader(ds, batch_size=100, sampler=RandomSampler(ds, num_samples=500)), 2.0)
+    assert acct.history == [(2.0, 0.2, 5)]
+    _check(acct, 2.0, 5)
+    assert acct.get_epsilon(DELTA) == pytest.approx(11.480, abs=5e-4)
+
+
 def test_stopping_mid_loader_epoch_counts_the_steps_taken():
     ds = _data(7)
     dl = DataLoader(ds, batch_size=7, sampler=RandomSampler(ds, num_samples=35))

@@ -27,7 +27,8 @@ is ``max_i max_seq Σ_t m_t(i)²`` over the steps taken, computed exactly from t
 
 Batches: ``BatchSampler(sampler, batch_size, drop_last)`` (what ``DataLoader(batch_size=…)`` builds); each
 loader epoch restarts the sampler. Steps are counted in the loader's order — whole loader epochs, the last
-one possibly cut short (its steps so far, exactly). Anything else (another sampler or batch sampler, an
+one possibly cut short (its steps so far, exactly); a loop that restarts the loader mid-epoch
+(``next(iter(loader))`` every step) draws fresh batches the history cannot show, and is not covered. Anything else (another sampler or batch sampler, an
 ``IterableDataset``, ``batch_size=None``) is refused in one line: nothing can be proved about it.
 
 Neither torch nor Opacus is imported: class names, modules and attributes only.
