@@ -55,6 +55,26 @@ def test_worst_blocks_is_the_brute_force_maximum(n, m, chunk, cut):
     assert worst_blocks(blocks, chunk) == brute_blocks(blocks, chunk)
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(sampler=st.sampled_from(["RandomSampler", "SequentialSampler", "DistributedSampler"]),
+       n=st.integers(1, 30), mult=st.integers(1, 4), batch=st.integers(1, 40), drop=st.booleans(),
+       replicas=st.integers(1, 5), replacement=st.booleans(), steps=st.integers(0, 60))
+def test_passes_grow_with_steps_and_repeat_per_loader_epoch(sampler, n, mult, batch, drop, replicas, replacement,
+                                                           steps):
+    num = {"RandomSampler": n * mult, "SequentialSampler": n, "DistributedSampler": math.ceil(n / replicas)}[sampler]
+    plan = LoaderPlan(sampler, n, num, batch, drop, replacement=replacement and sampler == "RandomSampler",
+                      num_replicas=replicas if sampler == "DistributedSampler" else 1)
+    if plan.batches == 0:
+        assert plan.passes(steps) == 0
+        return
+    assert plan.passes(steps) <= plan.passes(steps + 1)
+    assert plan.passes(steps + plan.batches) == plan.passes(steps) + plan.per_epoch()
+    # at least the participations of one example, at most every slot of every step holding it
+    assert 1 <= plan.per_epoch(1) and plan.per_epoch() <= plan.batches * (batch * plan.num_replicas) ** 2
+    if sampler == "SequentialSampler" or (sampler == "RandomSampler" and not plan.replacement and mult == 1):
+        assert plan.per_epoch() == 1  # one permutation: each example once
+
+
 def _observed(batches_per_step):
     """max over examples of Σ_t (copies in step t)² in one realised loader epoch."""
     tot = {}

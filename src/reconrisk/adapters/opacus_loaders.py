@@ -135,8 +135,9 @@ def worst_blocks(blocks, chunk: int) -> int:
     """max Σ_c (occurrences in chunk c)² when one occurrence sits anywhere in each block ``[start, end)``.
 
     Chunk c is the positions ``[c·chunk, (c+1)·chunk)``; the blocks are consecutive and disjoint, in order.
-    Exact, by dynamic programming over the blocks: an occurrence can share a chunk only with its neighbours'
-    (the blocks being ordered), so the state is the count in the chunk where the last block ends.
+    Exact, by dynamic programming over the blocks: the blocks being ordered, the next occurrence can join
+    earlier ones only in the chunk where the last block ends, so the state is the count in that chunk (and
+    the best total with the last occurrence placed before it).
     """
     closed, open_, hi_prev = 0, {}, -1  # best with the last occurrence before chunk hi_prev / at it, count j
     for start, end in blocks:
