@@ -142,7 +142,7 @@ def test_make_private_with_risk_without_poisson_sampling_calibrates_the_stand_in
     engine = opacus.PrivacyEngine()
     engine.accountant = ReconRiskAccountant()
     model = torch.nn.Linear(4, 2)
-    with pytest.warns(UserWarning, match=f"batches are {kind}, not Poisson.*calibrated for the sound stand-in "
+    with pytest.warns(UserWarning, match=f"batches are {kind} .*, not Poisson.*calibrated for the sound stand-in "
                                          r"Release.shuffled\(noise_multiplier="):
         model, opt, loader = make_private_with_risk(
             engine, model, torch.optim.SGD(model.parameters(), lr=0.1),

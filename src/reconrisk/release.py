@@ -255,11 +255,14 @@ class Release:
 
         No tight analysis of shuffling is known (Chua et al. 2024). Revealing which
         batch holds each example can only help the adversary; given the
-        permutation, neighbours (replace-one) differ in one batch per epoch by a
+        permutation, neighbours (replace-one) differ in one batch per pass by a
         clipped-gradient difference of norm ≤ 2C, the other steps being identical.
         So the shuffled run is at least as private as ``epochs`` Gaussian
         mechanisms of sensitivity 2C — exactly :meth:`fixed_batch` with
-        batch_size = dataset_size. The bracket is certified for that model and an
+        batch_size = dataset_size. ``epochs`` counts passes, not loader epochs: a loader that shows an
+        example m times in one step counts m² there (sensitivity 2mC), so ``epochs`` = K = Σ_t m_t² at the
+        worst example (:meth:`LoaderPlan.passes <reconrisk.adapters.opacus_loaders.LoaderPlan.passes>`,
+        what :meth:`from_opacus` reads from a loader). The bracket is certified for that model and an
         upper bound for the shuffled run; its lower end is not a lower bound on the shuffled run.
         """
         return cls(noise_multiplier, 1.0, v.integer("epochs", epochs, minimum=1), clip_norm, sampler="fixed")
@@ -375,12 +378,16 @@ class Release:
 
         * Opacus's Poisson loader (``UniformWithReplacementSampler``): the history as it is;
         * a shuffling or sequential loader (``make_private(poisson_sampling=False)``, a plain
-          ``DataLoader``): the history does not describe it, and no tight analysis of shuffling
-          is known; a ``UserWarning`` says so in one line and the sound stand-in
-          :meth:`shuffled` (σ, epochs = ⌈Σ T·q⌉) is returned — never a silent Poisson number;
-        * any other batch sampler: refused in one line naming it.
+          ``DataLoader``, ``RandomSampler(num_samples=…)``, ``DistributedSampler``): the history does
+          not describe it, and no tight analysis of shuffling is known; a ``UserWarning`` says so in
+          one line and the sound stand-in :meth:`shuffled` (σ, K) is returned, K the passes the loader
+          can give one example over the steps taken, read from the loader
+          (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`) — never a silent Poisson number, never
+          one pass per loader epoch by assumption;
+        * any other loader (a custom sampler or batch sampler, an ``IterableDataset``): refused in one
+          line naming it.
 
-        Without ``data_loader`` the accountant's own ``batch_sampling`` is read where it has one (a
+        Without ``data_loader`` the accountant's own ``loader`` and ``batch_sampling`` are read where it has them (a
         :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
@@ -479,8 +486,9 @@ def gaussian_release(release, what: str) -> "Release":
     return release.dominating()
 
 
-def opacus_history_release(history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0
+def opacus_history_release(history, batch_sampling="poisson", *, clip_norm: float = 1.0
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
-    (:func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
+    (``"poisson"``, or the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
+    :func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
     return _opacus.release_from_history(Release, history, batch_sampling, clip_norm=clip_norm)

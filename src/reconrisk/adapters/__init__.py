@@ -6,6 +6,8 @@
 * :mod:`.opacus_history` — an Opacus accountant's history and its data loader's sampler, read into
   segments (Poisson, or the sound stand-in of shuffled or sequential batches);
   :meth:`Release.from_opacus <reconrisk.release.Release.from_opacus>` calls it.
+* :mod:`.opacus_loaders` — what a non-Poisson PyTorch loader can do with one example
+  (``LoaderPlan``: its passes, K = Σ over steps of its copies², at the worst example and sequence).
 
 Layer 0, with the core: the adapters import only errors, validation and their library (lazily), never
 ``Release`` (which calls them) and never a framework. The trainers' integrations (Opacus, Flower), which

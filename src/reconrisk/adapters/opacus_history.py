@@ -2,8 +2,9 @@
 
 Every Opacus accountant keeps ``history = [(noise_multiplier, sample_rate, num_steps), …]`` and assumes
 Poisson sampling. :func:`release_from_history` turns a history into the release it accounts for — or, for a
-shuffling or sequential data loader (:func:`loader_sampler`), into the sound stand-in
-``Release.shuffled(σ, epochs)`` with a one-line note — and :func:`accountant_history` finds the history of a
+loader that is not Poisson (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`: shuffled, sequential,
+repeated passes, ``DistributedSampler``), into the sound stand-in ``Release.shuffled(σ, K)``, K the passes
+the loader can give one example, with a one-line note — and :func:`accountant_history` finds the history of a
 ``PrivacyEngine`` or an accountant. What users call is :meth:`Release.from_opacus
 <reconrisk.release.Release.from_opacus>` (and :func:`reconrisk.integrations.opacus.release_from_opacus`).
 
@@ -17,23 +18,30 @@ import math
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from .opacus_loaders import LoaderPlan, loader_plan
 
-__all__ = ["SHUFFLE_REFUSAL", "accountant_history", "extend_history", "loader_sampler", "release_from_history"]
+#: The non-Poisson kinds an accountant's ``batch_sampling`` may name (a LoaderPlan's ``kind``).
+KINDS = ("shuffled", "sequential", "with_replacement")
+
+__all__ = ["KINDS", "SHUFFLE_REFUSAL", "LoaderPlan", "accountant_history", "extend_history", "loader_plan",
+           "loader_sampler", "release_from_history"]
 
 #: One line for shuffled batches: said wherever a shuffling sampler is asked for.
 SHUFFLE_REFUSAL = (
     "shuffled batches (a random permutation cut into batches each epoch) have no known tight privacy analysis "
     "(Chua et al. 2024 show Poisson numbers can understate it); certify the sound bound instead: "
     "Release.shuffled(noise_multiplier, epochs) (each example's batch revealed: one Gaussian step of "
-    "replace-one sensitivity 2C per epoch)")
+    "replace-one sensitivity 2C per pass over the data; Release.from_opacus(..., data_loader=loader) counts a "
+    "loader's passes)")
 
 
-def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[list, str]:
+def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[list, "str | LoaderPlan"]:
     """(history, batch sampling) of an Opacus ``PrivacyEngine`` or accountant (the engine holds its accountant).
 
-    The batch sampling is :func:`loader_sampler` of ``data_loader`` when given, else the accountant's own
-    ``batch_sampling`` where it has one (:class:`~reconrisk.integrations.opacus.ReconRiskAccountant`), else
-    ``"poisson"`` (what every Opacus accountant assumes).
+    The batch sampling is ``data_loader``'s :func:`loader_plan` when given (``"poisson"`` for Opacus's
+    Poisson loader), else the accountant's own ``loader`` plan or ``batch_sampling`` where it has one
+    (:class:`~reconrisk.integrations.opacus.ReconRiskAccountant`), else ``"poisson"`` (what every Opacus
+    accountant assumes).
     """
     obj = privacy_engine_or_accountant
     acct = getattr(obj, "accountant", obj)
@@ -43,8 +51,9 @@ def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[
             "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
             f"found {type(obj).__name__}"
         )
-    kind = loader_sampler(data_loader) if data_loader is not None else getattr(acct, "batch_sampling", "poisson")
-    return hist, kind
+    if data_loader is not None:
+        return hist, loader_plan(data_loader) or "poisson"
+    return hist, getattr(acct, "loader", None) or getattr(acct, "batch_sampling", "poisson")
 
 
 def extend_history(history: list, noise_multiplier: float, sample_rate: float) -> None:
@@ -56,22 +65,22 @@ def extend_history(history: list, noise_multiplier: float, sample_rate: float) -
         history.append((noise_multiplier, sample_rate, 1))
 
 
-def release_from_history(release_cls, history, batch_sampling: str = "poisson", *, clip_norm: float = 1.0):
+def release_from_history(release_cls, history, batch_sampling="poisson", *, clip_norm: float = 1.0):
     """The release an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn.
 
     ``release_cls`` is :class:`reconrisk.release.Release` (its ``schedule`` and ``shuffled`` build the
-    answer; this module never imports it). ``batch_sampling`` is :func:`loader_sampler`'s answer.
-    ``"poisson"``: the history as it is (Opacus's accountants assume Poisson sampling). ``"shuffled"`` or ``"sequential"``: the history (Opacus records
-    q = 1/len(loader) per step whatever the loader) does not describe the run; the sound stand-in
-    :meth:`Release.shuffled` (σ, epochs = ⌈Σ T·q⌉: a started epoch counts whole) is returned with a one-line
-    note saying so — the caller warns. Why the stand-in is sound for both, replace-one neighbours (the
-    batch boundaries are fixed by the data set size, so adding an example is not the relation these loaders
-    protect): *sequential* batches are fixed before training, each example in exactly one known batch per
-    epoch; two neighbours differ in that batch only, by a clipped-gradient difference of norm ≤ 2C, and
-    every other step is the same function of the outputs so far, so (adaptive composition) the run is
-    ``epochs`` Gaussian mechanisms of sensitivity 2C — the stand-in exactly, no slack. *Shuffled* batches
-    are the same given the permutation, and revealing the permutation can only help the adversary, so the
-    stand-in is an upper bound there (no tight analysis of shuffling is known: Chua et al. 2024).
+    answer; this module never imports it). ``batch_sampling`` is ``"poisson"`` — the history as it is
+    (Opacus's accountants assume Poisson sampling) — or the :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`
+    of the loader that drew the batches (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`). For a plan the
+    history (Opacus records q = 1/len(loader) per step whatever the loader) does not describe the run; the
+    sound stand-in :meth:`Release.shuffled` (σ, K) is returned with a one-line note — the caller warns —
+    where K = ``plan.passes(T)`` is the most any one example's gradient can weigh over the T steps taken
+    (Σ_t m_t², m_t its copies in step t: a full pass per loader epoch for a plain ``DataLoader``, ⌈num_samples/n⌉
+    for ``RandomSampler(num_samples=…)``, the padding of ``DistributedSampler``…; why that is exactly a
+    composition of Gaussian mechanisms of sensitivity 2C: :mod:`reconrisk.adapters.opacus_loaders`). Every step
+    must be one loader batch (q·len(loader) = 1: no gradient accumulation), else it is refused. A bare
+    ``"shuffled"`` or ``"sequential"`` (a saved state that names no loader) is read as a plain ``DataLoader``
+    over the data — one pass per loader epoch — and the note says that was assumed.
 
     Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
     finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
@@ -92,39 +101,44 @@ def release_from_history(release_cls, history, batch_sampling: str = "poisson", 
         raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
                              " no finite guarantee (ε = ∞)")
     rel = release_cls.schedule(live, clip_norm=clip_norm)
-    kind = v.choice("batch_sampling", batch_sampling, ("poisson", "shuffled", "sequential"))
+    plan = batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
+    kind = plan.kind if plan else v.choice("batch_sampling", batch_sampling, ("poisson",) + KINDS)
     if kind == "poisson":
         return rel, None
     sigmas = {s.noise_multiplier for s in rel.segments}
     if len(sigmas) > 1:
         raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
                              "training; no sound release is built for that (see Release.shuffled)")
-    epochs = max(1, math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
     sigma = rel.segments[0].noise_multiplier
-    why = (SHUFFLE_REFUSAL.split(";")[0] if kind == "shuffled" else
-           "sequential batches are fixed before training (each example in one known batch per epoch)")
-    note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed; {why}: "
-            f"assumed the sound Release.shuffled(noise_multiplier={sigma:g}, epochs={epochs}) (replace-one)")
-    return release_cls.shuffled(sigma, epochs, clip_norm), note
+    if plan is None and kind == "with_replacement":
+        raise ReconRiskError("batches drawn with replacement, and the loader is not given: how often one example "
+                             "was drawn is not known (pass data_loader=, or use Poisson sampling)")
+    if plan is None:  # a saved state naming no loader: a plain DataLoader, one pass per loader epoch
+        epochs = max(1, math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
+        note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed, and its sampler "
+                f"is not named, so a plain DataLoader was assumed (each example once per loader epoch; a started "
+                f"epoch counts whole): assumed the sound Release.shuffled(noise_multiplier={sigma:g}, "
+                f"epochs={epochs}) (replace-one); pass data_loader= to count the loader's own passes")
+        return release_cls.shuffled(sigma, epochs, clip_norm), note
+    off = [s.sample_rate for s in rel.segments if abs(s.sample_rate * plan.batches - 1) > 1e-9]
+    if off:
+        raise ReconRiskError(f"the history's sample rate {off[0]:g} is not 1/len(data_loader) = 1/{plan.batches} "
+                             "(gradient accumulation, or another loader): the passes per step are not known; "
+                             "use Poisson sampling")
+    steps = sum(s.steps for s in rel.segments)
+    passes = plan.passes(steps)
+    note = (f"the data loader draws {kind} batches ({plan.describe()}), not Poisson ones as the accountant assumed; "
+            f"{steps} steps weigh an example at most {passes} passes (Σ over steps of its copies²): assumed the "
+            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one)")
+    return release_cls.shuffled(sigma, passes, clip_norm), note
 
 
 def loader_sampler(data_loader) -> str:
-    """How a (PyTorch/Opacus) data loader draws batches: ``"poisson"``, ``"shuffled"`` or ``"sequential"``.
+    """How a (PyTorch/Opacus) data loader draws batches: ``"poisson"``, ``"shuffled"``, ``"sequential"`` or
+    ``"with_replacement"`` (the :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`'s kind).
 
-    Read from class names and attributes only (no ``torch`` import). Other batch samplers are refused.
+    Read from class names and attributes only (no ``torch`` import). A loader whose participation cannot be
+    proved is refused in one line (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`).
     """
-    bs = getattr(data_loader, "batch_sampler", None)
-    name = type(bs).__name__
-    if name in ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler"):
-        return "poisson"
-    inner = getattr(bs, "sampler", None)
-    inner_name = type(inner).__name__
-    if name == "BatchSampler" and inner_name in ("RandomSampler", "DistributedSampler"):
-        if getattr(inner, "replacement", False):
-            raise ReconRiskError("the data loader samples with replacement (RandomSampler(replacement=True)); "
-                                 "reconrisk has no analysis of that sampler")
-        return "shuffled"
-    if name == "BatchSampler" and inner_name == "SequentialSampler":
-        return "sequential"
-    raise ReconRiskError(f"data_loader must be an Opacus Poisson loader or a DataLoader with a RandomSampler or "
-                         f"SequentialSampler; found batch sampler {name}({inner_name})")
+    plan = loader_plan(data_loader)
+    return "poisson" if plan is None else plan.kind

@@ -42,6 +42,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .. import _validate as v
+from ..adapters.opacus_loaders import LoaderPlan
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -251,7 +252,8 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
     scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.integrations.opacus.ReconRiskAccountant`'s
     state saying ``batch_sampling`` shuffled or sequential gives its stand-in ``Release.shuffled`` (as the
-    live accountant), named in the provenance's ``batch_sampling``.
+    live accountant), its passes counted from the saved ``loader`` (a plain DataLoader, one pass per loader
+    epoch, when the state names none, and the warning says so), named in the provenance's ``batch_sampling``.
     """
     if clip_norm is not None:
         clip_norm = v.positive("clip_norm", clip_norm)
@@ -277,8 +279,12 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
         clip_norm, c_source = 1.0, "default 1.0 (not in the file; give --clip-norm)"
     state = obj.get("privacy_accountant_state_dict", obj) if isinstance(obj, dict) else None
     kind = state.get("batch_sampling", "poisson") if isinstance(state, dict) else "poisson"  # ReconRiskAccountant's
-    try:  # the same reading as for a live accountant (Release.from_opacus reads its .history and batch_sampling)
-        rel = Release.from_opacus(SimpleNamespace(history=hist, batch_sampling=kind), clip_norm=clip_norm)
+    loader = state.get("loader") if isinstance(state, dict) else None
+    try:  # the same reading as for a live accountant (Release.from_opacus reads .history, .loader, .batch_sampling)
+        plan = None if loader is None else LoaderPlan.from_dict(loader)
+        if plan is not None and plan.kind != kind:
+            raise ReconRiskError(f"its loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
+        rel = Release.from_opacus(SimpleNamespace(history=hist, batch_sampling=kind, loader=plan), clip_norm=clip_norm)
     except ReconRiskError as exc:
         raise ReconRiskError(f"{where}: {exc}") from None
     mech = obj.get("mechanism") if isinstance(obj, dict) else None
@@ -287,6 +293,8 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     prov = {"source": "opacus", "format": fmt, "mechanism": mech, "clip_norm_source": c_source}
     if kind != "poisson":  # a ReconRiskAccountant told of a shuffled/sequential loader: the stand-in was read
         prov["batch_sampling"] = f"{kind} (the sound stand-in Release.shuffled was analysed)"
+        if loader is not None:
+            prov["loader"] = plan.describe()
     return rel, {**prov, **file_provenance(p, data)}
 
 

@@ -21,7 +21,9 @@ install stays free of both.
   Its numbers are tied to the sampler it was told about (``batch_sampling``):
   ``make_private`` tells it the loader it prepared, and a non-Poisson one
   (``poisson_sampling=False``: shuffled or sequential batches) makes every
-  number the sound stand-in ``Release.shuffled(σ, epochs)``'s, with a warning.
+  number the sound stand-in ``Release.shuffled(σ, K)``'s, with a warning, K
+  the passes that loader can give one example
+  (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`, kept in ``loader``).
 * :func:`make_private_with_risk`: calibrates σ so that the certified bound on
   ``measure`` after ``epochs`` epochs is ≤ ``target`` for the sampler actually
   used (Poisson, or the stand-in for ``poisson_sampling=False``) and hands it to
@@ -61,7 +63,8 @@ from ..measures.risk import canonical_measure
 from ..priors import resolve_kappa
 from ..release import Release, opacus_history_release
 from ..results import Bound
-from ..adapters.opacus_history import extend_history, loader_sampler
+from ..adapters.opacus_history import KINDS, extend_history
+from ..adapters.opacus_loaders import LoaderPlan, loader_plan
 
 MECHANISM = "reconrisk"
 
@@ -101,9 +104,12 @@ class ReconRiskAccountant:
     """An Opacus-compatible privacy accountant that also reports certified risks.
 
     ``batch_sampling`` is how the batches are drawn — ``"poisson"`` (Opacus's assumption, the default),
-    ``"shuffled"`` or ``"sequential"`` — as ``make_private`` (or :meth:`use_data_loader`) told it; every
+    ``"shuffled"``, ``"sequential"`` or ``"with_replacement"`` — as ``make_private`` (or :meth:`use_data_loader`)
+    told it, with the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan` in ``loader``; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
-    ``Release.shuffled(σ, epochs)`` otherwise (:func:`reconrisk.adapters.opacus_history.release_from_history`).
+    ``Release.shuffled(σ, K)`` otherwise, K the passes the loader can give one example over the steps
+    recorded (:func:`reconrisk.adapters.opacus_history.release_from_history`). A loader whose passes cannot be
+    proved (``batch_sampling == "unknown"``) trains, and nothing is certified.
 
     It accepts every step Opacus's accountants accept: a step without noise (noise multiplier 0) at
     sample rate q > 0 makes ε = ∞ and every risk vacuous (upper end 1; Bayes security's lower end 0),
@@ -119,6 +125,7 @@ class ReconRiskAccountant:
     def __init__(self) -> None:
         self.history: list[tuple[float, float, int]] = []
         self.batch_sampling = "poisson"  # what Opacus's accountants assume until a loader says otherwise
+        self.loader: LoaderPlan | None = None  # what a non-Poisson loader can do with one example (its passes)
         self._told = False  # whether a data loader set batch_sampling
         self._refusal: str | None = None  # why nothing is certified ("unknown" batch sampling)
         self._analysis = None  # the PrivacyAnalysis of the history as it stood when last asked
@@ -128,18 +135,25 @@ class ReconRiskAccountant:
 
         ``PrivacyEngine.make_private`` does this itself (through :meth:`get_optimizer_hook_fn`). A
         non-Poisson loader warns once, in one line, that the numbers are the stand-in's; a loader whose
-        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.adapters.opacus_history.loader_sampler`).
+        sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`).
+        The loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan` (kept in ``loader``) counts the passes
+        it gives one example: ``RandomSampler(num_samples=…)``'s repeated permutations, ``DistributedSampler``'s
+        padding, draws with replacement — never one pass per loader epoch by assumption.
         """
-        kind = loader_sampler(data_loader)
-        if self._told and kind != self.batch_sampling and any(q > 0 for _, q, _ in self.history):
-            raise ReconRiskError(f"this accountant has recorded {self.batch_sampling} batches; the new data loader "
-                                 f"draws {kind} ones (use a new accountant per sampler)")
-        if kind != "poisson" and (kind != self.batch_sampling or not self._told):
-            warnings.warn(f"ReconRiskAccountant: the data loader draws {kind} batches, not Poisson ones; every "
-                          "number this accountant reports (get_epsilon, rero, risk, tradeoff) is the sound "
-                          "stand-in Release.shuffled(noise_multiplier, epochs)'s (replace-one), not a Poisson "
+        plan = loader_plan(data_loader)
+        kind = "poisson" if plan is None else plan.kind
+        if self._told and (kind, plan) != (self.batch_sampling, self.loader) and any(q > 0 for _, q, _ in self.history):
+            raise ReconRiskError(f"this accountant has recorded {self.batch_sampling} batches"
+                                 f"{f' ({self.loader.describe()})' if self.loader else ''}; the new data loader "
+                                 f"draws {kind} ones{f' ({plan.describe()})' if plan else ''} (use a new accountant "
+                                 "per sampler)")
+        if plan is not None and (plan != self.loader or not self._told):
+            warnings.warn(f"ReconRiskAccountant: the data loader draws {kind} batches ({plan.describe()}), not "
+                          "Poisson ones; every number this accountant reports (get_epsilon, rero, risk, tradeoff) is "
+                          "the sound stand-in Release.shuffled(noise_multiplier, epochs=K)'s (replace-one; K: the "
+                          f"passes it can give one example, {plan.per_epoch()} per loader epoch), not a Poisson "
                           "number", UserWarning, stacklevel=2)
-        self.batch_sampling, self._told, self._refusal = kind, True, None
+        self.batch_sampling, self.loader, self._told, self._refusal = kind, plan, True, None
         self._analysis = None
         return kind
 
@@ -202,7 +216,7 @@ class ReconRiskAccountant:
             try:
                 self.use_data_loader(loader)
             except ReconRiskError as exc:  # a sampler with no analysis: let Opacus train, certify nothing
-                self.batch_sampling, self._told, self._refusal = "unknown", True, str(exc)
+                self.batch_sampling, self.loader, self._told, self._refusal = "unknown", None, True, str(exc)
                 warnings.warn(f"ReconRiskAccountant: {exc}; this accountant will certify nothing for this run",
                               UserWarning, stacklevel=2)
 
@@ -217,6 +231,8 @@ class ReconRiskAccountant:
         destination["history"] = copy.deepcopy(self.history)
         destination["mechanism"] = self.mechanism()
         destination["batch_sampling"] = self.batch_sampling
+        if self.loader is not None:
+            destination["loader"] = self.loader.to_dict()
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -234,13 +250,18 @@ class ReconRiskAccountant:
             probe.step(noise_multiplier=h[0], sample_rate=h[1])
             v.integer("steps", h[2], minimum=1)
         kind = state_dict.get("batch_sampling")  # absent in Opacus's own accountants' states: Poisson assumed
-        kind = None if kind is None else v.choice("batch_sampling", kind, ("poisson", "shuffled", "sequential", "unknown"))
-        if self._told and kind is not None and kind != self.batch_sampling and hist:
-            raise ReconRiskError(f"the saved history was drawn by {kind} batches and this accountant's data loader "
+        kind = None if kind is None else v.choice("batch_sampling", kind, ("poisson", *KINDS, "unknown"))
+        plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])
+        if plan is not None and plan.kind != kind:
+            raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
+        if self._told and kind is not None and hist and (kind != self.batch_sampling or
+                                                          (plan is not None and plan != self.loader)):
+            raise ReconRiskError(f"the saved history was drawn by {kind} batches"
+                                 f"{f' ({plan.describe()})' if plan else ''} and this accountant's data loader "
                                  f"draws {self.batch_sampling} ones; resume with the same sampler")
         self.history = [(float(s), float(q), int(n)) for s, q, n in hist]
         if not self._told:
-            self.batch_sampling = kind or "poisson"
+            self.batch_sampling, self.loader = kind or "poisson", plan
             if kind == "unknown":
                 self._refusal = "the saved history was drawn by a batch sampler reconrisk has no analysis for"
         self._analysis = None
@@ -251,7 +272,7 @@ class ReconRiskAccountant:
         """The release the history accounts for under ``batch_sampling`` (the stand-in for non-Poisson
         batches); refused after a step without noise (no finite guarantee)."""
         self._check_sampler()
-        return opacus_history_release(self.history, self.batch_sampling)[0]
+        return opacus_history_release(self.history, self.loader or self.batch_sampling)[0]
 
     def _check_sampler(self) -> None:
         if self._refusal is not None:
@@ -329,14 +350,16 @@ def make_private_with_risk(
     * ``poisson_sampling=True`` (Opacus's default): Opacus replaces the loader by a Poisson one at sample
       rate 1/len(data_loader); ``epochs · len(data_loader)`` steps.
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
-      sequential — and no Poisson number describes them; σ is calibrated for the sound stand-in
-      ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C;
-      why it is sound for both: :func:`reconrisk.adapters.opacus_history.release_from_history`), said in a one-line
-      ``UserWarning``. Any other batch sampler is refused in one line.
+      sequential, possibly several passes per loader epoch — and no Poisson number describes them; σ is
+      calibrated for the sound stand-in ``Release.shuffled(σ, K)`` (K full-batch Gaussian steps of
+      replace-one sensitivity 2C, K the passes ``epochs`` loader epochs can give one example:
+      :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`; why it is sound:
+      :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader whose passes
+      cannot be proved is refused in one line.
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
     :class:`~reconrisk.analysis.calibrate.Calibration` as a dict: ``noise_multiplier``, ``sample_rate``,
-    ``steps``, ``bound`` …, plus ``batch_sampling`` and, for non-Poisson batches, ``stand_in``) is kept on
+    ``steps``, ``bound`` …, plus ``batch_sampling`` and, for non-Poisson batches, ``stand_in`` and ``loader``) is kept on
     ``privacy_engine.reconrisk_calibration``. A :class:`ReconRiskAccountant` in the engine is told the
     loader, so it reports the numbers of the same release.
     """
@@ -349,7 +372,8 @@ def make_private_with_risk(
         raise ReconRiskError(f"data_loader must have a length; found {type(data_loader).__name__}") from None
     n_batches = v.integer("len(data_loader)", n_batches, minimum=1)
     poisson = make_private_kwargs.get("poisson_sampling", True)
-    kind = "poisson" if poisson else loader_sampler(data_loader)  # refuses a sampler it has no analysis for
+    plan = None if poisson else loader_plan(data_loader)  # refuses a loader whose passes it cannot prove
+    kind = "poisson" if plan is None else plan.kind
     acct = getattr(privacy_engine, "accountant", None)
     if acct is not None and len(acct) > 0:
         warnings.warn("make_private_with_risk: the accountant has already recorded steps; the calibration assumes a "
@@ -360,19 +384,18 @@ def make_private_with_risk(
         cal = _calibration_dict(calibrate(measure, target, "noise_multiplier", sample_rate=1.0 / n_batches,
                                           steps=epochs * n_batches, **kw))
     else:
-        try:
-            n_data = len(data_loader.dataset)
-        except TypeError:
-            raise ReconRiskError("data_loader.dataset must have a length (the number of training examples)") from None
-        # Release.shuffled(σ, epochs) is Release.fixed_batch(σ, N, N, epochs): the one calibrator's fixed-batch door
-        cal = _calibration_dict(calibrate(measure, target, "noise_multiplier", steps=epochs, batch_size=n_data,
-                                          dataset_size=n_data, **kw))
-        cal["stand_in"] = f"Release.shuffled(noise_multiplier={cal['noise_multiplier']:.6g}, epochs={epochs})"
+        passes = plan.passes(epochs * plan.batches)  # what `epochs` loader epochs can give one example
+        # Release.shuffled(σ, K) is Release.fixed_batch(σ, N, N, K): the one calibrator's fixed-batch door
+        cal = _calibration_dict(calibrate(measure, target, "noise_multiplier", steps=passes, batch_size=plan.n,
+                                          dataset_size=plan.n, **kw))
+        cal["stand_in"] = f"Release.shuffled(noise_multiplier={cal['noise_multiplier']:.6g}, epochs={passes})"
+        cal["loader"] = plan.to_dict()
         mine = isinstance(acct, ReconRiskAccountant)
-        warnings.warn(f"make_private_with_risk: poisson_sampling=False, so the batches are {kind}, not Poisson; "
-                      f"σ = {cal['noise_multiplier']:.4g} is calibrated for the sound stand-in {cal['stand_in']} "
-                      "(replace-one)" + ("" if mine else f"; the engine's {type(acct).__name__} still reports "
-                                          "Poisson numbers: use ReconRiskAccountant"), UserWarning, stacklevel=2)
+        warnings.warn(f"make_private_with_risk: poisson_sampling=False, so the batches are {kind} "
+                      f"({plan.describe()}), not Poisson; {epochs} loader epochs give one example at most {passes} "
+                      f"passes, and σ = {cal['noise_multiplier']:.4g} is calibrated for the sound stand-in "
+                      f"{cal['stand_in']} (replace-one)" + ("" if mine else f"; the engine's {type(acct).__name__} "
+                      "still reports Poisson numbers: use ReconRiskAccountant"), UserWarning, stacklevel=2)
     cal["batch_sampling"] = kind
     privacy_engine.reconrisk_calibration = cal
     out = privacy_engine.make_private(
