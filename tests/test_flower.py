@@ -136,8 +136,8 @@ def test_epsilon_after_each_round_is_the_analysis_of_the_same_release(side):
 
     result = run(Watch(dp_strategy(acct, sigma=2.0, wrapper=wrapper)), rounds=3, client_app=make_client_app(mods))
     assert acct.num_releases == 3
-    for t, e in enumerate(eps, start=1):
-        assert e == PrivacyAnalysis(Release(2.0, 1.0, t)).epsilon(1e-5).upper
+    for t, e in enumerate(eps, start=1):  # 5 of 10 clients, no amplification: the refilled cohort
+        assert e == PrivacyAnalysis(Release.fixed_batch(2.0, 5, N_CLIENTS, t)).epsilon(1e-5).upper
     # Flower's own metrics carry the spent budget each round
     assert result.train_metrics_clientapp[3]["privacy_epsilon"] == eps[-1]
     assert result.train_metrics_clientapp[3]["privacy_rounds"] == 3
@@ -197,7 +197,7 @@ def test_in_flowers_simulation_runtime(monkeypatch):
     assert all(s[1] == 5 and s[4] for s in trained)  # 5 clients' replies each round, through Ray
     for rnd, _, releases, eps, _ in trained:
         assert releases == rnd
-        assert eps == PrivacyAnalysis(Release(sigma, 1.0, rnd)).epsilon(1e-5).upper
+        assert eps == PrivacyAnalysis(Release.fixed_batch(sigma, 5, N_CLIENTS, rnd)).epsilon(1e-5).upper
     # stopped before the round the calibrator refuses; the spent budget is in Flower's metrics
     assert strategy.stopped_round == cal.steps + 1 and acct.num_releases == cal.steps
     metrics = out["result"].train_metrics_clientapp
@@ -256,6 +256,7 @@ def test_state_round_trips_through_state_dict():
 @pytest.mark.parametrize("mode,sigma,m,n,t", [("poisson", 1.0, 10, 1000, 100), ("poisson", 0.8, 50, 1000, 30),
                                              ("no-amplification", 1.0, 10, 1000, 100),
                                              ("no-amplification", 5.0, 3, 50, 7),
+                                             ("no-amplification", 2.0, 50, 50, 7),
                                              ("without-replacement", 1.0, 10, 1000, 100)])
 def test_epsilon_is_the_pld_of_the_release_and_never_above_flowers_rdp(mode, sigma, m, n, t):
     cfg = config(mode, population=n)
@@ -263,15 +264,16 @@ def test_epsilon_is_the_pld_of_the_release_and_never_above_flowers_rdp(mode, sig
     ev = GaussianPrivacyEvent(sigma, m, n)
     ours.compose(ev, t)
     rdp.compose(ev, t)
-    if mode == "without-replacement":
-        release = Release.fixed_batch(sigma, m, n, t)
+    if mode == "without-replacement" or (mode == "no-amplification" and m < n):
+        release = Release.fixed_batch(sigma, m, n, t)  # no-amplification, m < n: the refilled cohort
         # Flower's RDP reads sigma against the replace-one sensitivity 2C; the same release is sigma/2 there
         import dp_accounting as dpa
 
         same = dpa.rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
         same.compose(dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(n, m, dpa.GaussianDpEvent(sigma / 2)), t))
         reference = same.get_epsilon(1e-5)
-        assert ours.get_epsilon(1e-5) > rdp.get_epsilon(1e-5)  # Flower's units understate it
+        if mode == "without-replacement":
+            assert ours.get_epsilon(1e-5) > rdp.get_epsilon(1e-5)  # Flower's units understate it
     else:
         release = Release(sigma, 1.0 if mode == "no-amplification" else m / n, t)
         reference = rdp.get_epsilon(1e-5)
