@@ -36,7 +36,8 @@ from reconrisk import PrivacyAnalysis, Release  # noqa: E402
 from reconrisk.theory.analytic_laws import MSELaw  # noqa: E402
 from reconrisk.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.integrations.flower import ReconRiskAccountant, StopBeforeBudget, calibrate_flower  # noqa: E402
+from reconrisk.integrations.flower import (  # noqa: E402
+    ReconRiskAccountant, RiskTargetExceeded, StopBeforeBudget, calibrate_flower)
 from reconrisk.integrations.flower_local import LocalDpRiskMetrics, local_dp_bounds  # noqa: E402
 from reconrisk.integrations.flower_runtime import run_in_process  # noqa: E402
 
@@ -406,7 +407,9 @@ def test_calibrated_noise_meets_the_target_at_the_given_rounds():
     assert not acct.would_exceed(ev)
     acct.compose(ev)
     assert acct.risk("reconstruction", prior_size=100).upper == cal.bound.upper <= 0.05
-    assert acct.would_exceed(ev)
+    assert acct.exceeded_by(ev)["limit"] == "risk"
+    with pytest.raises(RiskTargetExceeded, match="reconstruction risk target 0.05"):  # Flower's call: it stops
+        acct.would_exceed(ev)
 
 
 @pytest.mark.parametrize("bad", [dict(max_risk=1.5, prior_size=10), dict(max_risk=0.1), dict(prior_size=10),

@@ -51,6 +51,8 @@ is never above the RDP one (PLD rather than the RDP → (ε, δ) conversion).
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from logging import WARNING
 from typing import Any
 
@@ -67,101 +69,28 @@ from ..analysis.calibrate import Calibration, calibrate, canonical_quantity, mee
 from ..measures.risk import canonical_measure
 from ..errors import ReconRiskError
 from ..release import Release
+from .flower_release import MODELS, SAMPLERS, _check_config, _sampling, _segment, cohort_release, release_of
 
-__all__ = ["ReconRiskAccountant", "StopBeforeBudget", "calibrate_flower", "release_of", "cohort_release", "SAMPLERS"]
+__all__ = ["ReconRiskAccountant", "RiskTargetExceeded", "StopBeforeBudget", "calibrate_flower", "release_of",
+           "cohort_release", "SAMPLERS", "MODELS"]
 
-#: reconrisk's sampler for each Flower sampling method (see the module docstring); ``no-amplification``
-#: is ``"fixed"`` (the refilled cohort, :func:`cohort_release`) unless every round samples every client.
-SAMPLERS = {"poisson": "poisson", "without-replacement": "fixed", "no-amplification": "fixed"}
 _STATE_SCHEMA = 1
 _BACKEND = "reconrisk-pld"
 #: The keyword arguments a risk measure takes (:func:`reconrisk.measures.risk.risk`).
 RISK_ARGS = ("kappa", "prior_size", "baseline", "prior", "fpr")
 
 
-def _sampling(config) -> str:
-    return SamplingMethod(config.sampling_method).value
+#: The ε limit ``ReconRiskAccountant.config`` reports when a risk target stands alone (no ε limit): finite, so
+#: that Flower's wrappers, which ask ``would_exceed`` only when ``config.max_epsilon`` is set, ask it.
+NO_EPSILON_LIMIT = sys.float_info.max
 
 
-#: The (sampling, relation) pairs analysed here — those Flower's PrivacyConfig accepts (flwr 1.35–1.42).
-MODELS = {("poisson", "add-or-remove-one"), ("without-replacement", "replace-one"),
-          ("no-amplification", "add-or-remove-one")}
+class RiskTargetExceeded(PrivacyBudgetExhausted):
+    """The next release would pass the accountant's risk target (Flower's exception, so a ServerApp ends)."""
 
 
-def _check_config(config) -> PrivacyConfig:
-    if not isinstance(config, PrivacyConfig):
-        raise ReconRiskError(f"config must be a flwr.serverapp.PrivacyConfig; found {type(config).__name__}")
-    # the relation is implied by the sampling in every pair analysed; a pair a later Flower allows is refused,
-    # not silently analysed under another relation
-    pair = (_sampling(config), NeighboringRelation(config.neighboring_relation).value)
-    if pair not in MODELS:
-        raise ReconRiskError(f"config's (sampling_method, neighboring_relation) must be one of {sorted(MODELS)}; "
-                             f"found {pair}")
-    return config
-
-
-def _segment(config: PrivacyConfig, event) -> tuple[float, int, int]:
-    """(σ, m, n) of one event, validated against the config."""
-    if not isinstance(event, GaussianPrivacyEvent):
-        raise ReconRiskError(f"event must be a flwr.serverapp.GaussianPrivacyEvent; found {type(event).__name__}")
-    if event.population_size != config.population_size:
-        raise ReconRiskError(f"event.population_size must equal the config's population_size={config.population_size}; "
-                             f"found {event.population_size}")
-    sigma = v.noise_multiplier("noise_multiplier", event.noise_multiplier)
-    m = v.integer("event.sample_size", event.sample_size, minimum=1)
-    if m > event.population_size:
-        raise ReconRiskError(f"event.sample_size must be <= population_size={event.population_size}; found {m}")
-    return sigma, m, event.population_size
-
-
-def cohort_release(segments, sampling: str) -> Release:
-    """The release of rounds ``[(σ, m, n, T), …]`` (σ: noise std on the sum / C; m of n clients a round).
-
-    ``poisson``: ``Release(σ, m/n)`` per segment; ``without-replacement``: ``fixed_batch(σ, m, n)``.
-
-    ``no-amplification`` (add-or-remove-one), the mode Flower's DP wrappers account. With m = n
-    in every round, every client is in every cohort and removing one moves the sum by ≤ C: the
-    Gaussian mechanism, ``Release(σ, 1, T)``, exact. With m < n the strategy samples m clients
-    from whoever is there, so when the target is removed its slot is **refilled**:
-
-    *Reduction.* Let D hold the target t and the n − 1 others, D′ = D without t, p = m/n.
-    Draw R, a uniform (m − 1)-subset of the others, and j, uniform among the others outside R.
-    Then R ∪ {t} with probability p, R ∪ {j} otherwise, is D's cohort (uniform m-subset of n),
-    and R ∪ {j} is D′'s (uniform m-subset of the n − 1 others: each such S arises as (S∖{j}) ∪
-    {j} for m choices of j, probability m·(n − m − 1)!(m − 1)!/(n − 1)! = 1/C(n − 1, m)). Given
-    (R, j), a round releases N(s + x_t, σ²C²) or N(s + x_j, σ²C²) from D (s = the sum over R)
-    and N(s + x_j, σ²C²) from D′, where ‖x_t − x_j‖ ≤ 2C. Since D′'s law is exactly D's law
-    given t not sampled, each round is the pair ((1 − p)·Q + p·Q₁, Q) with Q₁ and Q coupled at
-    replace distance one — the structure of a fixed-size replace-one step (target in the cohort
-    with probability p, replaced by another record, sum moved by ≤ 2C). By joint convexity of
-    the hockey-stick divergence over (R, j) each round is dominated by (1 − p)N(0, 1) +
-    pN(2/σ, 1) against N(0, 1) — the one-step pair of :meth:`Release.fixed_batch` (σ, m, n),
-    whose analysis composes the symmetrised curve min{f, f⁻¹}** (Dong, Roth & Su 2022,
-    Thm 4.2). That is sound for the refilled cohort, and attained up to the symmetrisation: the
-    adversary whose other clients send −C·e and the target +C·e realises the one-direction pair
-    exactly (``tests/test_flower.py`` computes its ε by integration, never above this one).
-    Rounds with m = n in a ledger that also holds m < n rounds enter at noise multiplier 2σ and
-    q = 1 (the fixed-size reading of shift C), so they keep the exact Gaussian.
-    """
-    segs = list(segments)
-    if sampling == "poisson":
-        return Release.schedule([(s, m / n, t) for s, m, n, t in segs], sampler="poisson")
-    if sampling == "no-amplification" and all(m == n for _, m, n, _ in segs):
-        return Release.schedule([(s, 1.0, t) for s, m, n, t in segs], sampler="poisson")
-    if sampling == "no-amplification":
-        return Release.schedule([((2.0 * s, 1.0, t) if m == n else (s, m / n, t)) for s, m, n, t in segs],
-                                sampler="fixed")
-    return Release.schedule([(s, m / n, t) for s, m, n, t in segs], sampler="fixed")
-
-
-def release_of(config: PrivacyConfig, compositions) -> Release:
-    """The :class:`~reconrisk.release.Release` of ``[(GaussianPrivacyEvent, count), …]`` under ``config``
-    (:func:`cohort_release`)."""
-    config = _check_config(config)
-    segs = [(*_segment(config, e), v.integer("count", c, minimum=1)) for e, c in compositions]
-    if not segs:
-        raise ReconRiskError("compositions must hold at least one (event, count); found none")
-    return cohort_release(segs, _sampling(config))
+def _risk_words(measure: str) -> str:
+    return {"reconstruction": "reconstruction risk"}.get(measure, measure.replace("_", " "))
 
 
 class ReconRiskAccountant:
@@ -186,7 +115,12 @@ class ReconRiskAccountant:
     # -- the protocol ---------------------------------------------------------------------------
     @property
     def config(self) -> PrivacyConfig:
-        """Flower's privacy configuration."""
+        """Flower's privacy configuration. With a risk target and no ``max_epsilon`` its ``max_epsilon`` reads
+        :data:`NO_EPSILON_LIMIT` (no ε limit): Flower's DP wrappers ask :meth:`would_exceed` before a round
+        only when one is set, and this is how the risk target is asked for. :meth:`state_dict` keeps the
+        config as given."""
+        if self._risk_target is not None and self._config.max_epsilon is None:
+            return dataclasses.replace(self._config, max_epsilon=NO_EPSILON_LIMIT)
         return self._config
 
     @property
@@ -246,7 +180,23 @@ class ReconRiskAccountant:
         baseline), else the accountant's. Exceeding means the certified bound at the projected release
         does not meet the target — the predicate of :func:`reconrisk.analysis.calibrate.calibrate`, so the
         round this refuses is the round after the calibrator's largest number of rounds.
+
+        Called as Flower's DP wrappers call it — ``would_exceed(event)``, no limit given here — when it is
+        the accountant's own risk target that the round would pass, it raises :class:`RiskTargetExceeded`
+        (Flower's ``PrivacyBudgetExhausted``) with a message naming the risk: Flower's own message would
+        name ε, which is not what stops training. :meth:`exceeded_by` answers without raising.
         """
+        flowers_call = max_epsilon is None and max_risk is None and measure is None and not risk_args
+        why = self.exceeded_by(event, max_epsilon, count, max_risk=max_risk, measure=measure, **risk_args)
+        if why is not None and flowers_call and why["limit"] == "risk":
+            raise RiskTargetExceeded(why["message"])
+        return why is not None
+
+    def exceeded_by(self, event: GaussianPrivacyEvent, max_epsilon: float | None = None, count: int = 1, *,
+                    max_risk: float | None = None, measure: str | None = None, **risk_args) -> dict | None:
+        """What :meth:`would_exceed` would refuse, without raising: None, or a dict with ``limit``
+        (``"epsilon"`` or ``"risk"``), ``target``, ``value`` (the certified end that fails), ``rounds``
+        (after the projected release) and ``message`` (one line naming the limit)."""
         _segment(self._config, event)
         count = v.integer("count", count, minimum=1)
         eps = self._config.max_epsilon if max_epsilon is None else v.positive("max_epsilon", max_epsilon)
@@ -258,12 +208,27 @@ class ReconRiskAccountant:
             raise ReconRiskError("would_exceed needs a limit: max_epsilon (here or in PrivacyConfig) or a risk "
                                  "target (max_risk here or in the accountant); found none")
         projected = PrivacyAnalysis(release_of(self._config, [*self._compositions, (event, count)]))
-        if eps is not None and not meets(projected.epsilon(self._config.target_delta), eps):
-            return True
+        rounds = self.num_releases + count
+        if eps is not None:
+            b = projected.epsilon(self._config.target_delta)
+            if not meets(b, eps):
+                return {"limit": "epsilon", "target": eps, "value": b.upper, "rounds": rounds,
+                        "message": f"the next release would exceed max_epsilon={eps:g} (certified epsilon "
+                                   f"{b.upper:.6g} at delta={self._config.target_delta:g} after {rounds} releases)"}
         if target is not None:
             args = {k: x for k, x in target.items() if k not in ("measure", "max_risk")}
-            return not meets(quantity_bound(projected, target["measure"], args), target["max_risk"])
-        return False
+            b = quantity_bound(projected, target["measure"], args)
+            if not meets(b, target["max_risk"]):
+                security = target["measure"] == "bayes_security"
+                value = b.lower if security else b.upper
+                base = ", ".join(f"{k}={x}" for k, x in args.items())
+                return {"limit": "risk", "target": target["max_risk"], "value": value, "rounds": rounds,
+                        "message": f"the next release would {'fall below' if security else 'exceed'} the "
+                                   f"{_risk_words(target['measure'])} target {target['max_risk']:g}"
+                                   + (f" ({base})" if base else "")
+                                   + f": certified {'lower' if security else 'upper'} end {value:.6g} after "
+                                   f"{rounds} releases"}
+        return None
 
     def state_dict(self) -> dict[str, object]:
         """JSON-serialisable state: the config, the risk target and the ledger of composed events."""
@@ -391,17 +356,15 @@ class StopBeforeBudget(Strategy):
         return {"privacy_epsilon": s.epsilon, "privacy_delta": s.delta, "privacy_rounds": s.num_releases}
 
     def _limited(self) -> bool:
-        acct = self.accountant
-        return acct.config.max_epsilon is not None or (
-            isinstance(acct, ReconRiskAccountant) and acct.risk_target is not None)
+        return self.accountant.config.max_epsilon is not None  # a ReconRiskAccountant's risk target sets one
 
-    def _stop(self, server_round: int, why: str) -> list:
+    def _stop(self, server_round: int, why: str, risk: bool = False) -> list:
         b = self._budget()
         self.stopped_round = server_round
-        self.stop_message = (f"stopped before round {server_round}: {why} (spent after "
-                             f"{b['privacy_rounds']} rounds: epsilon={b['privacy_epsilon']:.6g} at "
-                             f"delta={b['privacy_delta']:g}"
-                             + (f", risk={b['privacy_risk']:.6g}" if "privacy_risk" in b else "") + ")")
+        spent = (f"risk={b['privacy_risk']:.6g}" if risk else
+                 f"epsilon={b['privacy_epsilon']:.6g} at delta={b['privacy_delta']:g}"
+                 + (f", risk={b['privacy_risk']:.6g}" if "privacy_risk" in b else ""))
+        self.stop_message = f"stopped before round {server_round}: {why} (spent after {b['privacy_rounds']} rounds: {spent})"
         log(WARNING, "%s", self.stop_message)
         return []
 
@@ -412,7 +375,12 @@ class StopBeforeBudget(Strategy):
         if self._limited():
             event = GaussianPrivacyEvent(noise_multiplier=dp.noise_multiplier, sample_size=dp.num_sampled_clients,
                                          population_size=self.accountant.config.population_size)
-            if self.accountant.would_exceed(event):
+            acct = self.accountant
+            if isinstance(acct, ReconRiskAccountant):
+                why = acct.exceeded_by(event)
+                if why is not None:
+                    return self._stop(server_round, why["message"], risk=why["limit"] == "risk")
+            elif acct.would_exceed(event):
                 return self._stop(server_round, "the next release would exceed the privacy budget")
         try:
             return dp.configure_train(server_round, arrays, config, grid)
