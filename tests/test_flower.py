@@ -443,7 +443,7 @@ def test_invalid_inputs_are_refused():
 
 
 # -- local DP: the analytic attack on the noisy updates ----------------------------------------------------
-def test_local_dp_attack_stays_in_its_certified_band():
+def test_local_dp_analytic_attack_follows_its_law():
     mod = LocalDpMod(clipping_norm=0.5, sensitivity=0.5, epsilon=20.0, delta=1e-5)
     record, seen = {}, []
 
@@ -471,7 +471,7 @@ def test_local_dp_attack_stays_in_its_certified_band():
         n += 1
     assert n == 40
     lo, hi = stats.binomtest(hits, n).proportion_ci(0.999, method="exact")
-    assert lo <= bounds["mse_rero"] <= hi  # the certified bound is attained by this attack, within the interval
+    assert lo <= bounds["mse_rero"] <= hi  # the law of this attack (attack-specific), within the interval
     assert bounds["mse_rero"] == pytest.approx(float(MSELaw(bounds["expected_mse"], DIM).cdf(bounds["eta_mse"])))
     last = result.train_metrics_clientapp[8]
     k = max(strategy.participations.values())
