@@ -39,13 +39,18 @@ def accountant(sigma, m, n, rounds, delta=1e-5):
 
 
 # -- the attack's ε, without reconrisk --------------------------------------------------------------------
-def attack_epsilon(sigma, m, n, rounds, delta):
-    """Lower end of the ε the refilled-cohort attack attains: dp_accounting's optimistic PLD of the 2C-shift pair."""
+def attack_pld(sigma, m, n, rounds):
+    """dp_accounting's optimistic PLD of the 2C-shift pair the refilled-cohort attack induces (a lower end)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     one = pld.from_gaussian_mechanism(sigma / 2, sampling_prob=m / n, pessimistic_estimate=False,
                                       value_discretization_interval=1e-4, use_connect_dots=False)
-    return one.self_compose(rounds).get_epsilon_for_delta(delta)
+    return one.self_compose(rounds)
+
+
+def attack_epsilon(sigma, m, n, rounds, delta):
+    """Lower end of the ε the refilled-cohort attack attains."""
+    return attack_pld(sigma, m, n, rounds).get_epsilon_for_delta(delta)
 
 
 def mixture_hockey_stick(eps, mu, p):
@@ -98,7 +103,10 @@ def test_the_issues_refilled_cohorts_are_never_under_reported(sigma, m, n, round
 def test_refilled_cohorts_no_issue_names_are_never_under_reported(sigma, m, n, rounds, delta):
     acct = accountant(sigma, m, n, rounds, delta)
     assert acct.release == Release.fixed_batch(sigma, m, n, rounds)
-    assert acct.get_epsilon(delta) >= attack_epsilon(sigma, m, n, rounds, delta)
+    attack = attack_pld(sigma, m, n, rounds)
+    assert acct.get_epsilon(delta) >= attack.get_epsilon_for_delta(delta)
+    for eps in (0.5, 1.0, 2.0):  # and δ(ε), Flower's get_delta
+        assert acct.get_delta(eps) >= attack.get_delta_for_epsilon(eps)
 
 
 @pytest.mark.parametrize("sigma,m,n,delta", [(2.0, 3, 7, 1e-5), (1.0, 2, 3, 1e-3), (4.0, 5, 10, 1e-5)])
