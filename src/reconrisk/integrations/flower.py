@@ -6,7 +6,9 @@
   the ledger of composed ``GaussianPrivacyEvent`` s and answers every question from one
   :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of the rounds composed so far:
   ε from the pessimistic privacy-loss distribution (PLD), and every risk measure of
-  ``reconrisk risk`` at the client level (:meth:`ReconRiskAccountant.risk`).
+  ``reconrisk risk`` at the client level (:meth:`ReconRiskAccountant.risk`). Its risk target
+  alone (no ``max_epsilon``) stops Flower's own wrapper before the round that would pass it,
+  with :class:`RiskTargetExceeded` naming the risk.
 * :class:`StopBeforeBudget` wraps a Flower DP strategy: before each round it asks the
   accountant whether the round would pass the ε or risk target, and if so ends training
   with a logged message and the spent budget in Flower's train metrics.
@@ -45,8 +47,9 @@ at σ 4, 8 of 10, 30 rounds (Flower: 6.81; this accountant: 11.82). Under ``with
 ``dp_accounting``'s ``GaussianDpEvent`` unchanged, i.e. it reads σ relative to the
 replace-one sensitivity 2C; with Flower's own noise (std σC on the sum) that understates ε
 (σ 1, 10 of 1,000 clients, 100 rounds, δ 1e-5: 1.48 where ``dp_accounting``'s RDP at σ/2
-gives 11.2). In the other two modes both accountants mean the same release and this one's ε
-is never above the RDP one (PLD rather than the RDP → (ε, δ) conversion).
+gives 11.2). Under ``poisson``, and ``no-amplification`` with every client every round, both
+accountants mean the same release and this one's ε is never above the RDP one (PLD rather than
+the RDP → (ε, δ) conversion).
 """
 
 from __future__ import annotations
