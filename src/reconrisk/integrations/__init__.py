@@ -6,8 +6,10 @@
 * :mod:`reconrisk.integrations.flower` — Flower (``pip install reconrisk[flower]``):
   a PLD accountant for Flower's ``PrivacyAccountant`` protocol with client-level
   reconstruction risk, stopping before a round would pass a target, and noise
-  calibration; :mod:`reconrisk.integrations.flower_local` — the analytic
-  reconstruction bounds (Riess et al. 2024) of ``LocalDpMod`` updates; :mod:`.flower_runtime` — an
+  calibration; :mod:`.flower_release` — the release each sampling mode means (the refilled cohort
+  of no-amplification with m < n); :mod:`.flower_adaptive` — adaptive clipping accounted (update and
+  clipped count); :mod:`reconrisk.integrations.flower_local` — the analytic (unbiased) attack's error
+  law (Riess et al. 2024) and the ReRo of ``LocalDpMod`` updates; :mod:`.flower_runtime` — an
   in-process ``Grid``.
 
 Layer 4: imports the core, accounting, measures, analysis, audit, individual and theory; never train,

@@ -6,7 +6,9 @@
   the ledger of composed ``GaussianPrivacyEvent`` s and answers every question from one
   :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of the rounds composed so far:
   ε from the pessimistic privacy-loss distribution (PLD), and every risk measure of
-  ``reconrisk risk`` at the client level (:meth:`ReconRiskAccountant.risk`).
+  ``reconrisk risk`` at the client level (:meth:`ReconRiskAccountant.risk`). Its risk target
+  alone (no ``max_epsilon``) stops Flower's own wrapper before the round that would pass it,
+  with :class:`RiskTargetExceeded` naming the risk.
 * :class:`StopBeforeBudget` wraps a Flower DP strategy: before each round it asks the
   accountant whether the round would pass the ε or risk target, and if so ends training
   with a logged message and the spent budget in Flower's train metrics.
@@ -21,28 +23,39 @@ on the sum divided by the clipping norm, the convention of
 :class:`~reconrisk.release.Release` (Hayes, Mahloujifar & Balle 2023, §1.1):
 
 ================================  =====================================================
-``sampling_method``               release analysed
+``sampling_method`` (relation)    release analysed
 ================================  =====================================================
 ``poisson`` (add-or-remove-one)   ``Release(σ, q = sample_size / population_size)``:
                                   the Poisson-subsampled Gaussian, sensitivity C
 ``without-replacement``           ``Release.fixed_batch(σ, sample_size, population_size)``:
-(replace-one)                     the clipped sum moves by up to 2C, so the exact
-                                  dominating pair is the subsampled Gaussian at σ/2
-                                  (Dong, Roth & Su 2022, Thm 4.2)
-``no-amplification``              ``Release(σ, q = 1)``: Gaussian DP with μ = √T/σ, exact
-(add-or-remove-one)               (Balle & Wang 2018); the sample size is only reported
+(replace-one)                     the clipped sum moves by up to 2C (Dong, Roth & Su
+                                  2022, Thm 4.2)
+``no-amplification``, m = n       ``Release(σ, q = 1)``: every client every round, the sum
+(add-or-remove-one)               moves by C; Gaussian DP with μ = √T/σ, exact (Balle &
+                                  Wang 2018)
+``no-amplification``, m < n       ``Release.fixed_batch(σ, m, n)``: the cohort of m is
+(add-or-remove-one)               refilled when a client is removed, so the sum moves by
+                                  up to 2C in each round the client is sampled
+                                  (:func:`cohort_release`, where the reduction is proved)
 ================================  =====================================================
 
-Departure from Flower's RDP backend: under ``without-replacement`` it hands σ to
+Departures from Flower's RDP backend. Under ``no-amplification`` with m < n it composes
+``GaussianDpEvent(σ)`` (shift C each round), which the refilled cohort exceeds: an adversary whose
+other clients send −C·e while the target sends +C·e attains ε 3.046 at σ 6.562, 5 of 10 clients,
+20 rounds, δ 1e-5 (Flower's RDP: 3.060; shift C alone: 2.823; this accountant: 3.091), and 11.69
+at σ 4, 8 of 10, 30 rounds (Flower: 6.81; this accountant: 11.82). Under ``without-replacement`` it hands σ to
 ``dp_accounting``'s ``GaussianDpEvent`` unchanged, i.e. it reads σ relative to the
 replace-one sensitivity 2C; with Flower's own noise (std σC on the sum) that understates ε
 (σ 1, 10 of 1,000 clients, 100 rounds, δ 1e-5: 1.48 where ``dp_accounting``'s RDP at σ/2
-gives 11.2). In the other two modes both accountants mean the same release and this one's ε
-is never above the RDP one (PLD rather than the RDP → (ε, δ) conversion).
+gives 11.2). Under ``poisson``, and ``no-amplification`` with every client every round, both
+accountants mean the same release and this one's ε is never above the RDP one (PLD rather than
+the RDP → (ε, δ) conversion).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from logging import WARNING
 from typing import Any
 
@@ -59,58 +72,28 @@ from ..analysis.calibrate import Calibration, calibrate, canonical_quantity, mee
 from ..measures.risk import canonical_measure
 from ..errors import ReconRiskError
 from ..release import Release
+from .flower_release import MODELS, SAMPLERS, _check_config, _sampling, _segment, cohort_release, release_of
 
-__all__ = ["ReconRiskAccountant", "StopBeforeBudget", "calibrate_flower", "release_of", "SAMPLERS"]
+__all__ = ["ReconRiskAccountant", "RiskTargetExceeded", "StopBeforeBudget", "calibrate_flower", "release_of",
+           "cohort_release", "SAMPLERS", "MODELS"]
 
-#: reconrisk's sampler for each Flower sampling method (see the module docstring).
-SAMPLERS = {"poisson": "poisson", "without-replacement": "fixed", "no-amplification": "poisson"}
 _STATE_SCHEMA = 1
 _BACKEND = "reconrisk-pld"
 #: The keyword arguments a risk measure takes (:func:`reconrisk.measures.risk.risk`).
 RISK_ARGS = ("kappa", "prior_size", "baseline", "prior", "fpr")
 
 
-def _sampling(config) -> str:
-    return SamplingMethod(config.sampling_method).value
+#: The ε limit ``ReconRiskAccountant.config`` reports when a risk target stands alone (no ε limit): finite, so
+#: that Flower's wrappers, which ask ``would_exceed`` only when ``config.max_epsilon`` is set, ask it.
+NO_EPSILON_LIMIT = sys.float_info.max
 
 
-#: The (sampling, relation) pairs analysed here — those Flower's PrivacyConfig accepts (flwr 1.35–1.42).
-MODELS = {("poisson", "add-or-remove-one"), ("without-replacement", "replace-one"),
-          ("no-amplification", "add-or-remove-one")}
+class RiskTargetExceeded(PrivacyBudgetExhausted):
+    """The next release would pass the accountant's risk target (Flower's exception, so a ServerApp ends)."""
 
 
-def _check_config(config) -> PrivacyConfig:
-    if not isinstance(config, PrivacyConfig):
-        raise ReconRiskError(f"config must be a flwr.serverapp.PrivacyConfig; found {type(config).__name__}")
-    # the relation is implied by the sampling in every pair analysed; a pair a later Flower allows is refused,
-    # not silently analysed under another relation
-    pair = (_sampling(config), NeighboringRelation(config.neighboring_relation).value)
-    if pair not in MODELS:
-        raise ReconRiskError(f"config's (sampling_method, neighboring_relation) must be one of {sorted(MODELS)}; "
-                             f"found {pair}")
-    return config
-
-
-def _segment(config: PrivacyConfig, event) -> tuple[float, float]:
-    """(σ, q) of one event in reconrisk's units, validated against the config."""
-    if not isinstance(event, GaussianPrivacyEvent):
-        raise ReconRiskError(f"event must be a flwr.serverapp.GaussianPrivacyEvent; found {type(event).__name__}")
-    if event.population_size != config.population_size:
-        raise ReconRiskError(f"event.population_size must equal the config's population_size={config.population_size}; "
-                             f"found {event.population_size}")
-    sigma = v.noise_multiplier("noise_multiplier", event.noise_multiplier)
-    if _sampling(config) == "no-amplification":
-        return sigma, 1.0
-    return sigma, event.sample_size / event.population_size
-
-
-def release_of(config: PrivacyConfig, compositions) -> Release:
-    """The :class:`~reconrisk.release.Release` of ``[(GaussianPrivacyEvent, count), …]`` under ``config``."""
-    config = _check_config(config)
-    segs = [(*_segment(config, e), v.integer("count", c, minimum=1)) for e, c in compositions]
-    if not segs:
-        raise ReconRiskError("compositions must hold at least one (event, count); found none")
-    return Release.schedule(segs, sampler=SAMPLERS[_sampling(config)])
+def _risk_words(measure: str) -> str:
+    return {"reconstruction": "reconstruction risk"}.get(measure, measure.replace("_", " "))
 
 
 class ReconRiskAccountant:
@@ -135,7 +118,12 @@ class ReconRiskAccountant:
     # -- the protocol ---------------------------------------------------------------------------
     @property
     def config(self) -> PrivacyConfig:
-        """Flower's privacy configuration."""
+        """Flower's privacy configuration. With a risk target and no ``max_epsilon`` its ``max_epsilon`` reads
+        :data:`NO_EPSILON_LIMIT` (no ε limit): Flower's DP wrappers ask :meth:`would_exceed` before a round
+        only when one is set, and this is how the risk target is asked for. :meth:`state_dict` keeps the
+        config as given."""
+        if self._risk_target is not None and self._config.max_epsilon is None:
+            return dataclasses.replace(self._config, max_epsilon=NO_EPSILON_LIMIT)
         return self._config
 
     @property
@@ -195,7 +183,23 @@ class ReconRiskAccountant:
         baseline), else the accountant's. Exceeding means the certified bound at the projected release
         does not meet the target — the predicate of :func:`reconrisk.analysis.calibrate.calibrate`, so the
         round this refuses is the round after the calibrator's largest number of rounds.
+
+        Called as Flower's DP wrappers call it — ``would_exceed(event)``, no limit given here — when it is
+        the accountant's own risk target that the round would pass, it raises :class:`RiskTargetExceeded`
+        (Flower's ``PrivacyBudgetExhausted``) with a message naming the risk: Flower's own message would
+        name ε, which is not what stops training. :meth:`exceeded_by` answers without raising.
         """
+        flowers_call = max_epsilon is None and max_risk is None and measure is None and not risk_args
+        why = self.exceeded_by(event, max_epsilon, count, max_risk=max_risk, measure=measure, **risk_args)
+        if why is not None and flowers_call and why["limit"] == "risk":
+            raise RiskTargetExceeded(why["message"])
+        return why is not None
+
+    def exceeded_by(self, event: GaussianPrivacyEvent, max_epsilon: float | None = None, count: int = 1, *,
+                    max_risk: float | None = None, measure: str | None = None, **risk_args) -> dict | None:
+        """What :meth:`would_exceed` would refuse, without raising: None, or a dict with ``limit``
+        (``"epsilon"`` or ``"risk"``), ``target``, ``value`` (the certified end that fails), ``rounds``
+        (after the projected release) and ``message`` (one line naming the limit)."""
         _segment(self._config, event)
         count = v.integer("count", count, minimum=1)
         eps = self._config.max_epsilon if max_epsilon is None else v.positive("max_epsilon", max_epsilon)
@@ -207,12 +211,27 @@ class ReconRiskAccountant:
             raise ReconRiskError("would_exceed needs a limit: max_epsilon (here or in PrivacyConfig) or a risk "
                                  "target (max_risk here or in the accountant); found none")
         projected = PrivacyAnalysis(release_of(self._config, [*self._compositions, (event, count)]))
-        if eps is not None and not meets(projected.epsilon(self._config.target_delta), eps):
-            return True
+        rounds = self.num_releases + count
+        if eps is not None:
+            b = projected.epsilon(self._config.target_delta)
+            if not meets(b, eps):
+                return {"limit": "epsilon", "target": eps, "value": b.upper, "rounds": rounds,
+                        "message": f"the next release would exceed max_epsilon={eps:g} (certified epsilon "
+                                   f"{b.upper:.6g} at delta={self._config.target_delta:g} after {rounds} releases)"}
         if target is not None:
             args = {k: x for k, x in target.items() if k not in ("measure", "max_risk")}
-            return not meets(quantity_bound(projected, target["measure"], args), target["max_risk"])
-        return False
+            b = quantity_bound(projected, target["measure"], args)
+            if not meets(b, target["max_risk"]):
+                security = target["measure"] == "bayes_security"
+                value = b.lower if security else b.upper
+                base = ", ".join(f"{k}={x}" for k, x in args.items())
+                return {"limit": "risk", "target": target["max_risk"], "value": value, "rounds": rounds,
+                        "message": f"the next release would {'fall below' if security else 'exceed'} the "
+                                   f"{_risk_words(target['measure'])} target {target['max_risk']:g}"
+                                   + (f" ({base})" if base else "")
+                                   + f": certified {'lower' if security else 'upper'} end {value:.6g} after "
+                                   f"{rounds} releases"}
+        return None
 
     def state_dict(self) -> dict[str, object]:
         """JSON-serialisable state: the config, the risk target and the ledger of composed events."""
@@ -340,17 +359,15 @@ class StopBeforeBudget(Strategy):
         return {"privacy_epsilon": s.epsilon, "privacy_delta": s.delta, "privacy_rounds": s.num_releases}
 
     def _limited(self) -> bool:
-        acct = self.accountant
-        return acct.config.max_epsilon is not None or (
-            isinstance(acct, ReconRiskAccountant) and acct.risk_target is not None)
+        return self.accountant.config.max_epsilon is not None  # a ReconRiskAccountant's risk target sets one
 
-    def _stop(self, server_round: int, why: str) -> list:
+    def _stop(self, server_round: int, why: str, risk: bool = False) -> list:
         b = self._budget()
         self.stopped_round = server_round
-        self.stop_message = (f"stopped before round {server_round}: {why} (spent after "
-                             f"{b['privacy_rounds']} rounds: epsilon={b['privacy_epsilon']:.6g} at "
-                             f"delta={b['privacy_delta']:g}"
-                             + (f", risk={b['privacy_risk']:.6g}" if "privacy_risk" in b else "") + ")")
+        spent = (f"risk={b['privacy_risk']:.6g}" if risk else
+                 f"epsilon={b['privacy_epsilon']:.6g} at delta={b['privacy_delta']:g}"
+                 + (f", risk={b['privacy_risk']:.6g}" if "privacy_risk" in b else ""))
+        self.stop_message = f"stopped before round {server_round}: {why} (spent after {b['privacy_rounds']} rounds: {spent})"
         log(WARNING, "%s", self.stop_message)
         return []
 
@@ -361,7 +378,12 @@ class StopBeforeBudget(Strategy):
         if self._limited():
             event = GaussianPrivacyEvent(noise_multiplier=dp.noise_multiplier, sample_size=dp.num_sampled_clients,
                                          population_size=self.accountant.config.population_size)
-            if self.accountant.would_exceed(event):
+            acct = self.accountant
+            if isinstance(acct, ReconRiskAccountant):
+                why = acct.exceeded_by(event)
+                if why is not None:
+                    return self._stop(server_round, why["message"], risk=why["limit"] == "risk")
+            elif acct.would_exceed(event):
                 return self._stop(server_round, "the next release would exceed the privacy budget")
         try:
             return dp.configure_train(server_round, arrays, config, grid)
@@ -403,7 +425,9 @@ def calibrate_flower(target: float, measure: str = "reconstruction", *, rounds: 
 
     ``sampling``: Flower's sampling method — ``"poisson"`` (q = clients_per_round / num_clients),
     ``"without-replacement"`` (exactly ``clients_per_round`` of ``num_clients``, replace-one) or
-    ``"no-amplification"`` (q = 1). ``measure`` may also be ``"epsilon"`` (with ``delta``). The noise
+    ``"no-amplification"`` (every client, q = 1, when ``clients_per_round == num_clients``; otherwise the
+    refilled cohort, analysed as ``clients_per_round`` of ``num_clients`` without replacement:
+    :func:`cohort_release`). ``measure`` may also be ``"epsilon"`` (with ``delta``). The noise
     multiplier is Flower's (std on the sum / clipping norm, see the module docstring). This is
     :func:`reconrisk.analysis.calibrate.calibrate` itself, so :class:`ReconRiskAccountant` refuses exactly
     the round after ``Calibration.steps`` at the calibrated σ.
@@ -416,8 +440,8 @@ def calibrate_flower(target: float, measure: str = "reconstruction", *, rounds: 
     solve = v.choice("solve", solve, ("noise_multiplier", "steps"))
     quantity = canonical_quantity(measure)
     kw: dict[str, Any] = dict(noise_multiplier=noise_multiplier, steps=rounds)
-    if sampling == "without-replacement":
-        kw.update(batch_size=m, dataset_size=n)
+    if sampling == "without-replacement" or (sampling == "no-amplification" and m < n):
+        kw.update(batch_size=m, dataset_size=n)  # the refilled cohort of m < n: cohort_release
     else:
         kw.update(sample_rate=1.0 if sampling == "no-amplification" else m / n)
     return calibrate(quantity, target, solve, **kw, **risk_args)
@@ -426,7 +450,9 @@ def calibrate_flower(target: float, measure: str = "reconstruction", *, rounds: 
 def epsilon_gap_note(sampling: str) -> str:
     """One line: what separates this accountant's ε from Flower's RDP one in ``sampling`` mode."""
     notes = {"poisson": "RDP -> (eps, delta) conversion loss (same release; PLD is tight)",
-             "no-amplification": "RDP -> (eps, delta) conversion loss (exact Gaussian DP here)",
+             "no-amplification": "all clients each round: RDP -> (eps, delta) conversion loss (exact Gaussian DP "
+                                 "here); m < n: Flower's RDP reads a shift of C, but the refilled cohort moves "
+                                 "the sum by 2C in the rounds the client is sampled, so it reports less",
              "without-replacement": "units: Flower's RDP reads sigma against sensitivity 2C (replace-one), "
                                     "so it reports a smaller release; against the same release (sigma/2) "
                                     "the RDP -> (eps, delta) conversion loss"}

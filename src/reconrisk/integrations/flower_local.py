@@ -1,4 +1,4 @@
-"""Reconstruction bounds for Flower's local DP (``LocalDpMod``, Gaussian).
+"""Reconstruction numbers for Flower's local DP (``LocalDpMod``, Gaussian): the analytic attack's law, and ReRo.
 
 With ``LocalDpMod(clipping_norm=C, sensitivity=Δ, epsilon=ε, delta=δ)`` every participating
 client sends ``θ + clip_C(update) + N(0, s²I)`` with ``s = Δ·√(2 ln(1.25/δ))/ε`` (the classic
@@ -9,10 +9,10 @@ Riess et al. 2024's analytic gradient inversion (reconrisk's ``analytic`` family
 optimal unbiased reconstruction of the clipped update (its dimension N = the number of model
 parameters) is ``X̂ ~ N(X, σ²C²·I_N)``, and
 
-* :func:`local_dp_bounds` gives, per round, the attack's MSE law (expected MSE ``σ²C²``) and the
-  certified success bounds γ(η) = P(MSE ≤ η) (Prop. 3, Eq. 24) and γ̃(η) = P(PSNR ≥ η)
-  (Props. 4–5, Eqs. 25–27) for a secret of norm ≥ C (the clip-norm variant);
-* over the k rounds a client took part in, the bound for a secret carried by each of its k
+* :func:`local_dp_bounds` gives, per round, the analytic (unbiased) attack's error law: its expected
+  MSE ``σ²C²``, γ(η) = P(MSE ≤ η) (Prop. 3, Eq. 24) and γ̃(η) = P(PSNR ≥ η) (Props. 4–5,
+  Eqs. 25–27) for a secret of norm ≥ C (the clip-norm variant);
+* over the k rounds a client took part in, the same law for a secret carried by each of its k
   updates (the average of k matched reconstructions, Prop. 7) and the client's ReRo at a prior of
   ``prior_size`` records (Hayes, Mahloujifar & Balle 2023, Cor. 4) for k Gaussian releases of
   replace-one sensitivity 2C — local DP protects any two inputs, i.e. ``Release(σ, 1, k,
@@ -20,8 +20,14 @@ parameters) is ``X̂ ~ N(X, σ²C²·I_N)``, and
 * :class:`LocalDpRiskMetrics` wraps a Flower strategy and writes those numbers into each round's
   train metrics (``ldp_…``), counting every node's participations from the replies.
 
-Every number here is certified for the setting fixed before training (σ, C, N, the thresholds and
-the prior); nothing is estimated from the updates.
+What each number is. The MSE and PSNR numbers are **the analytic (unbiased) attack's error law** —
+exact for that attack, attack-specific, not a bound on every reconstruction: Riess et al. state
+them for every attack, which holds among unbiased reconstructions only; an estimator that uses the
+public clip norm (guess zero, or project the noisy update onto the C-sphere) reaches an MSE the
+law calls all but impossible, on every update (``tests/test_flower_local.py``). The
+attack-independent statement about a client's update is the ReRo with a prior (``rero``):
+certified for the setting fixed before training (σ, the rounds, the prior). Nothing here is
+estimated from the updates.
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ def local_noise_multiplier(mod: LocalDpMod) -> float:
 
 def local_dp_bounds(mod: LocalDpMod, dim: int, *, rounds: int = 1, eta_mse: float | None = None,
                     eta_psnr: float | None = None, data_range: float = 1.0, prior_size: int | None = None) -> dict:
-    """The certified reconstruction numbers of one client's updates under ``mod`` (module docstring).
+    """The reconstruction numbers of one client's updates under ``mod`` (module docstring): the analytic
+    (unbiased) attack's error law, and with ``prior_size`` the client's certified ReRo.
 
     ``dim``: the update's dimension N (number of model parameters). ``rounds``: the rounds k the client
     took part in. ``eta_mse`` (default: the per-round expected MSE σ²C²) and ``eta_psnr`` (dB, default
@@ -93,7 +100,8 @@ def _client_rero(sigma: float, rounds: int, prior_size: int) -> float:
 
 
 class LocalDpRiskMetrics(Strategy):
-    """A Flower strategy that adds the local-DP reconstruction bounds of ``mod`` to each round's train metrics.
+    """A Flower strategy that adds the local-DP reconstruction numbers of ``mod`` to each round's train metrics
+    (the analytic attack's error law; with ``prior_size`` the certified ReRo).
 
     ``strategy``: the strategy to wrap (e.g. ``FedAvg``); ``mod``: the ``LocalDpMod`` the clients use;
     ``dim``, thresholds and ``prior_size`` as :func:`local_dp_bounds`. Metrics added each round:

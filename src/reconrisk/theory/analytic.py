@@ -150,7 +150,14 @@ def _eta_psnr(eta) -> np.ndarray:
 
 
 def rero_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False):
-    """γ(η) with ``P(MSE(X, R(θ)) ≤ η) ≤ γ(η)`` for every X ≠ 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24).
+    """γ(η) ≥ P(MSE(X, R(θ)) ≤ η) for the analytic (unbiased) attack R, X̂ ~ N(X, σ²‖X‖²·I_N), ‖X‖ ≥ m: its error
+    law (Riess et al. 2024, Prop. 3, Eq. 24), not a bound over every attack.
+
+    The paper states it for every attack; that holds only among unbiased reconstructions. An estimator
+    that uses what is public — the clip norm C — does better: guessing zero has MSE ≤ C²/N with
+    probability 1, projecting the noisy update onto the C-sphere ≤ 4C²/N, where γ(4C²/N) is ~0 at any
+    useful σ (``tests/test_flower_local.py`` on real ``LocalDpMod`` updates). An attack-independent
+    statement about a record is ReRo with a prior (Hayes, Mahloujifar & Balle 2023).
 
     ``γ(η) = Γ_R(N/2, Nη/(2σ²m²))``. With ``clip_norm`` instead of ``min_norm``
     it is the looser C-variant ``Γ_R(N/2, Nη/(2σ²C²))``, valid only when
@@ -169,12 +176,13 @@ def rero_mse(eta, noise_multiplier, dim, *, min_norm=None, clip_norm=None, avera
 def rero_psnr(
     eta, noise_multiplier, dim, *, data_range=1.0, min_norm=None, clip_norm=None, averaged: int = 1, log: bool = False
 ):
-    """γ̃(η) with ``P(PSNR(X, R(θ)) ≥ η) ≤ γ̃(η)`` (Riess et al. 2024, Props. 4-5, Eqs. 25-27).
+    """γ̃(η) = P(PSNR(X, R(θ)) ≥ η) of the analytic (unbiased) attack R (Riess et al. 2024, Props. 4-5,
+    Eqs. 25-27): that attack's error law, not a bound over every attack (see :func:`rero_mse`).
 
     ``γ̃(η) = Γ_R(N/2, N·10^{−η/10}·R_D²/(2σ²m²))`` with the global data range
     ``R_D`` (``data_range``, default 1); the C-variant (``clip_norm``, valid
     when C ≤ m) replaces m by C. Equivalently, the mechanism is (−η, γ̃)-ReRo
-    for the error −PSNR. ``eta`` is in dB (any finite real).
+    for the error −PSNR, against that attack. ``eta`` is in dB (any finite real).
     """
     e = _eta_psnr(eta)
     s = val.positive("noise_multiplier", noise_multiplier)
@@ -408,8 +416,10 @@ class AnalyticBound:
 
 
 _GAMMA_FORMULA = {
-    "mse": "P(MSE(X, R) <= eta) <= gamma(eta) for every X != 0 and every attack R (Riess et al. 2024, Prop. 3, Eq. 24)",
-    "psnr": "P(PSNR(X, R) >= eta) <= gamma(eta) for every X != 0 and every attack R (Riess et al. 2024, Props. 4-5)",
+    "mse": "P(MSE(X, R) <= eta) <= gamma(eta) for the analytic (unbiased) attack R, X != 0: that attack's error law, "
+           "not a bound over every attack (Riess et al. 2024, Prop. 3, Eq. 24)",
+    "psnr": "P(PSNR(X, R) >= eta) <= gamma(eta) for the analytic (unbiased) attack R, X != 0: that attack's error law, "
+            "not a bound over every attack (Riess et al. 2024, Props. 4-5)",
 }
 _NCC_FORMULA = "population NCC of the optimal attack <= sqrt(1/(1 + sigma^2 N/k)) (Riess et al. 2024, Prop. 6, Eq. 28)"
 
