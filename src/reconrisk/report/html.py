@@ -9,20 +9,21 @@ with :func:`html.escape`.
 The page opens with a headline that states the prior ("at most 19.5% reconstruction success with a 1-in-10
 prior"), a warning when the prior was defaulted rather than given, and a plain-language summary whose numbers
 come from the report (rounded *up* where they are upper bounds, so "at most" stays true); then one table of
-every bound family (formulas in Unicode; a bound of 1 is marked vacuous; families whose assumptions fail are
+every bound family (formulas as MathML, :mod:`.mathml`, the JSON keeping their plain text; a bound of 1 is marked vacuous; families whose assumptions fail are
 listed apart with the reason), the plots (trade-off curve on log–log axes with its certified band; ReRo against
-prior size), the full references and a provenance footer (version, release, command).
+prior size), the full references (every work a formula or note cites, with its authors) and a provenance
+footer (version, release, command). Where the summary rounds, the page says how (:data:`ROUNDING`).
 """
 
 from __future__ import annotations
 
 import html
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _io
+from .mathml import formula_html
 from .report_plots import figures as draw
 
 _CSS = """
@@ -41,6 +42,7 @@ th{background:#fafafa}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.vacuous td{color:#888}tr.vacuous td.num{font-style:italic}
 .formula{font-size:.85rem;color:#444;max-width:30rem;overflow-wrap:anywhere}
+math{font-size:1.08em}.formula math{overflow-wrap:normal}
 .hidden{display:none}
 ul.na{font-size:.9rem;color:var(--muted)}ul.na b{color:var(--ink);font-weight:600}
 figure{margin:1.2rem 0;width:100%}figure svg{display:block;width:100%;height:auto;max-width:100%}
@@ -169,7 +171,10 @@ def summary(report: dict) -> list[Sentence]:
                      _strong(_pct(s["rero_upper"])), f" of the time (a blind guess: {_pct(s['kappa'], up=False)}).")]
     eps = s.get("epsilon")
     if eps is not None and math.isfinite(eps):
-        out.append(_sentence(f"This release is (ε = {_up(eps):g}, δ = {s['delta']:g})-differentially private."))
+        shown = _up(eps)
+        rule = (f" (ε = {eps:.6g} rounded up to 3 significant digits, so the stated value is still a bound)"
+                if shown != eps else "")
+        out.append(_sentence(f"This release is (ε = {shown:g}, δ = {s['delta']:g})-differentially private{rule}."))
     elif eps is not None:
         out.append(_sentence(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here."))
     if s.get("membership_advantage_upper") is not None:
@@ -185,6 +190,13 @@ def summary(report: dict) -> list[Sentence]:
 def summary_sentences(report: dict) -> list[str]:
     """The plain-language summary as the page shows it: escaped HTML sentences (:func:`summary`)."""
     return [s.html for s in summary(report)]
+
+
+#: How the page rounds (stated on the page, under the summary).
+ROUNDING = ("Rounding: in the summary, upper bounds (reconstruction success, ε, membership advantage) are rounded "
+            "up to 3 significant digits and the calibrated σ up to 4 (more noise still meets the target), blind "
+            "guesses and targets down, so every \u201cat most\u201d stays true; "
+            "the table shows 4 decimals, rounded to nearest; report.json holds every number in full.")
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -306,7 +318,7 @@ def _table_html(rows: list[dict]) -> str:
                     f"<td class='num' data-label='lower'>{_num(r['lower'])}</td>"
                     f"<td class='num' data-label='upper'>{upper}</td>"
                     f"<td class='err'>{_e(r['error'])}</td>"
-                    f"<td class='formula'>{_e(pretty_formula(r['formula']))}</td></tr>")
+                    f"<td class='formula'>{formula_html(r['formula'])}</td></tr>")
     return f"<table id='families'>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
@@ -314,7 +326,7 @@ def _na_html(rows: list[dict]) -> str:
     """The families whose assumptions fail for this release, each with its reason (not empty table rows)."""
     if not rows:
         return ""
-    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {_e(r['formula'])}</li>" for r in rows)
+    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {formula_html(r['formula'])}</li>" for r in rows)
     return f"<h3>Not computed for this release</h3><ul class='na' id='not-computed'>{items}</ul>"
 
 
@@ -328,34 +340,30 @@ REFERENCES = (
      "Machine Learning (ICML) 2022; arXiv:2201.12383."),
     ("Balle, Cherubin & Hayes 2022", "Borja Balle, Giovanni Cherubin and Jamie Hayes. Reconstructing Training Data "
      "with Informed Adversaries. IEEE Symposium on Security and Privacy (S&P) 2022; arXiv:2201.04845."),
-    ("Riess et al. 2024", "Riess et al. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of "
-     "Real-World Data Reconstruction Attacks. 2024."),
+    ("Riess et al. 2024", "Anneliese Riess, Alexander Ziller, Stefan Kolek, Daniel Rueckert, Julia Schnabel and "
+     "Georgios Kaissis. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data "
+     "Reconstruction Attacks. 2024."),
+    ("Riess et al. 2026", "Anneliese Riess, Juan Felipe Gomez, Flavio du Pin Calmon, Julia Anne Schnabel and Georgios "
+     "Kaissis. Optimal conversion from R\u00e9nyi Differential Privacy to f-Differential Privacy. arXiv:2602.04562, "
+     "2026 (the RDP rows' optimal conversion)."),
     ("Biswas et al. 2024", "Sayan Biswas, Mark Dras, Pedro Faustini, Natasha Fernandes, Annabelle McIver, "
      "Catuscia Palamidessi and Parastoo Sadeghi. Comparing privacy notions for protection against reconstruction "
      "attacks in machine learning. 2024."),
     ("Guo, Sablayrolles & Sanjabi 2022", "Chuan Guo, Alexandre Sablayrolles and Maziar Sanjabi. Analyzing Privacy "
      "Leakage in Machine Learning via Multiple Hypothesis Testing: A Lesson From Fano. arXiv:2210.13662, 2022 "
      "(the page's \u201cGuo et al. 2022b\u201d, Fano's bound)."),
+    ("Kulynych et al. 2025", "Bogdan Kulynych, Juan Felipe Gomez, Georgios Kaissis, Jamie Hayes, Borja Balle, "
+     "Flavio P. Calmon and Jean Louis Raisaro. Unifying Re-Identification, Attribute Inference, and Data "
+     "Reconstruction Risks in Differential Privacy. NeurIPS 2025; arXiv:2507.06969."),
+    ("Guerra-Balboa et al. 2026", "Patricia Guerra-Balboa, Annika Sauer, H\u00e9ber H. Arcolezi and Thorsten Strufe. "
+     "Understanding Disclosure Risk in Differential Privacy with Applications to Noise Calibration and Auditing "
+     "(Extended Version). arXiv:2603.12142, 2026 (reconstruction advantage, RAD)."),
+    ("Chatzikokolakis et al. 2023", "Konstantinos Chatzikokolakis, Giovanni Cherubin, Catuscia Palamidessi and "
+     "Carmela Troncoso. Bayes Security: A Not-So-Average Metric. IEEE Computer Security Foundations Symposium "
+     "(CSF) 2023."),
     ("Dong, Roth & Su 2022", "Jinshuo Dong, Aaron Roth and Weijie J. Su. Gaussian Differential Privacy. Journal of "
      "the Royal Statistical Society Series B 84(1), 2022."),
 )
-
-# ASCII math of the JSON ``formula`` fields, shown with Unicode symbols (the JSON keeps the ASCII)
-_GREEK = {"kappa": "κ", "epsilon": "ε", "eps": "ε", "delta": "δ", "alpha": "α", "beta": "β", "mu": "μ",
-          "nu": "ν", "sigma": "σ", "rho": "ρ", "gamma": "γ", "eta": "η", "tau": "τ", "lambda": "λ", "pi": "π"}
-_GREEK_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])")
-_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def pretty_formula(text: str) -> str:
-    """``B_kappa(mu, nu) <= kappa*exp(eps2)`` → ``B_κ(μ, ν) ≤ κ·exp(ε₂)``: readable, and offline (plain Unicode)."""
-    s = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], str(text))
-    s = re.sub(r"([κεδαβμνσργητλπ])(\d)", lambda m: m.group(1) + m.group(2).translate(_SUB), s)
-    for a, b in (("<=", "≤"), (">=", "≥"), ("!=", "≠"), ("->", "→"), ("sqrt(", "√("), ("^2", "²"), ("*", "·"),
-                 ("sum_", "Σ_"), (" in [", " ∈ [")):
-        s = s.replace(a, b)
-    return s
-
 
 def _release_text(rel: dict) -> str:
     if "dp_event" in rel:
@@ -429,6 +437,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
             f"<p class='release'>DP-SGD release: {_e(rel_text)}</p></header>"
             f"{_warnings(report, provenance)}"
             f"<section class='summary' id='summary'>{summary}</section>"
+            f"<p class='note' id='rounding'>{_e(ROUNDING)}</p>"
             "<h2>Every bound family</h2>"
             "<p class='note'>Certified bounds hold for every attack; estimates carry their error. A bound of 1 says "
             "nothing for this release and is marked <em>vacuous</em>.</p>"
