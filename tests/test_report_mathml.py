@@ -221,3 +221,12 @@ def test_the_summary_says_where_it_rounds(reports):
     assert "id='rounding'" in page and "rounded up to 3 significant digits" in page
     exact = dict(rep, summary=dict(rep["summary"], epsilon=2.5))  # nothing rounded: nothing said
     assert "rounded" not in next(s for s in H.summary_sentences(exact) if "differentially private" in s)
+
+
+def test_a_work_only_some_releases_cite_is_listed_when_cited(reports):
+    rep = reports["kappa"]
+    assert "Balle &amp; Wang 2018</span>" not in _page(rep)
+    cites = dict(rep, epsilon=dict(rep["epsilon"], formula="Gaussian privacy profile (Balle & Wang 2018)"))
+    page = _page(cites)
+    refs = page[page.index("<section id='references'>"):]
+    assert "Balle &amp; Wang 2018</span>: Borja Balle and Yu-Xiang Wang." in refs

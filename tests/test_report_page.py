@@ -56,6 +56,8 @@ def test_formulas_are_mathml_and_words_stay_words():
     assert out.count("<math") == 2 and "<mi>δ</mi>" in out and "<mfrac>" in out
     assert out.endswith(" (Guo et al. 2022, Thm 1)")  # a citation is text, its year and theorem number too
     assert formula_html("multiplier nu_a number").startswith("multiplier <math")  # words are left alone
+    assert "<math" not in formula_html("Alg. 1 (corrected) with a DKW + Clopper-Pearson interval")
+    assert formula_html("1 - f(fpr) (Dong, Roth & Su 2022)").count("<math") == 1
 
 
 def test_figures_are_inline_responsive_svg_and_the_page_prints(rep):

@@ -331,6 +331,22 @@ def _na_html(rows: list[dict]) -> str:
 
 
 # -- the page ----------------------------------------------------------------------------------------
+#: Works that only some releases' rows cite (a sampler's or a closed form's source): listed when the page names them.
+CITED_IF_NAMED = (
+    ("Balle & Wang 2018", "Borja Balle and Yu-Xiang Wang. Improving the Gaussian Mechanism for Differential Privacy: "
+     "Analytical Calibration and Optimal Denoising. International Conference on Machine Learning (ICML) 2018."),
+    ("Wang, Balle & Kasiviswanathan 2019", "Yu-Xiang Wang, Borja Balle and Shiva Prasad Kasiviswanathan. Subsampled "
+     "R\u00e9nyi Differential Privacy and Analytical Moments Accountant. AISTATS 2019."),
+    ("Cherubin et al. 2024", "Giovanni Cherubin, Boris K\u00f6pf, Andrew Paverd, Shruti Tople, Lukas Wutschitz and "
+     "Santiago Zanella-B\u00e9guelin. Closed-Form Bounds for DP-SGD against Record-level Inference. USENIX Security 2024."),
+    ("Bu et al. 2020", "Zhiqi Bu, Jinshuo Dong, Qi Long and Weijie J. Su. Deep Learning with Gaussian Differential "
+     "Privacy. Harvard Data Science Review 2(3), 2020."),
+    ("Steinke, Nasr & Jagielski 2023", "Thomas Steinke, Milad Nasr and Matthew Jagielski. Privacy Auditing with One (1) "
+     "Training Run. NeurIPS 2023."),
+    ("Mahloujifar, Melis & Chaudhuri 2025", "Saeed Mahloujifar, Luca Melis and Kamalika Chaudhuri. Auditing "
+     "f-Differential Privacy in One Run. 2025."),
+)
+
 #: The papers the page cites, in full, once (the rows cite them by author and year).
 REFERENCES = (
     ("Hayes, Mahloujifar & Balle 2023", "Jamie Hayes, Saeed Mahloujifar and Borja Balle. Bounding Training Data "
@@ -403,9 +419,11 @@ def _headline(report: dict) -> str:
             f"(a blind guess: {_pct(s['kappa'], up=False)})")
 
 
-def _references() -> str:
+def _references(page_text: str = "") -> str:
+    """Every work of :data:`REFERENCES`, and those of :data:`CITED_IF_NAMED` that ``page_text`` cites."""
+    extra = tuple(r for r in CITED_IF_NAMED if r[0] in page_text)
     items = "".join(f"<li id='ref-{i}'><span class='cite'>{_e(short)}</span>: {_e(full)}</li>"
-                    for i, (short, full) in enumerate(REFERENCES))
+                    for i, (short, full) in enumerate(REFERENCES + extra))
     return f"<section id='references'><h2>References</h2><ul class='refs'>{items}</ul></section>"
 
 
@@ -421,7 +439,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
     tradeoff_fig, prior_fig = figures if figures is not None else draw(report)
     figs = (f"<figure>{tradeoff_fig}<figcaption>Certified trade-off curve on log–log axes: any "
             "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
-            "the band's width, the certificate's own error.</figcaption></figure>"
+            "the band's width, the certificate's own error (or says that there is none to draw).</figcaption></figure>"
             f"<figure>{prior_fig}<figcaption>Reconstruction success bound against the prior size N "
             "(κ = 1/N).</figcaption></figure>")
     src = provenance.get("release_source", {})
@@ -430,6 +448,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
               f"<p>command: <code>{_e(provenance.get('command', ''))}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
     title = f"Reconstruction risk: at most {_pct(report['summary']['rero_upper'])} with {_prior_text(report)}"
+    body = _table_html(shown) + _na_html([r for r in rows if r["na"]]) + figs + summary  # what may cite a work
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
@@ -444,7 +463,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
             "<p class='no-print'><button id='toggle-formulas' type='button'>hide formulas</button></p>"
             f"<div class='scroll'>{_table_html(shown)}</div>"
             f"{_na_html([r for r in rows if r['na']])}"
-            f"<h2>Plots</h2>{figs}{_references()}{footer}<script>{_JS}</script></body></html>")
+            f"<h2>Plots</h2>{figs}{_references(html.unescape(body))}{footer}<script>{_JS}</script></body></html>")
 
 
 def write_report(report: dict, out_dir, provenance: dict, figures: tuple[str, str] | None = None) -> dict:

@@ -206,7 +206,8 @@ def _classify(toks: list[tuple[str, str]]) -> list[str]:
             out.append("prose" if after_part else "neutral")
         elif kind == "word":
             letters = re.match(r"[A-Za-z]+", t).group(0)
-            glued = nxt[:1] in ("(", "_", "^") or prev in ("_", "^") or (prev == "(" and nxt == ")")
+            call = prev == "(" and nxt == ")" and i >= 2 and toks[i - 2][0] in ("word", "greek")  # f(fpr)
+            glued = nxt[:1] in ("(", "_", "^") or prev in ("_", "^") or call
             if (after_part and len(t) <= 2) or t in _PARTS:
                 out.append("prose")
             elif letters in GREEK or letters in NAMES or glued:

@@ -90,7 +90,7 @@ def tradeoff_svg(report: dict) -> str:
     bottom.ylabel = "band width"
     bottom.xlabel = "attack false-positive rate α"
     bottom.empty_note = ("band width: nothing to show\nthe lower and upper ends of the band agree at every α "
-                         "(the curve is exact), so the certificate has no width")
+                         "(the curve is exact), so there is no width to draw")
     bottom.xlim = top.xlim = log_limits(a, 10)  # (shared x axis)
     if bottom.has_data():
         top.show_xticklabels = False
@@ -109,7 +109,8 @@ def prior_svg(report: dict) -> str:
     if p.get("rdp") is not None:  # (an event has neither); the table's RDP row's conversion
         ax.line(n_all, p["rdp"], color=_RED, width=1.2, dash="--", marker="s", label=RDP_LABEL)
     if p.get("fano") is not None:
-        ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^", label="Fano's bound (App. H)")
+        ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^",
+                label="Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)")
     ax.line(n_all, p["kappa"], color=_GREY, width=1.0, dash=":", label="blind guess 1/N")
     at = report["attack"]
     if at.get("applicable"):
