@@ -230,3 +230,24 @@ def test_a_work_only_some_releases_cite_is_listed_when_cited(reports):
     page = _page(cites)
     refs = page[page.index("<section id='references'>"):]
     assert "Balle &amp; Wang 2018</span>: Borja Balle and Yu-Xiang Wang." in refs
+
+
+@pytest.mark.parametrize("key", sorted(CASES))
+def test_the_table_rounds_every_bracket_outward(reports, key):
+    page = _page(reports[key])
+    table = page[page.index("<table id='families'>"):page.index("</table>")]
+    shown = re.findall(r"data-label='lower'>([^<]*)</td><td class='num' data-label='upper'>([^<]*)</td>", table)
+    rows = [r for r in H.table_rows(reports[key]) if not r["na"]]
+    assert len(shown) == len(rows)
+    checked = 0
+    for (lo, hi), r in zip(shown, rows):
+        for text, value, up in ((lo, r["lower"], False), (hi, r["upper"], True)):
+            if not isinstance(value, float) or text in ("—", "1 (vacuous)") or not np.isfinite(value):
+                continue
+            x = float(text)
+            assert (x >= value if up else x <= value), (r["quantity"], text, value)
+            assert abs(x - value) <= max(1e-4, 1e-3 * abs(value)) + 1e-12
+            checked += 1
+    assert checked > 10
+    assert H._num(0.11344, up=True) == "0.1135" and H._num(0.11346, up=False) == "0.1134"
+    assert H._num(0.1135, up=True) == "0.1135" and H._num(2.5e-7, up=True) == "2.5e-07"

@@ -124,7 +124,9 @@ def _pct(x: float, *, up: bool = True) -> str:
     return f"{y:.2g}%"
 
 
-def _num(x) -> str:
+def _num(x, up: bool | None = None) -> str:
+    """A table cell's number: 4 decimals (4 significant digits when tiny or huge), rounded outward when ``up`` is
+    given — an upper end up, a lower end down — so that the printed bracket still contains the computed one."""
     if x is None:
         return "—"
     if isinstance(x, bool):
@@ -132,8 +134,16 @@ def _num(x) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if not math.isfinite(x):
+            return f"{x:.4g}"
         if x == 0 or (1e-3 <= abs(x) < 1e5):
-            return f"{x:.4f}"
+            r = round(x * 1e4)
+            if up is not None:
+                while (r / 1e4 < x) if up else (r / 1e4 > x):
+                    r += 1 if up else -1
+            return f"{r / 1e4:.4f}"
+        if up is not None and x > 0:
+            x = _round_safe(x, 4, up)
         return f"{x:.4g}"
     return _e(x)
 
@@ -196,7 +206,8 @@ def summary_sentences(report: dict) -> list[str]:
 ROUNDING = ("Rounding: in the summary, upper bounds (reconstruction success, ε, membership advantage) are rounded "
             "up to 3 significant digits and the calibrated σ up to 4 (more noise still meets the target), blind "
             "guesses and targets down, so every \u201cat most\u201d stays true; "
-            "the table shows 4 decimals, rounded to nearest; report.json holds every number in full.")
+            "the table rounds each number outward to 4 decimals (lower ends down, upper ends up), so a printed "
+            "bracket still contains the computed one; report.json holds every number in full.")
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -313,9 +324,9 @@ def _table_html(rows: list[dict]) -> str:
     body = []
     for r in rows:
         cls = " class='vacuous'" if r.get("vacuous") else ""
-        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"])
+        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"], up=True)
         body.append(f"<tr{cls}><td>{_e(r['family'])}</td><td>{_e(r['quantity'])}</td>"
-                    f"<td class='num' data-label='lower'>{_num(r['lower'])}</td>"
+                    f"<td class='num' data-label='lower'>{_num(r['lower'], up=False)}</td>"
                     f"<td class='num' data-label='upper'>{upper}</td>"
                     f"<td class='err'>{_e(r['error'])}</td>"
                     f"<td class='formula'>{formula_html(r['formula'])}</td></tr>")
