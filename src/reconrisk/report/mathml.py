@@ -7,7 +7,7 @@ stays one self-contained file. Two functions, no dependency:
 * :func:`to_mathml` — one expression → ``<math>``: Greek names become letters (``kappa`` → κ, ``eps2`` → ε₂),
   ``x_y``/``x_{…}`` and ``x^y`` become ``<msub>``/``<msup>`` (``Phi^-1`` → Φ⁻¹, ``X_hat`` → X̂), ``a/b`` between
   two operands an ``<mfrac>`` (the operands' outer parentheses dropped), ``sqrt(…)`` an ``<msqrt>``, ``sum`` ∑,
-  ``<=`` ≤, ``||`` ‖, ``in`` ∈ (inside a script);
+  ``<=`` ≤, ``||`` ‖, ``in`` ∈ (inside a script), ``\{``/``\}`` a shown brace (``{…}`` only groups);
 * :func:`formula_html` — a formula column's mixed text (formulas, words, citations) → escaped HTML in which
   each run of mathematics is a ``<math>`` element (its plain text kept as ``alttext``) and the words stay text.
 
@@ -32,7 +32,7 @@ NAMES = {"Bern", "TV", "MSE", "PSNR", "diam"}
 _SPACED = {"exp", "log", "ln", "inf", "sup", "max", "min"}  # a thin space either side, as TeX's \log
 
 _E = lambda s: html.escape(str(s), quote=True)  # noqa: E731
-_MATH_TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z]+\d*|<=|>=|!=|->|\|\||[α-ωΑ-Ω]|\S)")
+_MATH_TOKEN = re.compile(r"\s*(\d+(?:\.\d+)?|[A-Za-z]+\d*|<=|>=|!=|->|\|\||\\[{}]|[α-ωΑ-Ω]|\S)")
 _WORD_DIGITS = re.compile(r"([A-Za-z]+?)(\d+)$")
 
 
@@ -124,6 +124,8 @@ class _Parser:
             inner = self.seq("}")
             self.take()
             return _Node("<mrow>" + "".join(n.xml for n in inner) + "</mrow>")
+        if t in ("\\{", "\\}"):  # a brace shown as such ({ … } alone groups without showing)
+            return _Node(f"<mo>{t[1]}</mo>", "op", text=t)
         if re.fullmatch(r"\d+(?:\.\d+)?", t):
             return _Node(f"<mn>{t}</mn>", text=t)
         if re.fullmatch(r"[A-Za-z]+\d*", t):
