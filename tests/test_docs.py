@@ -197,3 +197,10 @@ def test_mkdocs_build_strict(tmp_path):
         assert f'id="{command}"' in cli, f"generated CLI reference lacks {command}"
     api = (tmp_path / "site" / "reference" / "python" / "index.html").read_text(encoding="utf-8")
     assert "rero_bound" in api and "make_private_with_risk" in api
+    # formulas written $…$ are MathML on the site (tools/mkdocs_hooks.py): no MathJax, no script, no placeholder left
+    for page, formula in (("rero", "B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]"),
+                          ("rero", "Phi(Phi^-1(kappa) + mu_GDP)"),
+                          ("tradeoff", "S(pi) = max_{t in simplex} sum_z pi_z g(t_z)")):
+        built = (tmp_path / "site" / "explanation" / page / "index.html").read_text(encoding="utf-8")
+        assert f"<math display='inline' alttext='{formula}'>" in built, (page, formula)
+        assert "RECONRISKMATH" not in built and "mathjax" not in built.lower() and "$B_kappa" not in built

@@ -1,5 +1,5 @@
 """The report page a privacy engineer forwards (issue 25 item 4): the prior in the headline, a warning when it was
-defaulted, vacuous rows marked, inapplicable families listed with their reason, Unicode formulas, inline
+defaulted, vacuous rows marked, inapplicable families listed with their reason, MathML formulas, inline
 responsive SVG figures, a print stylesheet and each paper's full reference once."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from reconrisk import Release
 from reconrisk.experiments.riskreport import ReportConfig, risk_report
 from reconrisk.report import html as H
+from reconrisk.report.mathml import formula_html
 
 
 @pytest.fixture(scope="module")
@@ -47,13 +48,16 @@ def test_vacuous_rows_are_marked_and_inapplicable_families_listed_apart(rep):
     na = [r for r in rows if r["na"]]
     assert na and "id='not-computed'" in page
     for r in na:  # not an empty row in the table, but a line with its reason
-        assert H._e(r["formula"]) not in table and H._e(r["formula"]) in page
+        assert formula_html(r["formula"]) not in table and formula_html(r["formula"]) in page
 
 
-def test_formulas_are_unicode():
-    assert H.pretty_formula("B_kappa(mu, nu) <= kappa*exp(eps2)") == "B_κ(μ, ν) ≤ κ·exp(ε₂)"
-    assert H.pretty_formula("delta(eps) <= delta; MSE >= diam^2/(4(e^eps2 - 1))") == "δ(ε) ≤ δ; MSE ≥ diam²/(4(e^ε₂ - 1))"
-    assert H.pretty_formula("multiplier nu_a number") == "multiplier ν_a number"  # words are left alone
+def test_formulas_are_mathml_and_words_stay_words():
+    out = formula_html("delta(eps) <= delta; MSE >= diam^2/(4(e^eps2 - 1)) (Guo et al. 2022, Thm 1)")
+    assert out.count("<math") == 2 and "<mi>δ</mi>" in out and "<mfrac>" in out
+    assert out.endswith(" (Guo et al. 2022, Thm 1)")  # a citation is text, its year and theorem number too
+    assert formula_html("multiplier nu_a number").startswith("multiplier <math")  # words are left alone
+    assert "<math" not in formula_html("Alg. 1 (corrected) with a DKW + Clopper-Pearson interval")
+    assert formula_html("1 - f(fpr) (Dong, Roth & Su 2022)").count("<math") == 1
 
 
 def test_figures_are_inline_responsive_svg_and_the_page_prints(rep):

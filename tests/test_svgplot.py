@@ -65,7 +65,9 @@ def test_same_input_same_bytes_and_unknown_marker_refused():
     def draw():
         c = _chart()
         c.line([1, 10], [0.1, 1], color="#000", marker="s")
-        return svg_document((600, 400), [c, _chart()], "t", "fig")
+        d = _chart()
+        d.line([1, 10], [0.2, 0.5], color="#000")
+        return svg_document((600, 400), [c, d], "t", "fig")
     assert draw() == draw() and "id='fig-0'" in draw() and "id='fig-1'" in draw()
     c = _chart()
     c.line([1, 10], [0.1, 1], color="#000", marker="x")
@@ -76,3 +78,19 @@ def test_same_input_same_bytes_and_unknown_marker_refused():
 def test_limits_pad_the_log_span():
     lo, hi = log_limits(np.array([1e-6, 1.0, -1.0, np.nan]), 10)
     assert lo == pytest.approx(-6.3) and hi == pytest.approx(0.3)
+
+
+def test_an_empty_panel_is_a_sentence_and_a_legend_below_grows_the_canvas():
+    empty = _chart()
+    empty.line([1, 10], [0.0, np.nan], color="#000")  # nothing a log axis can show
+    empty.empty_note = "nothing to show: first line\nsecond line"
+    svg = svg_document((600, 400), [empty], "t", "u")
+    ET.fromstring(svg)
+    assert "clipPath" not in svg and "<polyline" not in svg and ">first line<" not in svg
+    assert ">nothing to show: first line</tspan>" in svg and ">second line</tspan>" in svg
+    c = _chart()
+    c.line([1, 10, 100], [0.1, 0.5, 1.0], color="#000", label="a line")
+    c.legend_at = "below"
+    svg = svg_document((600, 400), [c], "t", "u")
+    y = float(re.search(r"<g class='legend'><rect x='[\d.]+' y='([\d.]+)'", svg).group(1))
+    assert y >= 400 and "viewBox='0 0 600 4" in svg and "viewBox='0 0 600 400'" not in svg  # under the panel

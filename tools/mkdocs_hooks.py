@@ -11,6 +11,12 @@
   from the source tree with ``ast`` (nothing imported): each room's files and
   lines, and the first line of its ``__init__`` docstring.
 
+* ``$…$`` (inline) and ``$$…$$`` (a display line) outside code become MathML (``<math>``), written by
+  :func:`reconrisk.report.mathml.to_mathml` from the same plain-text syntax as the report's formulas
+  (``$B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]$``). Browsers render MathML natively: no MathJax,
+  no script, no network. Each formula is swapped for a placeholder before Markdown runs (so ``|``, ``_`` and
+  ``*`` inside it never reach the Markdown parser) and put back into the page's HTML.
+
 Also usable without MkDocs: ``python3.11 tools/mkdocs_hooks.py cli`` prints the
 generated CLI reference.
 """
@@ -139,7 +145,43 @@ def layout_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|^(?: {4}|\t).*?$|`[^`\n]+`", re.M | re.S)
+_MATH = re.compile(r"\$\$(?=\S)(.+?)(?<=\S)\$\$|(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])")
+_PLACEHOLDER = "RECONRISKMATH{}X"
+_FORMULAS: dict[str, list[str]] = {}  # page → its formulas' MathML, by placeholder number
+
+
+def math_markdown(markdown: str, key: str) -> str:
+    """``$…$``/``$$…$$`` outside code → placeholders; their MathML is kept for :func:`math_html`."""
+    from reconrisk.report.mathml import to_mathml
+
+    found = _FORMULAS.setdefault(key, [])
+
+    def swap(m: re.Match) -> str:
+        found.append(to_mathml(m.group(1), display=True) if m.group(1) else to_mathml(m.group(2)))
+        return _PLACEHOLDER.format(len(found) - 1)
+
+    out, last = [], 0
+    for code in _FENCE.finditer(markdown):  # code (fenced, indented, inline) is left as it is
+        out.append(_MATH.sub(swap, markdown[last:code.start()]))
+        out.append(code.group(0))
+        last = code.end()
+    out.append(_MATH.sub(swap, markdown[last:]))
+    return "".join(out)
+
+
+def math_html(html: str, key: str) -> str:
+    """The placeholders of :func:`math_markdown` → their ``<math>`` elements."""
+    found = _FORMULAS.pop(key, [])
+    return re.sub(r"RECONRISKMATH(\d+)X", lambda m: found[int(m.group(1))], html)
+
+
+def on_page_content(html: str, page, config, files) -> str:  # MkDocs hook
+    return math_html(html, page.file.src_uri)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs hook
+    markdown = math_markdown(markdown, page.file.src_uri)
     if LAYOUT_MARKER in markdown:
         markdown = markdown.replace(LAYOUT_MARKER, layout_markdown())
     if CLI_MARKER in markdown:

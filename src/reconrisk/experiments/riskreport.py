@@ -213,7 +213,10 @@ def finish_monte_carlo_entry(mc) -> dict:
 
 
 def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
-    """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N."""
+    """PLD bracket, the RDP bound and Fano's bound (as in :func:`fano_entry`) at κ = 1/N for each N.
+
+    ``rdp`` is the optimal RDP conversion, the same as the table's RDP row (:func:`rero_entry`'s ``rdp``);
+    Hayes, Mahloujifar & Balle's (2023) Eq. 2 is kept beside it as ``rdp_hayes2023_eq2`` (not drawn)."""
     analysis = analyse(analysis)
     release = analysis.release
     ns = [int(n) for n in prior_sizes]
@@ -221,13 +224,15 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     if not analysis.supports("mechanism"):  # an event: its own bracket per prior size (the RDP and Fano bounds read sigma, q, T)
         pld = analysis.rero_many(kap)
         return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld],
-                "upper": [r.upper for r in pld], "rdp": None, "fano": None}
+                "upper": [r.upper for r in pld], "rdp": None, "rdp_method": None, "rdp_hayes2023_eq2": None, "fano": None}
     pld = analysis.rero_many(kap, method="pld")
-    rdp = analysis.rero_many(kap, method="rdp")
+    rdp = rero_release_rdp(release, kap)  # the conversion of the table's RDP row (rero_entry), at every N
+    eq2 = analysis.rero_many(kap, method="rdp")  # Hayes et al.'s Eq. 2: a named baseline, JSON only
     kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
     fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success.upper for n in ns]
     return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld], "upper": [r.upper for r in pld],
-            "rdp": [r.upper for r in rdp], "fano": fano}
+            "rdp": [r.upper for r in rdp], "rdp_method": rdp[0].method,
+            "rdp_hayes2023_eq2": [r.upper for r in eq2], "fano": fano}
 
 
 def _closed_form_mi(release: Release, n: int) -> float:

@@ -9,20 +9,21 @@ with :func:`html.escape`.
 The page opens with a headline that states the prior ("at most 19.5% reconstruction success with a 1-in-10
 prior"), a warning when the prior was defaulted rather than given, and a plain-language summary whose numbers
 come from the report (rounded *up* where they are upper bounds, so "at most" stays true); then one table of
-every bound family (formulas in Unicode; a bound of 1 is marked vacuous; families whose assumptions fail are
+every bound family (formulas as MathML, :mod:`.mathml`, the JSON keeping their plain text; a bound of 1 is marked vacuous; families whose assumptions fail are
 listed apart with the reason), the plots (trade-off curve on log–log axes with its certified band; ReRo against
-prior size), the full references and a provenance footer (version, release, command).
+prior size), the full references (every work a formula or note cites, with its authors) and a provenance
+footer (version, release, command). Where the summary rounds, the page says how (:data:`ROUNDING`).
 """
 
 from __future__ import annotations
 
 import html
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _io
+from .mathml import formula_html
 from .report_plots import figures as draw
 
 _CSS = """
@@ -41,6 +42,7 @@ th{background:#fafafa}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.vacuous td{color:#888}tr.vacuous td.num{font-style:italic}
 .formula{font-size:.85rem;color:#444;max-width:30rem;overflow-wrap:anywhere}
+math{font-size:1.08em}.formula math{overflow-wrap:normal}
 .hidden{display:none}
 ul.na{font-size:.9rem;color:var(--muted)}ul.na b{color:var(--ink);font-weight:600}
 figure{margin:1.2rem 0;width:100%}figure svg{display:block;width:100%;height:auto;max-width:100%}
@@ -122,7 +124,9 @@ def _pct(x: float, *, up: bool = True) -> str:
     return f"{y:.2g}%"
 
 
-def _num(x) -> str:
+def _num(x, up: bool | None = None) -> str:
+    """A table cell's number: 4 decimals (4 significant digits when tiny or huge), rounded outward when ``up`` is
+    given — an upper end up, a lower end down — so that the printed bracket still contains the computed one."""
     if x is None:
         return "—"
     if isinstance(x, bool):
@@ -130,8 +134,16 @@ def _num(x) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if not math.isfinite(x):
+            return f"{x:.4g}"
         if x == 0 or (1e-3 <= abs(x) < 1e5):
-            return f"{x:.4f}"
+            r = round(x * 1e4)
+            if up is not None:
+                while (r / 1e4 < x) if up else (r / 1e4 > x):
+                    r += 1 if up else -1
+            return f"{r / 1e4:.4f}"
+        if up is not None and x > 0:
+            x = _round_safe(x, 4, up)
         return f"{x:.4g}"
     return _e(x)
 
@@ -169,7 +181,10 @@ def summary(report: dict) -> list[Sentence]:
                      _strong(_pct(s["rero_upper"])), f" of the time (a blind guess: {_pct(s['kappa'], up=False)}).")]
     eps = s.get("epsilon")
     if eps is not None and math.isfinite(eps):
-        out.append(_sentence(f"This release is (ε = {_up(eps):g}, δ = {s['delta']:g})-differentially private."))
+        shown = _up(eps)
+        rule = (f" (ε = {eps:.6g} rounded up to 3 significant digits, so the stated value is still a bound)"
+                if shown != eps else "")
+        out.append(_sentence(f"This release is (ε = {shown:g}, δ = {s['delta']:g})-differentially private{rule}."))
     elif eps is not None:
         out.append(_sentence(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here."))
     if s.get("membership_advantage_upper") is not None:
@@ -185,6 +200,14 @@ def summary(report: dict) -> list[Sentence]:
 def summary_sentences(report: dict) -> list[str]:
     """The plain-language summary as the page shows it: escaped HTML sentences (:func:`summary`)."""
     return [s.html for s in summary(report)]
+
+
+#: How the page rounds (stated on the page, under the summary).
+ROUNDING = ("Rounding: in the summary, upper bounds (reconstruction success, ε, membership advantage) are rounded "
+            "up to 3 significant digits and the calibrated σ up to 4 (more noise still meets the target), blind "
+            "guesses and targets down, so every \u201cat most\u201d stays true; "
+            "the table rounds each number outward to 4 decimals (lower ends down, upper ends up), so a printed "
+            "bracket still contains the computed one; report.json holds every number in full.")
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -301,12 +324,12 @@ def _table_html(rows: list[dict]) -> str:
     body = []
     for r in rows:
         cls = " class='vacuous'" if r.get("vacuous") else ""
-        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"])
+        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"], up=True)
         body.append(f"<tr{cls}><td>{_e(r['family'])}</td><td>{_e(r['quantity'])}</td>"
-                    f"<td class='num' data-label='lower'>{_num(r['lower'])}</td>"
+                    f"<td class='num' data-label='lower'>{_num(r['lower'], up=False)}</td>"
                     f"<td class='num' data-label='upper'>{upper}</td>"
                     f"<td class='err'>{_e(r['error'])}</td>"
-                    f"<td class='formula'>{_e(pretty_formula(r['formula']))}</td></tr>")
+                    f"<td class='formula'>{formula_html(r['formula'])}</td></tr>")
     return f"<table id='families'>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
@@ -314,11 +337,27 @@ def _na_html(rows: list[dict]) -> str:
     """The families whose assumptions fail for this release, each with its reason (not empty table rows)."""
     if not rows:
         return ""
-    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {_e(r['formula'])}</li>" for r in rows)
+    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {formula_html(r['formula'])}</li>" for r in rows)
     return f"<h3>Not computed for this release</h3><ul class='na' id='not-computed'>{items}</ul>"
 
 
 # -- the page ----------------------------------------------------------------------------------------
+#: Works that only some releases' rows cite (a sampler's or a closed form's source): listed when the page names them.
+CITED_IF_NAMED = (
+    ("Balle & Wang 2018", "Borja Balle and Yu-Xiang Wang. Improving the Gaussian Mechanism for Differential Privacy: "
+     "Analytical Calibration and Optimal Denoising. International Conference on Machine Learning (ICML) 2018."),
+    ("Wang, Balle & Kasiviswanathan 2019", "Yu-Xiang Wang, Borja Balle and Shiva Prasad Kasiviswanathan. Subsampled "
+     "R\u00e9nyi Differential Privacy and Analytical Moments Accountant. AISTATS 2019."),
+    ("Cherubin et al. 2024", "Giovanni Cherubin, Boris K\u00f6pf, Andrew Paverd, Shruti Tople, Lukas Wutschitz and "
+     "Santiago Zanella-B\u00e9guelin. Closed-Form Bounds for DP-SGD against Record-level Inference. USENIX Security 2024."),
+    ("Bu et al. 2020", "Zhiqi Bu, Jinshuo Dong, Qi Long and Weijie J. Su. Deep Learning with Gaussian Differential "
+     "Privacy. Harvard Data Science Review 2(3), 2020."),
+    ("Steinke, Nasr & Jagielski 2023", "Thomas Steinke, Milad Nasr and Matthew Jagielski. Privacy Auditing with One (1) "
+     "Training Run. NeurIPS 2023."),
+    ("Mahloujifar, Melis & Chaudhuri 2025", "Saeed Mahloujifar, Luca Melis and Kamalika Chaudhuri. Auditing "
+     "f-Differential Privacy in One Run. 2025."),
+)
+
 #: The papers the page cites, in full, once (the rows cite them by author and year).
 REFERENCES = (
     ("Hayes, Mahloujifar & Balle 2023", "Jamie Hayes, Saeed Mahloujifar and Borja Balle. Bounding Training Data "
@@ -328,34 +367,30 @@ REFERENCES = (
      "Machine Learning (ICML) 2022; arXiv:2201.12383."),
     ("Balle, Cherubin & Hayes 2022", "Borja Balle, Giovanni Cherubin and Jamie Hayes. Reconstructing Training Data "
      "with Informed Adversaries. IEEE Symposium on Security and Privacy (S&P) 2022; arXiv:2201.04845."),
-    ("Riess et al. 2024", "Riess et al. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of "
-     "Real-World Data Reconstruction Attacks. 2024."),
+    ("Riess et al. 2024", "Anneliese Riess, Alexander Ziller, Stefan Kolek, Daniel Rueckert, Julia Schnabel and "
+     "Georgios Kaissis. From Mean to Extreme: Formal Differential Privacy Bounds on the Success of Real-World Data "
+     "Reconstruction Attacks. 2024."),
+    ("Riess et al. 2026", "Anneliese Riess, Juan Felipe Gomez, Flavio du Pin Calmon, Julia Anne Schnabel and Georgios "
+     "Kaissis. Optimal conversion from R\u00e9nyi Differential Privacy to f-Differential Privacy. arXiv:2602.04562, "
+     "2026 (the RDP rows' optimal conversion)."),
     ("Biswas et al. 2024", "Sayan Biswas, Mark Dras, Pedro Faustini, Natasha Fernandes, Annabelle McIver, "
      "Catuscia Palamidessi and Parastoo Sadeghi. Comparing privacy notions for protection against reconstruction "
      "attacks in machine learning. 2024."),
     ("Guo, Sablayrolles & Sanjabi 2022", "Chuan Guo, Alexandre Sablayrolles and Maziar Sanjabi. Analyzing Privacy "
      "Leakage in Machine Learning via Multiple Hypothesis Testing: A Lesson From Fano. arXiv:2210.13662, 2022 "
      "(the page's \u201cGuo et al. 2022b\u201d, Fano's bound)."),
+    ("Kulynych et al. 2025", "Bogdan Kulynych, Juan Felipe Gomez, Georgios Kaissis, Jamie Hayes, Borja Balle, "
+     "Flavio P. Calmon and Jean Louis Raisaro. Unifying Re-Identification, Attribute Inference, and Data "
+     "Reconstruction Risks in Differential Privacy. NeurIPS 2025; arXiv:2507.06969."),
+    ("Guerra-Balboa et al. 2026", "Patricia Guerra-Balboa, Annika Sauer, H\u00e9ber H. Arcolezi and Thorsten Strufe. "
+     "Understanding Disclosure Risk in Differential Privacy with Applications to Noise Calibration and Auditing "
+     "(Extended Version). arXiv:2603.12142, 2026 (reconstruction advantage, RAD)."),
+    ("Chatzikokolakis et al. 2023", "Konstantinos Chatzikokolakis, Giovanni Cherubin, Catuscia Palamidessi and "
+     "Carmela Troncoso. Bayes Security: A Not-So-Average Metric. IEEE Computer Security Foundations Symposium "
+     "(CSF) 2023."),
     ("Dong, Roth & Su 2022", "Jinshuo Dong, Aaron Roth and Weijie J. Su. Gaussian Differential Privacy. Journal of "
      "the Royal Statistical Society Series B 84(1), 2022."),
 )
-
-# ASCII math of the JSON ``formula`` fields, shown with Unicode symbols (the JSON keeps the ASCII)
-_GREEK = {"kappa": "κ", "epsilon": "ε", "eps": "ε", "delta": "δ", "alpha": "α", "beta": "β", "mu": "μ",
-          "nu": "ν", "sigma": "σ", "rho": "ρ", "gamma": "γ", "eta": "η", "tau": "τ", "lambda": "λ", "pi": "π"}
-_GREEK_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])")
-_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def pretty_formula(text: str) -> str:
-    """``B_kappa(mu, nu) <= kappa*exp(eps2)`` → ``B_κ(μ, ν) ≤ κ·exp(ε₂)``: readable, and offline (plain Unicode)."""
-    s = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], str(text))
-    s = re.sub(r"([κεδαβμνσργητλπ])(\d)", lambda m: m.group(1) + m.group(2).translate(_SUB), s)
-    for a, b in (("<=", "≤"), (">=", "≥"), ("!=", "≠"), ("->", "→"), ("sqrt(", "√("), ("^2", "²"), ("*", "·"),
-                 ("sum_", "Σ_"), (" in [", " ∈ [")):
-        s = s.replace(a, b)
-    return s
-
 
 def _release_text(rel: dict) -> str:
     if "dp_event" in rel:
@@ -395,9 +430,11 @@ def _headline(report: dict) -> str:
             f"(a blind guess: {_pct(s['kappa'], up=False)})")
 
 
-def _references() -> str:
+def _references(page_text: str = "") -> str:
+    """Every work of :data:`REFERENCES`, and those of :data:`CITED_IF_NAMED` that ``page_text`` cites."""
+    extra = tuple(r for r in CITED_IF_NAMED if r[0] in page_text)
     items = "".join(f"<li id='ref-{i}'><span class='cite'>{_e(short)}</span>: {_e(full)}</li>"
-                    for i, (short, full) in enumerate(REFERENCES))
+                    for i, (short, full) in enumerate(REFERENCES + extra))
     return f"<section id='references'><h2>References</h2><ul class='refs'>{items}</ul></section>"
 
 
@@ -413,7 +450,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
     tradeoff_fig, prior_fig = figures if figures is not None else draw(report)
     figs = (f"<figure>{tradeoff_fig}<figcaption>Certified trade-off curve on log–log axes: any "
             "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
-            "the band's width, the certificate's own error.</figcaption></figure>"
+            "the band's width, the certificate's own error (or says that there is none to draw).</figcaption></figure>"
             f"<figure>{prior_fig}<figcaption>Reconstruction success bound against the prior size N "
             "(κ = 1/N).</figcaption></figure>")
     src = provenance.get("release_source", {})
@@ -422,6 +459,7 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
               f"<p>command: <code>{_e(provenance.get('command', ''))}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
     title = f"Reconstruction risk: at most {_pct(report['summary']['rero_upper'])} with {_prior_text(report)}"
+    body = _table_html(shown) + _na_html([r for r in rows if r["na"]]) + figs + summary  # what may cite a work
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
@@ -429,13 +467,14 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
             f"<p class='release'>DP-SGD release: {_e(rel_text)}</p></header>"
             f"{_warnings(report, provenance)}"
             f"<section class='summary' id='summary'>{summary}</section>"
+            f"<p class='note' id='rounding'>{_e(ROUNDING)}</p>"
             "<h2>Every bound family</h2>"
             "<p class='note'>Certified bounds hold for every attack; estimates carry their error. A bound of 1 says "
             "nothing for this release and is marked <em>vacuous</em>.</p>"
             "<p class='no-print'><button id='toggle-formulas' type='button'>hide formulas</button></p>"
             f"<div class='scroll'>{_table_html(shown)}</div>"
             f"{_na_html([r for r in rows if r['na']])}"
-            f"<h2>Plots</h2>{figs}{_references()}{footer}<script>{_JS}</script></body></html>")
+            f"<h2>Plots</h2>{figs}{_references(html.unescape(body))}{footer}<script>{_JS}</script></body></html>")
 
 
 def write_report(report: dict, out_dir, provenance: dict, figures: tuple[str, str] | None = None) -> dict:

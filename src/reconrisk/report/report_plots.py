@@ -3,7 +3,11 @@
 * :func:`tradeoff_svg` — the certified trade-off curve on log–log axes (false-positive rate α against the
   attack's true-positive rate 1 − f(α)), where the certified band is visible at every α, with a second panel
   showing the band's width (upper − lower end), i.e. the error of the certificate;
-* :func:`prior_svg` — the ReRo bound against the prior size N, with the RDP and Fano bounds and the blind guess.
+* :func:`prior_svg` — the ReRo bound against the prior size N, with the RDP bound (the optimal conversion, the
+  same as the table's RDP row), Fano's bound and the blind guess.
+
+Legends are drawn under the panels, outside the axes, so that they never cover a point; a panel with nothing
+to show (the band width of an exact curve, q = 1) says so in words instead of drawing empty axes.
 
 Both are written directly as SVG text by :mod:`.svgplot` (a viewBox and no fixed size, so they scale with the
 page; text as text; tick labels at the powers of the base as plain Unicode, 10⁻⁶, 2¹⁰): a few milliseconds,
@@ -23,6 +27,8 @@ from .._io import pyplot
 from .svgplot import LogChart, log_limits, svg_document
 
 _BLUE, _RED, _PURPLE, _GREY = "#2a6db0", "#c0392b", "#7d3c98", "#777777"
+#: The prior plot's RDP line: the optimal conversion, as the table's RDP row (not Hayes et al.'s Eq. 2).
+RDP_LABEL = "RDP bound, optimal conversion (Riess et al. 2026), as in the table"
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "reconrisk", "font.family": ["DejaVu Sans", "sans-serif"]}
 
 
@@ -77,14 +83,19 @@ def tradeoff_svg(report: dict) -> str:
     top.line(a, a, color=_GREY, width=0.9, dash=":", label="blind guess (TPR = α)")
     top.title = f"Certified trade-off curve ({t['method']}): any membership test lies below the band"
     top.ylabel = "attack true-positive rate"
-    top.show_xticklabels = False
-    top.legend_at = "lower right"
+    top.legend_at = "below"  # outside the axes: it never covers the curve
     width = _positive(np.asarray(t["power_upper"], float) - np.asarray(t["power_lower"], float))
     bottom = LogChart((84, 448, 704, 118))
     bottom.line(a, width, color=_BLUE, width=1.2)
     bottom.ylabel = "band width"
     bottom.xlabel = "attack false-positive rate α"
+    bottom.empty_note = ("band width: nothing to show\nthe lower and upper ends of the band agree at every α "
+                         "(the curve is exact), so there is no width to draw")
     bottom.xlim = top.xlim = log_limits(a, 10)  # (shared x axis)
+    if bottom.has_data():
+        top.show_xticklabels = False
+    else:  # the top panel carries the x axis's labels
+        top.xlabel = bottom.xlabel
     return svg_document((800, 620), [top, bottom],
                         "certified trade-off curve, log-log, with the width of the certified band", "tradeoff")
 
@@ -95,10 +106,11 @@ def prior_svg(report: dict) -> str:
     ax = LogChart((84, 34, 704, 368), xbase=2)
     ax.band(n_all, p["lower"], p["upper"], color=_BLUE, opacity=0.4)
     ax.line(n_all, p["upper"], color=_BLUE, width=1.4, marker="o", label="ReRo bound (PLD, certified bracket)")
-    if p.get("rdp") is not None:  # (an event has neither)
-        ax.line(n_all, p["rdp"], color=_RED, width=1.2, dash="--", marker="s", label="RDP bound, Eq. (2)")
+    if p.get("rdp") is not None:  # (an event has neither); the table's RDP row's conversion
+        ax.line(n_all, p["rdp"], color=_RED, width=1.2, dash="--", marker="s", label=RDP_LABEL)
     if p.get("fano") is not None:
-        ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^", label="Fano's bound (App. H)")
+        ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^",
+                label="Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)")
     ax.line(n_all, p["kappa"], color=_GREY, width=1.0, dash=":", label="blind guess 1/N")
     at = report["attack"]
     if at.get("applicable"):
@@ -111,5 +123,5 @@ def prior_svg(report: dict) -> str:
     ax.xlabel = "prior size N (κ = 1/N)"
     ax.ylabel = "reconstruction success"
     ax.title = "Reconstruction success bound against the prior size"
-    ax.legend_at = "upper right"
+    ax.legend_at = "below"  # outside the axes: it never covers a point
     return svg_document((800, 460), [ax], "ReRo bound against prior size", "prior")

@@ -20,6 +20,7 @@ import numpy as np
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _DASH = {"-": None, "--": "6,3", ":": "1.5,3", "-.": "7,3,1.5,3"}
 _FONT = "font-family='DejaVu Sans, sans-serif'"
+_ROW = 17.0  # a legend row's height
 
 
 def power_label(base: int, k: int) -> str:
@@ -50,7 +51,8 @@ class LogChart:
         self.box, self.xbase, self.ybase = box, xbase, ybase
         self._items: list[tuple] = []  # (kind, data, style) in drawing order
         self.title = self.xlabel = self.ylabel = ""
-        self.legend_at: str | None = None
+        self.legend_at: str | None = None  # "upper right", "lower right" (inside the axes) or "below" (outside)
+        self.empty_note: str | None = None  # what an empty panel says instead of its axes (lines split by "\n")
         self.show_xticklabels = True
         self.xlim: tuple[float, float] | None = None  # (log_base values); None: from the data
 
@@ -98,8 +100,32 @@ class LogChart:
 
         return px, py, (x0, x1), (y0, y1)
 
+    def has_data(self) -> bool:
+        """Whether any item has a point a log axis can show (x and y finite and positive)."""
+        for kind, data, _ in self._items:
+            if kind == "vline":
+                continue
+            x, ys = data[0], np.concatenate([np.ravel(d) for d in data[1:]])
+            if kind == "errorbar" or x.size != ys.size:
+                ok = np.isfinite(x) & (x > 0)
+                if ok.any() and (np.isfinite(ys) & (ys > 0)).any():
+                    return True
+                continue
+            if (np.isfinite(x) & (x > 0) & np.isfinite(ys) & (ys > 0)).any():
+                return True
+        return False
+
     def render(self, uid: str) -> str:
-        """The panel's SVG elements; ``uid`` names its clip path (unique on the page, deterministic)."""
+        """The panel's SVG elements; ``uid`` names its clip path (unique on the page, deterministic). A panel
+        with no point to show says so in words (``empty_note``) instead of drawing empty axes."""
+        if not self.has_data():
+            left, top, w, h = self.box
+            lines = (self.empty_note or "nothing to show: no value here can be drawn on a log axis").split("\n")
+            y0 = top + h / 2 - 9 * (len(lines) - 1)
+            spans = "".join(f"<tspan x='{_num(left + w / 2)}' y='{_num(y0 + 18 * i)}'>{escape(t)}</tspan>"
+                            for i, t in enumerate(lines))
+            return (f"<g class='panel empty'><text class='empty-note' text-anchor='middle' font-size='13' fill='#555' "
+                    f"{_FONT}>{spans}</text></g>")
         px, py, (x0, x1), (y0, y1) = self._mapper()
         left, top, w, h = self.box
         out = [f"<g class='panel'><clipPath id='{uid}'><rect x='{_num(left)}' y='{_num(top)}' "
@@ -121,7 +147,7 @@ class LogChart:
             cx, cy = left - 52, top + h / 2
             out.append(f"<text x='{_num(cx)}' y='{_num(cy)}' text-anchor='middle' font-size='13' "
                        f"transform='rotate(-90 {_num(cx)} {_num(cy)})' {_FONT}>{escape(self.ylabel)}</text>")
-        if self.legend_at:
+        if self.legend_at in ("upper right", "lower right"):  # ("below": svg_document draws it under the panels)
             out.append(self._legend())
         out.append("</g>")
         return "".join(out)
@@ -190,35 +216,51 @@ class LogChart:
             parts += [_marker(st["marker"], float(a), float(b), color) for a, b in zip(xp[ok], yp[ok])]
         return "".join(parts)
 
-    def _legend(self) -> str:
-        entries = [(kind, st) for kind, _, st in self._items if st.get("label")]
-        left, top, w, h = self.box
-        row, width = 17.0, 34 + 6.3 * max(len(st["label"]) for _, st in entries)
-        height = row * len(entries) + 8
-        x = left + w - width - 8
-        y = top + 8 if self.legend_at == "upper right" else top + h - height - 8
+    def _legend_entries(self) -> list[tuple[str, dict]]:
+        return [(kind, st) for kind, _, st in self._items if st.get("label")]
+
+    def legend_size(self, ncol: int = 1) -> tuple[float, float, float]:
+        """(column width, width, height) of the legend in ``ncol`` columns."""
+        entries = self._legend_entries()
+        col = 34 + 6.3 * max((len(st["label"]) for _, st in entries), default=0)
+        rows = math.ceil(len(entries) / ncol)
+        return col, col * ncol, _ROW * rows + 8
+
+    def legend(self, x: float, y: float, ncol: int = 1) -> str:
+        """The legend with its top-left corner at (x, y), in ``ncol`` columns (class ``legend``)."""
+        entries = self._legend_entries()
+        col, width, height = self.legend_size(ncol)
+        rows = math.ceil(len(entries) / ncol)
         out = [f"<g class='legend'><rect x='{_num(x)}' y='{_num(y)}' width='{_num(width)}' height='{_num(height)}' "
                "fill='#fff' fill-opacity='0.85' stroke='#ccc' rx='3'/>"]
         for i, (kind, st) in enumerate(entries):
-            cy = y + 4 + row * (i + 0.5)
+            x0 = x + col * (i // rows)
+            cy = y + 4 + _ROW * (i % rows + 0.5)
             c = st["color"]
             if kind == "band":
-                out.append(f"<rect x='{_num(x + 6)}' y='{_num(cy - 5)}' width='22' height='10' fill='{c}' "
+                out.append(f"<rect x='{_num(x0 + 6)}' y='{_num(cy - 5)}' width='22' height='10' fill='{c}' "
                            f"fill-opacity='{st['opacity']}'/>")
             elif kind == "errorbar":
-                out.append(f"<line x1='{_num(x + 17)}' y1='{_num(cy - 6)}' x2='{_num(x + 17)}' y2='{_num(cy + 6)}' "
-                           f"stroke='{c}' stroke-width='1.2'/>{_marker('D', x + 17, cy, c)}")
+                out.append(f"<line x1='{_num(x0 + 17)}' y1='{_num(cy - 6)}' x2='{_num(x0 + 17)}' y2='{_num(cy + 6)}' "
+                           f"stroke='{c}' stroke-width='1.2'/>{_marker('D', x0 + 17, cy, c)}")
             else:
                 dash = _DASH.get(st.get("dash", "-"))
-                out.append(f"<line x1='{_num(x + 6)}' y1='{_num(cy)}' x2='{_num(x + 28)}' y2='{_num(cy)}' "
+                out.append(f"<line x1='{_num(x0 + 6)}' y1='{_num(cy)}' x2='{_num(x0 + 28)}' y2='{_num(cy)}' "
                            f"stroke='{c}' stroke-width='{st.get('width', 1.0)}'"
                            + (f" stroke-dasharray='{dash}'" if dash else "") + "/>")
                 if st.get("marker"):
-                    out.append(_marker(st["marker"], x + 17, cy, c))
-            out.append(f"<text x='{_num(x + 34)}' y='{_num(cy + 4)}' font-size='11' {_FONT}>"
+                    out.append(_marker(st["marker"], x0 + 17, cy, c))
+            out.append(f"<text x='{_num(x0 + 34)}' y='{_num(cy + 4)}' font-size='11' {_FONT}>"
                        f"{escape(st['label'])}</text>")
         out.append("</g>")
         return "".join(out)
+
+    def _legend(self) -> str:
+        """The legend inside the axes, at a corner (``legend_at``: "upper right" or "lower right")."""
+        left, top, w, h = self.box
+        _, width, height = self.legend_size()
+        y = top + 8 if self.legend_at == "upper right" else top + h - height - 8
+        return self.legend(left + w - width - 8, y)
 
 
 def _marker(kind: str, x: float, y: float, color: str, r: float = 3.2) -> str:
@@ -240,5 +282,14 @@ def svg_document(size: tuple[int, int], panels: list[LogChart], label: str, uid:
     container (a viewBox and no width/height), labelled for screen readers; ``uid`` prefixes its element ids."""
     w, h = size
     body = "".join(p.render(f"{uid}-{i}") for i, p in enumerate(panels))
+    for p in panels:  # legends "below": under every panel, outside the axes, in as many columns as fit
+        if p.legend_at != "below" or not p.has_data():
+            continue
+        left = p.box[0]
+        col, _, _ = p.legend_size()
+        ncol = max(1, int((w - left - 8) // col))
+        _, _, height = p.legend_size(ncol)
+        body += p.legend(left, h + 4, ncol)
+        h += height + 10
     return (f"<svg viewBox='0 0 {w} {h}' role='img' aria-label='{escape(label)}' preserveAspectRatio='xMidYMid meet' "
             f"version='1.1'><rect width='{w}' height='{h}' fill='#fff'/>{body}</svg>")
