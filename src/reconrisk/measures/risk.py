@@ -72,6 +72,7 @@ from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .risk_curves import _Gdp, _pmf_pair, event_pair
+from .rero_zeroout import ZeroOutCurve, run_segments
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
@@ -419,6 +420,13 @@ def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
         cu, cl, det = _pmf_pair(an, cap, tol, width)
         up, u = _dual_upper(cu, vals, counts)
         lo = _primal_lower(cl, vals, counts)
+    if _rero._zero_out_applies(an):  # replace-one: the zero-out reference is sound too; the smaller wins
+        segs = run_segments(release)
+        z_up, z_u = _dual_upper(ZeroOutCurve(segs, pessimistic=True), vals, counts)
+        z_lo = _primal_lower(ZeroOutCurve(segs, pessimistic=False), vals, counts)
+        det = {**det, "reference": "zero-out" if z_up <= up else "never-sampled", "zero_out_upper": z_up,
+               "never_sampled_upper": up}
+        up, u, lo = (z_up, z_u, min(lo, z_lo)) if z_up <= up else (up, u, min(lo, z_lo))
     return lo, up, u, det
 
 
