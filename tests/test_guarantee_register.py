@@ -310,7 +310,7 @@ def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps)
 
 
 @pytest.mark.parametrize("sigma, epochs, n", [(2.0, 9, 10), (0.7353, 2, 100), (5.0, 40, 1000)])
-def test_shuffled_stand_in_is_the_gaussian_mechanism_at_twice_the_sensitivity(sigma, epochs, n):
+def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
     """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C (pairs);
     against the zero-out reference, E steps of sensitivity C (ReRo)."""
     from reconrisk.analysis.privacy import PrivacyAnalysis

@@ -330,7 +330,8 @@ def make_private_with_risk(
       rate 1/len(data_loader); ``epochs · len(data_loader)`` steps.
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
       sequential — and no Poisson number describes them; σ is calibrated for the sound stand-in
-      ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C;
+      ``Release.shuffled(σ, epochs)`` (``epochs`` full-batch Gaussian steps of replace-one sensitivity 2C,
+      C against the zero-out reference for the reconstruction measures;
       why it is sound for both: :func:`reconrisk.adapters.opacus_history.release_from_history`), said in a one-line
       ``UserWarning``. Any other batch sampler is refused in one line.
 

@@ -139,7 +139,8 @@ def _pair_view(analysis):
     security): for a fixed-batch release the symmetrised composition
     (:attr:`~reconrisk.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
     The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
-    they compare the run with the target against the one run in which its slot is never sampled."""
+    they compare the run with the target against one reference for every candidate, the smaller of the
+    never-sampled and the zero-out reference's bounds (:mod:`reconrisk.measures.rero_zeroout`)."""
     return analysis.pair
 
 
