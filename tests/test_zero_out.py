@@ -179,3 +179,12 @@ def test_pair_questions_are_unchanged():
     a = PrivacyAnalysis(Release.fixed_batch(2.0, 50, 50, 4))
     assert a.gdp_mu().upper == pytest.approx(2.0)
     assert risk(a, "membership_tpr", fpr=0.5).upper == pytest.approx(gdp(0.5, 2.0), rel=1e-9)
+
+
+def test_a_dp_accounting_event_without_replacement_gets_the_same_bound():
+    """A Gaussian event sampled without replacement is the fixed-batch release (σ = 2·its noise multiplier)."""
+    import dp_accounting as dpa
+
+    ev = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(100, 100, dpa.GaussianDpEvent(1.0)), 4)
+    r = PrivacyAnalysis.from_dp_event(ev).rero(0.5)
+    assert r.upper == pytest.approx(gdp(0.5, 1.0), rel=1e-12) and r.details["reference"] == "zero-out"

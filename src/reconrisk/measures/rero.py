@@ -3,7 +3,10 @@
 B_κ(μ, ν) = sup{P_μ[E] : P_ν[E] ≤ κ} is the blow-up function (Hayes, Mahloujifar & Balle 2023,
 Eq. 3); μ is the T-fold product of (1−q)N(0,σ²) + qN(1,σ²) and ν = N(0,σ²I_T).
 The bound depends only on (σ, q, T, κ) — not on the clip norm, the model or
-the data. Methods:
+the data. Replace-one releases (fixed-size batches, shuffling) report, for ``pld`` and ``closed_form``,
+the smaller of this bound for the never-sampled reference (the pair at σ/2) and the zero-out
+reference's (:mod:`reconrisk.measures.rero_zeroout`), ``details["reference"]`` naming the one that won.
+Methods:
 
 ``closed_form``
     q = 1: B = Φ(Φ⁻¹(κ) + √T/σ) (μ_GDP = √T/σ Gaussian DP; for a schedule,

@@ -46,8 +46,7 @@ add/remove amplification, and a tighter dominating pair would be the worst case 
 mixtures, hulled, which we have not proved; it is not used.
 
 **Computation** (no PLD). The law of μ_K² is a binomial (one segment), or the binomials' convolution
-(several; each sum rounded *up* on a grid of relative step 2⁻¹² for the upper end, *down* for the lower
-end). Each binomial is kept on mean ± (60 sd + 10), its masses from the ratio recursion and normalised;
+(several; each sum rounded *up* on the grid 2^(j/4096) for the upper end, *down* for the lower end). Each binomial is kept on mean ± (20 sd + 10), its masses from the ratio recursion and normalised;
 the Chernoff bound exp(−T·KL) on each tail is moved to μ = ∞ (upper end) or μ = 0 (lower end), which
 dominates the true law from above or below in the stochastic order, and B is monotone in that order.
 Then B = inf_t [κe^t + δ(t)] (Hayes, Mahloujifar & Balle 2023, Eq. 3), δ(t) = E[δ_{μ_K}(t)] the
@@ -63,8 +62,8 @@ import math
 import numpy as np
 from scipy import special
 
-#: Per binomial, the window kept: mean ± (WINDOW_SD · sd + 10).
-WINDOW_SD = 60.0
+#: Per binomial, the window kept: mean ± (WINDOW_SD · sd + 10) (the Chernoff bound on the rest is accounted).
+WINDOW_SD = 20.0
 #: Several segments: sums of μ² are rounded onto the grid 2^(j / GRID) (up for the upper end, down for the lower).
 GRID = 4096
 #: Relative allowance for the floating-point sums (both ends moved outward by it).
@@ -115,14 +114,19 @@ def mu_law(segments, *, upper: bool) -> tuple[np.ndarray, np.ndarray, float]:
             v = np.concatenate([[0.0], v]) if k[0] > 0 else v
         s = (vals[:, None] + v[None, :]).ravel()
         p = (probs[:, None] * w[None, :]).ravel()
-        if len(segments) > 1:
-            pos = s > 0
-            with np.errstate(divide="ignore"):
-                j = np.log2(np.where(pos, s, 1.0)) * GRID
-            j = np.ceil(j) if upper else np.floor(j)
-            s = np.where(pos, np.exp2(j / GRID) * (1.0 + 1e-12 if upper else 1.0 - 1e-12), 0.0)
-        vals, inv = np.unique(s, return_inverse=True)
-        probs = np.bincount(inv.ravel(), weights=p, minlength=vals.size)
+        if len(segments) == 1:
+            vals, probs = s, p
+            continue
+        # several segments: each sum onto the grid 2^(j/GRID), rounded up (upper end) or down, by integer bins
+        pos = s > 0
+        j = np.log2(np.where(pos, s, 1.0)) * GRID
+        j = (np.ceil(j) if upper else np.floor(j)).astype(np.int64)
+        j0 = int(j[pos].min()) if pos.any() else 0
+        binned = np.bincount(j[pos] - j0, weights=p[pos])
+        keep = np.nonzero(binned)[0]
+        grid = np.exp2((keep + j0) / GRID) * (1.0 + 1e-12 if upper else 1.0 - 1e-12)
+        vals = np.concatenate([[0.0], grid])
+        probs = np.concatenate([[float(p[~pos].sum())], binned[keep]])
     mass = probs * (1.0 - inf) / probs.sum()
     return np.sqrt(vals), mass, inf
 
