@@ -188,3 +188,32 @@ def test_a_dp_accounting_event_without_replacement_gets_the_same_bound():
     ev = dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(100, 100, dpa.GaussianDpEvent(1.0)), 4)
     r = PrivacyAnalysis.from_dp_event(ev).rero(0.5)
     assert r.upper == pytest.approx(gdp(0.5, 1.0), rel=1e-12) and r.details["reference"] == "zero-out"
+
+
+# -- the amplification investigation of the module docstring ---------------------------------------
+def one_step_blowup(sigma, q, h, kappa):
+    """B_κ of one real fixed-size step, selection hidden, 1-D (units of C): P = qN(1) + (1 − q)N(h) against
+    Q = qN(0) + (1 − q)N(h), by Neyman–Pearson on a grid of 600,001 points over [−30, 30] (error < 1e-6 here)."""
+    x = np.linspace(-30.0, 30.0, 600_001)
+
+    def n(m):
+        return np.exp(-0.5 * ((x - m) / sigma) ** 2)
+
+    p, qd = q * n(1.0) + (1 - q) * n(h), q * n(0.0) + (1 - q) * n(h)
+    p, qd = p / p.sum(), qd / qd.sum()
+    o = np.argsort(-(np.log(p + 1e-300) - np.log(qd + 1e-300)))
+    cq, cp = np.cumsum(qd[o]), np.cumsum(p[o])
+    i = int(np.searchsorted(cq, kappa))
+    return float((cp[i - 1] if i else 0.0) + (kappa - (cq[i - 1] if i else 0.0)) / qd[o][i] * p[o][i])
+
+
+def test_hiding_the_selection_does_not_give_the_add_remove_amplification():
+    """The docstring's numbers: with h = g one hidden step reaches the revealed value (σ 1, q 0.5, κ ½: 0.6915);
+    with h = −g (σ 1, q 0.1, κ 0.01) 0.0323, above the add/remove pair at sensitivity C (0.0182), below 0.0389."""
+    _, up = zero_out_bracket(Release(1.0, 0.5, 1, sampler="fixed"), [0.5])
+    assert one_step_blowup(1.0, 0.5, 1.0, 0.5) == pytest.approx(up[0], abs=1e-5) and round(up[0], 4) == 0.6915
+    hidden = one_step_blowup(1.0, 0.1, -1.0, 0.01)
+    add_remove = 0.9 * 0.01 + 0.1 * gdp(0.01, 1.0)
+    _, up = zero_out_bracket(Release(1.0, 0.1, 1, sampler="fixed"), [0.01])
+    assert round(hidden, 4) == 0.0323 and round(add_remove, 4) == 0.0182 and round(up[0], 4) == 0.0389
+    assert add_remove < hidden <= up[0]

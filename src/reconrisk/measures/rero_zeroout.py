@@ -39,9 +39,9 @@ one step of a fixed-size batch is (q·N(S+g) + (1−q)·N(S+h), q·N(S) + (1−q
 of the record that takes the slot when the target is out (‖g‖, ‖h‖ ≤ C). Joint convexity over the
 others' sums bounds its divergences by the revealed pair's (no gain); advanced joint convexity (Balle,
 Barthe & Gaboardi 2018) gives H_{α'} ≤ q·H_α(N(g) ‖ (1−β)N(h) + βN(0)), which depends on h, and h is
-the adversary's: with colinear h, one step at σ 1, q 0.5, κ ½ reaches 0.6915, the revealed value
-itself, and at σ 1, q 0.1, κ 0.01 it reaches 0.0323, above the add/remove pair at sensitivity C
-(0.0182) though below the revealed 0.0389. So the zero-out reference does *not* inherit the
+the adversary's: with h = g one hidden step at σ 1, q 0.5, κ ½ reaches 0.6915, the revealed value
+itself, and with h = −g at σ 1, q 0.1, κ 0.01 it reaches 0.0323, above the add/remove pair at
+sensitivity C (0.0182) though below the revealed 0.0389 (``tests/test_zero_out.py``). So the zero-out reference does *not* inherit the
 add/remove amplification, and a tighter dominating pair would be the worst case over h of these
 mixtures, hulled, which we have not proved; it is not used.
 
