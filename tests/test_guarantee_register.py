@@ -310,8 +310,9 @@ def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps)
 
 
 @pytest.mark.parametrize("sigma, epochs, n", [(2.0, 9, 10), (0.7353, 2, 100), (5.0, 40, 1000)])
-def test_shuffled_stand_in_is_the_gaussian_mechanism_at_twice_the_sensitivity(sigma, epochs, n):
-    """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C."""
+def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
+    """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C (pairs);
+    against the zero-out reference, E steps of sensitivity C (ReRo)."""
     from reconrisk.analysis.privacy import PrivacyAnalysis
     from reconrisk.release import Release
 
@@ -321,8 +322,8 @@ def test_shuffled_stand_in_is_the_gaussian_mechanism_at_twice_the_sensitivity(si
     mu = 2 * math.sqrt(epochs) / sigma
     assert a.epsilon(1e-5).upper == pytest.approx(_gdp_epsilon(1e-5, mu), rel=1e-7)
     assert a.delta(1.0).upper == pytest.approx(_gdp_delta(1.0, mu), rel=1e-7, abs=1e-300)
-    r = a.rero(prior_size=n)
-    assert r.upper == pytest.approx(_gdp_rero(1 / n, mu), rel=1e-9) and r.upper >= _gdp_rero(1 / n, mu) * (1 - 1e-12)
+    r = a.rero(prior_size=n)  # ReRo: the zero-out reference, one Gaussian step of sensitivity C per epoch
+    assert r.upper == pytest.approx(_gdp_rero(1 / n, mu / 2), rel=1e-12) and r.lower == r.upper
     assert a.gdp_mu().upper == pytest.approx(mu, rel=1e-12)
 
 

@@ -239,7 +239,9 @@ class Release:
         The analysis rests on Dong, Roth & Su 2022, Thm 4.2 (q = batch_size/dataset_size,
         f_q = q·G_{2/σ} + (1 − q)·Id, the Poisson-subsampled Gaussian's remove pair at noise
         multiplier σ/2, :meth:`dominating`): ReRo, re-identification and attribute inference
-        compose f_q (one reference law); ε, δ, the trade-off curve and the membership measures
+        compose f_q (one reference law: the slot never sampled), or, where smaller, read the zero-out
+        reference (the target's clipped gradient replaced by 0, sensitivity C:
+        :mod:`reconrisk.measures.rero_zeroout`); ε, δ, the trade-off curve and the membership measures
         compose the symmetrised C_q = min{f_q, f_q⁻¹}** (pairs, either orientation at every
         step; :attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair`).
         """
@@ -259,10 +261,13 @@ class Release:
         clipped-gradient difference of norm ≤ 2C, the other steps being identical.
         So the shuffled run is at least as private as ``epochs`` Gaussian
         mechanisms of sensitivity 2C — exactly :meth:`fixed_batch` with
-        batch_size = dataset_size. ``epochs`` counts passes, not loader epochs: a loader that shows an
-        example m times in one step counts m² there (sensitivity 2mC), so ``epochs`` = K = Σ_t m_t² at the
-        worst example (:meth:`LoaderPlan.passes <reconrisk.adapters.opacus_loaders.LoaderPlan.passes>`,
-        what :meth:`from_opacus` reads from a loader). The bracket is certified for that model and an
+        batch_size = dataset_size — for pairs (ε, δ, membership). ``epochs`` counts passes, not loader
+        epochs: a loader that shows an example m times in one step counts m² there (sensitivity 2mC), so
+        ``epochs`` = K = Σ_t m_t² at the worst example (:meth:`LoaderPlan.passes
+        <reconrisk.adapters.opacus_loaders.LoaderPlan.passes>`, what :meth:`from_opacus` reads from a loader).
+        Against the zero-out reference (the target's clipped gradient replaced by 0, one reference for every
+        candidate) the same step moves the sum by mC, so ReRo and the one-reference measures are
+        Φ(Φ⁻¹(κ) + √epochs/σ) (:mod:`reconrisk.measures.rero_zeroout`). The bracket is certified for that model and an
         upper bound for the shuffled run; its lower end is not a lower bound on the shuffled run.
         """
         return cls(noise_multiplier, 1.0, v.integer("epochs", epochs, minimum=1), clip_norm, sampler="fixed")
@@ -344,7 +349,8 @@ class Release:
           every step of the run with the target has trade-off ≥ f_q, attained (target gradient
           +Ce, the others −Ce); composed T times this is exactly the analysis of this release,
           so ReRo, re-identification and attribute inference (Hayes, Mahloujifar & Balle 2023,
-          Cor. 4, one reference) are the numbers of this release, two-sided;
+          Cor. 4, one reference) are at most the numbers of this release, two-sided (they report
+          the smaller of these and the zero-out reference's, :mod:`reconrisk.measures.rero_zeroout`);
         * **a pair of neighbours** is *not* covered by f_q alone: T(M(D), M(D′)) ≥ f_q does not
           hold for every ordered replace-one pair — with the other gradients +Ce, the target's
           +Ce and the replacement's −Ce the target's run is the unshifted law and the

@@ -8,7 +8,9 @@ confidence interval, an empirical lower bound from an audit) is a
 ``lower``, ``upper``
     The interval that contains the quantity (``None`` where one side is not
     bounded: an RDP conversion gives an upper end only, an audit a lower end
-    only). For an exact value ``lower == upper``.
+    only). For an exact value ``lower == upper``. For a certified bound the quantity is the *bound*
+    (e.g. B_κ of the theorem's dominating pair): ``lower`` is the lower end of the bound's numerical
+    bracket, not a lower bound on the risk of the run (docs/reference/guarantees.md).
 ``estimate``, ``confidence``
     A point estimate and the level of the interval when the interval is a
     confidence interval (Monte Carlo, attacks); ``None`` for certified

@@ -226,7 +226,10 @@ def calibrate(
                     f"target must be < {top:.6g}, the success without any noise at sample_rate={q:g}, steps={t}; "
                     f"found {target:g} (every noise multiplier meets it)")
         exact = _closed_form_sigma(quantity, target, q, t, args, floor)
-        exact = None if exact is None else scale * exact
+        # q = 1, fixed batches: the one-reference measures read the zero-out reference (sensitivity C, σ as run),
+        # the pair measures the symmetrised curve (sensitivity 2C: the dominating pair at σ/2)
+        one_ref = fixed and quantity in ("reconstruction", "reidentification", "attribute")
+        exact = None if exact is None else (1.0 if one_ref else scale) * exact
 
         def ok_sigma(s: float) -> bool:
             return meets(at(s, q, t), target)

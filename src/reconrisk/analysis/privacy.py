@@ -104,7 +104,11 @@ class PrivacyAnalysis(Analysis):
           bound compares the run with the target against *one* reference law, the run in which the
           target's slot is never sampled. Against it every step, whatever the adversary's gradients,
           has trade-off ≥ f_q = q·G_{2/σ} + (1 − q)·Id (Dong, Roth & Su 2022, Thm 4.2) — the Poisson
-          remove pair at σ/2, composed T times: this analysis (``self``).
+          remove pair at σ/2, composed T times: this analysis (``self``). A second reference is sound
+          too: the target's slot kept and its clipped gradient replaced by 0 (the *zero-out*
+          reference, sensitivity C, the selection revealed: :mod:`reconrisk.measures.rero_zeroout`);
+          :meth:`rero` and the one-reference risks report the smaller of the two
+          (``details["reference"]``).
         * **Pairs** — ε, δ, the trade-off curve, membership TPR, membership advantage, Bayes
           security and the Gaussian-DP μ (:meth:`epsilon`, :meth:`delta`, :meth:`tradeoff`,
           :meth:`gdp_mu`, :meth:`risk` of those measures) are statements about two neighbouring

@@ -14,9 +14,10 @@ parameters) is ``X̂ ~ N(X, σ²C²·I_N)``, and
   Eqs. 25–27) for a secret of norm ≥ C (the clip-norm variant);
 * over the k rounds a client took part in, the same law for a secret carried by each of its k
   updates (the average of k matched reconstructions, Prop. 7) and the client's ReRo at a prior of
-  ``prior_size`` records (Hayes, Mahloujifar & Balle 2023, Cor. 4) for k Gaussian releases of
-  replace-one sensitivity 2C — local DP protects any two inputs, i.e. ``Release(σ, 1, k,
-  sampler="fixed")``;
+  ``prior_size`` records (Hayes, Mahloujifar & Balle 2023, Cor. 4) for k Gaussian releases — local
+  DP protects any two inputs, i.e. ``Release(σ, 1, k, sampler="fixed")``, whose ReRo is read against
+  the zero-out reference (the client's clipped update replaced by 0: sensitivity C, Φ(Φ⁻¹(κ) + √k/σ),
+  :mod:`reconrisk.measures.rero_zeroout`);
 * :class:`LocalDpRiskMetrics` wraps a Flower strategy and writes those numbers into each round's
   train metrics (``ldp_…``), counting every node's participations from the replies.
 

@@ -352,10 +352,10 @@ def make_private_with_risk(
     * ``poisson_sampling=False``: the batches are the user's loader's — shuffled (``shuffle=True``) or
       sequential, possibly several passes per loader epoch — and no Poisson number describes them; σ is
       calibrated for the sound stand-in ``Release.shuffled(σ, K)`` (K full-batch Gaussian steps of
-      replace-one sensitivity 2C, K the passes ``epochs`` loader epochs can give one example:
-      :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`; why it is sound:
-      :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader whose passes
-      cannot be proved is refused in one line.
+      replace-one sensitivity 2C, C against the zero-out reference for the reconstruction measures; K the
+      passes ``epochs`` loader epochs can give one example: :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
+      why it is sound: :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader
+      whose passes cannot be proved is refused in one line.
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
     :class:`~reconrisk.analysis.calibrate.Calibration` as a dict: ``noise_multiplier``, ``sample_rate``,

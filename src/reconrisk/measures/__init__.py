@@ -1,7 +1,8 @@
 """Risk measures: from a trade-off curve or a guarantee to ReRo and the operational risks.
 
 * :mod:`.rero` (with :mod:`.rero_grid`, :mod:`.rero_analytic`) — the ReRo bound for DP-SGD (Hayes,
-  Mahloujifar & Balle 2023, Cor. 4), a certified PLD bracket; :mod:`.montecarlo` — its Monte-Carlo
+  Mahloujifar & Balle 2023, Cor. 4), a certified PLD bracket; :mod:`.rero_zeroout` — replace-one
+  releases against the zero-out reference (exact, no PLD); :mod:`.montecarlo` — its Monte-Carlo
   estimate; :mod:`.reference` — exact values for the soundness tests;
 * :mod:`.tradeoff` — the certified trade-off curve (Dong, Roth & Su 2022); :mod:`.risk`,
   :mod:`.risk_curves` — every risk measure of ``reconrisk risk`` read off one curve;

@@ -91,3 +91,33 @@ def exact_two_steps(s1: float, q1: float, s2: float, q2: float, kappa: float) ->
         t = optimize.brentq(g, t_lo + 1e-12, t_hi, xtol=1e-14, rtol=1e-14, maxiter=200)
     n, m = tails(t)
     return float(kappa * math.exp(t) + m - math.exp(t) * n)
+
+
+def exact_zero_out(sigma: float, q: float, steps: int, kappa: float) -> float:
+    """B_κ of the zero-out reference with the selection revealed (:mod:`reconrisk.measures.rero_zeroout`),
+    T ≤ 2, by maximising over the allocation directly (no loss distribution, no dual): K ~ Bin(T, q),
+    B = max Σ_k p_k Φ(Φ⁻¹(κ_k) + √k/σ) over κ_k ∈ [0, 1] with Σ_k p_k κ_k = κ; each value is concave in
+    its κ_k, so nested bounded 1-D maximisations (``minimize_scalar``, xatol 1e-13) find the maximum."""
+    if steps not in (1, 2):
+        raise ValueError("exact_zero_out takes steps 1 or 2")
+    p = [math.comb(steps, k) * q**k * (1 - q) ** (steps - k) for k in range(steps + 1)]
+    mu = [math.sqrt(k) / sigma for k in range(steps + 1)]
+
+    def g(k: int, x: float) -> float:
+        x = min(max(x, 0.0), 1.0)
+        return float(special.ndtr(special.ndtri(x) + mu[k])) if k else x
+
+    def best(k: int, budget: float) -> float:
+        """max Σ_{j ≤ k} p_j g_j(κ_j) with Σ_{j ≤ k} p_j κ_j = budget."""
+        if k == 0:
+            return p[0] * g(0, budget / p[0]) if p[0] > 0 else (0.0 if budget <= 1e-300 else -math.inf)
+        lo = max(0.0, (budget - sum(p[:k])) / p[k])
+        hi = min(1.0, budget / p[k])
+        if hi <= lo:
+            return p[k] * g(k, lo) + best(k - 1, budget - p[k] * lo)
+        r = optimize.minimize_scalar(lambda x: -(p[k] * g(k, x) + best(k - 1, budget - p[k] * x)),
+                                     bounds=(lo, hi), method="bounded", options={"xatol": 1e-13})
+        ends = [p[k] * g(k, x) + best(k - 1, budget - p[k] * x) for x in (lo, hi)]
+        return max(-float(r.fun), *ends)
+
+    return best(steps, kappa)

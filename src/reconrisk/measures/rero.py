@@ -3,7 +3,10 @@
 B_κ(μ, ν) = sup{P_μ[E] : P_ν[E] ≤ κ} is the blow-up function (Hayes, Mahloujifar & Balle 2023,
 Eq. 3); μ is the T-fold product of (1−q)N(0,σ²) + qN(1,σ²) and ν = N(0,σ²I_T).
 The bound depends only on (σ, q, T, κ) — not on the clip norm, the model or
-the data. Methods:
+the data. Replace-one releases (fixed-size batches, shuffling) report, for ``pld`` and ``closed_form``,
+the smaller of this bound for the never-sampled reference (the pair at σ/2) and the zero-out
+reference's (:mod:`reconrisk.measures.rero_zeroout`), ``details["reference"]`` naming the one that won.
+Methods:
 
 ``closed_form``
     q = 1: B = Φ(Φ⁻¹(κ) + √T/σ) (μ_GDP = √T/σ Gaussian DP; for a schedule,
@@ -43,6 +46,7 @@ from ..accounting import pld as _pld
 from ..accounting.gaussian import release_gdp_mu
 from .montecarlo import MonteCarloRero, check_draws
 from .baselines import rdp_rero_bound
+from .rero_zeroout import zero_out_bracket
 from .rero_analytic import (  # noqa: F401  (re-exported)
     SAMPLED_GDP_MAX_MEAN, _sampled_gdp_upper, analytic_bracket, symmetric_step_power)
 from .rero_grid import (  # noqa: F401  (re-exported: the grid and tilt choices)
@@ -396,15 +400,32 @@ def rero_bounds(
         return Bound("reconstruction", lo, up, estimate=estimate, confidence=conf, method=method,
                      formula=FORMULAS[method], converged=converged, details={"kappa": float(k), **det})
 
+    zero_out = _zero_out_applies(analysis) and method in ("closed_form", "pld")
+    if zero_out:
+        z_lo, z_up = zero_out_bracket(release, kappas)
     if method == "closed_form":
         val = closed_form(release, kappas, symmetric=bool(getattr(analysis, "symmetric", False)))
+        if zero_out:
+            return [bound(k, float(min(x, zl)), float(min(x, zu)), converged=True, **_which(x, zl, zu))
+                    for k, x, zl, zu in zip(kappas, val, z_lo, z_up)]
         return [bound(k, float(x), float(x), converged=True) for k, x in zip(kappas, val)]
     if method == "pld":
-        lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+        if zero_out and np.all(z_up <= analytic_bracket(release, kappas)[0]):
+            # the never-sampled reference's analytic lower end is already above the zero-out upper end
+            lo, up, det = z_lo, z_up, {"note": "zero-out reference (exact mixture; the never-sampled one is larger)"}
+            old = None
+        else:
+            lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+            old = (lo, up)
+            if zero_out:
+                lo, up = np.minimum(lo, z_lo), np.minimum(up, z_up)
         out = []
-        for k, a, b in zip(kappas, lo, up):
+        for i, (k, a, b) in enumerate(zip(kappas, lo, up)):
             ok = bool(b - a <= rel_tol * b or (tol is not None and b - a <= tol))
-            out.append(bound(k, float(a), float(b), converged=ok, **{x: y for x, y in det.items() if x != "converged"}))
+            extra = {x: y for x, y in det.items() if x != "converged"}
+            if zero_out:
+                extra.update(_which(None if old is None else old[1][i], z_lo[i], z_up[i]))
+            out.append(bound(k, float(a), float(b), converged=ok, **extra))
         return out
     if method == "rdp":
         up = rdp_rero_bound(release.segments, kappas)
@@ -412,6 +433,23 @@ def rero_bounds(
         return [bound(k, None, float(b), orders=note) for k, b in zip(kappas, up)]
     return start_monte_carlo(analysis, kappas, samples=samples, seed=seed, confidence=confidence,
                              progress=progress).bounds()
+
+
+def _zero_out_applies(analysis) -> bool:
+    """A replace-one release's one-reference questions (not the pair view): the zero-out reference applies
+    (:mod:`reconrisk.measures.rero_zeroout`), and the smaller of it and the never-sampled reference is reported."""
+    source = getattr(analysis, "source", None)
+    return (source is not None and source.sampler == "fixed" and not getattr(analysis, "symmetric", False))
+
+
+def _which(never_up, z_lo, z_up) -> dict:
+    """The details saying which reference gave the reported bound (the smaller upper end wins)."""
+    won = "zero-out" if never_up is None or z_up <= never_up else "never-sampled"
+    return {"reference": won, "zero_out_upper": float(z_up), "zero_out_lower": float(z_lo),
+            "never_sampled_upper": None if never_up is None else float(never_up),
+            "reference_note": "fixed-size batches: the smaller of two sound bounds, the zero-out reference "
+                              "(Bin(T, q) participations, each sqrt(K)/sigma-GDP) and the never-sampled one "
+                              "(the Poisson remove pair at sigma/2)"}
 
 
 class MonteCarloBounds:

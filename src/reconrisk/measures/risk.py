@@ -72,6 +72,7 @@ from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
 from .risk_curves import _Gdp, _pmf_pair, event_pair
+from .rero_zeroout import ZeroOutCurve, run_segments
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
@@ -138,7 +139,8 @@ def _pair_view(analysis):
     security): for a fixed-batch release the symmetrised composition
     (:attr:`~reconrisk.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
     The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
-    they compare the run with the target against the one run in which its slot is never sampled."""
+    they compare the run with the target against one reference for every candidate, the smaller of the
+    never-sampled and the zero-out reference's bounds (:mod:`reconrisk.measures.rero_zeroout`)."""
     return analysis.pair
 
 
@@ -419,6 +421,13 @@ def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
         cu, cl, det = _pmf_pair(an, cap, tol, width)
         up, u = _dual_upper(cu, vals, counts)
         lo = _primal_lower(cl, vals, counts)
+    if _rero._zero_out_applies(an):  # replace-one: the zero-out reference is sound too; the smaller wins
+        segs = run_segments(release)
+        z_up, z_u = _dual_upper(ZeroOutCurve(segs, pessimistic=True), vals, counts)
+        z_lo = _primal_lower(ZeroOutCurve(segs, pessimistic=False), vals, counts)
+        det = {**det, "reference": "zero-out" if z_up <= up else "never-sampled", "zero_out_upper": z_up,
+               "never_sampled_upper": up}
+        up, u, lo = (z_up, z_u, min(lo, z_lo)) if z_up <= up else (up, u, min(lo, z_lo))
     return lo, up, u, det
 
 
