@@ -1,4 +1,4 @@
-"""Plain-text formulas as presentation MathML: what the report page and the docs site show (drawing only).
+r"""Plain-text formulas as presentation MathML: what the report page and the docs site show (drawing only).
 
 The code writes every formula as plain text (``B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]``), and the
 JSON keeps that text. Browsers render MathML natively — no script, no font download, no network — so the page
