@@ -157,7 +157,11 @@ def _all(analysis, kw, json_out: bool) -> None:
         rows.append([_MEANING.get(r.quantity, r.quantity), r.baseline, r.lower, r.upper])
         for name, val in r.details.get("baselines", {}).items():
             rows.append(["  Cherubin et al. closed form" if name.startswith("cherubin") else f"  {name}", None, None, val])
-    if analysis.supports("mechanism"):
+    if analysis.supports("mechanism") and getattr(getattr(analysis, "source", None), "sampler", None) == "fixed":
+        caption = ("each row certified two-sided: membership and Bayes security from the symmetrised replace-one "
+                   "curve, the reconstruction rows from the smaller of two one-reference bounds (never-sampled, "
+                   "zero-out); lower/upper bracket each bound (Cherubin et al.: an approximation when q < 1)")
+    elif analysis.supports("mechanism"):
         caption = "each row certified two-sided from one trade-off curve (Cherubin et al.: an approximation when q < 1)"
     elif not analysis.supports("two_sided"):
         caption = f"upper ends only: a guarantee bounds the risks from above ({risks[0].method} conversion)"

@@ -1,4 +1,8 @@
-"""Operational risks of a DP-SGD release, each certified two-sided from one trade-off curve.
+"""Operational risks of a DP-SGD release, each certified two-sided from its trade-off curves.
+
+One curve for a Poisson or full-batch release; for fixed-size batches the pair measures read the symmetrised
+replace-one curve and the reconstruction measures the smaller of two one-reference bounds (never-sampled,
+zero-out: :mod:`reconrisk.measures.rero_zeroout`).
 
 Let f be the trade-off curve of :mod:`reconrisk.measures.tradeoff` (μ: output
 with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
