@@ -197,10 +197,63 @@ def test_mkdocs_build_strict(tmp_path):
         assert f'id="{command}"' in cli, f"generated CLI reference lacks {command}"
     api = (tmp_path / "site" / "reference" / "python" / "index.html").read_text(encoding="utf-8")
     assert "rero_bound" in api and "make_private_with_risk" in api
-    # formulas written $…$ are MathML on the site (tools/mkdocs_hooks.py): no MathJax, no script, no placeholder left
-    for page, formula in (("rero", "B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]"),
-                          ("rero", "Phi(Phi^-1(kappa) + mu_GDP)"),
-                          ("tradeoff", "S(pi) = max_{t in simplex} sum_z pi_z g(t_z)")):
-        built = (tmp_path / "site" / "explanation" / page / "index.html").read_text(encoding="utf-8")
-        assert f"<math display='inline' alttext='{formula}'>" in built, (page, formula)
-        assert "RECONRISKMATH" not in built and "mathjax" not in built.lower() and "$B_kappa" not in built
+    _site_is_self_contained(tmp_path / "site")
+    _formulas_are_mathml(tmp_path / "site")
+
+
+#: Key formulas of each page whose formulas are written ``$…$``: each must be on the built page as ``<math>``
+#: (its plain text kept as ``alttext``). Page → the formulas' plain text.
+KEY_FORMULAS = {
+    "explanation/rero": ["B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]", "Phi(Phi^-1(kappa) + mu_GDP)"],
+    "explanation/tradeoff": ["S(pi) = max_{t in simplex} sum_z pi_z g(t_z)"],
+}
+_SHOWN_AS_IS = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.S | re.I)  # code, MathML, scripts
+_LEFT_DOLLAR = re.compile(r"\$\$?\S(?:[^$\n<]*\S)?\$")  # a $…$ or $$…$$ the hook did not convert
+
+
+def _site_pages(site):
+    return [p for p in sorted(site.rglob("*.html")) if "assets" not in p.parts]
+
+
+def _site_is_self_contained(site):
+    """No page loads anything from the network: no Google Fonts (``theme: font: false``), no external stylesheet,
+    script, image or frame, no ``url(http…)`` or ``@import`` of a remote file in a style."""
+    loads = re.compile(r"<(?:link|script|img|iframe|source|audio|video|embed)\b[^>]*?\b(?:href|src|srcset)"
+                       r"\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
+    remote_css = re.compile(r"url\(\s*[\"']?\s*(?:https?:)?//|@import\s+[\"']?(?:https?:)?//", re.I)
+    bad = []
+    for page in _site_pages(site):
+        html = page.read_text(encoding="utf-8")
+        rel = str(page.relative_to(site))
+        if re.search(r"fonts\.(googleapis|gstatic)\.com", html):
+            bad.append(f"{rel}: Google Fonts")
+        bad += [f"{rel}: {m.group(0)[:120]}" for m in loads.finditer(html)]
+        bad += [f"{rel}: {m.group(0)}" for m in remote_css.finditer(html)]
+    for css in sorted(site.rglob("*.css")):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        bad += [f"{css.relative_to(site)}: {m.group(0)}" for m in remote_css.finditer(text)]
+    assert not bad, "the site must load nothing from the network:\n" + "\n".join(bad)
+
+
+def _formulas_are_mathml(site):
+    """Every ``$…$`` outside code was converted (tools/mkdocs_hooks.py): no page shows a ``$`` formula, a
+    placeholder or MathJax; every ``<math>`` is well-formed; the key formulas of each converted page are MathML."""
+    import xml.etree.ElementTree as ET
+
+    left, counts = [], {}
+    for page in _site_pages(site):
+        html = page.read_text(encoding="utf-8")
+        rel = str(page.relative_to(site))
+        maths = re.findall(r"<math\b.*?</math>", html, re.S)
+        for m in maths:
+            ET.fromstring(m)  # well-formed
+        counts[rel] = len(maths)
+        prose = _SHOWN_AS_IS.sub(" ", re.sub(r"<!--.*?-->", " ", html, flags=re.S))
+        left += [f"{rel}: {m.group(0)}" for m in _LEFT_DOLLAR.finditer(prose)]
+        assert "RECONRISKMATH" not in html and "mathjax" not in html.lower(), rel
+    assert not left, "formulas left unconverted:\n" + "\n".join(left)
+    for page, formulas in KEY_FORMULAS.items():
+        built = (site / page / "index.html").read_text(encoding="utf-8")
+        for formula in formulas:
+            alt = formula.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#x27;")
+            assert re.search(f"<math display='(inline|block)' alttext='{re.escape(alt)}'>", built), (page, formula)
