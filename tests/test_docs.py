@@ -206,6 +206,21 @@ def test_mkdocs_build_strict(tmp_path):
 KEY_FORMULAS = {
     "explanation/rero": ["B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]", "Phi(Phi^-1(kappa) + mu_GDP)"],
     "explanation/tradeoff": ["S(pi) = max_{t in simplex} sum_z pi_z g(t_z)"],
+    "explanation/mse-fil": ["(E||z_hat - z||^2)/d >= diam^2/(4(e^eps - 1))", "I(z) = (J_f^T J_f)/s^2"],
+    "explanation/vmf": ["C = (e^kappa A(S^{p-1}))/C_{p, kappa}", "VMF(g/||g||, kappa)"],
+    "explanation/informed": ["gamma = (kappa e^eps)^{(alpha - 1)/alpha}",
+                             "gamma = exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2)"],
+    "explanation/analytic": ["X_hat ~ N(X, sigma^2 ||X||^2 I_N)", "P[PSNR >= eta]"],
+    "explanation/departures": ["P_mu[E] = E_nu[r 1_E] ≈ 1/N sum_{i in E} r_i",
+                               "(nabla g_tilde^T nabla g_tilde)/(sigma^2 C^2)", "(e^{eps_s} - 1)/(e^{eps_s} + 1)"],
+    "reference/guarantees": ["K = sum_t m_t^2", "k/sqrt(k^2/z^2 + 1/sigma_b^2)"],
+    "how-to/risks": ["1 - f(b)"],
+    "how-to/priors": ["kappa = 1/n"],
+    "how-to/who-is-at-risk": ["ReRo_i"],
+    "tutorials/auditor": ["mu = (2 sqrt(T))/sigma"],
+    "tutorials/flower": ["(z^-2 + sigma_b^-2)^{-1/2}", "mu = sqrt(T)/sigma"],
+    "tutorials/jax": ["⌈q T⌉"],
+    "tutorials/opacus": ["K = max sum_t m_t^2"],
 }
 _SHOWN_AS_IS = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.S | re.I)  # code, MathML, scripts
 _LEFT_DOLLAR = re.compile(r"\$\$?\S(?:[^$\n<]*\S)?\$")  # a $…$ or $$…$$ the hook did not convert
