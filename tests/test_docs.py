@@ -204,8 +204,11 @@ def test_mkdocs_build_strict(tmp_path):
 #: Key formulas of each page whose formulas are written ``$…$``: each must be on the built page as ``<math>``
 #: (its plain text kept as ``alttext``). Page → the formulas' plain text.
 KEY_FORMULAS = {
-    "explanation/rero": ["B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]", "Phi(Phi^-1(kappa) + mu_GDP)"],
-    "explanation/tradeoff": ["S(pi) = max_{t in simplex} sum_z pi_z g(t_z)"],
+    "explanation/rero": ["B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]", "Phi(Phi^-1(kappa) + mu_GDP)",
+                         "P[rho(Z, R(w)) <= eta] <= gamma", "kappa = sup_{z_0} P_{Z ~ pi}[rho(Z, z_0) <= eta]"],
+    "explanation/tradeoff": ["S(pi) = max_{t in simplex} sum_z pi_z g(t_z)",
+                             "f(alpha) = inf \\{1 - P_mu[E] : P_nu[E] <= alpha\\}",
+                             "beta^* ≈ 1 - erf((q sqrt(T))/(sqrt(2) sigma) Delta/2)"],
     "explanation/mse-fil": ["(E||z_hat - z||^2)/d >= diam^2/(4(e^eps - 1))", "I(z) = (J_f^T J_f)/s^2"],
     "explanation/vmf": ["C = (e^kappa A(S^{p-1}))/C_{p, kappa}", "VMF(g/||g||, kappa)"],
     "explanation/informed": ["gamma = (kappa e^eps)^{(alpha - 1)/alpha}",
@@ -221,6 +224,7 @@ KEY_FORMULAS = {
     "tutorials/flower": ["(z^-2 + sigma_b^-2)^{-1/2}", "mu = sqrt(T)/sigma"],
     "tutorials/jax": ["⌈q T⌉"],
     "tutorials/opacus": ["K = max sum_t m_t^2"],
+    "reproduction": ["P(PSNR >= eta)"],
 }
 _SHOWN_AS_IS = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.S | re.I)  # code, MathML, scripts
 _LEFT_DOLLAR = re.compile(r"\$\$?\S(?:[^$\n<]*\S)?\$")  # a $…$ or $$…$$ the hook did not convert
