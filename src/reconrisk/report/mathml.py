@@ -8,7 +8,7 @@ stays one self-contained file. Two functions, no dependency:
   ``x_y``/``x_{…}`` and ``x^y`` become ``<msub>``/``<msup>`` (``Phi^-1`` → Φ⁻¹, ``D^{-}`` → D⁻), ``x_hat``,
   ``x_tilde``, ``x_bar`` an accent (X̂, g̃, x̄), ``a/b`` between two operands an ``<mfrac>`` (the operands' outer
   parentheses dropped), ``sqrt(…)`` an ``<msqrt>``, ``sum`` ∑, ``nabla`` ∇, ``ell`` ℓ, ``<=`` ≤, ``||`` ‖,
-  ``in`` ∈ (inside a script), ``\{``/``\}`` a shown brace (``{…}`` only groups), ``N'`` a prime (part of its
+  ``in`` ∈ (inside a script), ``\\{``/``\\}`` a shown brace (``{…}`` only groups), ``N'`` a prime (part of its
   operand: ``1/N'`` is a fraction), ``theta^*`` an asterisk (not the product dot);
 * :func:`formula_html` — a formula column's mixed text (formulas, words, citations) → escaped HTML in which
   each run of mathematics is a ``<math>`` element (its plain text kept as ``alttext``) and the words stay text.
