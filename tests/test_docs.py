@@ -197,10 +197,82 @@ def test_mkdocs_build_strict(tmp_path):
         assert f'id="{command}"' in cli, f"generated CLI reference lacks {command}"
     api = (tmp_path / "site" / "reference" / "python" / "index.html").read_text(encoding="utf-8")
     assert "rero_bound" in api and "make_private_with_risk" in api
-    # formulas written $…$ are MathML on the site (tools/mkdocs_hooks.py): no MathJax, no script, no placeholder left
-    for page, formula in (("rero", "B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]"),
-                          ("rero", "Phi(Phi^-1(kappa) + mu_GDP)"),
-                          ("tradeoff", "S(pi) = max_{t in simplex} sum_z pi_z g(t_z)")):
-        built = (tmp_path / "site" / "explanation" / page / "index.html").read_text(encoding="utf-8")
-        assert f"<math display='inline' alttext='{formula}'>" in built, (page, formula)
-        assert "RECONRISKMATH" not in built and "mathjax" not in built.lower() and "$B_kappa" not in built
+    _site_is_self_contained(tmp_path / "site")
+    _formulas_are_mathml(tmp_path / "site")
+
+
+#: Key formulas of each page whose formulas are written ``$…$``: each must be on the built page as ``<math>``
+#: (its plain text kept as ``alttext``). Page → the formulas' plain text.
+KEY_FORMULAS = {
+    "explanation/rero": ["B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]", "Phi(Phi^-1(kappa) + mu_GDP)",
+                         "P[rho(Z, R(w)) <= eta] <= gamma", "kappa = sup_{z_0} P_{Z ~ pi}[rho(Z, z_0) <= eta]"],
+    "explanation/tradeoff": ["S(pi) = max_{t in simplex} sum_z pi_z g(t_z)",
+                             "f(alpha) = inf \\{1 - P_mu[E] : P_nu[E] <= alpha\\}",
+                             "beta^* ≈ 1 - erf((q sqrt(T))/(sqrt(2) sigma) Delta/2)"],
+    "explanation/mse-fil": ["(E||z_hat - z||^2)/d >= diam^2/(4(e^eps - 1))", "I(z) = (J_f^T J_f)/s^2"],
+    "explanation/vmf": ["C = (e^kappa A(S^{p-1}))/C_{p, kappa}", "VMF(g/||g||, kappa)"],
+    "explanation/informed": ["gamma = (kappa e^eps)^{(alpha - 1)/alpha}",
+                             "gamma = exp(-(sqrt(log(1/kappa)) - sqrt(rho))^2)"],
+    "explanation/analytic": ["X_hat ~ N(X, sigma^2 ||X||^2 I_N)", "P[PSNR >= eta]"],
+    "explanation/departures": ["P_mu[E] = E_nu[r 1_E] ≈ 1/N sum_{i in E} r_i",
+                               "(nabla g_tilde^T nabla g_tilde)/(sigma^2 C^2)", "(e^{eps_s} - 1)/(e^{eps_s} + 1)"],
+    "reference/guarantees": ["K = sum_t m_t^2", "k/sqrt(k^2/z^2 + 1/sigma_b^2)"],
+    "how-to/risks": ["1 - f(b)"],
+    "how-to/priors": ["kappa = 1/n"],
+    "how-to/who-is-at-risk": ["ReRo_i"],
+    "tutorials/auditor": ["mu = (2 sqrt(T))/sigma"],
+    "tutorials/flower": ["(z^-2 + sigma_b^-2)^{-1/2}", "mu = sqrt(T)/sigma"],
+    "tutorials/jax": ["⌈q T⌉"],
+    "tutorials/opacus": ["K = max sum_t m_t^2"],
+    "reproduction": ["P(PSNR >= eta)"],
+}
+_SHOWN_AS_IS = re.compile(r"<(pre|code|math|script|style)\b.*?</\1>", re.S | re.I)  # code, MathML, scripts
+_LEFT_DOLLAR = re.compile(r"\$\$?\S(?:[^$\n<]*\S)?\$")  # a $…$ or $$…$$ the hook did not convert
+
+
+def _site_pages(site):
+    return [p for p in sorted(site.rglob("*.html")) if "assets" not in p.parts]
+
+
+def _site_is_self_contained(site):
+    """No page loads anything from the network: no Google Fonts (``theme: font: false``), no external stylesheet,
+    script, image or frame, no ``url(http…)`` or ``@import`` of a remote file in a style."""
+    loads = re.compile(r"<(?:link|script|img|iframe|source|audio|video|embed)\b[^>]*?\b(?:href|src|srcset)"
+                       r"\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
+    remote_css = re.compile(r"url\(\s*[\"']?\s*(?:https?:)?//|@import\s+[\"']?(?:https?:)?//", re.I)
+    bad = []
+    for page in _site_pages(site):
+        html = page.read_text(encoding="utf-8")
+        rel = str(page.relative_to(site))
+        if re.search(r"fonts\.(googleapis|gstatic)\.com", html):
+            bad.append(f"{rel}: Google Fonts")
+        bad += [f"{rel}: {m.group(0)[:120]}" for m in loads.finditer(html)]
+        bad += [f"{rel}: {m.group(0)}" for m in remote_css.finditer(html)]
+    for css in sorted(site.rglob("*.css")):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        bad += [f"{css.relative_to(site)}: {m.group(0)}" for m in remote_css.finditer(text)]
+    assert not bad, "the site must load nothing from the network:\n" + "\n".join(bad)
+
+
+def _formulas_are_mathml(site):
+    """Every ``$…$`` outside code was converted (tools/mkdocs_hooks.py): no page shows a ``$`` formula, a
+    placeholder or MathJax; every ``<math>`` is well-formed; the key formulas of each converted page are MathML."""
+    import xml.etree.ElementTree as ET
+
+    left, counts = [], {}
+    for page in _site_pages(site):
+        html = page.read_text(encoding="utf-8")
+        rel = str(page.relative_to(site))
+        maths = re.findall(r"<math\b.*?</math>", html, re.S)
+        for m in maths:
+            ET.fromstring(m)  # well-formed
+        counts[rel] = len(maths)
+        prose = _SHOWN_AS_IS.sub(" ", re.sub(r"<!--.*?-->", " ", html, flags=re.S))
+        left += [f"{rel}: {m.group(0)}" for m in _LEFT_DOLLAR.finditer(prose)]
+        assert "RECONRISKMATH" not in html and "mathjax" not in html.lower(), rel
+    assert not left, "formulas left unconverted:\n" + "\n".join(left)
+    for page, formulas in KEY_FORMULAS.items():
+        built = (site / page / "index.html").read_text(encoding="utf-8")
+        for formula in formulas:
+            alt = formula.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#x27;")
+            assert re.search(f"<math display='(inline|block)' alttext='{re.escape(alt)}'>", built), (page, formula)

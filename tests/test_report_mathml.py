@@ -93,6 +93,29 @@ class _Tags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+
+def test_the_docs_constructs_are_structured_mathml():
+    """What the explanation pages need beyond the report's formulas: an optimum's asterisk, primes, accents,
+    named symbols, a bare minus as a superscript, shown braces."""
+    star = _xml(to_mathml("theta^* + N(0, sigma^2 I)")).find(".//msup")
+    assert [c.text for c in star] == ["θ", "∗"]  # an asterisk, not the product dot
+    prime = _xml(to_mathml("1/N' sum_{i <= N'} r'_i"))
+    frac = prime.find(".//mfrac")
+    assert "".join(frac[1].itertext()) == "N′"  # the prime belongs to the denominator
+    assert any("".join(s[0].itertext()) == "r′" and s[1].text == "i" for s in prime.iter("msub"))
+    fim = _xml(to_mathml("(nabla g_tilde^T nabla g_tilde)/(sigma^2 C^2)"))
+    accents = [[c.text for c in m] for m in fim.iter("mover")]
+    assert accents == [["g", "~"], ["g", "~"]] and "∇" in "".join(fim.itertext())
+    assert "_" not in "".join(fim.itertext()) and "tilde" not in "".join(fim.itertext())
+    assert [c.text for c in _xml(to_mathml("x_bar")).find(".//mover")] == ["x", "¯"]
+    assert "ℓ" in "".join(_xml(to_mathml("sum ell + (n lambda)/2 ||theta||^2")).itertext())
+    minus = _xml(to_mathml("theta_i = A(D^{-} ∪ \\{z_i\\})"))
+    sup = minus.find(".//msup")
+    assert sup[0].text == "D" and "".join(sup[1].itertext()) == "−"
+    assert [m.text for m in minus.iter("mo")].count("{") == 1  # the brace is shown
+    inv = _xml(to_mathml("k/sqrt(k^2/z^2 + 1/sigma_b^2)")).find(".//mfrac")
+    assert inv[1].find(".//msqrt") is not None and inv[1].find(".//msubsup") is not None  # σ_b² under the root
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(list("<>&'\"/=_^(){}[]|-+* ,;:.akqtN12") + ["<script>", "&amp;", "kappa", "eps",
                                                                           "TV", "log", "sum_", "Prop."]),

@@ -5,9 +5,11 @@ JSON keeps that text. Browsers render MathML natively — no script, no font dow
 stays one self-contained file. Two functions, no dependency:
 
 * :func:`to_mathml` — one expression → ``<math>``: Greek names become letters (``kappa`` → κ, ``eps2`` → ε₂),
-  ``x_y``/``x_{…}`` and ``x^y`` become ``<msub>``/``<msup>`` (``Phi^-1`` → Φ⁻¹, ``X_hat`` → X̂), ``a/b`` between
-  two operands an ``<mfrac>`` (the operands' outer parentheses dropped), ``sqrt(…)`` an ``<msqrt>``, ``sum`` ∑,
-  ``<=`` ≤, ``||`` ‖, ``in`` ∈ (inside a script), ``\{``/``\}`` a shown brace (``{…}`` only groups);
+  ``x_y``/``x_{…}`` and ``x^y`` become ``<msub>``/``<msup>`` (``Phi^-1`` → Φ⁻¹, ``D^{-}`` → D⁻), ``x_hat``,
+  ``x_tilde``, ``x_bar`` an accent (X̂, g̃, x̄), ``a/b`` between two operands an ``<mfrac>`` (the operands' outer
+  parentheses dropped), ``sqrt(…)`` an ``<msqrt>``, ``sum`` ∑, ``nabla`` ∇, ``ell`` ℓ, ``<=`` ≤, ``||`` ‖,
+  ``in`` ∈ (inside a script), ``\\{``/``\\}`` a shown brace (``{…}`` only groups), ``N'`` a prime (part of its
+  operand: ``1/N'`` is a fraction), ``theta^*`` an asterisk (not the product dot);
 * :func:`formula_html` — a formula column's mixed text (formulas, words, citations) → escaped HTML in which
   each run of mathematics is a ``<math>`` element (its plain text kept as ``alttext``) and the words stay text.
 
@@ -23,6 +25,10 @@ GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "
          "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π",
          "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
          "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω", "Sigma": "Σ"}
+#: Other named symbols: letters (ℓ) and operators (∇, ∂, ∞) written by name.
+SYMBOLS = {"ell": "<mi>ℓ</mi>", "nabla": "<mo>∇</mo>", "partial": "<mo>∂</mo>", "infty": "<mi>∞</mi>"}
+#: ``x_hat``, ``x_tilde``, ``x_bar``: an accent over the letter, not a subscript.
+ACCENTS = {"hat": "^", "tilde": "~", "bar": "¯"}
 #: Operators written in ASCII → the symbol shown.
 OPERATORS = {"<=": "≤", ">=": "≥", "!=": "≠", "->": "→", "||": "‖", "-": "−", "*": "·", "~": "∼", "in": "∈"}
 #: Named functions and operators shown upright (multi-letter ``<mi>``), beside the Greek names.
@@ -77,12 +83,16 @@ class _Parser:
 
     def item(self) -> _Node:
         node = self.atom()
+        while self.peek() == "'":  # a prime belongs to its letter: N' is one operand (1/N' a fraction)
+            self.take()
+            node = _Node(f"<mrow>{node.xml}<mo>′</mo></mrow>", text=node.text)
         sub = sup = None
         while self.peek() in ("_", "^"):
             which = self.take()
             script = self.script()
-            if which == "_" and script.text == "hat":
-                node = _Node(f"<mover accent='true'>{node.xml}<mo>^</mo></mover>", text=node.text)
+            if which == "_" and script.text in ACCENTS:
+                node = _Node(f"<mover accent='true'>{node.xml}<mo>{ACCENTS[script.text]}</mo></mover>",
+                             text=node.text)
                 continue
             if which == "_" and sub is None:
                 sub = script
@@ -104,6 +114,9 @@ class _Parser:
             inner = self.seq("}")
             self.take()
             return _Node("<mrow>" + "".join(n.xml for n in inner) + "</mrow>")
+        if t in ("*", "'"):  # theta^* (an optimum), a prime: shown as such, not as the product dot
+            self.take()
+            return _Node(f"<mo>{'∗' if t == '*' else '′'}</mo>")
         if t in ("-", "+") and self.peek(1) is not None:
             self.take()
             return _Node(f"<mrow><mo>{'−' if t == '-' else '+'}</mo>{self.atom().xml}</mrow>")
@@ -142,6 +155,8 @@ class _Parser:
             return _Node("<mo>∑</mo>", text=t)
         if t == "in":
             return _Node("<mo>∈</mo>", "op", text=t)
+        if t in SYMBOLS:
+            return _Node(SYMBOLS[t], text=t)
         m = _WORD_DIGITS.match(t)
         if m and (m.group(1) in GREEK or len(m.group(1)) == 1):
             return _Node(f"<msub>{_mi(m.group(1))}<mn>{m.group(2)}</mn></msub>", text=t)
