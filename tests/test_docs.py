@@ -83,6 +83,58 @@ def test_the_comparison_can_fail(tmp_path):
     assert docs_check.matches(["took (1.0 s)  "], ["took (25.3 s)"])
 
 
+def test_numbers_are_compared_at_a_stated_tolerance_and_text_exactly():
+    """Round-off digits never fail a page; a change a reader would see always does (tools/docs_check.py: RTOL, ATOL)."""
+    m = docs_check.matches
+    # JSON: another BLAS's round-off (8.7e-15 vs 9.1e-15, 1.34e-14 vs 1.43e-14) passes; the full-precision last digits too
+    assert m(['  "grad_norm": 8.736649034052116e-15,'], ['  "grad_norm": 9.099e-15,'])
+    assert m(['  "relative_error": 1.3404170087885714e-14,'], ['  "relative_error": 1.4271834527717e-14,'])
+    assert m(['  "target_residual": 0.20226174072330735,'], ['  "target_residual": 0.20226174072330788,'])
+    assert not m(['  "target_residual": 0.20226174072330735,'], ['  "target_residual": 0.2023,'])
+    assert not m(['  "identifiable": true,'], ['  "identifiable": false,'])
+    assert not m(['  "grad_norm": 8.736649034052116e-15,'], ['  "grad_norm": 3.2e-09,'])  # not round-off any more
+    # rich tables: a digit a reader sees, a word, a sign; the padding a wider round-off value brings is layout
+    row = "│ pld                    │ 0.0291 │ 0.0291 │          │ 1.296e-05 │"
+    assert m([row], [row.replace("│ 0.0291 │ 0.0291", "│ 0.0291 │ 0.0292")]) is False
+    assert m([row], [row.replace("pld ", "rdp ")]) is False
+    assert m([row], [row.replace("1.296e-05", "1.297e-05")]) is False
+    assert m(["│ grad_norm         8.737e-15  │", "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩"],
+             ["│ grad_norm          9.1e-15  │", "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩"])
+    assert not m(["ε = 1.828 at δ = 1e-05"], ["ε = 1.829 at δ = 1e-05"])
+    assert not m(["ε = 1.828 at δ = 1e-05"], ["ε = -1.828 at δ = 1e-05"])
+    assert not m(["19.5% of the time"], ["19.6% of the time"]) and not m(["at most 5%"], ["at most 6%"])
+    # text around numbers is exact; versions, hashes and words with digits are text
+    assert not m(["reconrisk 0.1.0"], ["reconrisk 0.1.1"]) and not m(["sha 3fa9"], ["sha 3fa8"])
+    assert not m(["1 2"], ["1 2 3"])
+    # a block may state its own tolerances: meaningful tiny numbers with atol 0
+    assert m(["κ = 9.832e-237"], ["κ = 9.9e-237"]) and not m(["κ = 9.832e-237"], ["κ = 9.9e-237"], atol=0)
+    assert docs_check.pycon_matches("0.0500\n", "0.05000000001\n") and not docs_check.pycon_matches("0.0500\n", "0.0501\n")
+
+
+def test_a_page_passes_on_round_off_and_fails_on_a_real_change(tmp_path):
+    """End to end on the documented closed-form attack: its round-off lines perturbed pass, a documented number
+    changed fails, and a block's ``atol 0`` makes a tiny meaningful number count."""
+    (block,) = [b for b in docs_check.blocks(ROOT / "docs" / "explanation" / "informed.md")
+                if b.lang == "console" and "closed-form" in b.lines[0]]
+    text = "\n".join(block.lines)
+    assert '"grad_norm": ' in text and '"relative_error": ' in text and '"target_residual": 0.2022' in text
+    page = tmp_path / "page.md"
+    perturbed = re.sub(r'"grad_norm": [^,]+', '"grad_norm": 9.099e-15', text)
+    perturbed = re.sub(r'"relative_error": [^,]+', '"relative_error": 1.427e-14', perturbed)
+    page.write_text(f"```console\n{perturbed}\n```\n", encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["ok"]
+    changed = re.sub(r'"target_residual": 0\.2022', '"target_residual": 0.2023', perturbed)
+    page.write_text(f"```console\n{changed}\n```\n", encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["failed"]
+    cmd = "$ reconrisk convert --from dp --epsilon 100 --log-kappa -543.427 --json"
+    printed = docs_check.run_command(cmd[12:].split(), tmp_path)[1]
+    kappa = re.search(r'"kappa": ([0-9.e+-]+)', printed).group(1)
+    wrong = printed.replace(kappa, repr(float(kappa) * 1.01))
+    for directive, status in (("", "ok"), ("<!-- docs: atol 0 -->\n", "failed")):
+        page.write_text(f"{directive}```console\n{cmd}\n{wrong}\n```\n", encoding="utf-8")
+        assert [o.status for o in docs_check.run_page(page)] == [status], directive
+
+
 def test_dependent_blocks_skip_together(tmp_path):
     """A block that needs what a skipped (or slow, only parsed) block made is skipped with the reason, in a chain;
     a block whose requirement ran runs; a requirement no earlier block declares fails the page."""
