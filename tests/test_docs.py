@@ -18,6 +18,10 @@
 * ``mkdocs build --strict`` succeeds: no broken link or anchor, no page left
   out of the navigation, no mkdocstrings warning; the CLI reference and the
   Python API pages are generated from the code at build time.
+* Numbers in outputs are compared at a stated tolerance (1e-6 relative, 1e-10 absolute; a block may state its
+  own), text exactly: round-off digits never fail a page, a changed number or word does.
+* Every file a page's command reads is in the repository (``docs/examples/``, ``examples/``) or written by an
+  earlier block of the page; a titled block shows such a file exactly as the repository holds it.
 * Every public name in ``reconrisk.__all__`` has a docstring, and no page a
   user reads calls a paper by our internal file number.
 
@@ -249,3 +253,66 @@ def test_mkdocs_build_strict(tmp_path):
         assert f'id="{command}"' in cli, f"generated CLI reference lacks {command}"
     api = (tmp_path / "site" / "reference" / "python" / "index.html").read_text(encoding="utf-8")
     assert "rero_bound" in api and "make_private_with_risk" in api
+
+
+#: Path parameters a command writes (or keeps its state in), not files a reader must have
+_WRITTEN = {"out", "store", "csv", "parquet", "compile_cache"}
+
+
+def _read_paths(argv: list[str]) -> dict[str, str]:
+    """{parameter: value} of the Path parameters a command reads, parsed as the CLI parses it."""
+    import click
+    import typer.main
+
+    from reconrisk.cli import app
+
+    cmd = typer.main.get_command(app)
+    ctx = cmd.context_class(cmd, info_name="reconrisk")
+    args = list(argv)
+    while hasattr(cmd, "list_commands") and args and not args[0].startswith("-"):
+        sub = cmd.get_command(ctx, args[0])
+        args, cmd, ctx = args[1:], sub, sub.context_class(sub, info_name=args[0], parent=ctx)
+    with cmd.make_context(ctx.info_name, args, parent=ctx.parent, resilient_parsing=True) as sub_ctx:
+        return {p.name: str(sub_ctx.params[p.name]) for p in cmd.params
+                if isinstance(p.type, click.Path) and p.name not in _WRITTEN and sub_ctx.params.get(p.name) is not None}
+
+
+def test_every_file_a_page_reads_is_in_the_repository():
+    """A command of a page reads only files the repository holds (docs/examples/, examples/) or an earlier block of
+    the same page wrote (e.g. the Opacus tutorial's accountant.json); a titled block is that file, as it is."""
+    read, missing = set(), []
+    for page in PAGES:
+        written: set[str] = set()
+        for block in docs_check.blocks(page):
+            if block.title and block.lang not in ("console", "pycon"):
+                outcome = docs_check._check_shown_file(block)
+                assert outcome.status == "ok", outcome.message
+            if block.lang == "pycon":
+                written |= set(re.findall(r"""open\(\s*["']([^"']+)["']\s*,\s*["']w""", "\n".join(block.lines)))
+            if block.lang != "console":
+                continue
+            for c in docs_check.console_commands(block):
+                for name, value in _read_paths(c.argv).items():
+                    read.add(name)
+                    repo_file = (ROOT / value).is_file() and any(
+                        (ROOT / value).resolve().is_relative_to(ROOT / d) for d in docs_check.EXAMPLE_DIRS)
+                    if not (repo_file or value in written):
+                        missing.append(f"{block.where}: `{c.argv_text}` reads {value} ({name})")
+    assert {"release_file", "from_opacus", "sweep_file"} <= read, f"the scan saw only {read}"
+    assert not missing, "put these files under docs/examples/ and say so on the page:\n" + "\n".join(missing)
+
+
+def test_a_titled_block_must_be_the_repository_file(tmp_path):
+    """The check can fail: a titled file the repository lacks, one that differs, one outside the example folders."""
+    page = tmp_path / "page.md"
+    for title, body, why in (("docs/examples/nowhere.toml", "steps = 1", "lacks it"),
+                             ("docs/examples/run.toml", "[release]\nnoise_multiplier = 2.0", "differs"),
+                             ("pyproject.toml", "x = 1", "must name a file under")):
+        page.write_text(f'```toml title="{title}"\n{body}\n```\n', encoding="utf-8")
+        (outcome,) = docs_check.run_page(page)
+        assert outcome.status == "failed" and why in outcome.message, outcome.message
+    shown = (ROOT / "docs" / "examples" / "run.toml").read_text(encoding="utf-8")
+    page.write_text(f'```toml title="docs/examples/run.toml"\n{shown}```\n\n```console\n'
+                    "$ reconrisk bound --release docs/examples/run.toml --prior-size 100 --json\n...\n```\n",
+                    encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["ok", "ok"]

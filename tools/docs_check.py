@@ -30,9 +30,12 @@ numbers are compared apart (:func:`line_matches`):
   line by line with the same rule.
 
 Every block of one page runs in one fresh working directory (with the
-repository's ``examples/`` linked into it), in order, sharing Python globals;
-a fenced block with ``title="NAME"`` (e.g. a TOML release file) is written
-there as ``NAME`` before the blocks after it run.
+repository's ``examples/`` and ``docs/examples/`` linked into it at the same
+paths, so a command reads ``docs/examples/run.toml`` as a reader at the
+repository's root does), in order, sharing Python globals. A fenced block with
+``title="PATH"`` shows a file a command of the page reads: PATH is relative to
+the repository's root, the file must be there (a reader never has to type it
+in) and hold exactly the block's text; the page fails otherwise.
 
 An HTML comment on the line just above a fence changes how it is checked:
 
@@ -75,6 +78,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "100"
+#: the repository's example files, which a page's commands read (linked into each page's working directory)
+EXAMPLE_DIRS = ("examples", "docs/examples")
 
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)\s*(?P<info>[^\n]*)$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs:\s*(?P<what>.*?)\s*-->\s*$")
@@ -358,10 +363,12 @@ def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
     globs: dict = {"__name__": "__docs__"}
     with tempfile.TemporaryDirectory(prefix="reconrisk-docs-") as tmp:
         cwd = Path(tmp)
-        (cwd / "examples").symlink_to(ROOT / "examples")
+        for shared in EXAMPLE_DIRS:
+            (cwd / shared).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / shared).symlink_to(ROOT / shared)
         for block in blocks(path):
             if block.title and block.lang not in ("console", "pycon"):
-                (cwd / block.title).write_text("\n".join(block.lines) + "\n", encoding="utf-8")
+                outcomes.append(_check_shown_file(block))
                 continue
             if block.lang not in ("console", "pycon"):
                 continue
@@ -374,6 +381,21 @@ def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
             if block.id:
                 done[block.id] = outcome
     return outcomes
+
+
+def _check_shown_file(block: Block) -> Outcome:
+    """A titled block is a file of the repository, shown as it is."""
+    target = (ROOT / block.title).resolve()
+    if not target.is_relative_to(ROOT) or not any(target.is_relative_to(ROOT / d) for d in EXAMPLE_DIRS):
+        return Outcome(block, "failed", f"{block.where}: title={block.title!r} must name a file under "
+                                        f"{' or '.join(d + '/' for d in EXAMPLE_DIRS)} (the repository's example files)")
+    if not target.is_file():
+        return Outcome(block, "failed", f"{block.where}: the page shows {block.title} but the repository lacks it; "
+                                        "add the file, so a reader need not type it in")
+    shown = "\n".join(block.lines).rstrip("\n")
+    if target.read_text(encoding="utf-8").rstrip("\n") != shown:
+        return Outcome(block, "failed", f"{block.where}: the block differs from {block.title} in the repository")
+    return Outcome(block, "ok")
 
 
 def _unmet(block: Block, done: dict[str, Outcome]) -> Outcome | None:
