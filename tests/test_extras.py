@@ -1,11 +1,12 @@
 """Installing an extra never downgrades what the core installed, and the README says how to get a CPU torch.
 
-The core's effective range for a package is the intersection of what ``pyproject.toml``'s core dependencies and
-everything they pull require of it (read from the installed distributions' metadata). Every distribution an
-extra pulls (``opacus``, ``test``: torch, sympy, …) must accept every version that range allows, probed at the
-installed version and the next minor release; otherwise a fresh ``pip install 'reconrisk[opacus]'``
-after ``pip install reconrisk`` would replace a core package with an older one (as torch's sympy, which caps
-mpmath below 1.4, did to the mpmath 1.4 that dp-accounting's ``mpmath~=1.2`` let in).
+The core's range for a package is what ``pyproject.toml``'s core dependencies and everything they pull require of
+it (read from the installed distributions' metadata). Every cap an extra's packages put on such a package
+(``rich<15`` from Flower, ``mpmath<1.4`` from torch's sympy) must hold already in the core's range: the version at
+the cap must be one the core refuses too. Otherwise ``pip install 'reconrisk[opacus]'`` (or ``[test]``) after the
+core install would replace a core package with an older one — as the README's second command did to mpmath 1.4.1
+(let in by dp-accounting's ``mpmath~=1.2``), rich 15.0.0 and packaging 26.4. The check needs no index: it reads
+the caps, not which releases exist.
 """
 
 from __future__ import annotations
@@ -60,22 +61,28 @@ def _closure(top: list[str]) -> dict[str, list]:
     return seen
 
 
-def _probes(version: str) -> list[Version]:
-    v = Version(version)
-    return [v, Version(f"{v.major}.{v.minor + 1}.0")]
+def _caps(req) -> list[Version]:
+    """The smallest versions above its range that a requirement refuses: one per upper clause."""
+    caps = []
+    for spec in req.specifier:
+        v = Version(spec.version.replace(".*", ""))
+        if spec.operator == "<":
+            caps.append(v)
+        elif spec.operator == "<=":
+            caps.append(Version(f"{spec.version}.1"))
+        elif spec.operator == "~=":  # ~=1.2 means >=1.2, ==1.*: capped at the next release of the prefix
+            parts = v.release[:-1] or v.release
+            caps.append(Version(".".join(map(str, (*parts[:-1], parts[-1] + 1)))))
+    return caps
 
 
 def _conflicts(core: dict[str, list], extra: dict[str, list]) -> list[str]:
     found = []
     for name, core_reqs in core.items():
-        try:
-            installed = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-        for probe in _probes(installed):
-            if all(r.specifier.contains(probe, prereleases=True) for r in core_reqs):
-                found += [f"{name} {probe}: the core allows it, {r} (an extra pulls it) refuses it"
-                          for r in extra.get(name, []) if not r.specifier.contains(probe, prereleases=True)]
+        for r in extra.get(name, []):
+            for cap in _caps(r):
+                if all(c.specifier.contains(cap, prereleases=True) for c in core_reqs):
+                    found.append(f"{name} {cap}: the core allows it, {r} (an extra pulls it) refuses it")
     return found
 
 
@@ -91,7 +98,12 @@ def test_the_check_catches_mpmath_without_its_cap():
     """The check can fail: the core as it was (mpmath only through dp-accounting's ~=1.2) against torch's sympy."""
     core = {"mpmath": [packaging_requirements.Requirement("mpmath~=1.2")]}
     pulled = {"mpmath": [packaging_requirements.Requirement("mpmath<1.4,>=1.1.0")]}
-    assert any("mpmath 1.4.0" in c for c in _conflicts(core, pulled))
+    assert any("mpmath 1.4" in c for c in _conflicts(core, pulled))
+    assert not _conflicts({"mpmath": [packaging_requirements.Requirement("mpmath>=1.3,<1.4")]}, pulled)
+    assert _conflicts({"rich": [packaging_requirements.Requirement("rich>=13")]},
+                      {"rich": [packaging_requirements.Requirement("rich>=14,<15")]})
+    assert not _conflicts({"mdurl": [packaging_requirements.Requirement("mdurl~=0.1")]},
+                          {"mdurl": [packaging_requirements.Requirement("mdurl~=0.1")]})
 
 
 def test_readme_says_in_one_line_how_to_get_the_cpu_torch_with_opacus():
