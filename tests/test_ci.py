@@ -29,7 +29,7 @@ EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["p
 #: What each module the tests import-or-skip comes with. A new optional import in a test must be added here
 #: (and to the extra that brings it), or named in the README as a reason to skip.
 MODULE_EXTRA = {"jax": "sim", "optax": "sim", "dask": "scale", "pyarrow": "scale", "opacus": "opacus",
-                "torch": "test", "flwr": "flower", "ray": "flower", "mpmath": "dev", "mkdocs": "dev", "material": "dev", "mkdocstrings_handlers": "dev",
+                "torch": "test", "flwr": "flower", "ray": "flower", "mpmath": None, "mkdocs": "dev", "material": "dev", "mkdocstrings_handlers": "dev",
                 "dp_accounting": None}  # None: a core dependency
 #: Modules whose tests skip where they are absent, as the README says (peers are never dependencies).
 README_SKIPS = {"riskcal": "riskcal (never a dependency)"}

@@ -18,6 +18,10 @@
 * ``mkdocs build --strict`` succeeds: no broken link or anchor, no page left
   out of the navigation, no mkdocstrings warning; the CLI reference and the
   Python API pages are generated from the code at build time.
+* Numbers in outputs are compared at a stated tolerance (1e-6 relative, 1e-10 absolute; a block may state its
+  own), text exactly: round-off digits never fail a page, a changed number or word does.
+* Every file a page's command reads is in the repository (``docs/examples/``, ``examples/``) or written by an
+  earlier block of the page; a titled block shows such a file exactly as the repository holds it.
 * Every public name in ``reconrisk.__all__`` has a docstring, and no page a
   user reads calls a paper by our internal file number.
 
@@ -81,6 +85,58 @@ def test_the_comparison_can_fail(tmp_path):
     assert docs_check.matches(["a", "...", "d"], ["a", "b", "c", "d"])
     assert not docs_check.matches(["a", "...", "d"], ["a", "b", "c"])
     assert docs_check.matches(["took (1.0 s)  "], ["took (25.3 s)"])
+
+
+def test_numbers_are_compared_at_a_stated_tolerance_and_text_exactly():
+    """Round-off digits never fail a page; a change a reader would see always does (tools/docs_check.py: RTOL, ATOL)."""
+    m = docs_check.matches
+    # JSON: another BLAS's round-off (8.7e-15 vs 9.1e-15, 1.34e-14 vs 1.43e-14) passes; the full-precision last digits too
+    assert m(['  "grad_norm": 8.736649034052116e-15,'], ['  "grad_norm": 9.099e-15,'])
+    assert m(['  "relative_error": 1.3404170087885714e-14,'], ['  "relative_error": 1.4271834527717e-14,'])
+    assert m(['  "target_residual": 0.20226174072330735,'], ['  "target_residual": 0.20226174072330788,'])
+    assert not m(['  "target_residual": 0.20226174072330735,'], ['  "target_residual": 0.2023,'])
+    assert not m(['  "identifiable": true,'], ['  "identifiable": false,'])
+    assert not m(['  "grad_norm": 8.736649034052116e-15,'], ['  "grad_norm": 3.2e-09,'])  # not round-off any more
+    # rich tables: a digit a reader sees, a word, a sign; the padding a wider round-off value brings is layout
+    row = "│ pld                    │ 0.0291 │ 0.0291 │          │ 1.296e-05 │"
+    assert m([row], [row.replace("│ 0.0291 │ 0.0291", "│ 0.0291 │ 0.0292")]) is False
+    assert m([row], [row.replace("pld ", "rdp ")]) is False
+    assert m([row], [row.replace("1.296e-05", "1.297e-05")]) is False
+    assert m(["│ grad_norm         8.737e-15  │", "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩"],
+             ["│ grad_norm          9.1e-15  │", "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩"])
+    assert not m(["ε = 1.828 at δ = 1e-05"], ["ε = 1.829 at δ = 1e-05"])
+    assert not m(["ε = 1.828 at δ = 1e-05"], ["ε = -1.828 at δ = 1e-05"])
+    assert not m(["19.5% of the time"], ["19.6% of the time"]) and not m(["at most 5%"], ["at most 6%"])
+    # text around numbers is exact; versions, hashes and words with digits are text
+    assert not m(["reconrisk 0.1.0"], ["reconrisk 0.1.1"]) and not m(["sha 3fa9"], ["sha 3fa8"])
+    assert not m(["1 2"], ["1 2 3"])
+    # a block may state its own tolerances: meaningful tiny numbers with atol 0
+    assert m(["κ = 9.832e-237"], ["κ = 9.9e-237"]) and not m(["κ = 9.832e-237"], ["κ = 9.9e-237"], atol=0)
+    assert docs_check.pycon_matches("0.0500\n", "0.05000000001\n") and not docs_check.pycon_matches("0.0500\n", "0.0501\n")
+
+
+def test_a_page_passes_on_round_off_and_fails_on_a_real_change(tmp_path):
+    """End to end on the documented closed-form attack: its round-off lines perturbed pass, a documented number
+    changed fails, and a block's ``atol 0`` makes a tiny meaningful number count."""
+    (block,) = [b for b in docs_check.blocks(ROOT / "docs" / "explanation" / "informed.md")
+                if b.lang == "console" and "closed-form" in b.lines[0]]
+    text = "\n".join(block.lines)
+    assert '"grad_norm": ' in text and '"relative_error": ' in text and '"target_residual": 0.2022' in text
+    page = tmp_path / "page.md"
+    perturbed = re.sub(r'"grad_norm": [^,]+', '"grad_norm": 9.099e-15', text)
+    perturbed = re.sub(r'"relative_error": [^,]+', '"relative_error": 1.427e-14', perturbed)
+    page.write_text(f"```console\n{perturbed}\n```\n", encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["ok"]
+    changed = re.sub(r'"target_residual": 0\.2022', '"target_residual": 0.2023', perturbed)
+    page.write_text(f"```console\n{changed}\n```\n", encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["failed"]
+    cmd = "$ reconrisk convert --from dp --epsilon 100 --log-kappa -543.427 --json"
+    printed = docs_check.run_command(cmd[12:].split(), tmp_path)[1]
+    kappa = re.search(r'"kappa": ([0-9.e+-]+)', printed).group(1)
+    wrong = printed.replace(kappa, repr(float(kappa) * 1.01))
+    for directive, status in (("", "ok"), ("<!-- docs: atol 0 -->\n", "failed")):
+        page.write_text(f"{directive}```console\n{cmd}\n{wrong}\n```\n", encoding="utf-8")
+        assert [o.status for o in docs_check.run_page(page)] == [status], directive
 
 
 def test_dependent_blocks_skip_together(tmp_path):
@@ -276,3 +332,66 @@ def _formulas_are_mathml(site):
         for formula in formulas:
             alt = formula.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#x27;")
             assert re.search(f"<math display='(inline|block)' alttext='{re.escape(alt)}'>", built), (page, formula)
+
+
+#: Path parameters a command writes (or keeps its state in), not files a reader must have
+_WRITTEN = {"out", "store", "csv", "parquet", "compile_cache"}
+
+
+def _read_paths(argv: list[str]) -> dict[str, str]:
+    """{parameter: value} of the Path parameters a command reads, parsed as the CLI parses it."""
+    import click
+    import typer.main
+
+    from reconrisk.cli import app
+
+    cmd = typer.main.get_command(app)
+    ctx = cmd.context_class(cmd, info_name="reconrisk")
+    args = list(argv)
+    while hasattr(cmd, "list_commands") and args and not args[0].startswith("-"):
+        sub = cmd.get_command(ctx, args[0])
+        args, cmd, ctx = args[1:], sub, sub.context_class(sub, info_name=args[0], parent=ctx)
+    with cmd.make_context(ctx.info_name, args, parent=ctx.parent, resilient_parsing=True) as sub_ctx:
+        return {p.name: str(sub_ctx.params[p.name]) for p in cmd.params
+                if isinstance(p.type, click.Path) and p.name not in _WRITTEN and sub_ctx.params.get(p.name) is not None}
+
+
+def test_every_file_a_page_reads_is_in_the_repository():
+    """A command of a page reads only files the repository holds (docs/examples/, examples/) or an earlier block of
+    the same page wrote (e.g. the Opacus tutorial's accountant.json); a titled block is that file, as it is."""
+    read, missing = set(), []
+    for page in PAGES:
+        written: set[str] = set()
+        for block in docs_check.blocks(page):
+            if block.title and block.lang not in ("console", "pycon"):
+                outcome = docs_check._check_shown_file(block)
+                assert outcome.status == "ok", outcome.message
+            if block.lang == "pycon":
+                written |= set(re.findall(r"""open\(\s*["']([^"']+)["']\s*,\s*["']w""", "\n".join(block.lines)))
+            if block.lang != "console":
+                continue
+            for c in docs_check.console_commands(block):
+                for name, value in _read_paths(c.argv).items():
+                    read.add(name)
+                    repo_file = (ROOT / value).is_file() and any(
+                        (ROOT / value).resolve().is_relative_to(ROOT / d) for d in docs_check.EXAMPLE_DIRS)
+                    if not (repo_file or value in written):
+                        missing.append(f"{block.where}: `{c.argv_text}` reads {value} ({name})")
+    assert {"release_file", "from_opacus", "sweep_file"} <= read, f"the scan saw only {read}"
+    assert not missing, "put these files under docs/examples/ and say so on the page:\n" + "\n".join(missing)
+
+
+def test_a_titled_block_must_be_the_repository_file(tmp_path):
+    """The check can fail: a titled file the repository lacks, one that differs, one outside the example folders."""
+    page = tmp_path / "page.md"
+    for title, body, why in (("docs/examples/nowhere.toml", "steps = 1", "lacks it"),
+                             ("docs/examples/run.toml", "[release]\nnoise_multiplier = 2.0", "differs"),
+                             ("pyproject.toml", "x = 1", "must name a file under")):
+        page.write_text(f'```toml title="{title}"\n{body}\n```\n', encoding="utf-8")
+        (outcome,) = docs_check.run_page(page)
+        assert outcome.status == "failed" and why in outcome.message, outcome.message
+    shown = (ROOT / "docs" / "examples" / "run.toml").read_text(encoding="utf-8")
+    page.write_text(f'```toml title="docs/examples/run.toml"\n{shown}```\n\n```console\n'
+                    "$ reconrisk bound --release docs/examples/run.toml --prior-size 100 --json\n...\n```\n",
+                    encoding="utf-8")
+    assert [o.status for o in docs_check.run_page(page)] == ["ok", "ok"]

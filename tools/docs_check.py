@@ -11,12 +11,31 @@ Two kinds of fenced block are executable:
 
 Comparison: trailing whitespace and trailing blank lines are ignored, a line
 that is exactly ``...`` matches any run of lines (a trimmed table), and a
-duration written ``(12.3 s)`` matches any duration.
+duration written ``(12.3 s)`` matches any duration. Within a line, text and
+numbers are compared apart (:func:`line_matches`):
+
+* **text exactly**, except the padding a table gets from its columns' widths:
+  runs of spaces and runs of a rule character (``─ ━ ═``) count as one;
+* **numbers as numbers** (a decimal token not glued to a word or a dot, so
+  ``v0.1.0``, ``ε1`` and hashes stay text): equal when
+  ``|a − b| ≤ max(RTOL·max(|a|, |b|), ATOL)``, with ``RTOL = 1e-6`` and
+  ``ATOL = 1e-10``. The relative part leaves a value shown with a reader's
+  digits (``0.0291``, ``1.828``, ``9.832e-237``) exact — a change in its last
+  digit fails — and lets a full-precision float (JSON) differ in its round-off
+  digits; the absolute floor lets a value of round-off size (a gradient norm
+  of 8.7e-15 at an optimum, 9.1e-15 on another BLAS) be any such value. A
+  block whose tiny numbers are meaningful (probabilities of 1e-200) states
+  ``<!-- docs: atol 0 -->``; ``rtol X`` likewise. ``pycon`` output is compared
+  as a doctest (``ELLIPSIS``, whitespace normalised), then, failing that,
+  line by line with the same rule.
 
 Every block of one page runs in one fresh working directory (with the
-repository's ``examples/`` linked into it), in order, sharing Python globals;
-a fenced block with ``title="NAME"`` (e.g. a TOML release file) is written
-there as ``NAME`` before the blocks after it run.
+repository's ``examples/`` and ``docs/examples/`` linked into it at the same
+paths, so a command reads ``docs/examples/run.toml`` as a reader at the
+repository's root does), in order, sharing Python globals. A fenced block with
+``title="PATH"`` shows a file a command of the page reads: PATH is relative to
+the repository's root, the file must be there (a reader never has to type it
+in) and hold exactly the block's text; the page fails otherwise.
 
 An HTML comment on the line just above a fence changes how it is checked:
 
@@ -27,6 +46,8 @@ An HTML comment on the line just above a fence changes how it is checked:
 * ``<!-- docs: parse-only -->`` — never run, only parsed, even with
   ``RECONRISK_DOCS_SLOW=1``: commands that need what a test machine lacks
   (files the reader downloaded, a Dask scheduler at a real address).
+* ``<!-- docs: atol X -->``, ``<!-- docs: rtol X -->`` — the block's numbers
+  are compared with these tolerances instead of ``ATOL`` and ``RTOL``.
 * ``<!-- docs: requires MODULE -->`` — skipped (and said so) when MODULE
   cannot be imported, e.g. ``opacus``.
 * ``<!-- docs: id NAME -->`` names a block, and ``<!-- docs: requires #NAME -->``
@@ -57,11 +78,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = "100"
+#: the repository's example files, which a page's commands read (linked into each page's working directory)
+EXAMPLE_DIRS = ("examples", "docs/examples")
 
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)\s*(?P<info>[^\n]*)$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs:\s*(?P<what>.*?)\s*-->\s*$")
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
 _DURATION = re.compile(r"\(\d+(?:\.\d+)? s\)")
+#: a decimal number standing alone: not part of a word (``ε1``, a hash) nor of a dotted version (``0.1.0``)
+_NUMBER = re.compile(r"(?<![\w.])([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(?![\w.])")
+_PADDING = re.compile(r" +|─+|━+|═+")
+#: default tolerances of a documented number (module docstring): relative, and the floor for round-off-sized values
+RTOL = 1e-6
+ATOL = 1e-10
 
 
 def doc_files() -> list[Path]:
@@ -96,6 +125,16 @@ class Block:
     def requires(self) -> list[str]:
         """Every name of the block's ``requires`` directives: modules, and ``#NAME`` for earlier blocks."""
         return [name for d in self.directives if d.startswith("requires ") for name in d.split()[1:]]
+
+    @property
+    def tolerance(self) -> tuple[float, float]:
+        """(rtol, atol) of the block's numbers: ``RTOL``/``ATOL`` unless a directive states its own."""
+        tol = {"rtol": RTOL, "atol": ATOL}
+        for d in self.directives:
+            what = d.split()
+            if len(what) == 2 and what[0] in tol:
+                tol[what[0]] = float(what[1])
+        return tol["rtol"], tol["atol"]
 
     @property
     def id(self) -> str | None:
@@ -232,8 +271,32 @@ def normalise(text: str | list[str]) -> list[str]:
     return lines
 
 
-def matches(expected: list[str], actual: list[str]) -> bool:
-    """Line-by-line equality, where an expected line ``...`` matches any run of lines."""
+def numbers_match(a: str, b: str, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """Two numbers as written: equal, or ``|a − b| ≤ max(rtol·max(|a|, |b|), atol)``."""
+    if a == b:
+        return True
+    x, y = float(a), float(b)
+    return abs(x - y) <= max(rtol * max(abs(x), abs(y)), atol)
+
+
+def _tokens(line: str) -> list[str]:
+    """Text and numbers alternating (text first; odd positions are numbers), table padding collapsed in the text."""
+    parts = _NUMBER.split(line)
+    return [p if i % 2 else _PADDING.sub(lambda m: m.group(0)[0], p) for i, p in enumerate(parts)]
+
+
+def line_matches(expected: str, actual: str, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """One documented line against one printed line: text exactly (padding aside), numbers within tolerance."""
+    if expected == actual:
+        return True
+    exp, act = _tokens(expected), _tokens(actual)
+    if len(exp) != len(act):
+        return False
+    return all(numbers_match(e, a, rtol, atol) if i % 2 else e == a for i, (e, a) in enumerate(zip(exp, act)))
+
+
+def matches(expected: list[str], actual: list[str], rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """Line-by-line :func:`line_matches`, where an expected line ``...`` matches any run of lines."""
     exp, act = normalise(expected), normalise(actual)
     from functools import lru_cache
 
@@ -243,7 +306,7 @@ def matches(expected: list[str], actual: list[str]) -> bool:
             return j == len(act)
         if exp[i] == "...":
             return any(m(i + 1, k) for k in range(j, len(act) + 1))
-        return j < len(act) and exp[i] == act[j] and m(i + 1, j + 1)
+        return j < len(act) and line_matches(exp[i], act[j], rtol, atol) and m(i + 1, j + 1)
 
     return m(0, 0)
 
@@ -275,8 +338,11 @@ def run_example(example: doctest.Example, globs: dict, cwd: Path) -> str:
     return out.getvalue()
 
 
-def pycon_matches(want: str, got: str) -> bool:
-    return _CHECKER.check_output(want, got, _FLAGS)
+def pycon_matches(want: str, got: str, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """As a doctest (``ELLIPSIS``, whitespace normalised), or else line by line with numbers within tolerance."""
+    if _CHECKER.check_output(want, got, _FLAGS):
+        return True
+    return bool(want) and matches(want.split("\n"), got.split("\n"), rtol, atol)
 
 
 # -- one page ----------------------------------------------------------------------------
@@ -297,10 +363,12 @@ def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
     globs: dict = {"__name__": "__docs__"}
     with tempfile.TemporaryDirectory(prefix="reconrisk-docs-") as tmp:
         cwd = Path(tmp)
-        (cwd / "examples").symlink_to(ROOT / "examples")
+        for shared in EXAMPLE_DIRS:
+            (cwd / shared).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / shared).symlink_to(ROOT / shared)
         for block in blocks(path):
             if block.title and block.lang not in ("console", "pycon"):
-                (cwd / block.title).write_text("\n".join(block.lines) + "\n", encoding="utf-8")
+                outcomes.append(_check_shown_file(block))
                 continue
             if block.lang not in ("console", "pycon"):
                 continue
@@ -313,6 +381,21 @@ def run_page(path: Path, *, slow: bool = False) -> list[Outcome]:
             if block.id:
                 done[block.id] = outcome
     return outcomes
+
+
+def _check_shown_file(block: Block) -> Outcome:
+    """A titled block is a file of the repository, shown as it is."""
+    target = (ROOT / block.title).resolve()
+    if not target.is_relative_to(ROOT) or not any(target.is_relative_to(ROOT / d) for d in EXAMPLE_DIRS):
+        return Outcome(block, "failed", f"{block.where}: title={block.title!r} must name a file under "
+                                        f"{' or '.join(d + '/' for d in EXAMPLE_DIRS)} (the repository's example files)")
+    if not target.is_file():
+        return Outcome(block, "failed", f"{block.where}: the page shows {block.title} but the repository lacks it; "
+                                        "add the file, so a reader need not type it in")
+    shown = "\n".join(block.lines).rstrip("\n")
+    if target.read_text(encoding="utf-8").rstrip("\n") != shown:
+        return Outcome(block, "failed", f"{block.where}: the block differs from {block.title} in the repository")
+    return Outcome(block, "ok")
 
 
 def _unmet(block: Block, done: dict[str, Outcome]) -> Outcome | None:
@@ -357,7 +440,7 @@ def _run_console(block: Block, cwd: Path, slow: bool) -> Outcome:
             if rc != 0:
                 problems.append(f"{block.where}: `{c.argv_text}` exits {rc}:\n{text}")
             continue
-        if not matches(c.expected, text.split("\n")):
+        if not matches(c.expected, text.split("\n"), *block.tolerance):
             problems.append(f"{block.where}: `{c.argv_text}` (exit {rc}) prints something else:\n{diff(c.expected, text.split(chr(10)))}")
     return Outcome(block, "failed" if problems else "ok", "\n\n".join(problems), actual)
 
@@ -371,7 +454,7 @@ def _run_pycon(block: Block, cwd: Path, globs: dict, slow: bool) -> Outcome:
     for ex in pycon_examples(block):
         got = run_example(ex, globs, cwd)
         actual.append(got)
-        if not pycon_matches(ex.want, got):
+        if not pycon_matches(ex.want, got, *block.tolerance):
             problems.append(f"{block.where}+{ex.lineno}: `{ex.source.strip()}`\nexpected:\n{ex.want}got:\n{got}")
     return Outcome(block, "failed" if problems else "ok", "\n\n".join(problems), actual)
 
@@ -392,14 +475,14 @@ def refreshed_text(path: Path, outcomes: list[Outcome]) -> str:
                 new += c.source
                 if block.slow and not normalise(c.expected):
                     continue
-                new += c.expected if matches(c.expected, text.split("\n")) else normalise_keep(text)
+                new += c.expected if matches(c.expected, text.split("\n"), *block.tolerance) else normalise_keep(text)
         else:
             src = block.lines
             examples = pycon_examples(block)
             for ex, got in zip(examples, outcome.actual):
                 n = ex.source.count("\n")
                 new += src[ex.lineno : ex.lineno + n]
-                new += ex.want.rstrip("\n").split("\n") if (ex.want and pycon_matches(ex.want, got)) else (
+                new += ex.want.rstrip("\n").split("\n") if (ex.want and pycon_matches(ex.want, got, *block.tolerance)) else (
                     [ln.rstrip() for ln in got.rstrip("\n").split("\n")] if got.strip() else [])
         indent = len(lines[block.start - 2]) - len(lines[block.start - 2].lstrip(" "))
         new = [(" " * indent + ln) if ln else ln for ln in new]

@@ -6,8 +6,8 @@
 
 Each executable block (see tools/docs_check.py) is run as tests/test_docs.py
 runs it, and its expected output is replaced by what it prints now. An
-expected output that still matches (a trimmed ``...`` table included) is kept
-as written, so only what changed is rewritten: review the diff
+expected output that still matches (a trimmed ``...`` table included, numbers
+within the tolerance ``docs_check`` states) is kept as written, so only what changed is rewritten: review the diff
 (``git diff README.md docs/``) before committing; a trimmed output that no
 longer matches comes back in full, to be trimmed again by hand.
 Run it with the sources you mean to document: ``PYTHONPATH=src``.

@@ -13,7 +13,8 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
-import warnings
+
+from ._deprecated import warn_at_caller
 
 #: old module → new module (the complete list of moves)
 MOVED = {
@@ -69,8 +70,7 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if spec.name in OLD_PACKAGES:
             return None  # a fresh, empty package
         new = MOVED[spec.name]
-        warnings.warn(f"{spec.name} moved to {new}; the old path will be removed in a later release",
-                      DeprecationWarning, stacklevel=4)
+        warn_at_caller(f"{spec.name} moved to {new}; the old path will be removed in a later release")
         module = importlib.import_module(new)
         self._specs[spec.name] = module.__spec__
         return module

@@ -8,11 +8,18 @@ release:
 * :func:`renamed_kwargs` — ``@renamed_kwargs(kappa="concentration")`` accepts ``f(kappa=…)``, warns, and
   passes the value on as ``concentration``; both at once is a :class:`~reconrisk.errors.ReconRiskError`.
 * :func:`renamed_function` — ``old = renamed_function("old", new)``, a wrapper that warns and calls ``new``.
+
+Every warning here (and the old import paths of :mod:`reconrisk._aliases`) is attributed to the user's line —
+the first frame outside the package and outside the import machinery — by :func:`warn_at_caller`, so a plain
+script run with ``-W default`` shows ``script.py:LINE: DeprecationWarning: …`` (a fixed ``stacklevel`` points
+into reconrisk, or at ``sys:1`` for an import, where the default filters hide it).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import warnings
 from typing import Callable
 
@@ -26,11 +33,45 @@ _WHY = {
 }
 
 
-def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3) -> None:
-    """Emit ``where: OLD is deprecated and will be removed in the next release; use NEW (why)``."""
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _internal(filename: str) -> bool:
+    """Frames ``warnings.warn`` itself skips when it counts a stacklevel (the import system's bootstrap)."""
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller name the first frame outside reconrisk.
+
+    Counted as ``warnings.warn`` counts (frames of the import bootstrap are skipped), so an old import path
+    (``import reconrisk.bounds.rero``: reconrisk's finder, then importlib) and an attribute read through a
+    property both land on the user's line.
+    """
+    frame, level = sys._getframe(1), 1  # the caller of this function: stacklevel 1 of its warnings.warn
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _internal(name):
+            if not os.path.abspath(name).startswith(_PACKAGE):
+                return level
+            level += 1
+        frame = frame.f_back
+    return level
+
+
+def warn_at_caller(message: str, category: type[Warning] = DeprecationWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the user's line (:func:`user_stacklevel`)."""
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
+def warn_renamed(old: str, new: str, where: str, stacklevel: int | None = None) -> None:
+    """Emit ``where: OLD is deprecated and will be removed in the next release; use NEW (why)``, at the user's line.
+
+    ``stacklevel`` is ignored (kept for callers of earlier releases): the user's frame is found by walking the stack.
+    """
     why = _WHY.get(old.split("=")[0].split("(")[0].split(".")[-1])
     note = f"{where}: {old} is deprecated and will be removed in the next release; use {new}"
-    warnings.warn(note + (f" ({why})" if why else ""), DeprecationWarning, stacklevel=stacklevel)
+    warn_at_caller(note + (f" ({why})" if why else ""))
 
 
 def renamed_kwargs(**old_to_new: str) -> Callable:

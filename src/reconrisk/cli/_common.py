@@ -17,6 +17,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+import click
 import numpy as np
 
 from .._io import dumps
@@ -195,6 +196,14 @@ def pick(name: str, new, old, default=None):
     return old if old is not None else default
 
 
+def command_options() -> frozenset[str] | None:
+    """The option names of the command running now (its error messages name only these); None outside a command."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    return frozenset(o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-"))
+
+
 def resolve_analysis(**source) -> tuple[Any, dict]:
     """The analysis of the release (or ``dp_accounting`` event) the flags name, and its provenance.
 
@@ -205,5 +214,5 @@ def resolve_analysis(**source) -> tuple[Any, dict]:
     from ..analysis.dispatch import analyse
     from ..experiments.release_source import resolve_source
 
-    run, provenance = resolve_source(**source)
+    run, provenance = resolve_source(**source, options=command_options())
     return analyse(run), provenance

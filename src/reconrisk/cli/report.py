@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import echo, print_json, print_table, progress
+from ._common import command_options, echo, print_json, print_table, progress
 
 
 #: The stages :func:`reconrisk.experiments.riskreport.risk_report` announces through its ``progress`` callback.
@@ -82,7 +82,7 @@ def report_cmd(
     kappa: Optional[float] = typer.Option(None, "--kappa", help="Baseline success κ instead of --prior-size."),
     target_rero: Optional[float] = typer.Option(None, "--target-rero", "-g", help="Target ReRo: also calibrate σ for it."),
     delta: float = typer.Option(1e-5, "--delta", help="δ at which ε is reported."),
-    samples: int = typer.Option(1_000_000, "--samples", help="Monte-Carlo samples (as `bound --method mc`); 0 skips."),
+    samples: int = typer.Option(1_000_000, "--samples", help="Monte-Carlo samples of the ReRo estimate (the Monte-Carlo method of `reconrisk bound`); 0 skips."),
     seed: int = typer.Option(0, "--seed", help="Seed of the Monte-Carlo sampler."),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the Monte-Carlo interval."),
     fpr: float = typer.Option(0.01, "--fpr", help="False-positive rate of the membership-TPR row."),
@@ -105,7 +105,8 @@ def report_cmd(
     out = check_out_dir(out)  # before any computation: an unwritable --out fails at once
     # the one release (or dp_accounting event) of this command, read where its flags are parsed and carried on
     released, source = resolve_source(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                                      clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+                                      clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus,
+                                      options=command_options())
     counts = _DrawCounts()
     sampler = _early_draws(released, samples, seed, counts)
     try:

@@ -118,7 +118,8 @@ def risk_cmd(
         extra = [f for f, x in (("--epsilon", epsilon), ("--delta", delta), ("--order", order), ("--curve", curve),
                                 ("--rho", rho)) if x] + (["--one-sided"] if one_sided else [])
         if extra:
-            raise ReconRiskError(f"{', '.join(extra)} describe a guarantee: give --from dp|rdp|zcdp with them")
+            raise ReconRiskError(f"{', '.join(extra)} {'describes' if len(extra) == 1 else 'describe'} a guarantee: "
+                                 f"give --from dp|rdp|zcdp with {'it' if len(extra) == 1 else 'them'}")
         analysis, _ = resolve_analysis(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
                                        release_file=release_file, batch_size=batch_size, dataset_size=dataset_size)
     if measure == "all":

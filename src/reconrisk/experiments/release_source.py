@@ -298,17 +298,44 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     return rel, {**prov, **file_provenance(p, data)}
 
 
+#: every option through which a command may take its release, as the messages spell them
+SOURCE_OPTIONS = frozenset({"--noise-multiplier", "--sample-rate", "--steps", "--clip-norm", "--release",
+                            "--from-opacus", "--batch-size", "--dataset-size"})
+
+
+def _named(options, *names: str) -> list[str]:
+    """Those of ``names`` the command has (``options``: its option names; None: every source option)."""
+    return [n for n in names if options is None or n in options]
+
+
+def _ways(options) -> str:
+    """The ways the command offers to give its release, each named only by options it has."""
+    ways = []
+    if _named(options, "--noise-multiplier", "--sample-rate", "--steps") == ["--noise-multiplier", "--sample-rate",
+                                                                             "--steps"]:
+        fixed = len(_named(options, "--batch-size", "--dataset-size")) == 2
+        ways.append("--noise-multiplier/--sample-rate/--steps"
+                    + (" (or --batch-size/--dataset-size instead of --sample-rate)" if fixed else ""))
+    ways += [w for o, w in (("--release", "--release FILE.toml"), ("--from-opacus", "--from-opacus FILE"))
+             if _named(options, o)]
+    if options is not None and "--from" in options:  # `reconrisk risk`: a guarantee alone answers too
+        ways.append("a guarantee alone (--from dp|rdp|zcdp)")
+    return ", or ".join(ways)
+
+
 def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
-                    from_opacus=None) -> tuple[Release, dict]:
-    """Exactly one source: the three flags, ``release_file`` (TOML) or ``from_opacus``; returns (release, provenance)."""
+                    from_opacus=None, options=None) -> tuple[Release, dict]:
+    """Exactly one source: the three flags, ``release_file`` (TOML) or ``from_opacus``; returns (release, provenance).
+
+    ``options``: the option names of the command asking (its error messages name only those); None: all.
+    """
     flags = {"noise_multiplier": noise_multiplier, "sample_rate": sample_rate, "steps": steps}
     given_flags = [k for k, x in flags.items() if x is not None]
     sources = [s for s, on in (("flags", bool(given_flags)), ("--release", release_file is not None),
                                 ("--from-opacus", from_opacus is not None)) if on]
     if len(sources) != 1:
         raise ReconRiskError(
-            "give the release once: --noise-multiplier/--sample-rate/--steps, or --release FILE.toml, or --from-opacus FILE; "
-            f"found {', '.join(sources) or 'none'}"
+            f"give the release once: {_ways(options)}; found {', '.join(sources) or 'none'}"
         )
     if release_file is not None:
         if clip_norm is not None:
@@ -324,20 +351,21 @@ def resolve_release(*, noise_multiplier=None, sample_rate=None, steps=None, clip
 
 
 def resolve_source(*, noise_multiplier=None, sample_rate=None, steps=None, clip_norm=None, release_file=None,
-                   from_opacus=None, batch_size=None, dataset_size=None) -> tuple[Any, dict]:
+                   from_opacus=None, batch_size=None, dataset_size=None, options=None) -> tuple[Any, dict]:
     """What was run, read once from exactly one source, and its provenance: a :class:`~reconrisk.release.Release`,
     or for a TOML file of ``dp_accounting`` events that are not DP-SGD with Gaussian noise (Laplace) the event.
 
     Sources as :func:`resolve_release`; ``batch_size`` and ``dataset_size`` (with ``noise_multiplier`` and
     ``steps``, instead of ``sample_rate``) describe fixed-size batches without replacement. A command builds
     its release here, where its flags are parsed, and carries it on (:func:`~reconrisk.analysis.dispatch.analyse`,
-    :func:`reconrisk.experiments.riskreport.risk_report`).
+    :func:`reconrisk.experiments.riskreport.risk_report`). ``options``: as for :func:`resolve_release`.
     """
     if batch_size is not None or dataset_size is not None:
         if sample_rate is not None or release_file is not None or from_opacus is not None:
+            others = _named(options, "--sample-rate", "--release", "--from-opacus")
             raise ReconRiskError("--batch-size and --dataset-size describe fixed-size batches instead of --sample-rate "
-                                 "(with --noise-multiplier and --steps); give them without --sample-rate, --release "
-                                 "or --from-opacus")
+                                 "(with --noise-multiplier and --steps); give them without "
+                                 + (", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else others[0]))
         missing = [f for f, x in (("--noise-multiplier", noise_multiplier), ("--steps", steps), ("--batch-size", batch_size),
                                   ("--dataset-size", dataset_size)) if x is None]
         if missing:
@@ -351,4 +379,4 @@ def resolve_source(*, noise_multiplier=None, sample_rate=None, steps=None, clip_
             raise ReconRiskError("--clip-norm goes inside the release file (key clip_norm), not beside --release")
         return release_from_toml(release_file, events=True)
     return resolve_release(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
-                           clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus)
+                           clip_norm=clip_norm, release_file=release_file, from_opacus=from_opacus, options=options)

@@ -63,12 +63,12 @@ adapters and their refinement loops are :mod:`reconrisk.measures.risk_curves`.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy import special
 
 from .. import _validate as v
+from .._deprecated import warn_at_caller
 from ..errors import ReconRiskError
 from ..priors import resolve_kappa
 from ..release import Release
@@ -107,8 +107,8 @@ def canonical_measure(measure, *, cli: bool = False) -> str:
             return measure
         if measure in _FROM_CLI:
             if not cli and measure not in MEASURES:
-                warnings.warn(f"measure {measure!r} is the CLI spelling; in Python use {_FROM_CLI[measure]!r} "
-                              "(the hyphenated name is deprecated and will be removed)", DeprecationWarning, stacklevel=3)
+                warn_at_caller(f"measure {measure!r} is the CLI spelling; in Python use {_FROM_CLI[measure]!r} "
+                               "(the hyphenated name is deprecated and will be removed)")
             return _FROM_CLI[measure]
         if cli and measure in MEASURES:
             return measure
