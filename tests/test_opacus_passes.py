@@ -215,11 +215,42 @@ def test_plan_validates_and_round_trips():
 
 
 def test_saved_kind_without_its_loader():
-    """A bare "shuffled" (an older saved state) is read as a plain DataLoader and the note says so; a bare
-    "with_replacement" is refused (how often an example was drawn is not known)."""
+    """A bare "sequential" (an older saved state: SequentialSampler, one pass per loader epoch) is read so and the
+    note says so; a bare "shuffled" or "with_replacement" is refused: an older state said "shuffled" for any
+    RandomSampler (num_samples=5N included) or DistributedSampler, so the passes are not known."""
     from reconrisk.release import opacus_history_release
 
-    rel, note = opacus_history_release([(1.5, 0.25, 6)], "shuffled")
-    assert rel == Release.shuffled(1.5, epochs=2) and "a plain DataLoader was assumed" in note
+    rel, note = opacus_history_release([(1.5, 0.25, 6)], "sequential")
+    assert rel == Release.shuffled(1.5, epochs=2) and "SequentialSampler was assumed" in note
     with pytest.raises(ReconRiskError, match="drawn with replacement, and the loader is not given"):
         opacus_history_release([(1.5, 0.25, 6)], "with_replacement")
+    with pytest.raises(ReconRiskError, match="shuffled batches, and the loader is not given"):
+        opacus_history_release([(2.0, 0.2, 5)], "shuffled")
+
+
+def test_the_issue_history_saved_without_its_loader_certifies_nothing(tmp_path, capsys):
+    """The issue's run saved by an earlier ReconRiskAccountant (batch_sampling "shuffled", no loader) must not
+    give back ε 4.38 (one pass per loader epoch) through the saved-state doors: refused in one line, exit 2."""
+    import json
+
+    from reconrisk.cli import main
+    from reconrisk.experiments.release_source import release_from_opacus_file
+
+    state = {"history": [[2.0, 0.2, 5]], "mechanism": "reconrisk", "batch_sampling": "shuffled"}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(state))
+    with pytest.raises(ReconRiskError, match="the loader is not given"):
+        release_from_opacus_file(path)
+    assert main(["report", "--from-opacus", str(path), "--out", str(tmp_path / "o"), "--samples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the loader is not given" in err and "Traceback" not in err
+    acct = ReconRiskAccountant()
+    acct.load_state_dict(state)
+    with pytest.raises(ReconRiskError, match="the loader is not given"):
+        acct.get_epsilon(1e-5)
+    ds = TensorDataset(torch.zeros(100, 1))  # resumed on a plain loader: the saved steps' loader is still unknown
+    with pytest.warns(UserWarning, match="draws shuffled batches"):
+        acct = ReconRiskAccountant()
+        acct.use_data_loader(DataLoader(ds, batch_size=20, shuffle=True))
+    with pytest.raises(ReconRiskError, match="resume with the same sampler"):
+        acct.load_state_dict(state)

@@ -254,8 +254,7 @@ class ReconRiskAccountant:
         plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])
         if plan is not None and plan.kind != kind:
             raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
-        if self._told and kind is not None and hist and (kind != self.batch_sampling or
-                                                          (plan is not None and plan != self.loader)):
+        if self._told and kind is not None and hist and (kind != self.batch_sampling or plan != self.loader):
             raise ReconRiskError(f"the saved history was drawn by {kind} batches"
                                  f"{f' ({plan.describe()})' if plan else ''} and this accountant's data loader "
                                  f"draws {self.batch_sampling} ones; resume with the same sampler")
