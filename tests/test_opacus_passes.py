@@ -254,3 +254,50 @@ def test_the_issue_history_saved_without_its_loader_certifies_nothing(tmp_path, 
         acct.use_data_loader(DataLoader(ds, batch_size=20, shuffle=True))
     with pytest.raises(ReconRiskError, match="resume with the same sampler"):
         acct.load_state_dict(state)
+
+
+@pytest.mark.parametrize("fields,what", [
+    ({"drop_last": "no"}, "loader drop_last must be True or False; found 'no'"),
+    ({"replacement": 1}, "loader replacement must be True or False; found 1"),
+    ({"sampler": "DistributedSampler", "replacement": True, "num_samples": 5},
+     "replacement=True is RandomSampler's only"),
+    ({"sampler": "SequentialSampler"}, "SequentialSampler's num_samples must be n = 5; found 15"),
+    ({"sampler": "SubsetRandomSampler", "num_samples": 4}, "SubsetRandomSampler's num_samples must be n = 5; found 4"),
+    ({"num_replicas": 3}, "num_replicas must be 1 for RandomSampler; found 3"),
+    ({"sampler": "DistributedSampler", "num_replicas": 2, "num_samples": 7},
+     r"DistributedSampler's num_samples must be one of \[2, 3\] for n = 5, num_replicas = 2; found 7"),
+    ({"n": 1, "num_samples": 10 ** 12, "batch_size": 2 * 10 ** 11},
+     "loader num_samples/n must be at most 100000 passes per loader epoch; found 1000000000000"),
+    ({"sampler": "DistributedSampler", "n": 1, "num_samples": 1, "num_replicas": 10 ** 9},
+     "loader num_samples/n must be at most 100000 passes per loader epoch; found 1000000000"),
+])
+def test_a_hostile_saved_loader_is_refused_in_one_line_at_once(fields, what, tmp_path, capsys):
+    """A saved loader that torch cannot build (a bool that is not one, a num_samples its sampler never has, a
+    replica count without DistributedSampler) or that would take hours to count is refused in one line, in the
+    CLI too (exit 2), before any counting."""
+    import json
+    import time
+
+    from reconrisk.cli import main
+
+    d = {"sampler": "RandomSampler", "n": 5, "num_samples": 15, "batch_size": 5, **fields}
+    with pytest.raises(ReconRiskError, match=what):
+        LoaderPlan.from_dict(d)
+    kind = "with_replacement" if d.get("replacement") is True else "shuffled"
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"history": [[2.0, 0.2, 5]], "mechanism": "reconrisk", "batch_sampling": kind,
+                                "loader": d}))
+    start = time.monotonic()
+    assert main(["report", "--from-opacus", str(path), "--out", str(tmp_path / "o"), "--samples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and time.monotonic() - start < 30
+
+
+def test_torch_s_own_distributed_num_samples_are_accepted():
+    for n in range(1, 12):
+        for replicas in range(1, 8):
+            for drop in (False, True):
+                s = DistributedSampler(TensorDataset(torch.zeros(n, 1)), num_replicas=replicas, rank=0,
+                                       drop_last=drop)
+                if s.num_samples >= 1:
+                    LoaderPlan("DistributedSampler", n, s.num_samples, 2, num_replicas=replicas)
