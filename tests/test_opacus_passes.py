@@ -252,7 +252,8 @@ def test_the_issue_history_saved_without_its_loader_certifies_nothing(tmp_path, 
     with pytest.warns(UserWarning, match="draws shuffled batches"):
         acct = ReconRiskAccountant()
         acct.use_data_loader(DataLoader(ds, batch_size=20, shuffle=True))
-    with pytest.raises(ReconRiskError, match="resume with the same sampler"):
+    with pytest.raises(ReconRiskError, match=r"\(its loader not named\) and this accountant's data loader draws "
+                       r"shuffled ones \(RandomSampler\(n=100, num_samples=100\) in batches of 20\); resume"):
         acct.load_state_dict(state)
 
 

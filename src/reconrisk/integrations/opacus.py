@@ -256,8 +256,10 @@ class ReconRiskAccountant:
             raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
         if self._told and kind is not None and hist and (kind != self.batch_sampling or plan != self.loader):
             raise ReconRiskError(f"the saved history was drawn by {kind} batches"
-                                 f"{f' ({plan.describe()})' if plan else ''} and this accountant's data loader "
-                                 f"draws {self.batch_sampling} ones; resume with the same sampler")
+                                 f"{f' ({plan.describe()})' if plan else ' (its loader not named)'} and this "
+                                 f"accountant's data loader draws {self.batch_sampling} ones"
+                                 f"{f' ({self.loader.describe()})' if self.loader else ''}; resume with the same "
+                                 "sampler")
         self.history = [(float(s), float(q), int(n)) for s, q, n in hist]
         if not self._told:
             self.batch_sampling, self.loader = kind or "poisson", plan
