@@ -302,3 +302,14 @@ def test_torch_s_own_distributed_num_samples_are_accepted():
                                        drop_last=drop)
                 if s.num_samples >= 1:
                     LoaderPlan("DistributedSampler", n, s.num_samples, 2, num_replicas=replicas)
+
+
+@pytest.mark.parametrize("indices", [torch.tensor([4, 4, 1]), torch.tensor([[4], [4], [1]]), [4.0, 4.0, 1.0]])
+def test_subset_random_sampler_indices_are_compared_as_integers(indices):
+    """A tensor of indices (torch.randperm(n)[:k], the common way) repeats example 4: its 0-d tensors hash by
+    identity, so they must be compared as the integers they index (or refused when they are not integers)."""
+    ds = TensorDataset(torch.zeros(6, 1))
+    with pytest.raises(ReconRiskError, match="SubsetRandomSampler"):
+        loader_plan(DataLoader(ds, batch_size=2, sampler=SubsetRandomSampler(indices)))
+    plan = loader_plan(DataLoader(ds, batch_size=2, sampler=SubsetRandomSampler(torch.tensor([5, 0, 3]))))
+    assert (plan.n, plan.per_epoch()) == (3, 1)

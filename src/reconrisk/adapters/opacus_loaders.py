@@ -41,6 +41,7 @@ Neither torch nor Opacus is imported: class names, modules and attributes only.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -248,7 +249,11 @@ def loader_plan(data_loader) -> LoaderPlan | None:
         return LoaderPlan(inner_name, n, _int(inner.num_samples, "num_samples"), batch, drop,
                           num_replicas=_int(inner.num_replicas, "num_replicas"))
     if inner_name == "SubsetRandomSampler":
-        idx = list(inner.indices)
+        try:  # as integers: a tensor's 0-d elements hash by identity, so repeats would pass unseen
+            idx = [operator.index(i) for i in inner.indices]
+        except TypeError:
+            raise ReconRiskError(f"data_loader's SubsetRandomSampler indices must be integers; found "
+                                 f"{inner.indices!r:.60}; {_HINT}") from None
         if len(set(idx)) != len(idx):
             raise ReconRiskError(f"data_loader's SubsetRandomSampler repeats indices ({len(idx) - len(set(idx))} "
                                  f"repeats): their participation is not read; {_HINT}")
