@@ -135,7 +135,8 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     passes = plan.passes(steps)
     note = (f"the data loader draws {kind} batches ({plan.describe()}), not Poisson ones as the accountant assumed; "
             f"{steps} steps weigh an example at most {passes} passes (Σ over steps of its copies²): assumed the "
-            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one)")
+            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one), the steps taken in "
+            "the loader's order (each loader epoch run to its end but the last)")
     return release_cls.shuffled(sigma, passes, clip_norm), note
 
 

@@ -152,7 +152,9 @@ class ReconRiskAccountant:
                           "Poisson ones; every number this accountant reports (get_epsilon, rero, risk, tradeoff) is "
                           "the sound stand-in Release.shuffled(noise_multiplier, epochs=K)'s (replace-one; K: the "
                           f"passes it can give one example, {plan.per_epoch()} per loader epoch), not a Poisson "
-                          "number", UserWarning, stacklevel=2)
+                          "number; the steps are counted in the loader's order (each loader epoch run to its end "
+                          "but the last): a loop that breaks out of the loader or restarts it mid-epoch draws batches "
+                          "this count does not cover", UserWarning, stacklevel=2)
         self.batch_sampling, self.loader, self._told, self._refusal = kind, plan, True, None
         self._analysis = None
         return kind
