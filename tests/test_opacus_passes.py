@@ -326,3 +326,22 @@ def test_the_warning_says_the_steps_are_counted_in_the_loader_s_order():
         ReconRiskAccountant().use_data_loader(dl)
     rel, note = opacus_history_release([(2.0, 0.25, 10)], loader_plan(dl))
     assert rel == Release.shuffled(2.0, epochs=3) and "the steps taken in the loader's order" in note
+
+
+def test_a_loaded_history_is_not_recounted_by_the_next_loader():
+    """A state saved for RandomSampler(num_samples=5N) in batches of 50 (10 steps a loader epoch, 5 passes) loaded
+    into a fresh accountant, then told a plain loader of 10 batches too (1 pass): the saved steps must not be
+    counted as the new loader's. Likewise a Poisson history (Opacus's own state) resumed on a shuffled loader."""
+    ds = TensorDataset(torch.zeros(100, 1))
+    saved = {"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk", "batch_sampling": "shuffled",
+             "loader": LoaderPlan("RandomSampler", 100, 500, 50).to_dict()}
+    plain = DataLoader(ds, batch_size=10, shuffle=True)
+    for state in (saved, {"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk"}):
+        acct = ReconRiskAccountant()
+        acct.load_state_dict(state)
+        with pytest.raises(ReconRiskError, match="use a new accountant per sampler"):
+            acct.use_data_loader(plain)
+    acct = ReconRiskAccountant()
+    acct.load_state_dict(saved)
+    acct.use_data_loader(DataLoader(ds, batch_size=50, sampler=RandomSampler(ds, num_samples=500)))  # the same
+    assert acct.release == Release.shuffled(2.0, epochs=10)

@@ -142,7 +142,9 @@ class ReconRiskAccountant:
         """
         plan = loader_plan(data_loader)
         kind = "poisson" if plan is None else plan.kind
-        if self._told and (kind, plan) != (self.batch_sampling, self.loader) and any(q > 0 for _, q, _ in self.history):
+        # steps already recorded (or loaded: a saved state, Opacus's own assuming Poisson) were drawn by the sampler
+        # the accountant holds; the new loader's count must not be applied to them
+        if (kind, plan) != (self.batch_sampling, self.loader) and any(q > 0 for _, q, _ in self.history):
             raise ReconRiskError(f"this accountant has recorded {self.batch_sampling} batches"
                                  f"{f' ({self.loader.describe()})' if self.loader else ''}; the new data loader "
                                  f"draws {kind} ones{f' ({plan.describe()})' if plan else ''} (use a new accountant "
