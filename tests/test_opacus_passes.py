@@ -345,3 +345,8 @@ def test_a_loaded_history_is_not_recounted_by_the_next_loader():
     acct.load_state_dict(saved)
     acct.use_data_loader(DataLoader(ds, batch_size=50, sampler=RandomSampler(ds, num_samples=500)))  # the same
     assert acct.release == Release.shuffled(2.0, epochs=10)
+    with pytest.warns(UserWarning, match="draws shuffled batches"):  # the other order: told first, then loaded
+        acct = ReconRiskAccountant()
+        acct.use_data_loader(plain)
+    with pytest.raises(ReconRiskError, match=r"names no sampler \(Opacus's accountants assume Poisson\)"):
+        acct.load_state_dict({"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk"})

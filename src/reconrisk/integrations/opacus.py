@@ -258,9 +258,10 @@ class ReconRiskAccountant:
         plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])
         if plan is not None and plan.kind != kind:
             raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
-        if self._told and kind is not None and hist and (kind != self.batch_sampling or plan != self.loader):
-            raise ReconRiskError(f"the saved history was drawn by {kind} batches"
-                                 f"{f' ({plan.describe()})' if plan else ' (its loader not named)'} and this "
+        if self._told and hist and ((kind or "poisson") != self.batch_sampling or plan != self.loader):
+            drawn = ("names no sampler (Opacus's accountants assume Poisson)" if kind is None else
+                     f"was drawn by {kind} batches{f' ({plan.describe()})' if plan else ' (its loader not named)'}")
+            raise ReconRiskError(f"the saved history {drawn} and this "
                                  f"accountant's data loader draws {self.batch_sampling} ones"
                                  f"{f' ({self.loader.describe()})' if self.loader else ''}; resume with the same "
                                  "sampler")
