@@ -350,3 +350,12 @@ def test_a_loaded_history_is_not_recounted_by_the_next_loader():
         acct.use_data_loader(plain)
     with pytest.raises(ReconRiskError, match=r"names no sampler \(Opacus's accountants assume Poisson\)"):
         acct.load_state_dict({"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk"})
+
+
+def test_a_saved_unknown_sampler_says_nothing_is_certified():
+    """A ReconRiskAccountant state saying batch_sampling 'unknown' (its loader had no analysis) is refused with
+    that reason, not as an unknown word."""
+    from reconrisk.release import opacus_history_release
+
+    with pytest.raises(ReconRiskError, match="no analysis reconrisk can prove .* nothing is certified"):
+        opacus_history_release([(2.0, 0.2, 5)], "unknown")

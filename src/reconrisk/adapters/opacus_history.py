@@ -102,6 +102,9 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     if bad:
         raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
                              " no finite guarantee (ε = ∞)")
+    if isinstance(batch_sampling, str) and batch_sampling == "unknown":  # what an accountant saves then
+        raise ReconRiskError("the run's data loader has no analysis reconrisk can prove (batch_sampling 'unknown', "
+                             "its sampler was refused when training began): nothing is certified for it")
     rel = release_cls.schedule(live, clip_norm=clip_norm)
     plan = batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
     kind = plan.kind if plan else v.choice("batch_sampling", batch_sampling, ("poisson",) + KINDS)
