@@ -215,11 +215,147 @@ def test_plan_validates_and_round_trips():
 
 
 def test_saved_kind_without_its_loader():
-    """A bare "shuffled" (an older saved state) is read as a plain DataLoader and the note says so; a bare
-    "with_replacement" is refused (how often an example was drawn is not known)."""
+    """A bare "sequential" (an older saved state: SequentialSampler, one pass per loader epoch) is read so and the
+    note says so; a bare "shuffled" or "with_replacement" is refused: an older state said "shuffled" for any
+    RandomSampler (num_samples=5N included) or DistributedSampler, so the passes are not known."""
     from reconrisk.release import opacus_history_release
 
-    rel, note = opacus_history_release([(1.5, 0.25, 6)], "shuffled")
-    assert rel == Release.shuffled(1.5, epochs=2) and "a plain DataLoader was assumed" in note
+    rel, note = opacus_history_release([(1.5, 0.25, 6)], "sequential")
+    assert rel == Release.shuffled(1.5, epochs=2) and "SequentialSampler was assumed" in note
     with pytest.raises(ReconRiskError, match="drawn with replacement, and the loader is not given"):
         opacus_history_release([(1.5, 0.25, 6)], "with_replacement")
+    with pytest.raises(ReconRiskError, match="shuffled batches, and the loader is not given"):
+        opacus_history_release([(2.0, 0.2, 5)], "shuffled")
+
+
+def test_the_issue_history_saved_without_its_loader_certifies_nothing(tmp_path, capsys):
+    """The issue's run saved by an earlier ReconRiskAccountant (batch_sampling "shuffled", no loader) must not
+    give back ε 4.38 (one pass per loader epoch) through the saved-state doors: refused in one line, exit 2."""
+    import json
+
+    from reconrisk.cli import main
+    from reconrisk.experiments.release_source import release_from_opacus_file
+
+    state = {"history": [[2.0, 0.2, 5]], "mechanism": "reconrisk", "batch_sampling": "shuffled"}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(state))
+    with pytest.raises(ReconRiskError, match="the loader is not given"):
+        release_from_opacus_file(path)
+    assert main(["report", "--from-opacus", str(path), "--out", str(tmp_path / "o"), "--samples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the loader is not given" in err and "Traceback" not in err
+    acct = ReconRiskAccountant()
+    acct.load_state_dict(state)
+    with pytest.raises(ReconRiskError, match="the loader is not given"):
+        acct.get_epsilon(1e-5)
+    ds = TensorDataset(torch.zeros(100, 1))  # resumed on a plain loader: the saved steps' loader is still unknown
+    with pytest.warns(UserWarning, match="draws shuffled batches"):
+        acct = ReconRiskAccountant()
+        acct.use_data_loader(DataLoader(ds, batch_size=20, shuffle=True))
+    with pytest.raises(ReconRiskError, match=r"\(its loader not named\) and this accountant's data loader draws "
+                       r"shuffled ones \(RandomSampler\(n=100, num_samples=100\) in batches of 20\); resume"):
+        acct.load_state_dict(state)
+
+
+@pytest.mark.parametrize("fields,what", [
+    ({"drop_last": "no"}, "loader drop_last must be True or False; found 'no'"),
+    ({"replacement": 1}, "loader replacement must be True or False; found 1"),
+    ({"sampler": "DistributedSampler", "replacement": True, "num_samples": 5},
+     "replacement=True is RandomSampler's only"),
+    ({"sampler": "SequentialSampler"}, "SequentialSampler's num_samples must be n = 5; found 15"),
+    ({"sampler": "SubsetRandomSampler", "num_samples": 4}, "SubsetRandomSampler's num_samples must be n = 5; found 4"),
+    ({"num_replicas": 3}, "num_replicas must be 1 for RandomSampler; found 3"),
+    ({"sampler": "DistributedSampler", "num_replicas": 2, "num_samples": 7},
+     r"DistributedSampler's num_samples must be one of \[2, 3\] for n = 5, num_replicas = 2; found 7"),
+    ({"n": 1, "num_samples": 10 ** 12, "batch_size": 2 * 10 ** 11},
+     "loader num_samples/n must be at most 100000 passes per loader epoch; found 1000000000000"),
+    ({"sampler": "DistributedSampler", "n": 1, "num_samples": 1, "num_replicas": 10 ** 9},
+     "loader num_samples/n must be at most 100000 passes per loader epoch; found 1000000000"),
+])
+def test_a_hostile_saved_loader_is_refused_in_one_line_at_once(fields, what, tmp_path, capsys):
+    """A saved loader that torch cannot build (a bool that is not one, a num_samples its sampler never has, a
+    replica count without DistributedSampler) or that would take hours to count is refused in one line, in the
+    CLI too (exit 2), before any counting."""
+    import json
+    import time
+
+    from reconrisk.cli import main
+
+    d = {"sampler": "RandomSampler", "n": 5, "num_samples": 15, "batch_size": 5, **fields}
+    with pytest.raises(ReconRiskError, match=what):
+        LoaderPlan.from_dict(d)
+    kind = "with_replacement" if d.get("replacement") is True else "shuffled"
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"history": [[2.0, 0.2, 5]], "mechanism": "reconrisk", "batch_sampling": kind,
+                                "loader": d}))
+    start = time.monotonic()
+    assert main(["report", "--from-opacus", str(path), "--out", str(tmp_path / "o"), "--samples", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and time.monotonic() - start < 30
+
+
+def test_torch_s_own_distributed_num_samples_are_accepted():
+    for n in range(1, 12):
+        for replicas in range(1, 8):
+            for drop in (False, True):
+                s = DistributedSampler(TensorDataset(torch.zeros(n, 1)), num_replicas=replicas, rank=0,
+                                       drop_last=drop)
+                if s.num_samples >= 1:
+                    LoaderPlan("DistributedSampler", n, s.num_samples, 2, num_replicas=replicas)
+
+
+@pytest.mark.parametrize("indices", [torch.tensor([4, 4, 1]), torch.tensor([[4], [4], [1]]), [4.0, 4.0, 1.0]])
+def test_subset_random_sampler_indices_are_compared_as_integers(indices):
+    """A tensor of indices (torch.randperm(n)[:k], the common way) repeats example 4: its 0-d tensors hash by
+    identity, so they must be compared as the integers they index (or refused when they are not integers)."""
+    ds = TensorDataset(torch.zeros(6, 1))
+    with pytest.raises(ReconRiskError, match="SubsetRandomSampler"):
+        loader_plan(DataLoader(ds, batch_size=2, sampler=SubsetRandomSampler(indices)))
+    plan = loader_plan(DataLoader(ds, batch_size=2, sampler=SubsetRandomSampler(torch.tensor([5, 0, 3]))))
+    assert (plan.n, plan.per_epoch()) == (3, 1)
+
+
+def test_the_warning_says_the_steps_are_counted_in_the_loader_s_order():
+    """A loop that breaks out of each loader epoch (5 × 2 steps of a 4-batch shuffled loader: an example can be in
+    all five) is counted as 10 steps in order (K = 3): the count's one assumption is said where the user sees it."""
+    from reconrisk.release import opacus_history_release
+
+    dl = DataLoader(TensorDataset(torch.zeros(20, 1)), batch_size=5, shuffle=True)
+    with pytest.warns(UserWarning, match="a loop that breaks out of the loader or restarts it mid-epoch draws batches "
+                                         "this count does not cover"):
+        ReconRiskAccountant().use_data_loader(dl)
+    rel, note = opacus_history_release([(2.0, 0.25, 10)], loader_plan(dl))
+    assert rel == Release.shuffled(2.0, epochs=3) and "the steps taken in the loader's order" in note
+
+
+def test_a_loaded_history_is_not_recounted_by_the_next_loader():
+    """A state saved for RandomSampler(num_samples=5N) in batches of 50 (10 steps a loader epoch, 5 passes) loaded
+    into a fresh accountant, then told a plain loader of 10 batches too (1 pass): the saved steps must not be
+    counted as the new loader's. Likewise a Poisson history (Opacus's own state) resumed on a shuffled loader."""
+    ds = TensorDataset(torch.zeros(100, 1))
+    saved = {"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk", "batch_sampling": "shuffled",
+             "loader": LoaderPlan("RandomSampler", 100, 500, 50).to_dict()}
+    plain = DataLoader(ds, batch_size=10, shuffle=True)
+    for state in (saved, {"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk"}):
+        acct = ReconRiskAccountant()
+        acct.load_state_dict(state)
+        with pytest.raises(ReconRiskError, match="use a new accountant per sampler"):
+            acct.use_data_loader(plain)
+    acct = ReconRiskAccountant()
+    acct.load_state_dict(saved)
+    acct.use_data_loader(DataLoader(ds, batch_size=50, sampler=RandomSampler(ds, num_samples=500)))  # the same
+    assert acct.release == Release.shuffled(2.0, epochs=10)
+    with pytest.warns(UserWarning, match="draws shuffled batches"):  # the other order: told first, then loaded
+        acct = ReconRiskAccountant()
+        acct.use_data_loader(plain)
+    with pytest.raises(ReconRiskError, match=r"names no sampler \(Opacus's accountants assume Poisson\)"):
+        acct.load_state_dict({"history": [(2.0, 0.1, 20)], "mechanism": "reconrisk"})
+
+
+def test_a_saved_unknown_sampler_says_nothing_is_certified():
+    """A ReconRiskAccountant state saying batch_sampling 'unknown' (its loader had no analysis) is refused with
+    that reason, not as an unknown word."""
+    from reconrisk.release import opacus_history_release
+
+    with pytest.raises(ReconRiskError, match="no analysis reconrisk can prove .* nothing is certified"):
+        opacus_history_release([(2.0, 0.2, 5)], "unknown")

@@ -207,13 +207,18 @@ def test_poisson_make_private_keeps_the_poisson_numbers():
     assert acct.release == Release(1.0, 0.25, 8)
 
 
-def test_saved_state_of_a_shuffled_run_reads_as_the_stand_in(tmp_path):
+def test_saved_state_of_a_sequential_run_reads_as_the_stand_in(tmp_path):
+    """A saved state naming its kind but no loader: "sequential" is one pass per loader epoch (SequentialSampler);
+    "shuffled" is refused (an earlier accountant said so for RandomSampler(num_samples=…) too)."""
     import json
 
     from reconrisk.experiments.release_source import release_from_opacus_file
 
     p = tmp_path / "state.json"
-    p.write_text(json.dumps({"history": [[1.0, 0.25, 8]], "mechanism": "reconrisk", "batch_sampling": "shuffled"}))
-    with pytest.warns(UserWarning, match="draws shuffled batches"):
+    p.write_text(json.dumps({"history": [[1.0, 0.25, 8]], "mechanism": "reconrisk", "batch_sampling": "sequential"}))
+    with pytest.warns(UserWarning, match="draws sequential batches"):
         rel, prov = release_from_opacus_file(p)
-    assert rel == Release.shuffled(1.0, epochs=2) and prov["batch_sampling"].startswith("shuffled")
+    assert rel == Release.shuffled(1.0, epochs=2) and prov["batch_sampling"].startswith("sequential")
+    p.write_text(json.dumps({"history": [[1.0, 0.25, 8]], "mechanism": "reconrisk", "batch_sampling": "shuffled"}))
+    with pytest.raises(ReconRiskError, match="shuffled batches, and the loader is not given"):
+        release_from_opacus_file(p)

@@ -79,8 +79,10 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     for ``RandomSampler(num_samples=…)``, the padding of ``DistributedSampler``…; why that is exactly a
     composition of Gaussian mechanisms of sensitivity 2C: :mod:`reconrisk.adapters.opacus_loaders`). Every step
     must be one loader batch (q·len(loader) = 1: no gradient accumulation), else it is refused. A bare
-    ``"shuffled"`` or ``"sequential"`` (a saved state that names no loader) is read as a plain ``DataLoader``
-    over the data — one pass per loader epoch — and the note says that was assumed.
+    ``"sequential"`` (a saved state that names no loader) is read as a ``SequentialSampler`` over the data — one
+    pass per loader epoch — and the note says that was assumed; a bare ``"shuffled"`` or ``"with_replacement"``
+    is refused (an earlier state said ``"shuffled"`` for ``RandomSampler(num_samples=…)`` and
+    ``DistributedSampler`` too: the passes are not known).
 
     Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
     finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
@@ -100,6 +102,9 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     if bad:
         raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
                              " no finite guarantee (ε = ∞)")
+    if isinstance(batch_sampling, str) and batch_sampling == "unknown":  # what an accountant saves then
+        raise ReconRiskError("the run's data loader has no analysis reconrisk can prove (batch_sampling 'unknown', "
+                             "its sampler was refused when training began): nothing is certified for it")
     rel = release_cls.schedule(live, clip_norm=clip_norm)
     plan = batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
     kind = plan.kind if plan else v.choice("batch_sampling", batch_sampling, ("poisson",) + KINDS)
@@ -113,10 +118,14 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     if plan is None and kind == "with_replacement":
         raise ReconRiskError("batches drawn with replacement, and the loader is not given: how often one example "
                              "was drawn is not known (pass data_loader=, or use Poisson sampling)")
-    if plan is None:  # a saved state naming no loader: a plain DataLoader, one pass per loader epoch
+    if plan is None and kind == "shuffled":  # an older state said so for RandomSampler(num_samples=…) too
+        raise ReconRiskError("shuffled batches, and the loader is not given: how many passes one loader epoch gave "
+                             "an example is not known (RandomSampler(num_samples=…) and DistributedSampler's padding "
+                             "repeat examples); pass data_loader=, or use Poisson sampling")
+    if plan is None:  # "sequential" naming no loader: SequentialSampler, one pass per loader epoch
         epochs = max(1, math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
         note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed, and its sampler "
-                f"is not named, so a plain DataLoader was assumed (each example once per loader epoch; a started "
+                f"is not named, so a SequentialSampler was assumed (each example once per loader epoch; a started "
                 f"epoch counts whole): assumed the sound Release.shuffled(noise_multiplier={sigma:g}, "
                 f"epochs={epochs}) (replace-one); pass data_loader= to count the loader's own passes")
         return release_cls.shuffled(sigma, epochs, clip_norm), note
@@ -129,7 +138,8 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     passes = plan.passes(steps)
     note = (f"the data loader draws {kind} batches ({plan.describe()}), not Poisson ones as the accountant assumed; "
             f"{steps} steps weigh an example at most {passes} passes (Σ over steps of its copies²): assumed the "
-            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one)")
+            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one), the steps taken in "
+            "the loader's order (each loader epoch run to its end but the last)")
     return release_cls.shuffled(sigma, passes, clip_norm), note
 
 

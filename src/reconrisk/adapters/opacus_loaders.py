@@ -25,6 +25,10 @@ is ``max_i max_seq Σ_t m_t(i)²`` over the steps taken, computed exactly from t
   replica's share too;
 * ``SubsetRandomSampler`` with distinct indices: one permutation of them.
 
+A plan holds only what torch's samplers can hold (``num_samples`` as the sampler sets it, ``replacement`` for
+``RandomSampler`` alone, …): a saved plan is read back through the same checks. More than ``MAX_PASSES``
+permutations per loader epoch are refused rather than counted.
+
 Batches: ``BatchSampler(sampler, batch_size, drop_last)`` (what ``DataLoader(batch_size=…)`` builds); each
 loader epoch restarts the sampler. Steps are counted in the loader's order — whole loader epochs, the last
 one possibly cut short (its steps so far, exactly); a loop that restarts the loader mid-epoch
@@ -37,17 +41,20 @@ Neither torch nor Opacus is imported: class names, modules and attributes only.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from ..errors import ReconRiskError
 
-__all__ = ["LoaderPlan", "loader_plan", "POISSON_SAMPLERS", "worst_blocks"]
+__all__ = ["LoaderPlan", "loader_plan", "MAX_PASSES", "POISSON_SAMPLERS", "worst_blocks"]
 
 #: Opacus's Poisson batch samplers (the history describes their run as it is).
 POISSON_SAMPLERS = ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler")
 _HINT = "use Poisson sampling (make_private(poisson_sampling=True), Opacus's default)"
 SAMPLERS = ("SequentialSampler", "RandomSampler", "DistributedSampler", "SubsetRandomSampler")
+#: Most permutations one loader epoch may concatenate (the count's work grows with them; ε is vacuous far below).
+MAX_PASSES = 100_000
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,26 @@ class LoaderPlan:
                 raise ReconRiskError(f"loader {name} must be an integer >= 1; found {x!r}")
         if self.sampler not in SAMPLERS:
             raise ReconRiskError(f"loader sampler must be one of {SAMPLERS}; found {self.sampler!r}")
+        for name in ("drop_last", "replacement"):
+            if not isinstance(getattr(self, name), bool):
+                raise ReconRiskError(f"loader {name} must be True or False; found {getattr(self, name)!r}")
+        # what torch's samplers can hold (a saved plan is read back through here: nothing torch cannot build)
+        if self.replacement and self.sampler != "RandomSampler":
+            raise ReconRiskError(f"loader replacement=True is RandomSampler's only; found sampler {self.sampler!r}")
+        if self.num_replicas != 1 and self.sampler != "DistributedSampler":
+            raise ReconRiskError(f"loader num_replicas must be 1 for {self.sampler}; found {self.num_replicas}")
+        if self.sampler in ("SequentialSampler", "SubsetRandomSampler") and self.num_samples != self.n:
+            raise ReconRiskError(f"loader {self.sampler}'s num_samples must be n = {self.n}; found {self.num_samples}")
+        n, r = self.n, self.num_replicas
+        if self.sampler == "DistributedSampler":  # torch: ⌈n/R⌉, or ⌈(n − R)/R⌉ with drop_last when R ∤ n
+            ok = sorted({-(-n // r)} | ({-(-(n - r) // r)} if n % r and n > r else set()))
+            if self.num_samples not in ok:
+                raise ReconRiskError(f"loader DistributedSampler's num_samples must be one of {ok} for n = {n}, "
+                                     f"num_replicas = {r}; found {self.num_samples}")
+        perms = -(-self.total_size // n)  # the permutations (or padding copies) one loader epoch concatenates
+        if not self.replacement and perms > MAX_PASSES:
+            raise ReconRiskError(f"loader num_samples/n must be at most {MAX_PASSES} passes per loader epoch; found "
+                                 f"{perms} ({self.describe()}): counting them is not attempted; {_HINT}")
 
     @property
     def kind(self) -> str:
@@ -222,7 +249,11 @@ def loader_plan(data_loader) -> LoaderPlan | None:
         return LoaderPlan(inner_name, n, _int(inner.num_samples, "num_samples"), batch, drop,
                           num_replicas=_int(inner.num_replicas, "num_replicas"))
     if inner_name == "SubsetRandomSampler":
-        idx = list(inner.indices)
+        try:  # as integers: a tensor's 0-d elements hash by identity, so repeats would pass unseen
+            idx = [operator.index(i) for i in inner.indices]
+        except TypeError:
+            raise ReconRiskError(f"data_loader's SubsetRandomSampler indices must be integers; found "
+                                 f"{inner.indices!r:.60}; {_HINT}") from None
         if len(set(idx)) != len(idx):
             raise ReconRiskError(f"data_loader's SubsetRandomSampler repeats indices ({len(idx) - len(set(idx))} "
                                  f"repeats): their participation is not read; {_HINT}")

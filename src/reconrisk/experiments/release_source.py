@@ -252,8 +252,9 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
     scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.integrations.opacus.ReconRiskAccountant`'s
     state saying ``batch_sampling`` shuffled or sequential gives its stand-in ``Release.shuffled`` (as the
-    live accountant), its passes counted from the saved ``loader`` (a plain DataLoader, one pass per loader
-    epoch, when the state names none, and the warning says so), named in the provenance's ``batch_sampling``.
+    live accountant), its passes counted from the saved ``loader`` (a bare "sequential": a SequentialSampler, one
+    pass per loader epoch, and the warning says so; a bare "shuffled" or "with_replacement" is refused: its
+    passes are not known), named in the provenance's ``batch_sampling``.
     """
     if clip_norm is not None:
         clip_norm = v.positive("clip_norm", clip_norm)

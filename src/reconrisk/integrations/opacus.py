@@ -142,7 +142,9 @@ class ReconRiskAccountant:
         """
         plan = loader_plan(data_loader)
         kind = "poisson" if plan is None else plan.kind
-        if self._told and (kind, plan) != (self.batch_sampling, self.loader) and any(q > 0 for _, q, _ in self.history):
+        # steps already recorded (or loaded: a saved state, Opacus's own assuming Poisson) were drawn by the sampler
+        # the accountant holds; the new loader's count must not be applied to them
+        if (kind, plan) != (self.batch_sampling, self.loader) and any(q > 0 for _, q, _ in self.history):
             raise ReconRiskError(f"this accountant has recorded {self.batch_sampling} batches"
                                  f"{f' ({self.loader.describe()})' if self.loader else ''}; the new data loader "
                                  f"draws {kind} ones{f' ({plan.describe()})' if plan else ''} (use a new accountant "
@@ -152,7 +154,9 @@ class ReconRiskAccountant:
                           "Poisson ones; every number this accountant reports (get_epsilon, rero, risk, tradeoff) is "
                           "the sound stand-in Release.shuffled(noise_multiplier, epochs=K)'s (replace-one; K: the "
                           f"passes it can give one example, {plan.per_epoch()} per loader epoch), not a Poisson "
-                          "number", UserWarning, stacklevel=2)
+                          "number; the steps are counted in the loader's order (each loader epoch run to its end "
+                          "but the last): a loop that breaks out of the loader or restarts it mid-epoch draws batches "
+                          "this count does not cover", UserWarning, stacklevel=2)
         self.batch_sampling, self.loader, self._told, self._refusal = kind, plan, True, None
         self._analysis = None
         return kind
@@ -254,11 +258,13 @@ class ReconRiskAccountant:
         plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])
         if plan is not None and plan.kind != kind:
             raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
-        if self._told and kind is not None and hist and (kind != self.batch_sampling or
-                                                          (plan is not None and plan != self.loader)):
-            raise ReconRiskError(f"the saved history was drawn by {kind} batches"
-                                 f"{f' ({plan.describe()})' if plan else ''} and this accountant's data loader "
-                                 f"draws {self.batch_sampling} ones; resume with the same sampler")
+        if self._told and hist and ((kind or "poisson") != self.batch_sampling or plan != self.loader):
+            drawn = ("names no sampler (Opacus's accountants assume Poisson)" if kind is None else
+                     f"was drawn by {kind} batches{f' ({plan.describe()})' if plan else ' (its loader not named)'}")
+            raise ReconRiskError(f"the saved history {drawn} and this "
+                                 f"accountant's data loader draws {self.batch_sampling} ones"
+                                 f"{f' ({self.loader.describe()})' if self.loader else ''}; resume with the same "
+                                 "sampler")
         self.history = [(float(s), float(q), int(n)) for s, q, n in hist]
         if not self._told:
             self.batch_sampling, self.loader = kind or "poisson", plan
