@@ -22,8 +22,8 @@ from reconrisk.errors import ReconRiskError
 
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
-norm = pytest.importorskip("scipy.stats").norm
-brentq = pytest.importorskip("scipy.optimize").brentq
+from scipy.stats import norm  # scipy is a core dependency: never a skip
+from scipy.optimize import brentq
 
 from torch.utils.data import (BatchSampler, DataLoader, DistributedSampler, IterableDataset,  # noqa: E402
                               RandomSampler, SequentialSampler, SubsetRandomSampler, TensorDataset)

@@ -18,8 +18,8 @@ from reconrisk import Release
 
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
-norm = pytest.importorskip("scipy.stats").norm
-brentq = pytest.importorskip("scipy.optimize").brentq
+from scipy.stats import norm  # scipy is a core dependency: never a skip
+from scipy.optimize import brentq
 
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset  # noqa: E402
 
