@@ -95,8 +95,11 @@ def prior_svg(report: dict) -> str:
     ax = LogChart((84, 34, 704, 368), xbase=2)
     ax.band(n_all, p["lower"], p["upper"], color=_BLUE, opacity=0.4)
     ax.line(n_all, p["upper"], color=_BLUE, width=1.4, marker="o", label="ReRo bound (PLD, certified bracket)")
-    if p.get("rdp") is not None:  # (an event has neither)
-        ax.line(n_all, p["rdp"], color=_RED, width=1.2, dash="--", marker="s", label="RDP bound, Eq. (2)")
+    if p.get("rdp") is not None:  # (an event has neither; None where it fell below the certified lower end)
+        ok = [i for i, y in enumerate(p["rdp"]) if y is not None]
+        if ok:
+            ax.line(n_all[ok], [p["rdp"][i] for i in ok], color=_RED, width=1.2, dash="--", marker="s",
+                    label="RDP bound, Eq. (2)")
     if p.get("fano") is not None:
         ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^", label="Fano's bound (App. H)")
     ax.line(n_all, p["kappa"], color=_GREY, width=1.0, dash=":", label="blind guess 1/N")
