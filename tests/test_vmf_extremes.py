@@ -106,6 +106,12 @@ def test_concentration_past_the_limit_is_refused_in_one_line(capsys):
     assert main(["vmf", "epsilon", "-k", "1e300", "-p", "10", "-q", "1", "-N", "1", "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err.strip()
     assert "concentration must be <= 1e+100" in err and "\n" not in err and "Traceback" not in err
+    for argv, needle in ((["-k", "5e-324", "-p", "10", "-N", "1"], "concentration must be >= 1e-100"),
+                         (["-k", "10", "-p", "1" * 20, "-N", "1"], "dim must be an integer in"),
+                         (["-k", "10", "-p", "10", "-N", "1" * 20], "compositions must be an integer in")):
+        assert main(["vmf", "epsilon", *argv, "-q", "0.5", "--delta", "1e-5"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err, err
 
 
 def test_cli_epsilon_at_1e7_is_about_2e7(capsys):

@@ -73,13 +73,16 @@ APPROACHES = ("1", "2", "best")
 INTERPOLATIONS = ("cgf", "paper")
 #: Largest integer Rényi order used by approach 2.
 MAX_ORDER = 256
-#: Largest concentration accepted. ε of one VMF release is ≈ 2κ there (no privacy left to account), and past it
-#: the products of κ with the orders and the KOV terms (N·ε², e^ε) leave float64's range.
-MAX_CONCENTRATION = 1e100
+#: Concentrations accepted. At the top ε of one VMF release is ≈ 2κ (no privacy left to account), and past it
+#: the products of κ with the orders and the KOV terms (N·ε², e^ε) leave float64's range; at the bottom ε is
+#: ≈ 0 and κ·1e-3 (approach 1's search) must stay a normal float.
+MIN_CONCENTRATION, MAX_CONCENTRATION = 1e-100, 1e100
+#: Largest dimension p (10¹² model weights; ν = p/2 − 1 must stay exact in float64).
+MAX_DIM = 10**12
 
 
 def _dim(p) -> int:
-    return v.integer("dim", p, minimum=2)
+    return v.integer("dim", p, minimum=2, maximum=MAX_DIM)
 
 
 def _concentration(concentration) -> float:
@@ -87,6 +90,9 @@ def _concentration(concentration) -> float:
     if k > MAX_CONCENTRATION:
         raise ReconRiskError(f"concentration must be <= {MAX_CONCENTRATION:g} (ε ≈ 2·concentration there: no privacy "
                              f"left to account, and larger values overflow float64); found {concentration}")
+    if k < MIN_CONCENTRATION:
+        raise ReconRiskError(f"concentration must be >= {MIN_CONCENTRATION:g} (ε ≈ 0 there; smaller values underflow "
+                             f"float64); found {concentration}")
     return k
 
 
@@ -389,7 +395,7 @@ def vmf_epsilon(
     """
     k, p = _concentration(concentration), _dim(dim)
     q = v.sample_rate("sample_rate", sample_rate)
-    n = v.integer("compositions", compositions, minimum=1)
+    n = v.steps("compositions", compositions)
     d = v.probability_open("delta", delta)
     approach = v.choice("approach", str(approach), APPROACHES)
     mode = v.choice("interpolation", interpolation, INTERPOLATIONS)
