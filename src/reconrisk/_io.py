@@ -22,6 +22,7 @@ import math
 import os
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -234,8 +235,6 @@ def parse_text(text: str, kind: str, where: str) -> Any:
     (:class:`ReconRiskError` naming ``where``) what the parsers would raise on or what would break later code:
     invalid syntax, nesting deeper than :data:`MAX_NESTING` (the parsers hit Python's recursion limit), and
     integers past Python's digit limit for string conversion (4,300 digits)."""
-    import tomllib  # noqa: PLC0415
-
     try:
         doc = tomllib.loads(text) if kind == "toml" else json.loads(text)
     except RecursionError:
