@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table, progress, resolve_analysis, spinner
+from ._common import monte_carlo_note, print_json, print_table, progress, resolve_analysis, spinner
 from .risk import calibrate_measure, source_dict, source_label
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
@@ -73,6 +73,8 @@ def bound_cmd(
         methods = ["pld"] + (["closed_form"] if analysis.supports("rero_closed_form") else []) + ["mc"]
     else:
         methods = [method]
+    if "mc" in methods:  # the long part (10⁶ samples by default): its cost is said before it starts
+        monte_carlo_note(samples, analysis.release.steps, enabled=not json_out)
     results = {}
     for m in methods:
         if m == "mc":
