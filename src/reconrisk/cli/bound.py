@@ -132,11 +132,12 @@ def bound_cmd(
     for m, r in results.items():
         label = m if r.converged is not False else f"{m} (stopped short)"
         rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
+    shown = {key: "unavailable" if key in unavailable else value for key, value in payload["baselines"].items()}
     if rdp is not None:
-        rows.append([f"{rdp.method} (baseline)", None, payload["baselines"]["rdp"] or "unavailable", None, None])
-    rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"] or "unavailable", None, None])
+        rows.append([f"{rdp.method} (baseline)", None, shown["rdp"], None, None])
+    rows.append(["κe^ε+δ (baseline)", None, shown["dp"], None, None])
     for reason in unavailable.values():
-        print(f"note: {reason}", file=sys.stderr)
+        print(f"reconrisk: note: {reason}", file=sys.stderr)
     title = f"ReRo bound: {source_label(analysis)}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)
