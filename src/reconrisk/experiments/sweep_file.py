@@ -89,7 +89,10 @@ def load_sweep(path) -> Sweep:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ReconRiskError(f"sweep file {p} must be valid TOML: {exc}") from None
-    spec = parse_text(text, "toml", f"sweep file {p}")
+    try:
+        spec = parse_text(text, "toml", f"sweep file {p}")
+    except ReconRiskError as exc:  # the wording sweep files always had
+        raise ReconRiskError(str(exc).replace(" is not valid TOML", " must be valid TOML")) from None
     return parse_sweep(spec, source=str(p), base=p.parent)
 
 
