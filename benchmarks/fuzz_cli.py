@@ -52,6 +52,12 @@ BASES = {
         "-T": "int1", "-q": "q", "-n": "int2", "--epsilon-min": "pos", "--epsilon-max": "pos", "--points": "int1",
         "--fixed-epsilon": "pos", "--sample-rates": "q", "--delta": "prob",
     }),
+    "tradeoff": (["tradeoff", "-s", "1", "-q", "0.01", "-T", "10", "--points", "5", "--json", "--out", "{tmp}"], {
+        "-s": "pos", "-q": "q", "-T": "int1", "--points": "int2", "--alpha-min": "prob", "--alpha-max": "prob",
+    }),
+    "vmf-epsilon": (["vmf", "epsilon", "-k", "10", "-p", "10", "-q", "0.5", "-N", "3", "--delta", "1e-5", "--json"], {
+        "-k": "pos", "-p": "int2", "-N": "int1",
+    }),
     "mse-bound": (["mse-bound", "-e", "1", "--json"], {"-e": "pos", "--diam": "pos"}),
     "mse-bound-sgd": (["mse-bound", "-s", "1", "-q", "0.01", "-T", "100", "--json"], {
         "-s": "pos", "-q": "q", "-T": "int1",
@@ -92,7 +98,7 @@ BASES = {
 
 VALUES = [
     "1e308", "5e-324", "-1", "0", "nan", "inf", "1e12", "1000000000000", "", "abc", "0x10", "\u0661\u0662",
-    "18446744073709551616", "1" * 401,
+    "18446744073709551616", "1" * 401, "9" * 5000,  # past Python's 4,300-digit string limit (issue 39)
 ]
 
 
@@ -102,6 +108,8 @@ SLOW = ("audit", "fil-dpsgd")
 
 def in_domain(domain: str, text: str) -> bool | None:
     """True/False when the value is inside/outside the flag's domain; None if it may be refused for size."""
+    if re.fullmatch(r"[+-]?\d{4000,}", text):  # int() itself refuses it (Python's digit limit): any clean error
+        return None
     if domain in ("int1", "int0", "int2", "seed") and re.fullmatch(r"[+-]?\d+", text):
         n = int(text)
         if n < {"int1": 1, "int0": 0, "int2": 2, "seed": 0}[domain]:
@@ -165,7 +173,7 @@ def build_cases() -> list[Case]:
         cases.append(Case(f"{cmd} dangling flag", base + [list(flags)[0]], True))
     # a read-only folder stops only non-root users (root writes anyway), so it is tried only then
     outs = ["/proc/reconrisk-out", "{file}", "{file}/sub", "", "/dev/null"] + (["{ro}"] if os.geteuid() != 0 else [])
-    for cmd in ("curve", "fil-logreg", "audit", "analytic-simulate"):
+    for cmd in ("curve", "tradeoff", "fil-logreg", "audit", "analytic-simulate"):
         base, _ = BASES[cmd]
         for o in outs:
             argv = list(base)

@@ -20,7 +20,9 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -83,6 +85,24 @@ def check_out_dir(out_dir: str | os.PathLike, flag: str = "--out") -> Path:
     except OSError:  # pragma: no cover - statvfs unsupported
         pass
     return path
+
+
+def check_out_file(path: str | os.PathLike, flag: str) -> Path:
+    """Check that ``path`` can be written as a file (not a folder; its folder is, or can become, writable)
+    before any work is done; create nothing. One-line :class:`ReconRiskError` naming ``flag`` otherwise."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not text or not text.strip() or "\x00" in text:
+        raise ReconRiskError(f"{flag} must be a file path; found {text!r}")
+    p = Path(text)
+    if p.is_dir():
+        raise ReconRiskError(f"{flag} must be a file path; found the folder {text!r}")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ReconRiskError(f"{flag} {text!r}: cannot write the file (permission denied)")
+    try:
+        check_out_dir(p.parent if str(p.parent) else Path("."), "its folder")
+    except ReconRiskError as exc:
+        raise ReconRiskError(f"{flag} {text!r}: cannot write a file there ({exc})") from None
+    return p
 
 
 def ensure_out_dir(out_dir: str | os.PathLike, flag: str = "--out") -> Path:
@@ -190,3 +210,42 @@ def save_figure(fig, out_dir: str | Path, stem: str, *, dpi: int = 130) -> list[
     finally:
         pyplot().close(fig)
     return paths
+
+
+#: Deepest nesting of lists/tables a TOML or JSON input may have (no input of reconrisk nests past 4).
+MAX_NESTING = 64
+
+
+def _depth_ok(obj: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether ``obj`` nests lists/dicts at most ``limit`` deep (iterative: never recurses itself)."""
+    stack = [(obj, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, dict):
+            x = list(x.values())
+        if isinstance(x, (list, tuple)):
+            if d > limit:
+                return False
+            stack.extend((y, d + 1) for y in x)
+    return True
+
+
+def parse_text(text: str, kind: str, where: str) -> Any:
+    """A TOML or JSON document (``kind`` "toml" | "json") from untrusted text, refusing in one line
+    (:class:`ReconRiskError` naming ``where``) what the parsers would raise on or what would break later code:
+    invalid syntax, nesting deeper than :data:`MAX_NESTING` (the parsers hit Python's recursion limit), and
+    integers past Python's digit limit for string conversion (4,300 digits)."""
+    try:
+        doc = tomllib.loads(text) if kind == "toml" else json.loads(text)
+    except RecursionError:
+        raise ReconRiskError(f"{where} nests lists or tables too deeply (at most {MAX_NESTING} levels)") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ReconRiskError(f"{where} is not valid {kind.upper()}: {exc}") from None
+    except ValueError as exc:  # int() of a numeral past sys.get_int_max_str_digits()
+        if "digits" in str(exc):
+            raise ReconRiskError(f"{where} holds an integer too long to read (over "
+                                 f"{sys.get_int_max_str_digits()} digits)") from None
+        raise ReconRiskError(f"{where} is not valid {kind.upper()}: {exc}") from None
+    if not _depth_ok(doc):
+        raise ReconRiskError(f"{where} nests lists or tables too deeply (at most {MAX_NESTING} levels)")
+    return doc

@@ -179,6 +179,10 @@ class Release:
                 f"{[s.sample_rate for s in segs]}")
         if sampler != "poisson" and noise != "gaussian":
             raise ReconRiskError(f"sampler={sampler!r} is analysed for Gaussian noise only; found noise={noise!r}")
+        total = sum(s.steps for s in segs)
+        if total > v.MAX_STEPS:
+            raise ReconRiskError(f"a release may have at most {v.MAX_STEPS:g} steps in all; found {total} over "
+                                 f"{len(segs)} segments")
         object.__setattr__(self, "segments", segs)
         object.__setattr__(self, "clip_norm", v.positive("clip_norm", clip_norm))
         object.__setattr__(self, "noise", noise)

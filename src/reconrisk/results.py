@@ -97,3 +97,20 @@ class Bound:
 def _plain(x: Any) -> Any:
     """A NumPy array (the ends of a curve's bracket) as a list; anything else unchanged."""
     return x.tolist() if type(x).__name__ == "ndarray" else x
+
+
+#: Slack for rounding when an upper end is held against another method's lower end of the same quantity.
+CONSISTENCY_TOL = 1e-9
+
+
+def below_certified(upper: float | None, lower: float | None, *, what: str, against: str) -> str | None:
+    """Why ``upper`` cannot be shown as an upper bound: it lies below ``lower``, another method's certified lower
+    end of the same quantity (a numerical failure of the method that gave ``upper``); None when consistent.
+
+    Every reported upper value must be ≥ every other method's lower end; a number that breaks this is shown as
+    unavailable with this reason instead of as a bound.
+    """
+    if upper is None or lower is None or not (upper < lower - CONSISTENCY_TOL):
+        return None
+    return (f"{what} unavailable: its value {upper:.6g} is below the certified lower end {lower:.6g} ({against}), "
+            "a numerical failure of that method at these parameters")

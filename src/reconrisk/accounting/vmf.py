@@ -48,7 +48,7 @@ from .. import _validate as v
 from .._roots import bisect_log
 from .._deprecated import renamed_kwargs, warn_renamed
 from ..errors import ReconRiskError
-from ..mechanisms.vmf import _bessel_ratio_core, _log_iv_core, bessel_ratio
+from ..mechanisms.vmf import _bessel_ratio_core, _log_ive_core, bessel_ratio
 from ..results import Bound
 
 __all__ = [
@@ -73,14 +73,27 @@ APPROACHES = ("1", "2", "best")
 INTERPOLATIONS = ("cgf", "paper")
 #: Largest integer Rényi order used by approach 2.
 MAX_ORDER = 256
+#: Concentrations accepted. At the top ε of one VMF release is ≈ 2κ (no privacy left to account), and past it
+#: the products of κ with the orders and the KOV terms (N·ε², e^ε) leave float64's range; at the bottom ε is
+#: ≈ 0 and κ·1e-3 (approach 1's search) must stay a normal float.
+MIN_CONCENTRATION, MAX_CONCENTRATION = 1e-100, 1e100
+#: Largest dimension p (10¹² model weights; ν = p/2 − 1 must stay exact in float64).
+MAX_DIM = 10**12
 
 
 def _dim(p) -> int:
-    return v.integer("dim", p, minimum=2)
+    return v.integer("dim", p, minimum=2, maximum=MAX_DIM)
 
 
 def _concentration(concentration) -> float:
-    return v.positive("concentration", concentration)
+    k = v.positive("concentration", concentration)
+    if k > MAX_CONCENTRATION:
+        raise ReconRiskError(f"concentration must be <= {MAX_CONCENTRATION:g} (ε ≈ 2·concentration there: no privacy "
+                             f"left to account, and larger values overflow float64); found {concentration}")
+    if k < MIN_CONCENTRATION:
+        raise ReconRiskError(f"concentration must be >= {MIN_CONCENTRATION:g} (ε ≈ 0 there; smaller values underflow "
+                             f"float64); found {concentration}")
+    return k
 
 
 def _alphas(alpha) -> np.ndarray:
@@ -91,10 +104,15 @@ def _alphas(alpha) -> np.ndarray:
 
 
 def _cgf(alpha: np.ndarray, concentration: float, nu: float) -> np.ndarray:
-    """(α−1)τ_α of Prop. 1 (the log of ∫ f_P^α f_Q^{1−α})."""
+    """(α−1)τ_α of Prop. 1 (the log of ∫ f_P^α f_Q^{1−α}).
+
+    On the scaled logs (log I_ν(x) − x) the e^x parts, 2(α−1)κ, are added exactly: at κ = 10⁹ and beyond the
+    difference of two unscaled logs of size 10⁹ would carry the rounding of both.
+    """
     x = (2.0 * alpha - 1.0) * concentration
     nu_a = np.asarray(nu, dtype=float)
-    return -nu * np.log(2.0 * alpha - 1.0) + _log_iv_core(nu_a, x) - _log_iv_core(nu_a, np.asarray(concentration, float))
+    return (2.0 * (alpha - 1.0) * concentration - nu * np.log(2.0 * alpha - 1.0) + _log_ive_core(nu_a, x)
+            - _log_ive_core(nu_a, np.asarray(concentration, float)))
 
 
 @renamed_kwargs(kappa="concentration")
@@ -310,11 +328,12 @@ def _approach1(concentration, nu, q, n, delta) -> tuple[float, float]:
         with np.errstate(divide="ignore"):  # log(1 − q + qe^ε) without overflow; q = 1 gives ε
             eps_s = np.logaddexp(np.log1p(-q), math.log(q) + eps0)
         delta_s = q * np.exp(log_d0)
-        d_tilde = -np.expm1(log_target - n * np.log1p(-delta_s))
-        et, _ = kov_compose(eps_s, delta_s, n, np.where(d_tilde > 0, d_tilde, np.nan))
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # δ_s = 1: no δ̃ left (masked below)
+            d_tilde = -np.expm1(log_target - n * np.log1p(-delta_s))
+            et, _ = kov_compose(eps_s, delta_s, n, np.where(d_tilde > 0, d_tilde, np.nan))
         return np.where(d_tilde > 0, et, 1e300)
 
-    grid = np.geomspace(1e-4, 2.0 * concentration, 400)
+    grid = np.geomspace(min(1e-4, 1e-3 * concentration), 2.0 * concentration, 400)
     vals = eps_tilde(grid)
     i = int(np.argmin(vals))
     if vals[i] >= 1e300:
@@ -376,7 +395,7 @@ def vmf_epsilon(
     """
     k, p = _concentration(concentration), _dim(dim)
     q = v.sample_rate("sample_rate", sample_rate)
-    n = v.integer("compositions", compositions, minimum=1)
+    n = v.steps("compositions", compositions)
     d = v.probability_open("delta", delta)
     approach = v.choice("approach", str(approach), APPROACHES)
     mode = v.choice("interpolation", interpolation, INTERPOLATIONS)

@@ -45,7 +45,25 @@ def dp_event_leaves(event, count: int = 1) -> list:
 
     ``kind`` is ``"gaussian"`` (q = 1), ``"poisson"`` or ``"fixed"``; any other event gives
     ``(EventName, event, None, count)`` so the caller can refuse or analyse it. NoOp events are dropped.
+    At most ``MAX_STEPS`` steps in all (an event composed 10³⁰ times is refused in one line, not accepted
+    and left to overflow or run for ever).
     """
+    leaves = _leaves(event, count)
+    total = sum(t for *_, t in leaves)
+    if total > v.MAX_STEPS:
+        raise ReconRiskError(f"an event may compose at most {v.MAX_STEPS:g} steps; this one composes "
+                             f"{_count_text(total)}")
+    return leaves
+
+
+def _count_text(n: int) -> str:
+    return str(n) if n < 10**15 else f"an integer of {len(str(n)) if n < 10**4000 else 'over 4000'} digits"
+
+
+def _leaves(event, count: int) -> list:
+    if count > v.MAX_STEPS:
+        raise ReconRiskError(f"an event may compose at most {v.MAX_STEPS:g} steps; this one composes "
+                             f"{_count_text(count)}")
     try:
         import dp_accounting as dpa
     except ImportError:  # pragma: no cover - dp_accounting is a dependency
@@ -57,9 +75,9 @@ def dp_event_leaves(event, count: int = 1) -> list:
         return []
     if isinstance(event, dpa.SelfComposedDpEvent):
         n = v.integer("SelfComposedDpEvent.count", event.count, minimum=0)
-        return dp_event_leaves(event.event, count * n) if n else []
+        return _leaves(event.event, count * n) if n else []
     if isinstance(event, dpa.ComposedDpEvent):
-        return [leaf for e in event.events for leaf in dp_event_leaves(e, count)]
+        return [leaf for e in event.events for leaf in _leaves(e, count)]
     if isinstance(event, dpa.GaussianDpEvent):
         return [("gaussian", event.noise_multiplier, 1.0, count)] if count else []
     inner = getattr(event, "event", None)

@@ -54,8 +54,9 @@ _NUMERAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _one_line(text: str) -> str:
-    """Collapse a message onto one line (click's messages may hold newlines)."""
-    return " ".join(str(text).split())
+    """Collapse a message onto one line (click's messages may hold newlines); a word of over 200 characters (a
+    5,000-digit number echoed back) is cut to its start and its length."""
+    return " ".join(w if len(w) <= 200 else f"{w[:40]}…({len(w)} characters)" for w in str(text).split())
 
 
 def _error(message: str) -> int:

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from . import app
-from ._common import print_json, print_table, progress, resolve_analysis, spinner
+from ._common import monte_carlo_note, print_json, print_table, progress, resolve_analysis, spinner
 from .risk import calibrate_measure, source_dict, source_label
 
 _METHODS = ("pld", "mc", "closed_form", "rdp", "all")
@@ -42,6 +42,7 @@ def bound_cmd(
     from .. import _validate as v
     from ..accounting import epsilon
     from ..measures.conversions import rero_from_dp
+    from ..results import below_certified
 
     method = v.choice("method", method, _METHODS)
     # every flag is checked, also those the chosen method does not use (none is ignored silently)
@@ -72,6 +73,8 @@ def bound_cmd(
         methods = ["pld"] + (["closed_form"] if analysis.supports("rero_closed_form") else []) + ["mc"]
     else:
         methods = [method]
+    if "mc" in methods:  # the long part (10⁶ samples by default): its cost is said before it starts
+        monte_carlo_note(samples, analysis.release.steps, enabled=not json_out)
     results = {}
     for m in methods:
         if m == "mc":
@@ -87,6 +90,15 @@ def bound_cmd(
             rdp = rero_release_rdp(release, k)[0]
             rdp_eq2 = analysis.rero(k, method="rdp")
     primary = results[methods[0]]
+    certified = [(r.lower, m) for m, r in results.items() if m != "mc" and r.lower is not None]
+    lower, against = max(certified) if certified else (None, None)
+    dp_value = float(rero_from_dp(k, eps, delta)[0])
+    unavailable = {}  # a baseline below the certified bracket's lower end is a numerical failure, not a bound
+    for key, value in (("rdp", None if rdp is None else rdp.upper),
+                       ("rdp_hayes2023_eq2", None if rdp_eq2 is None else rdp_eq2.upper), ("dp", dp_value)):
+        reason = below_certified(value, lower, what=f"the {key} baseline", against=f"{against} bracket")
+        if reason:
+            unavailable[key] = reason
     src = source_dict(analysis)
     where = ({key: src.get(key) for key in ("noise_multiplier", "sample_rate", "steps")}
              | {key: src[key] for key in ("sampler", "segments", "dp_event", "relation") if key in src})
@@ -99,9 +111,11 @@ def bound_cmd(
         "epsilon_accountant": accountant.lower(),
         **where,
         "rero": primary.to_dict(),
-        "baselines": {"rdp": None if rdp is None else rdp.upper,
-                      "rdp_hayes2023_eq2": None if rdp_eq2 is None else rdp_eq2.upper,
-                      "dp": float(rero_from_dp(k, eps, delta)[0])},
+        "baselines": {"rdp": None if rdp is None or "rdp" in unavailable else rdp.upper,
+                      "rdp_hayes2023_eq2": None if rdp_eq2 is None or "rdp_hayes2023_eq2" in unavailable
+                      else rdp_eq2.upper,
+                      "dp": None if "dp" in unavailable else dp_value},
+        "baselines_unavailable": unavailable,
         "baseline_formulas": {
             "rdp": None if rdp is None else rdp.formula,
             "rdp_hayes2023_eq2": None if rdp_eq2 is None else rdp_eq2.formula,
@@ -118,9 +132,12 @@ def bound_cmd(
     for m, r in results.items():
         label = m if r.converged is not False else f"{m} (stopped short)"
         rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
+    shown = {key: "unavailable" if key in unavailable else value for key, value in payload["baselines"].items()}
     if rdp is not None:
-        rows.append([f"{rdp.method} (baseline)", None, rdp.upper, None, None])
-    rows.append(["κe^ε+δ (baseline)", None, payload["baselines"]["dp"], None, None])
+        rows.append([f"{rdp.method} (baseline)", None, shown["rdp"], None, None])
+    rows.append(["κe^ε+δ (baseline)", None, shown["dp"], None, None])
+    for reason in unavailable.values():
+        print(f"reconrisk: note: {reason}", file=sys.stderr)
     title = f"ReRo bound: {source_label(analysis)}, κ={k:.4g}"
     caption = f"ε = {eps:.3f} at δ = {delta:g} ({accountant} accountant)"
     print_table(title, ["method", "lower", "upper", "estimate", "width"], rows, caption=caption)

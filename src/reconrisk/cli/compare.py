@@ -32,6 +32,10 @@ def compare_cmd(
     from ..errors import ReconRiskError
     from ..experiments.mechanisms import CompareConfig, compare_mechanisms
 
+    if out is not None:
+        from .._io import check_out_dir
+
+        out = check_out_dir(out)  # before the training: an unwritable --out fails at once
     try:
         grid = tuple(float(e) for e in epsilons.split(",") if e.strip())
     except ValueError:

@@ -7,13 +7,14 @@ Balle, Cherubin & Hayes 2022's Thm 2, Cor. 3, Cor. 4. Theory only: no JAX.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
 import typer
 
+from .._io import parse_text
+from ..errors import ReconRiskError
 from . import app
 from ._common import print_json, print_table
 
@@ -46,10 +47,13 @@ def parse_curve(text: str) -> tuple[list[float], list[float]]:
     if ":" not in s and not path.is_file():
         raise ReconRiskError(f"curve must be order:epsilon pairs such as '2:0.5,8:1.2' or a file; found {text!r}")
     if path.is_file():
-        body = path.read_text()
+        try:
+            body = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:
+            raise ReconRiskError(f"curve file {s!r} cannot be read as text: {exc}") from None
         if body.lstrip().startswith("{"):
+            d = parse_text(body, "json", f"curve file {s!r}")
             try:
-                d = json.loads(body)
                 return [float(x) for x in d["orders"]], [float(x) for x in d["epsilons"]]
             except (ValueError, KeyError, TypeError) as exc:
                 raise ReconRiskError(f"curve file {s!r}: JSON needs numeric 'orders' and 'epsilons' lists ({exc})") from None

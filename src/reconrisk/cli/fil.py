@@ -134,6 +134,9 @@ def fil_dpsgd_cmd(
                     momentum=momentum, use_subsampling_factor=not (no_subsampling_factor or no_kappa), delta=delta,
                     paper_literal=paper_literal, runs=runs, seed=seed)
     if grid:
+        from .. import _io
+
+        _io.check_out_dir(out)  # Fig. 5 goes there: an unwritable --out fails before the grid is trained
         # σ, T or C given with --grid fix that axis of the grid (never silently ignored)
         fixed = {"noise_multiplier": noise_multiplier, "steps": steps, "clip_norm": clip_norm}
         grid_spec = {k: ((val,) if val is not None else DEFAULT_GRID[k]) for k, val in fixed.items()}

@@ -104,6 +104,9 @@ def reconn_cmd(
         widths = tuple(int(w) for w in hidden.split(","))
     except ValueError:
         raise ReconRiskError(f"hidden must be comma-separated integers such as 256,256; found {hidden!r}") from None
+    from .._io import check_out_dir
+
+    out = check_out_dir(out)  # before the shadow models are trained: an unwritable --out fails at once
     ds = load_dataset(dataset)
     eps = [None] + list(epsilon or [])
 

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from . import app
-from ._common import command_options, echo, print_json, print_table, progress
+from ._common import command_options, echo, monte_carlo_note, print_json, print_table, progress
 
 
 #: The stages :func:`reconrisk.experiments.riskreport.risk_report` announces through its ``progress`` callback.
@@ -131,6 +131,8 @@ def report_cmd(
     from ..release import Release
 
     draws = 2 * samples * released.steps if samples and isinstance(released, Release) else 0  # an event: none
+    if draws:
+        monte_carlo_note(samples, released.steps, enabled=not json_out)
     total = draws + len(REPORT_STAGES)
     with progress(total, "report", enabled=not json_out) as bar:
         def stage(name: str) -> None:

@@ -199,9 +199,12 @@ def tradeoff_cmd(
     """Certified two-sided trade-off curve f(α) (ROC: TPR = 1 − f(α)) with the GDP and RDP curves beside it."""
 
     from .. import _validate as v
+    from .._io import check_out_dir
     from ..errors import ReconRiskError
     from ..release import Release
 
+    if out is not None:
+        out = check_out_dir(out)  # before the curve: an unwritable --out fails at once, in one line
     release = Release(noise_multiplier, sample_rate, steps)
     lo = v.probability_open("alpha_min", alpha_min)
     hi = v.probability_open("alpha_max", alpha_max)

@@ -39,12 +39,14 @@ def run_cmd(
     from ..experiments.store import ResultStore
     from ..experiments.sweep import check_backend, load_sweep, run_sweep
 
+    from .._io import check_out_dir, check_out_file
+
     check_backend(pool, workers, scheduler)
     sweep = load_sweep(sweep_file)
-    if compile_cache is not None and compile_cache.exists() and not compile_cache.is_dir():
-        from ..errors import ReconRiskError
-
-        raise ReconRiskError(f"--compile-cache must be a folder; found the file {compile_cache}")
+    if not store.exists():
+        check_out_file(store, "--store")
+    if compile_cache is not None:
+        check_out_dir(compile_cache, "--compile-cache")
     with ResultStore.open(store, create=True) as s:
         done = s.done()
     pending = sum(1 for pt in sweep.points for ids in pt.chunks() for h, _ in ids if h not in done)
@@ -93,9 +95,11 @@ def export_cmd(
 
     if csv is None and parquet is None:
         raise ReconRiskError("sweep export needs --csv FILE and/or --parquet FILE; found neither")
+    from .._io import check_out_file
+
     for flag, p in (("--csv", csv), ("--parquet", parquet)):
-        if p is not None and (p.is_dir() or not str(p).strip()):
-            raise ReconRiskError(f"{flag} must be a file path; found {str(p)!r}")
+        if p is not None:
+            check_out_file(p, flag)
     with ResultStore.open(store) as s:
         written = []
         if csv is not None:

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from .. import _validate as v
+from .._io import parse_text
 from ..adapters.opacus_loaders import LoaderPlan
 from ..errors import ReconRiskError
 from ..release import Release
@@ -90,7 +89,7 @@ def event_from_mapping(items: Any, where: str):
         elif d["type"] == "sampled_without_replacement_gaussian":
             inner = dpa.SampledWithoutReplacementDpEvent(v.integer(f"{w} source_dataset_size", d["source_dataset_size"]),
                                                          v.integer(f"{w} sample_size", d["sample_size"]), inner)
-        out.append(dpa.SelfComposedDpEvent(inner, v.integer(f"{w} count", d.get("count", 1))))
+        out.append(dpa.SelfComposedDpEvent(inner, v.steps(f"{w} count", d.get("count", 1))))
     return dpa.ComposedDpEvent(out)
 
 
@@ -157,9 +156,10 @@ def release_from_toml(path, *, events: bool = False) -> tuple[Any, dict]:
     :func:`release_from_mapping` (a Laplace event comes back as the event)."""
     p, data = _read_bytes(path, "release file")
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ReconRiskError(f"release file {str(p)!r} is not valid TOML: {exc}") from None
+    doc = parse_text(text, "toml", f"release file {str(p)!r}")
     if "release" in doc:
         rest = sorted(set(doc) - {"release"})
         if rest:
@@ -261,11 +261,14 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     p, data = _read_bytes(path, "opacus file")
     where = f"opacus file {str(p)!r}"
     try:
-        obj = json.loads(data.decode("utf-8"))
-        fmt = "json"
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        obj = _load_torch(p, data)
-        fmt = "torch (weights_only)"
+        text = data.decode("utf-8")
+        obj, fmt = parse_text(text, "json", where), "json"
+    except UnicodeDecodeError:
+        obj, fmt = _load_torch(p, data), "torch (weights_only)"
+    except ReconRiskError as exc:
+        if "is not valid JSON" not in str(exc):
+            raise  # too deep, an integer too long: refused in one line
+        obj, fmt = _load_torch(p, data), "torch (weights_only)"
     hist = _history_of(obj, where)
     found = _clip_norm_in(obj)
     if found is not None:

@@ -58,6 +58,7 @@ from ..analysis.privacy import PrivacyAnalysis
 from ..data import load_dataset
 from ..errors import ReconRiskError
 from ..measures.conversions import rero_from_dp
+from ..results import below_certified
 from ..measures.rdp_tradeoff import rero_release_rdp
 from ..measures.rero import start_monte_carlo
 from ..measures.risk import CLI_NAMES, all_risks
@@ -184,6 +185,7 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
     out["rdp_hayes2023_eq2"] = analysis.rero(k, method="rdp").to_dict()
     out["dp"] = {"method": "dp", "lower": None, "upper": float(rero_from_dp(k, eps["value"], cfg.delta)[0]),
                  "formula": "kappa e^epsilon + delta (Balle, Cherubin & Hayes 2022)"}
+    _drop_inconsistent(out)
     if mc is not None:
         out["mc"] = None  # (its place in the JSON; filled in by finish_monte_carlo_entry)
     elif cfg.samples:
@@ -192,6 +194,20 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: dict,
         out["mc"] = _na("Monte Carlo skipped (samples = 0)")
     out["headline"] = "closed_form" if "closed_form" in out else "pld"
     return out
+
+
+def _drop_inconsistent(out: dict) -> None:
+    """An upper-only row below the certified bracket's lower end is a numerical failure: not shown as a bound."""
+    certified = [(out[m]["lower"], m) for m in ("pld", "closed_form") if m in out and out[m].get("lower") is not None]
+    if not certified:
+        return
+    lower, which = max(certified)
+    for key in ("rdp", "rdp_hayes2023_eq2", "dp"):
+        r = out.get(key)
+        reason = below_certified(r.get("upper"), lower, what=f"the {key} baseline", against=f"{which} bracket") \
+            if r and r.get("applicable", True) else None
+        if reason:
+            out[key] = _na(reason, value=r["upper"], method=r.get("method"))
 
 
 def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
@@ -230,9 +246,12 @@ def rero_vs_prior(analysis: PrivacyAnalysis, prior_sizes=PRIOR_SIZES) -> dict:
     eq2 = analysis.rero_many(kap, method="rdp")  # Hayes et al.'s Eq. 2: a named baseline, JSON only
     kl, kl_err = kl_mutual_information(release)  # the prior-free part of Fano's I, computed once
     fano = [fano_bound(min(kl + kl_err, _closed_form_mi(release, n)), n).success.upper for n in ns]
+    rdp_upper = [None if below_certified(r.upper, b.lower, what="rdp", against="pld") else r.upper
+                 for r, b in zip(rdp, pld)]  # below the certified lower end: a numerical failure, not a bound
     return {"prior_size": ns, "kappa": kap.tolist(), "lower": [r.lower for r in pld], "upper": [r.upper for r in pld],
-            "rdp": [r.upper for r in rdp], "rdp_method": rdp[0].method,
-            "rdp_hayes2023_eq2": [r.upper for r in eq2], "fano": fano}
+            "rdp": rdp_upper, "rdp_method": rdp[0].method,
+            "rdp_hayes2023_eq2": [None if below_certified(r.upper, b.lower, what="rdp_hayes2023_eq2", against="pld")
+                                  else r.upper for r, b in zip(eq2, pld)], "fano": fano}
 
 
 def _closed_form_mi(release: Release, n: int) -> float:

@@ -12,7 +12,6 @@ import hashlib
 import itertools
 import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..analysis.calibrate import noise_multiplier_for_epsilon
+from .._io import parse_text
 from ..errors import ReconRiskError
 from .trials import PRIOR_KINDS, trial_batch_size
 
@@ -86,9 +86,13 @@ def load_sweep(path) -> Sweep:
     if not p.is_file():
         raise ReconRiskError(f"sweep file must be an existing TOML file; found {str(path)!r}")
     try:
-        spec = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise ReconRiskError(f"sweep file {p} must be valid TOML: {exc}") from None
+    try:
+        spec = parse_text(text, "toml", f"sweep file {p}")
+    except ReconRiskError as exc:  # the wording sweep files always had
+        raise ReconRiskError(str(exc).replace(" is not valid TOML", " must be valid TOML")) from None
     return parse_sweep(spec, source=str(p), base=p.parent)
 
 

@@ -52,6 +52,7 @@ import math
 import sys
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import _validate as v
@@ -240,19 +241,27 @@ class ReconRiskAccountant:
         return destination
 
     def load_state_dict(self, state_dict) -> None:
-        if not state_dict or "history" not in state_dict or "mechanism" not in state_dict:
-            raise ReconRiskError("state_dict must hold 'history' and 'mechanism'; found " + repr(state_dict)[:80])
+        if not isinstance(state_dict, Mapping) or "history" not in state_dict or "mechanism" not in state_dict:
+            raise ReconRiskError("state_dict must be a mapping holding 'history' and 'mechanism'; found "
+                                 + repr(state_dict)[:80])
+        if not isinstance(state_dict["history"], (list, tuple)):
+            raise ReconRiskError("state_dict['history'] must be a list of (noise_multiplier, sample_rate, steps); found "
+                                 f"{state_dict['history']!r:.80}")
         if state_dict["mechanism"] != self.mechanism():
             raise ReconRiskError(
                 f"state_dict of mechanism {state_dict['mechanism']!r} cannot be loaded into a {self.mechanism()!r} accountant"
             )
-        hist = [tuple(h) for h in state_dict["history"]]
+        hist = state_dict["history"]
         probe = ReconRiskAccountant()
-        for h in hist:  # validates every entry as step does (σ ≥ 0, q in [0, 1], steps ≥ 1)
-            if len(h) != 3:
+        for h in hist:  # validates every entry as step does (σ ≥ 0, q in [0, 1], steps in [1, MAX_STEPS])
+            if not isinstance(h, (list, tuple)) or len(h) != 3:
                 raise ReconRiskError(f"history entries must be (noise_multiplier, sample_rate, steps); found {h!r:.80}")
             probe.step(noise_multiplier=h[0], sample_rate=h[1])
-            v.integer("steps", h[2], minimum=1)
+            v.steps("steps", h[2])
+        total = sum(int(h[2]) for h in hist)
+        if total > v.MAX_STEPS:
+            raise ReconRiskError(f"the history may hold at most {v.MAX_STEPS:g} steps in all; found {total}")
+        hist = [tuple(h) for h in hist]
         kind = state_dict.get("batch_sampling")  # absent in Opacus's own accountants' states: Poisson assumed
         kind = None if kind is None else v.choice("batch_sampling", kind, ("poisson", *KINDS, "unknown"))
         plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])

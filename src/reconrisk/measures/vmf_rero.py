@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.vmf import vmf_rdp, zhu_wang_rdp
+from ..accounting.vmf import _concentration, _dim, vmf_rdp, zhu_wang_rdp
 from ..errors import ReconRiskError
 from ..results import Bound
 from .rdp_tradeoff import RDP_FORMULA, _expit, _log_kappas, _solve, balle2022_power
@@ -39,10 +39,10 @@ _FULL_ORDERS = np.unique(np.concatenate([[1.0, 1.0 + 1e-6, 1.0 + 1e-4, 1.0 + 1e-
 
 def vmf_rdp_curve(concentration, dim, sample_rate, compositions, *, max_order: int = 256):
     """(orders, ε) of ``compositions`` Poisson-subsampled VMF mechanisms, and ε(a) at real a when γ = 1 (else None)."""
-    c = v.positive("concentration", concentration)
-    p = v.integer("dim", dim, minimum=2)
+    c = _concentration(concentration)
+    p = _dim(dim)
     g = v.sample_rate("sample_rate", sample_rate)
-    n = v.integer("compositions", compositions, minimum=1)
+    n = v.steps("compositions", compositions)
     m = v.integer("max_order", max_order, minimum=2, maximum=4096)
     if g == 1.0:
         orders = _FULL_ORDERS[_FULL_ORDERS <= max(m, 2)]

@@ -65,16 +65,24 @@ def _debye_u(t: np.ndarray) -> list[np.ndarray]:
 
 
 def _log_iv_debye(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return _log_ive_debye(nu, x) + x
+
+
+def _log_ive_debye(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log I_ν(x) − x by Debye's expansion, with νη − x written without cancellation at x ≫ ν.
+
+    νη − x = ν²/(√(ν²+x²) + x) − ν log1p((1 + 1/(s+z))/z), s = √(1+z²), z = x/ν.
+    """
     z = x / nu
     s = np.sqrt(1.0 + z * z)
     t = 1.0 / s
-    eta = s + np.log(z / (1.0 + s))
+    eta_minus = nu * nu / (np.sqrt(nu * nu + x * x) + x) - nu * np.log1p((1.0 + 1.0 / (s + z)) / z)
     series = 1.0
     pw = 1.0
     for u in _debye_u(t):
         pw = pw / nu
         series = series + u * pw
-    return -0.5 * (_LOG_2PI + np.log(nu)) + nu * eta - 0.5 * np.log(s) + np.log(series)
+    return -0.5 * (_LOG_2PI + np.log(nu)) + eta_minus - 0.5 * np.log(s) + np.log(series)
 
 
 def _log_iv_debye_scalar(nu: float, x: float) -> float:
@@ -82,12 +90,29 @@ def _log_iv_debye_scalar(nu: float, x: float) -> float:
     z = x / nu
     s = math.sqrt(1.0 + z * z)
     t = 1.0 / s
-    eta = s + math.log(z / (1.0 + s))
+    eta_minus = nu * nu / (math.sqrt(nu * nu + x * x) + x) - nu * math.log1p((1.0 + 1.0 / (s + z)) / z)
     series, pw = 1.0, 1.0
     for u in _debye_u(t):
         pw /= nu
         series += u * pw
-    return -0.5 * (_LOG_2PI + math.log(nu)) + nu * eta - 0.5 * math.log(s) + math.log(series)
+    return -0.5 * (_LOG_2PI + math.log(nu)) + eta_minus - 0.5 * math.log(s) + math.log(series) + x
+
+
+#: For ν below ``_DEBYE_NU`` and x ≥ max(this, 20ν²), Hankel's large-argument expansion replaces scipy's ``ive``,
+#: which loses accuracy there (relative 1e−8 at x = 10⁹) and returns NaN past x ≈ 1.07·10⁹.
+_HANKEL_X = 1e4
+_HANKEL_TERMS = 12
+
+
+def _log_ive_hankel(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log I_ν(x) − x = −½ log(2πx) + log Σ_k (−1)^k a_k(ν)/x^k (DLMF 10.40.1), for x ≥ max(10⁴, 20ν²)."""
+    mu = 4.0 * nu * nu
+    term = np.ones_like(x)
+    total = np.ones_like(x)
+    for k in range(1, _HANKEL_TERMS + 1):
+        term = -term * ((mu - (2.0 * k - 1.0) ** 2) / (8.0 * k)) / x
+        total = total + term
+    return -0.5 * (_LOG_2PI + np.log(x)) + np.log(total)
 
 
 def _log_iv_series(nu: np.ndarray, x: np.ndarray, terms: int = 400) -> np.ndarray:
@@ -123,23 +148,35 @@ def log_iv(nu, x):
 
 def _log_iv_core(nu_a: np.ndarray, x_a: np.ndarray) -> np.ndarray:
     """:func:`log_iv` for validated float arrays (no checks; used in inner loops)."""
+    return _log_ive_core(nu_a, x_a) + x_a
+
+
+def _log_ive_core(nu_a: np.ndarray, x_a: np.ndarray) -> np.ndarray:
+    """log I_ν(x) − x (the exponentially scaled log) for validated float arrays.
+
+    Differences of log I at large x (the VMF RDP, the ratio I_{ν+1}/I_ν) are taken on this scale, so the e^x
+    parts cancel exactly instead of in floating point.
+    """
     if nu_a.ndim == 0 and float(nu_a) >= _DEBYE_NU and (x_a > 0).all():
-        return _log_iv_debye(nu_a, x_a)
+        return _log_ive_debye(nu_a, x_a)
     nu_b, x_b = np.broadcast_arrays(nu_a, x_a)
     out = np.empty(nu_b.shape, dtype=float)
     zero = x_b == 0
     out[zero] = np.where(nu_b[zero] == 0, 0.0, -np.inf)
     big = (nu_b >= _DEBYE_NU) & ~zero
     if big.any():
-        out[big] = _log_iv_debye(nu_b[big], x_b[big])
-    small = ~big & ~zero
+        out[big] = _log_ive_debye(nu_b[big], x_b[big])
+    far = ~big & ~zero & (x_b >= np.maximum(_HANKEL_X, 20.0 * nu_b * nu_b))
+    if far.any():
+        out[far] = _log_ive_hankel(nu_b[far], x_b[far])
+    small = ~big & ~zero & ~far
     if small.any():
         ns, xs = nu_b[small], x_b[small]
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            val = np.log(special.ive(ns, xs)) + xs
+            val = np.log(special.ive(ns, xs))
         bad = ~np.isfinite(val)
         if bad.any():
-            val[bad] = _log_iv_series(ns[bad], xs[bad])
+            val[bad] = _log_iv_series(ns[bad], xs[bad]) - xs[bad]
         out[small] = val
     return out
 
@@ -152,7 +189,7 @@ def bessel_ratio(nu, x):
 
 def _bessel_ratio_core(nu: np.ndarray, x_a: np.ndarray):
     with np.errstate(invalid="ignore"):
-        r = np.exp(_log_iv_core(nu + 1.0, x_a) - _log_iv_core(nu, x_a))
+        r = np.exp(_log_ive_core(nu + 1.0, x_a) - _log_ive_core(nu, x_a))
     r = np.where(x_a == 0, 0.0, r)
     return float(r) if np.ndim(r) == 0 else r
 

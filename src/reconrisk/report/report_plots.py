@@ -106,8 +106,11 @@ def prior_svg(report: dict) -> str:
     ax = LogChart((84, 34, 704, 368), xbase=2)
     ax.band(n_all, p["lower"], p["upper"], color=_BLUE, opacity=0.4)
     ax.line(n_all, p["upper"], color=_BLUE, width=1.4, marker="o", label="ReRo bound (PLD, certified bracket)")
-    if p.get("rdp") is not None:  # (an event has neither); the table's RDP row's conversion
-        ax.line(n_all, p["rdp"], color=_RED, width=1.2, dash="--", marker="s", label=RDP_LABEL)
+    if p.get("rdp") is not None:  # (an event has neither; None where it fell below the certified lower end); the
+        ok = [i for i, y in enumerate(p["rdp"]) if y is not None]  # table's RDP row's conversion
+        if ok:
+            ax.line(n_all[ok], [p["rdp"][i] for i in ok], color=_RED, width=1.2, dash="--", marker="s",
+                    label=RDP_LABEL)
     if p.get("fano") is not None:
         ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^",
                 label="Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)")
