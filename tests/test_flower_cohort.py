@@ -155,3 +155,26 @@ def _mu_for(eps, delta):
         return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
 
     return optimize.brentq(lambda mu: d(mu) - delta, 0.05, 50.0, xtol=1e-12)
+
+
+def test_a_ledger_past_the_largest_release_is_refused_when_composed_not_when_asked():
+    """A count that takes the ledger past 10⁹ releases is refused by compose (naming count), and the
+    accountant keeps answering; before, it was accepted and every later question failed naming 'steps'."""
+    from reconrisk.errors import ReconRiskError
+    from reconrisk.integrations.flower import release_of
+
+    acct = accountant(2.0, 5, 10, 3)
+    ev = GaussianPrivacyEvent(noise_multiplier=2.0, sample_size=5, population_size=10)
+    with pytest.raises(ReconRiskError, match=r"^count must be an integer in \[1, 999999997\]"):
+        acct.compose(ev, 10 ** 20)
+    with pytest.raises(ReconRiskError, match=r"^count must be an integer in \[1, 999999997\]"):
+        acct.would_exceed(ev, 1.0, 10 ** 9)
+    state = acct.state_dict()
+    state["compositions"][0]["count"] = 10 ** 20
+    with pytest.raises(ReconRiskError, match="^state's compositions must total at most 1000000000 releases"):
+        acct.load_state_dict(state)
+    assert acct.num_releases == 3 and acct.get_epsilon(1e-5) > 0
+    assert acct.risk("reconstruction", prior_size=10).upper < 1
+    for bad in (5, [(ev,)], [ev], [(ev, 1, 2)]):
+        with pytest.raises(ReconRiskError, match="^compositions must be"):
+            release_of(no_amplification(10), bad)
