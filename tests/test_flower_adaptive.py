@@ -227,3 +227,13 @@ def test_hostile_sizes_are_refused_in_one_line():
         strategy.event(11)
     with pytest.raises(ReconRiskError, match="refilled must be a bool"):
         joint_noise_multiplier(2.0, 2.0, refilled="no")
+
+
+def test_a_poisson_config_is_refused_since_fedavg_samples_a_fixed_cohort():
+    """FedAvg samples exactly m of the connected clients, never Poisson: under add-or-remove that is the
+    refilled cohort (ε 4.34 here: 5 of 10, σ 5, count std 5, 20 rounds), which a 'poisson' config would
+    account as q = m/n, shift C (ε 2.57). Flower's own wrappers refuse an accountant not in
+    'no-amplification'; so does this one (and keeps 'without-replacement', replace-one's reading)."""
+    with pytest.raises(ReconRiskError, match="sampling_method must be one of .*no-amplification.*; found 'poisson'"):
+        AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("poisson")))
+    AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("without-replacement")))

@@ -75,7 +75,9 @@ class AccountedAdaptiveClipping(Strategy):
     ``dp_strategy``: a ``DifferentialPrivacyServerSideAdaptiveClipping`` or
     ``DifferentialPrivacyClientSideAdaptiveClipping`` around ``FedAvg``; ``accountant``: a
     :class:`~reconrisk.integrations.flower.ReconRiskAccountant` (Flower's RDP accountant reads a
-    no-amplification cohort of m < n as a shift of C, which the refilled cohort exceeds). Before each round it builds the joint event
+    no-amplification cohort of m < n as a shift of C, which the refilled cohort exceeds) in
+    ``no-amplification`` or ``without-replacement`` — FedAvg samples a fixed-size cohort, so a
+    ``poisson`` config is refused. Before each round it builds the joint event
     ``GaussianPrivacyEvent(σ_e, m, n)`` and, where the accountant has a limit, asks ``would_exceed`` —
     raising Flower's ``PrivacyBudgetExhausted`` as Flower's fixed-clipping wrappers do (a
     ReconRiskAccountant's risk target raises its own, naming the risk). After a round whose count
@@ -102,6 +104,11 @@ class AccountedAdaptiveClipping(Strategy):
         if not isinstance(accountant, ReconRiskAccountant):
             raise ReconRiskError("accountant must be a reconrisk.integrations.flower.ReconRiskAccountant; found "
                                  f"{type(accountant).__name__}")
+        mode = _sampling(accountant.config)
+        if mode not in ("no-amplification", "without-replacement"):
+            # FedAvg samples exactly m of the connected clients, never Poisson (Flower's wrappers refuse it too)
+            raise ReconRiskError("the accountant's sampling_method must be one of 'no-amplification', "
+                                 f"'without-replacement' (FedAvg samples a fixed-size cohort); found {mode!r}")
         self.dp_strategy, self.accountant = dp_strategy, accountant
         self._pending: dict[int, GaussianPrivacyEvent] = {}
 
