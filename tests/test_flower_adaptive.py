@@ -237,3 +237,12 @@ def test_a_poisson_config_is_refused_since_fedavg_samples_a_fixed_cohort():
     with pytest.raises(ReconRiskError, match="sampling_method must be one of .*no-amplification.*; found 'poisson'"):
         AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("poisson")))
     AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("without-replacement")))
+
+
+def test_a_joint_noise_outside_the_analysed_range_is_refused_before_any_round():
+    """σ_e beyond [1e-12, 1e8] cannot be composed; refused when the wrapper is built, not after a round
+    has released what the ledger then refuses to hold."""
+    big = adaptive(5.0, 5.0, N_CLIENTS)
+    big.noise_multiplier, big.clipped_count_stddev = 1e9, 1e9
+    with pytest.raises(ReconRiskError, match=r"^the joint noise multiplier .* must be in \[1e-12, 1e\+08\]"):
+        AccountedAdaptiveClipping(big, ReconRiskAccountant(config()))

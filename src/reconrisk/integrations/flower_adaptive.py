@@ -109,6 +109,9 @@ class AccountedAdaptiveClipping(Strategy):
             # FedAvg samples exactly m of the connected clients, never Poisson (Flower's wrappers refuse it too)
             raise ReconRiskError("the accountant's sampling_method must be one of 'no-amplification', "
                                  f"'without-replacement' (FedAvg samples a fixed-size cohort); found {mode!r}")
+        for k in (False, True):  # refused now, not after a round has released what the ledger cannot hold
+            v.noise_multiplier("the joint noise multiplier (update and count)", joint_noise_multiplier(
+                dp_strategy.noise_multiplier, dp_strategy.clipped_count_stddev, refilled=k))
         self.dp_strategy, self.accountant = dp_strategy, accountant
         self._pending: dict[int, GaussianPrivacyEvent] = {}
 
