@@ -172,3 +172,77 @@ def test_the_tutorials_apps_run_in_flowers_simulation_as_written(monkeypatch):
     run_simulation(server_app=ns["server"], client_app=ns["client"], num_supernodes=10)
     assert ns["strategy"].stop_message == shown
     assert ns["acct"].num_releases == ns["cal"].steps == 20
+
+
+# -- what Flower's adaptive wrappers actually add, and rounds they release at a smaller noise -------------
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_the_update_noise_is_never_below_z_times_the_clip_norm_the_updates_were_clipped_to(side, monkeypatch):
+    """Flower's adaptive wrappers update the clipping norm from the noisy count *before* they add the update's
+    noise, and scale that noise to the new norm (``compute_stdv(z, clipping_norm, m)``), while the updates
+    were clipped to the old one: a round whose count is below the target quantile shrinks the norm and adds
+    less noise than z·C/m (here z·0.926 in the first round of this seed). The event composed is z against C,
+    so the noise added must be at least z·C_used/m in every round."""
+    import flwr.serverapp.strategy.dp_adaptive_clipping as dac
+
+    wrapper, mods = {"server": (DifferentialPrivacyServerSideAdaptiveClipping, []),
+                     "client": (DifferentialPrivacyClientSideAdaptiveClipping, [adaptiveclipping_mod])}[side]
+    stds, used = [], []
+    add = dac.add_gaussian_noise_inplace
+    monkeypatch.setattr(dac, "add_gaussian_noise_inplace", lambda arrays, std: (stds.append(std), add(arrays, std))[1])
+
+    class Watch(AccountedAdaptiveClipping):
+        def aggregate_train(self, server_round, replies):
+            used.append(self.dp_strategy.clipping_norm)
+            return super().aggregate_train(server_round, replies)
+
+    acct = ReconRiskAccountant(config())
+    strategy = Watch(adaptive(5.0, 5.0, N_CLIENTS, wrapper), acct)
+    run(strategy, rounds=4, client_app=make_client_app(mods))
+    z = strategy.dp_strategy.noise_multiplier
+    assert acct.num_releases == len(stds) == len(used) == 4
+    assert min(s * N_CLIENTS / c for s, c in zip(stds, used)) >= z * (1 - 1e-12)
+    assert any(s * N_CLIENTS / c > z * 1.001 for s, c in zip(stds, used))  # Flower's larger noise is kept
+
+
+def test_a_round_with_fewer_replies_than_the_noise_is_scaled_to_releases_nothing():
+    """Flower's adaptive wrappers aggregate whatever replies came back (a warning when fewer than
+    num_sampled_clients) while the noise stays scaled to num_sampled_clients: the average over m′ < m
+    clients moves by C/m′ under noise z·C/m, a smaller multiplier than the one composed. Such a round is
+    skipped, as Flower's accounted fixed-clipping wrappers skip it: nothing released, nothing composed."""
+    class Drop(AccountedAdaptiveClipping):
+        def aggregate_train(self, server_round, replies):
+            return super().aggregate_train(server_round, list(replies)[1:])
+
+    acct = ReconRiskAccountant(config())
+    strategy = Drop(adaptive(5.0, 5.0, N_CLIENTS), acct)
+    norm = strategy.dp_strategy.clipping_norm
+    result = run(strategy, rounds=2)
+    assert acct.num_releases == 0 and strategy.dp_strategy.clipping_norm == norm
+    assert not result.train_metrics_clientapp
+
+
+def test_hostile_sizes_are_refused_in_one_line():
+    strategy = AccountedAdaptiveClipping(adaptive(5.0, 5.0, N_CLIENTS), ReconRiskAccountant(config()))
+    with pytest.raises(ReconRiskError, match="sample_size must be <= population_size=10; found 11"):
+        strategy.event(11)
+    with pytest.raises(ReconRiskError, match="refilled must be a bool"):
+        joint_noise_multiplier(2.0, 2.0, refilled="no")
+
+
+def test_a_poisson_config_is_refused_since_fedavg_samples_a_fixed_cohort():
+    """FedAvg samples exactly m of the connected clients, never Poisson: under add-or-remove that is the
+    refilled cohort (ε 4.34 here: 5 of 10, σ 5, count std 5, 20 rounds), which a 'poisson' config would
+    account as q = m/n, shift C (ε 2.57). Flower's own wrappers refuse an accountant not in
+    'no-amplification'; so does this one (and keeps 'without-replacement', replace-one's reading)."""
+    with pytest.raises(ReconRiskError, match="sampling_method must be one of .*no-amplification.*; found 'poisson'"):
+        AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("poisson")))
+    AccountedAdaptiveClipping(adaptive(5.0, 5.0, 5), ReconRiskAccountant(config("without-replacement")))
+
+
+def test_a_joint_noise_outside_the_analysed_range_is_refused_before_any_round():
+    """σ_e beyond [1e-12, 1e8] cannot be composed; refused when the wrapper is built, not after a round
+    has released what the ledger then refuses to hold."""
+    big = adaptive(5.0, 5.0, N_CLIENTS)
+    big.noise_multiplier, big.clipped_count_stddev = 1e9, 1e9
+    with pytest.raises(ReconRiskError, match=r"^the joint noise multiplier .* must be in \[1e-12, 1e\+08\]"):
+        AccountedAdaptiveClipping(big, ReconRiskAccountant(config()))

@@ -139,9 +139,13 @@ class ReconRiskAccountant:
     def compose(self, event: GaussianPrivacyEvent, count: int = 1) -> None:
         """Compose ``count`` identical releases of ``event``."""
         _segment(self._config, event)
-        count = v.integer("count", count, minimum=1)
+        count = self._count(count)
         self._compositions.append((event, count))
         self._analysis = None
+
+    def _count(self, count) -> int:
+        """``count`` releases more, refused where the ledger would pass the longest release analysed."""
+        return v.integer("count", count, minimum=1, maximum=max(v.MAX_STEPS - self.num_releases, 1))
 
     @property
     def release(self) -> Release | None:
@@ -201,7 +205,7 @@ class ReconRiskAccountant:
         (``"epsilon"`` or ``"risk"``), ``target``, ``value`` (the certified end that fails), ``rounds``
         (after the projected release) and ``message`` (one line naming the limit)."""
         _segment(self._config, event)
-        count = v.integer("count", count, minimum=1)
+        count = self._count(count)
         eps = self._config.max_epsilon if max_epsilon is None else v.positive("max_epsilon", max_epsilon)
         target = (self._risk_target if max_risk is None
                   else _risk_target(max_risk, measure or "reconstruction", risk_args))
@@ -274,6 +278,9 @@ class ReconRiskAccountant:
         for e, _ in ledger:
             _segment(config, e)
         ledger = [(e, v.integer("count", n, minimum=1)) for e, n in ledger]
+        if sum(n for _, n in ledger) > v.MAX_STEPS:
+            raise ReconRiskError(f"state's compositions must total at most {v.MAX_STEPS} releases; found "
+                                 f"{sum(n for _, n in ledger)}")
         self._compositions, self._risk_target, self._analysis = ledger, target, None
 
     # -- beyond the protocol ---------------------------------------------------------------------

@@ -23,17 +23,28 @@ of the fixed-clipping wrapper, so :class:`AccountedAdaptiveClipping` composes
 ``GaussianPrivacyEvent(σ_e, m, n)`` each round. Same cohort of m = n clients, user σ 5, count
 std 5, 10 rounds, δ 1e-5: z = 5.774 alone says ε 2.207; composed with the count, σ_e = 3.780 and
 ε 3.565 (Gaussian DP, μ = √10/σ_e).
+
+**Two departures of Flower's wrappers from that mechanism, closed here.** (1) They update the clipping
+norm from the noisy count *before* adding the update's noise, and scale it to the *new* norm, while
+the updates were clipped to the old one: a round that shrinks the norm adds less than z·C (z·0.93 in a
+plain run). :class:`AccountedAdaptiveClipping` adds the noise at max(C_used, C_new) — never less than
+accounted, never less than Flower's; given the released count, more noise is post-processing. (2)
+They aggregate whatever replies came back while the noise stays scaled to ``num_sampled_clients``:
+with m′ < m the average moves by C/m′. Such a round is skipped, as Flower's accounted fixed-clipping
+wrappers skip it: nothing released, nothing composed.
 """
 
 from __future__ import annotations
 
 import math
+from logging import WARNING
 from math import isfinite
 
 from flwr.serverapp import GaussianPrivacyEvent
 from flwr.serverapp.exception import PrivacyBudgetExhausted
 from flwr.serverapp.strategy import FedAvg, Strategy
 from flwr.serverapp.strategy.dp_adaptive_clipping import DifferentialPrivacyAdaptiveBase
+from flwr.supercore import log
 
 from .. import _validate as v
 from ..errors import ReconRiskError
@@ -52,6 +63,8 @@ def joint_noise_multiplier(noise_multiplier: float, clipped_count_stddev: float,
     """
     z = v.positive("noise_multiplier", noise_multiplier)
     sb = v.positive("clipped_count_stddev", clipped_count_stddev)
+    if not isinstance(refilled, bool):
+        raise ReconRiskError(f"refilled must be a bool; found {refilled!r} ({type(refilled).__name__})")
     k = 2.0 if refilled else 1.0
     return k / math.sqrt((k / z) ** 2 + 1.0 / sb ** 2)
 
@@ -62,11 +75,15 @@ class AccountedAdaptiveClipping(Strategy):
     ``dp_strategy``: a ``DifferentialPrivacyServerSideAdaptiveClipping`` or
     ``DifferentialPrivacyClientSideAdaptiveClipping`` around ``FedAvg``; ``accountant``: a
     :class:`~reconrisk.integrations.flower.ReconRiskAccountant` (Flower's RDP accountant reads a
-    no-amplification cohort of m < n as a shift of C, which the refilled cohort exceeds). Before each round it builds the joint event
+    no-amplification cohort of m < n as a shift of C, which the refilled cohort exceeds) in
+    ``no-amplification`` or ``without-replacement`` — FedAvg samples a fixed-size cohort, so a
+    ``poisson`` config is refused. Before each round it builds the joint event
     ``GaussianPrivacyEvent(σ_e, m, n)`` and, where the accountant has a limit, asks ``would_exceed`` —
     raising Flower's ``PrivacyBudgetExhausted`` as Flower's fixed-clipping wrappers do (a
     ReconRiskAccountant's risk target raises its own, naming the risk). After a round whose count
-    or update was released, it composes the event. Replies must carry one ArrayRecord and one
+    or update was released, it composes the event. The update's noise is added at the larger of the
+    norm the updates were clipped to and Flower's updated one, and a round with fewer replies than
+    ``num_sampled_clients`` is skipped (module docstring). Replies must carry one ArrayRecord and one
     MetricRecord of equal weight each (the sensitivity of FedAvg's average and of the count is then
     that of one client).
     """
@@ -87,6 +104,14 @@ class AccountedAdaptiveClipping(Strategy):
         if not isinstance(accountant, ReconRiskAccountant):
             raise ReconRiskError("accountant must be a reconrisk.integrations.flower.ReconRiskAccountant; found "
                                  f"{type(accountant).__name__}")
+        mode = _sampling(accountant.config)
+        if mode not in ("no-amplification", "without-replacement"):
+            # FedAvg samples exactly m of the connected clients, never Poisson (Flower's wrappers refuse it too)
+            raise ReconRiskError("the accountant's sampling_method must be one of 'no-amplification', "
+                                 f"'without-replacement' (FedAvg samples a fixed-size cohort); found {mode!r}")
+        for k in (False, True):  # refused now, not after a round has released what the ledger cannot hold
+            v.noise_multiplier("the joint noise multiplier (update and count)", joint_noise_multiplier(
+                dp_strategy.noise_multiplier, dp_strategy.clipped_count_stddev, refilled=k))
         self.dp_strategy, self.accountant = dp_strategy, accountant
         self._pending: dict[int, GaussianPrivacyEvent] = {}
 
@@ -97,6 +122,8 @@ class AccountedAdaptiveClipping(Strategy):
         """The joint event of one round of ``sample_size`` clients (module docstring)."""
         n = self.accountant.config.population_size
         m = v.integer("sample_size", sample_size, minimum=1)
+        if m > n:
+            raise ReconRiskError(f"sample_size must be <= population_size={n}; found {m}")
         mode = _sampling(self.accountant.config)
         refilled = mode == "without-replacement" or (mode == "no-amplification" and m < n)
         sigma = joint_noise_multiplier(self.dp_strategy.noise_multiplier, self.dp_strategy.clipped_count_stddev,
@@ -122,10 +149,23 @@ class AccountedAdaptiveClipping(Strategy):
     def aggregate_train(self, server_round, replies):
         replies = list(replies)
         event = self._pending.pop(server_round, None)
+        dp = self.dp_strategy
         if event is not None:
-            _check_weights(replies, self.dp_strategy.strategy.weighted_by_key)
-        before = self.dp_strategy.clipping_norm
-        arrays, metrics = self.dp_strategy.aggregate_train(server_round, replies)
+            _check_weights(replies, dp.strategy.weighted_by_key)
+            answered = sum(not r.has_error() for r in replies)
+            if answered == len(replies) and answered != dp.num_sampled_clients:
+                log(WARNING, "round %s skipped: %s replies where the noise is scaled to num_sampled_clients=%s "
+                             "(the average would move by more than the release composed)", server_round, answered,
+                    dp.num_sampled_clients)
+                return None, None
+        before = dp.clipping_norm
+        # Flower scales the update's noise to the norm *after* the count's update (module docstring): add it
+        # at the larger of the norm the updates were clipped to and the new one
+        vars(dp)["_add_noise_to_aggregated_arrays"] = lambda arrays: _noise_at_least(dp, before, arrays)
+        try:
+            arrays, metrics = dp.aggregate_train(server_round, replies)
+        finally:
+            vars(dp).pop("_add_noise_to_aggregated_arrays", None)
         if event is not None and (arrays is not None or self.dp_strategy.clipping_norm != before):
             self.accountant.compose(event)
         return arrays, metrics
@@ -138,6 +178,16 @@ class AccountedAdaptiveClipping(Strategy):
 
     def summary(self) -> None:
         self.dp_strategy.summary()
+
+
+def _noise_at_least(dp, used: float, arrays):
+    """Flower's ``_add_noise_to_aggregated_arrays`` at norm max(used, the updated norm), the norm restored."""
+    after = dp.clipping_norm
+    dp.clipping_norm = max(used, after)
+    try:
+        return type(dp)._add_noise_to_aggregated_arrays(dp, arrays)
+    finally:
+        dp.clipping_norm = after
 
 
 def _check_weights(replies, key: str) -> None:

@@ -102,7 +102,14 @@ def release_of(config: PrivacyConfig, compositions) -> Release:
     """The :class:`~reconrisk.release.Release` of ``[(GaussianPrivacyEvent, count), …]`` under ``config``
     (:func:`cohort_release`)."""
     config = _check_config(config)
-    segs = [(*_segment(config, e), v.integer("count", c, minimum=1)) for e, c in compositions]
+    what = "compositions must be a list of (GaussianPrivacyEvent, count); found"
+    if isinstance(compositions, (str, bytes)) or not hasattr(compositions, "__iter__"):
+        raise ReconRiskError(f"{what} {type(compositions).__name__}")
+    pairs = list(compositions)
+    for item in pairs:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ReconRiskError(f"{what} an item {item!r}")
+    segs = [(*_segment(config, e), v.integer("count", c, minimum=1)) for e, c in pairs]
     if not segs:
         raise ReconRiskError("compositions must hold at least one (event, count); found none")
     return cohort_release(segs, _sampling(config))
