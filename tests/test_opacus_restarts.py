@@ -287,3 +287,35 @@ def test_out_of_order_batches_are_refused():
     dl = DataLoader(_data(8), batch_size=2, shuffle=True, num_workers=2, in_order=False)
     with pytest.raises(ReconRiskError, match="in_order=False"):
         loader_plan(dl)
+
+
+def test_workers_and_persistent_workers_are_counted_as_they_ran():
+    """With workers torch prefetches batches; only those handed to the loop count. Persistent workers reset one
+    torch iterator on every iter(loader): an older iterator drawing after that draws the new pass (unmatched)."""
+    for kw in ({"num_workers": 2}, {"num_workers": 2, "persistent_workers": True}):
+        acct, step, dl = _private(DataLoader(_data(20), batch_size=5, shuffle=True, **kw))
+        for _ in range(3):
+            for i, batch in enumerate(dl):
+                step(batch)
+                if i + 1 == 2:
+                    break
+        assert acct.loader_run.iterations == (2, 2, 2), kw
+        _certified(acct, 2.0, 3)
+    old = iter(dl)
+    step(next(old))
+    iter(dl)  # resets the one torch iterator `old` draws from
+    with pytest.warns(UserWarning, match="persistent workers was used after the loader was iterated again"):
+        step(next(old))
+    with pytest.raises(ReconRiskError, match="persistent workers"):
+        acct.get_epsilon(DELTA)
+
+
+def test_a_copy_of_a_watched_loader_is_the_user_s_class_and_unwatched():
+    import copy
+    import pickle
+
+    acct, step, dl = _private(_shuffled())
+    for clone in (copy.deepcopy(dl), pickle.loads(pickle.dumps(dl))):
+        assert type(clone) is DataLoader and len(list(clone)) == 4
+    with pytest.warns(UserWarning, match="drew no new batch"):
+        step(next(iter(copy.copy(dl))))

@@ -275,6 +275,7 @@ class ReconRiskAccountant:
             try:
                 self.use_data_loader(loader)
             except ReconRiskError as exc:  # a sampler with no analysis: let Opacus train, certify nothing
+                self._watch_loader(None, None)
                 self.batch_sampling, self.loader, self._told, self._refusal = "unknown", None, True, str(exc)
                 warnings.warn(f"ReconRiskAccountant: {exc}; this accountant will certify nothing for this run",
                               UserWarning, stacklevel=2)

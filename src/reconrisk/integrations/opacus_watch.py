@@ -14,8 +14,9 @@ What the user's loop and Opacus iterate is the ``DataLoader`` object itself (``m
 False)`` returns the loader it was given, or, in secure mode, a new one: the object read from ``make_private``
 is the one returned). ``for b in loader`` looks ``__iter__`` up on the type, so setting it on the instance
 would not be seen: the instance's class is swapped for a subclass whose ``__iter__`` wraps torch's iterator
-in a counting one (its ``__next__`` counts, everything else is the wrapped iterator's). Neither torch nor
-Opacus is imported.
+in a counting one (its ``__next__`` counts, everything else is the wrapped iterator's); a copy or a pickle of
+the loader is the user's class again, unwatched (steps drawn from it are not matched). Neither torch nor Opacus
+is imported.
 
 What cannot be seen: a step whose gradient is not one delivered batch (batches concatenated by hand, a batch
 kept and reused); Opacus's own gradient accumulation is seen (the sample rate it records is k/len(loader),
@@ -122,6 +123,13 @@ class _Counting:
         return getattr(self._it, name)
 
 
+def _rebuild(cls, state):
+    """A watched loader's copy: the user's class, its attributes without the watches."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
 def watched(loader):
     """``loader``, its class swapped (once) for a subclass that counts the batches each iteration delivers."""
     cls = type(loader)
@@ -138,7 +146,11 @@ def watched(loader):
             self.__dict__["_reconrisk_latest"] = weakref.ref(out)
             return out
 
-        sub = type(cls.__name__, (cls,), {"__iter__": __iter__, "__module__": __name__,
+        def __reduce_ex__(self, protocol, _base=cls):  # a copy or a pickle is the user's class, unwatched
+            state = {k: x for k, x in self.__dict__.items() if k not in (_WATCHES, "_reconrisk_latest")}
+            return _rebuild, (_base, state)
+
+        sub = type(cls.__name__, (cls,), {"__iter__": __iter__, "__reduce_ex__": __reduce_ex__, "__module__": __name__,
                                           "__doc__": f"{cls.__name__}, its batches counted by reconrisk"})
         _SUBCLASSES[cls] = sub
     loader.__class__ = sub
