@@ -264,6 +264,7 @@ def test_gradient_accumulation_is_refused():
     ({"iterations": [4] * 3, "assumed_steps": -1}, "assumed_steps must be an integer >= 0"),
     ({"iterations": [4] * 3, "assumed_steps": "0"}, "assumed_steps must be an integer >= 0"),
     ({"iterations": [4] * 3, "unmatched": 7}, "unmatched must be a reason"),
+    ({"iterations": [4] * 3, "unmatched": "a\nb"}, "unmatched must be a reason"),
     ({"iterations": [4] * 3, "loader": None}, "holds loader iterations but no loader"),
 ])
 def test_a_hostile_saved_list_is_refused_in_one_line(extra, what, tmp_path, capsys):

@@ -193,8 +193,10 @@ class LoaderRun:
         a = self.assumed_steps
         if not isinstance(a, int) or isinstance(a, bool) or a < 0:
             raise ReconRiskError(f"loader assumed_steps must be an integer >= 0; found {a!r:.40}")
-        if self.unmatched is not None and not isinstance(self.unmatched, str):
-            raise ReconRiskError(f"loader unmatched must be a reason (a string) or None; found {self.unmatched!r:.40}")
+        u = self.unmatched
+        if u is not None and (not isinstance(u, str) or "\n" in u or not 0 < len(u) <= 500):
+            raise ReconRiskError(f"loader unmatched must be a reason (one line of at most 500 characters) or None; "
+                                 f"found {u!r:.40}")
 
     @property
     def batches(self) -> int:

@@ -433,7 +433,8 @@ def make_private_with_risk(
       replace-one sensitivity 2C, C against the zero-out reference for the reconstruction measures; K the
       passes ``epochs`` loader epochs can give one example: :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
       why it is sound: :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader
-      whose passes cannot be proved is refused in one line.
+      whose passes cannot be proved is refused in one line. The calibration assumes whole loader epochs; what
+      the accountant certifies is the run as it went (a loop that restarts the loader counts more passes).
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
     :class:`~reconrisk.analysis.calibrate.Calibration` as a dict: ``noise_multiplier``, ``sample_rate``,
