@@ -315,14 +315,15 @@ def test_subset_random_sampler_indices_are_compared_as_integers(indices):
     assert (plan.n, plan.per_epoch()) == (3, 1)
 
 
-def test_the_warning_says_the_steps_are_counted_in_the_loader_s_order():
-    """A loop that breaks out of each loader epoch (5 × 2 steps of a 4-batch shuffled loader: an example can be in
-    all five) is counted as 10 steps in order (K = 3): the count's one assumption is said where the user sees it."""
+def test_a_plan_without_iterations_says_the_steps_are_counted_in_the_loader_s_order():
+    """A history read with the loader's plan alone (Opacus's own accountant with data_loader=, a state saved before
+    iterations were observed) is counted in the loader's order, and the note says so where the user sees it; the
+    accountant itself warns that it counts the loader's iterations as the loop takes them."""
     from reconrisk.release import opacus_history_release
 
     dl = DataLoader(TensorDataset(torch.zeros(20, 1)), batch_size=5, shuffle=True)
-    with pytest.warns(UserWarning, match="a loop that breaks out of the loader or restarts it mid-epoch draws batches "
-                                         "this count does not cover"):
+    with pytest.warns(UserWarning, match=r"counted over the iterations of this loader object the loop takes \(each "
+                                         r"iter\(loader\) a fresh pass: a break or a restart counts as it ran\)"):
         ReconRiskAccountant().use_data_loader(dl)
     rel, note = opacus_history_release([(2.0, 0.25, 10)], loader_plan(dl))
     assert rel == Release.shuffled(2.0, epochs=3) and "the steps taken in the loader's order" in note

@@ -66,7 +66,7 @@ def _check(acct, sigma, passes):
     assert acct.get_epsilon(DELTA) == pytest.approx(gdp_epsilon(2 * math.sqrt(passes) / sigma, DELTA), rel=1e-6)
     for kappa in (0.1, 0.5):
         attack = norm.cdf(norm.ppf(kappa) + math.sqrt(passes) / sigma)  # two antipodal candidates, prior κ
-        assert acct.rero(kappa).upper >= attack
+        assert acct.rero(kappa).upper >= attack - 1e-12  # equal at B = N: the two computations differ in the last bit
 
 
 @pytest.mark.parametrize("n,k,sigma,loader_epochs", [(8, 3, 1.7, 1), (6, 2, 3.1, 2), (5, 4, 2.4, 1)])

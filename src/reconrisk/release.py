@@ -393,7 +393,8 @@ class Release:
           one line and the sound stand-in :meth:`shuffled` (σ, K) is returned, K the passes the loader
           can give one example over the steps taken, read from the loader
           (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`) — never a silent Poisson number, never
-          one pass per loader epoch by assumption;
+          one pass per loader epoch by assumption — over the loader iterations the run took where a
+          ``ReconRiskAccountant`` watched them (its ``loader_run``), else in the loader's order (said so);
         * any other loader (a custom sampler or batch sampler, an ``IterableDataset``): refused in one
           line naming it.
 

@@ -18,12 +18,12 @@ import math
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from .opacus_loaders import LoaderPlan, loader_plan
+from .opacus_loaders import LoaderPlan, LoaderRun, loader_plan
 
 #: The non-Poisson kinds an accountant's ``batch_sampling`` may name (a LoaderPlan's ``kind``).
 KINDS = ("shuffled", "sequential", "with_replacement")
 
-__all__ = ["KINDS", "SHUFFLE_REFUSAL", "LoaderPlan", "accountant_history", "extend_history", "loader_plan",
+__all__ = ["KINDS", "SHUFFLE_REFUSAL", "LoaderPlan", "LoaderRun", "accountant_history", "extend_history", "loader_plan",
            "loader_sampler", "release_from_history"]
 
 #: One line for shuffled batches: said wherever a shuffling sampler is asked for.
@@ -38,10 +38,11 @@ SHUFFLE_REFUSAL = (
 def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[list, "str | LoaderPlan"]:
     """(history, batch sampling) of an Opacus ``PrivacyEngine`` or accountant (the engine holds its accountant).
 
-    The batch sampling is ``data_loader``'s :func:`loader_plan` when given (``"poisson"`` for Opacus's
-    Poisson loader), else the accountant's own ``loader`` plan or ``batch_sampling`` where it has one
-    (:class:`~reconrisk.integrations.opacus.ReconRiskAccountant`), else ``"poisson"`` (what every Opacus
-    accountant assumes).
+    The batch sampling is the accountant's own ``loader_run`` where it has one (the loader iterations a
+    :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` observed; when ``data_loader`` is given too, only
+    if that loader's plan is the run's), else ``data_loader``'s :func:`loader_plan` when given (``"poisson"`` for
+    Opacus's Poisson loader), else the accountant's ``loader`` plan or ``batch_sampling`` where it has one, else
+    ``"poisson"`` (what every Opacus accountant assumes).
     """
     obj = privacy_engine_or_accountant
     acct = getattr(obj, "accountant", obj)
@@ -51,9 +52,12 @@ def accountant_history(privacy_engine_or_accountant, data_loader=None) -> tuple[
             "privacy_engine_or_accountant must be an Opacus PrivacyEngine or accountant (with .history); "
             f"found {type(obj).__name__}"
         )
+    run = getattr(acct, "loader_run", None)
+    run = run if isinstance(run, LoaderRun) else None
     if data_loader is not None:
-        return hist, loader_plan(data_loader) or "poisson"
-    return hist, getattr(acct, "loader", None) or getattr(acct, "batch_sampling", "poisson")
+        plan = loader_plan(data_loader)
+        return hist, (run if run is not None and run.plan == plan else plan or "poisson")
+    return hist, run or getattr(acct, "loader", None) or getattr(acct, "batch_sampling", "poisson")
 
 
 def extend_history(history: list, noise_multiplier: float, sample_rate: float) -> None:
@@ -84,6 +88,13 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     is refused (an earlier state said ``"shuffled"`` for ``RandomSampler(num_samples=…)`` and
     ``DistributedSampler`` too: the passes are not known).
 
+    ``batch_sampling`` may also be a :class:`~reconrisk.adapters.opacus_loaders.LoaderRun`: the loader's plan and
+    the iterations the run actually took (each ``iter(loader)`` a fresh pass of the sampler); then K =
+    ``run.passes(T)``, Σ over iterations of the plan's worst count for that iteration's batches — a loop that
+    breaks out of the loader or restarts it (``next(iter(loader))`` every step) is counted as it ran. With a
+    bare plan the steps are assumed to run in the loader's order (each loader epoch to its end but the last),
+    and the note says so.
+
     Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
     finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
     """
@@ -106,7 +117,8 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
         raise ReconRiskError("the run's data loader has no analysis reconrisk can prove (batch_sampling 'unknown', "
                              "its sampler was refused when training began): nothing is certified for it")
     rel = release_cls.schedule(live, clip_norm=clip_norm)
-    plan = batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
+    run = batch_sampling if isinstance(batch_sampling, LoaderRun) else None
+    plan = run.plan if run else batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
     kind = plan.kind if plan else v.choice("batch_sampling", batch_sampling, ("poisson",) + KINDS)
     if kind == "poisson":
         return rel, None
@@ -135,11 +147,16 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
                              "(gradient accumulation, or another loader): the passes per step are not known; "
                              "use Poisson sampling")
     steps = sum(s.steps for s in rel.segments)
-    passes = plan.passes(steps)
+    passes = run.passes(steps) if run else plan.passes(steps)
+    if run is None:
+        how = "the steps taken in the loader's order (each loader epoch run to its end but the last)"
+    else:
+        how = f"counted over the {len(run.iterations)} iterations of the loader the run took"
+        if run.assumed_steps:
+            how += f" (the first {run.assumed_steps} steps, recorded before, in the loader's order)"
     note = (f"the data loader draws {kind} batches ({plan.describe()}), not Poisson ones as the accountant assumed; "
             f"{steps} steps weigh an example at most {passes} passes (Σ over steps of its copies²): assumed the "
-            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one), the steps taken in "
-            "the loader's order (each loader epoch run to its end but the last)")
+            f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one), {how}")
     return release_cls.shuffled(sigma, passes, clip_norm), note
 
 

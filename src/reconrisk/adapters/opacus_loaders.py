@@ -30,10 +30,16 @@ A plan holds only what torch's samplers can hold (``num_samples`` as the sampler
 permutations per loader epoch are refused rather than counted.
 
 Batches: ``BatchSampler(sampler, batch_size, drop_last)`` (what ``DataLoader(batch_size=…)`` builds); each
-loader epoch restarts the sampler. Steps are counted in the loader's order — whole loader epochs, the last
-one possibly cut short (its steps so far, exactly); a loop that restarts the loader mid-epoch
-(``next(iter(loader))`` every step) draws fresh batches the history cannot show, and is not covered. Anything else (another sampler or batch sampler, an
-``IterableDataset``, ``batch_size=None``) is refused in one line: nothing can be proved about it.
+iteration of the loader (``iter(loader)``) restarts the sampler: a fresh pass whose first k batches weigh an
+example at most ``per_epoch(k)``. The history cannot show where a loop restarted the loader (a ``break``,
+``next(iter(loader))`` every step), so the iterations a run actually took are what counts: :class:`LoaderRun`
+holds the batches each iteration delivered up to its last step (observed by
+:class:`~reconrisk.integrations.opacus.ReconRiskAccountant`), and K = Σ over iterations of ``per_epoch(k_i)``.
+Without them (a state saved before iterations were observed, ``Release.from_opacus(..., data_loader=)`` with
+Opacus's own accountant) :meth:`LoaderPlan.passes` counts the steps in the loader's order — whole loader
+epochs, the last one possibly cut short — and the note says that was assumed. Anything else (another sampler
+or batch sampler, an ``IterableDataset``, ``batch_size=None``, ``in_order=False`` with workers) is refused in
+one line: nothing can be proved about it.
 
 Neither torch nor Opacus is imported: class names, modules and attributes only.
 """
@@ -47,7 +53,7 @@ from functools import lru_cache
 
 from ..errors import ReconRiskError
 
-__all__ = ["LoaderPlan", "loader_plan", "MAX_PASSES", "POISSON_SAMPLERS", "worst_blocks"]
+__all__ = ["LoaderPlan", "LoaderRun", "loader_plan", "MAX_PASSES", "POISSON_SAMPLERS", "worst_blocks"]
 
 #: Opacus's Poisson batch samplers (the history describes their run as it is).
 POISSON_SAMPLERS = ("UniformWithReplacementSampler", "DistributedUniformWithReplacementSampler")
@@ -158,6 +164,81 @@ class LoaderPlan:
         return cls(**d)
 
 
+@dataclass(frozen=True)
+class LoaderRun:
+    """The iterations of a non-Poisson loader a run actually took: what K is counted from.
+
+    ``iterations[i]``: the batches iteration i of the loader (one ``iter(loader)``, a fresh pass of its sampler)
+    had delivered when the last optimisation step drawn from it was taken (1 ≤ k ≤ ``plan.batches``);
+    ``assumed_steps``: steps recorded before the iterations were observed (a state saved by an earlier
+    release), counted in the loader's order; ``unmatched``: why the steps could not be matched to delivered
+    batches (then nothing is certified). A saved run is read back through the same checks.
+    """
+
+    plan: LoaderPlan
+    iterations: tuple = ()
+    assumed_steps: int = 0
+    unmatched: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.plan, LoaderPlan):
+            raise ReconRiskError(f"a loader run's plan must be a LoaderPlan; found {type(self.plan).__name__}")
+        if not isinstance(self.iterations, tuple):
+            raise ReconRiskError(f"a loader run's iterations must be a tuple; found {type(self.iterations).__name__}")
+        hi = self.plan.batches
+        for i, k in enumerate(self.iterations):
+            if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= hi:
+                raise ReconRiskError(f"loader iterations[{i}] must be an integer in [1, {hi}] (the batches one "
+                                     f"iteration of {self.plan.describe()} can deliver); found {k!r:.40}")
+        a = self.assumed_steps
+        if not isinstance(a, int) or isinstance(a, bool) or a < 0:
+            raise ReconRiskError(f"loader assumed_steps must be an integer >= 0; found {a!r:.40}")
+        u = self.unmatched
+        if u is not None and (not isinstance(u, str) or "\n" in u or not 0 < len(u) <= 500):
+            raise ReconRiskError(f"loader unmatched must be a reason (one line of at most 500 characters) or None; "
+                                 f"found {u!r:.40}")
+
+    @property
+    def batches(self) -> int:
+        """The steps the run can account for: one delivered batch each (and the assumed steps)."""
+        return self.assumed_steps + sum(self.iterations)
+
+    def passes(self, steps: int) -> int:
+        """K for the ``steps`` the history records: Σ over iterations of ``plan.per_epoch(k_i)``, plus the
+        assumed steps in the loader's order; refused when the steps cannot have been drawn by these batches."""
+        if self.unmatched is not None:
+            raise ReconRiskError(f"nothing is certified for this run: {self.unmatched}")
+        if not isinstance(steps, int) or steps < 0:
+            raise ReconRiskError(f"steps must be an integer >= 0; found {steps!r}")
+        if not self.assumed_steps <= steps <= self.batches:
+            raise ReconRiskError(
+                f"the history records {steps} steps but the loader's observed iterations delivered "
+                f"{sum(self.iterations)} batches to them (and {self.assumed_steps} steps were recorded before): "
+                "steps must be between the two (every step one batch of its own); nothing is certified")
+        counts: dict[int, int] = {}
+        for k in self.iterations:
+            counts[k] = counts.get(k, 0) + 1
+        return self.plan.passes(self.assumed_steps) + sum(m * self.plan.per_epoch(k) for k, m in counts.items())
+
+    def to_state(self) -> dict:
+        """What a saved accountant state holds besides the plan (:meth:`from_state` reads it back)."""
+        out = {"iterations": list(self.iterations), "assumed_steps": self.assumed_steps}
+        if self.unmatched is not None:
+            out["unmatched"] = self.unmatched
+        return out
+
+    @classmethod
+    def from_state(cls, plan: LoaderPlan, state) -> "LoaderRun | None":
+        """The run a :meth:`to_state` saved in ``state`` (a dict); None when it holds no ``iterations`` (an older
+        state: the steps are counted in the loader's order). Refused in one line when malformed."""
+        if not isinstance(state, dict) or state.get("iterations") is None:
+            return None
+        its = state["iterations"]
+        if not isinstance(its, (list, tuple)):
+            raise ReconRiskError(f"a saved loader's iterations must be a list of integers; found {its!r:.60}")
+        return cls(plan, tuple(its), state.get("assumed_steps", 0), state.get("unmatched"))
+
+
 def worst_blocks(blocks, chunk: int) -> int:
     """max Σ_c (occurrences in chunk c)² when one occurrence sits anywhere in each block ``[start, end)``.
 
@@ -235,6 +316,10 @@ def loader_plan(data_loader) -> LoaderPlan | None:
         return None
     inner = getattr(bs, "sampler", None)
     inner_name = type(inner).__name__
+    if getattr(data_loader, "in_order", True) is False and (getattr(data_loader, "num_workers", 0) or 0) > 0:
+        raise ReconRiskError(f"data_loader's in_order=False with num_workers={data_loader.num_workers} delivers "
+                             f"batches out of the sampler's order: which batches a step drew is not known; "
+                             f"use in_order=True (torch's default), or {_HINT}")
     if not _is(bs, "BatchSampler", "torch.utils.data"):
         why = ("batch_size=None (no batches)" if bs is None else f"batch sampler {name}({inner_name})")
         raise ReconRiskError(f"data_loader must be an Opacus Poisson loader or a DataLoader whose BatchSampler "

@@ -41,7 +41,7 @@ from typing import Any
 
 from .. import _validate as v
 from .._io import parse_text
-from ..adapters.opacus_loaders import LoaderPlan
+from ..adapters.opacus_loaders import LoaderPlan, LoaderRun
 from ..errors import ReconRiskError
 from ..release import Release
 
@@ -252,9 +252,11 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
     else 1.0 — the provenance says which (``clip_norm_source``). C does not change ε or the ReRo bound; it
     scales the noise std σC that Bayes' capacity reads. A :class:`~reconrisk.integrations.opacus.ReconRiskAccountant`'s
     state saying ``batch_sampling`` shuffled or sequential gives its stand-in ``Release.shuffled`` (as the
-    live accountant), its passes counted from the saved ``loader`` (a bare "sequential": a SequentialSampler, one
-    pass per loader epoch, and the warning says so; a bare "shuffled" or "with_replacement" is refused: its
-    passes are not known), named in the provenance's ``batch_sampling``.
+    live accountant), its passes counted from the saved ``loader`` over the saved ``iterations`` (the loader
+    iterations the run took; a state without them, saved before they were observed: the steps in the loader's
+    order, and the warning says so; a bare "sequential": a SequentialSampler, one pass per loader epoch; a bare
+    "shuffled" or "with_replacement" is refused: its passes are not known), named in the provenance's
+    ``batch_sampling``.
     """
     if clip_norm is not None:
         clip_norm = v.positive("clip_norm", clip_norm)
@@ -288,7 +290,11 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
         plan = None if loader is None else LoaderPlan.from_dict(loader)
         if plan is not None and plan.kind != kind:
             raise ReconRiskError(f"its loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
-        rel = Release.from_opacus(SimpleNamespace(history=hist, batch_sampling=kind, loader=plan), clip_norm=clip_norm)
+        if plan is None and isinstance(state, dict) and state.get("iterations") is not None:
+            raise ReconRiskError("it holds loader iterations but no loader (its plan): they cannot be read")
+        run = None if plan is None else LoaderRun.from_state(plan, state)  # None: counted in the loader's order
+        rel = Release.from_opacus(SimpleNamespace(history=hist, batch_sampling=kind, loader=plan, loader_run=run),
+                                  clip_norm=clip_norm)
     except ReconRiskError as exc:
         raise ReconRiskError(f"{where}: {exc}") from None
     mech = obj.get("mechanism") if isinstance(obj, dict) else None
@@ -299,6 +305,8 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
         prov["batch_sampling"] = f"{kind} (the sound stand-in Release.shuffled was analysed)"
         if loader is not None:
             prov["loader"] = plan.describe()
+            prov["loader_iterations"] = ("not recorded (the steps counted in the loader's order)" if run is None
+                                         else f"{len(run.iterations)} observed")
     return rel, {**prov, **file_provenance(p, data)}
 
 

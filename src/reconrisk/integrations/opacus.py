@@ -22,8 +22,9 @@ install stays free of both.
   ``make_private`` tells it the loader it prepared, and a non-Poisson one
   (``poisson_sampling=False``: shuffled or sequential batches) makes every
   number the sound stand-in ``Release.shuffled(σ, K)``'s, with a warning, K
-  the passes that loader can give one example
-  (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`, kept in ``loader``).
+  the passes that loader can give one example over the iterations the run
+  took (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`, kept in
+  ``loader``; the iterations are watched: ``loader_run``).
 * :func:`make_private_with_risk`: calibrates σ so that the certified bound on
   ``measure`` after ``epochs`` epochs is ≤ ``target`` for the sampler actually
   used (Poisson, or the stand-in for ``poisson_sampling=False``) and hands it to
@@ -65,7 +66,8 @@ from ..priors import resolve_kappa
 from ..release import Release, opacus_history_release
 from ..results import Bound
 from ..adapters.opacus_history import KINDS, extend_history
-from ..adapters.opacus_loaders import LoaderPlan, loader_plan
+from ..adapters.opacus_loaders import LoaderPlan, LoaderRun, loader_plan
+from .opacus_watch import LoaderWatch
 
 MECHANISM = "reconrisk"
 
@@ -112,6 +114,13 @@ class ReconRiskAccountant:
     recorded (:func:`reconrisk.adapters.opacus_history.release_from_history`). A loader whose passes cannot be
     proved (``batch_sampling == "unknown"``) trains, and nothing is certified.
 
+    A non-Poisson loader it is told is watched (:mod:`reconrisk.integrations.opacus_watch`): each
+    ``iter(loader)`` starts a fresh pass of the sampler, and each step is matched to the batches delivered
+    since the previous one, so K counts the iterations the loop actually took (a ``break`` out of the loader,
+    ``next(iter(loader))`` every step), not the loader's order; ``loader_run`` holds them
+    (:class:`~reconrisk.adapters.opacus_loaders.LoaderRun`), and ``state_dict`` saves them. A step that drew
+    no new batch from the loader makes the run unmatched: a one-line warning, and every number refused.
+
     It accepts every step Opacus's accountants accept: a step without noise (noise multiplier 0) at
     sample rate q > 0 makes ε = ∞ and every risk vacuous (upper end 1; Bayes security's lower end 0),
     and a step at sample rate 0 costs nothing (Opacus's RDP accountant answers the same).
@@ -129,6 +138,11 @@ class ReconRiskAccountant:
         self.loader: LoaderPlan | None = None  # what a non-Poisson loader can do with one example (its passes)
         self._told = False  # whether a data loader set batch_sampling
         self._refusal: str | None = None  # why nothing is certified ("unknown" batch sampling)
+        self._watch: LoaderWatch | None = None  # the told non-Poisson loader's iterations, as they happen
+        self._iterations: list[int] | None = None  # iterations observed before (a loaded state, an earlier
+        # loader); None: never observed, the steps are counted in the loader's order
+        self._assumed_steps = 0  # steps recorded before the iterations were observed (loader's order)
+        self._unmatched: str | None = None  # why the steps cannot be matched to the loader's batches
         self._analysis = None  # the PrivacyAnalysis of the history as it stood when last asked
 
     def use_data_loader(self, data_loader) -> str:
@@ -139,7 +153,9 @@ class ReconRiskAccountant:
         sampler reconrisk has no analysis for is refused in one line (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`).
         The loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan` (kept in ``loader``) counts the passes
         it gives one example: ``RandomSampler(num_samples=…)``'s repeated permutations, ``DistributedSampler``'s
-        padding, draws with replacement — never one pass per loader epoch by assumption.
+        padding, draws with replacement — never one pass per loader epoch by assumption. A non-Poisson loader is
+        watched from here on (its iterations and the batches each delivers: ``loader_run``); steps recorded
+        before (a loaded state that observed none) are counted in the loader's order, and the note says so.
         """
         plan = loader_plan(data_loader)
         kind = "poisson" if plan is None else plan.kind
@@ -154,13 +170,42 @@ class ReconRiskAccountant:
             warnings.warn(f"ReconRiskAccountant: the data loader draws {kind} batches ({plan.describe()}), not "
                           "Poisson ones; every number this accountant reports (get_epsilon, rero, risk, tradeoff) is "
                           "the sound stand-in Release.shuffled(noise_multiplier, epochs=K)'s (replace-one; K: the "
-                          f"passes it can give one example, {plan.per_epoch()} per loader epoch), not a Poisson "
-                          "number; the steps are counted in the loader's order (each loader epoch run to its end "
-                          "but the last): a loop that breaks out of the loader or restarts it mid-epoch draws batches "
-                          "this count does not cover", UserWarning, stacklevel=2)
+                          f"passes it can give one example, {plan.per_epoch()} per full iteration of the loader), not "
+                          "a Poisson number; K is counted over the iterations of this loader object the loop takes "
+                          "(each iter(loader) a fresh pass: a break or a restart counts as it ran), and a step that "
+                          "draws no new batch from it certifies nothing", UserWarning, stacklevel=2)
+        self._watch_loader(data_loader if plan is not None else None, plan)
         self.batch_sampling, self.loader, self._told, self._refusal = kind, plan, True, None
         self._analysis = None
         return kind
+
+    def _watch_loader(self, data_loader, plan) -> None:
+        """Watch ``data_loader`` (None: stop watching); what an earlier loader of the same plan observed is kept."""
+        if self._watch is not None and data_loader is not None and self._watch.watches(data_loader):
+            return
+        steps = sum(n for _, q, n in self.history if q > 0)
+        if self._watch is not None:  # an earlier loader object: its iterations are the run's so far
+            self._iterations = (self._iterations or []) + self._watch.iterations
+            self._unmatched = self._unmatched or self._watch.stale
+            self._watch.detach()
+            self._watch = None
+        if plan is None or plan != self.loader:  # a new sampler (no step recorded with the old one)
+            self._iterations, self._assumed_steps, self._unmatched = None, 0, None
+        if data_loader is None:
+            return
+        if self._iterations is None:  # steps before (a loaded state that observed none): the loader's order
+            self._iterations, self._assumed_steps = [], steps
+        self._watch = LoaderWatch(data_loader)
+
+    @property
+    def loader_run(self) -> LoaderRun | None:
+        """The non-Poisson loader's iterations this run took (:class:`~reconrisk.adapters.opacus_loaders.LoaderRun`);
+        None when they were never observed (the steps are then counted in the loader's order)."""
+        if self.loader is None or self._iterations is None:
+            return None
+        its = self._iterations + (self._watch.iterations if self._watch else [])
+        why = self._unmatched or (self._watch.stale if self._watch else None)
+        return LoaderRun(self.loader, tuple(its), self._assumed_steps, why)
 
     @property
     def _noiseless(self) -> bool:
@@ -191,6 +236,16 @@ class ReconRiskAccountant:
         sigma = v.in_range("noise_multiplier", noise_multiplier, 0.0, math.inf, low_open=False)
         q = v.in_range("sample_rate", sample_rate, 0.0, 1.0, low_open=False, high_open=False)
         extend_history(self.history, sigma, q)
+        if q > 0 and self._watch is not None and self._unmatched is None:
+            why = self._watch.stale
+            if why is None and not self._watch.match_step():
+                why = ("an optimisation step drew no new batch from the watched data loader (the optimizer stepped "
+                       "without drawing, or drew from another loader object): the steps cannot be matched to the "
+                       "loader's passes")
+            if why is not None:
+                self._unmatched = why
+                warnings.warn(f"ReconRiskAccountant: {why}; this accountant will certify nothing for this run",
+                              UserWarning, stacklevel=2)
 
     def get_epsilon(self, delta: float, *, accountant: str = "pld", **kwargs) -> float:
         """ε spent so far at ``delta`` (reconrisk's PLD accountant by default; 0 before any step that
@@ -221,6 +276,7 @@ class ReconRiskAccountant:
             try:
                 self.use_data_loader(loader)
             except ReconRiskError as exc:  # a sampler with no analysis: let Opacus train, certify nothing
+                self._watch_loader(None, None)
                 self.batch_sampling, self.loader, self._told, self._refusal = "unknown", None, True, str(exc)
                 warnings.warn(f"ReconRiskAccountant: {exc}; this accountant will certify nothing for this run",
                               UserWarning, stacklevel=2)
@@ -238,6 +294,8 @@ class ReconRiskAccountant:
         destination["batch_sampling"] = self.batch_sampling
         if self.loader is not None:
             destination["loader"] = self.loader.to_dict()
+        if self.loader_run is not None:  # the iterations observed (absent: counted in the loader's order)
+            destination.update(self.loader_run.to_state())
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -267,6 +325,12 @@ class ReconRiskAccountant:
         plan = None if state_dict.get("loader") is None else LoaderPlan.from_dict(state_dict["loader"])
         if plan is not None and plan.kind != kind:
             raise ReconRiskError(f"state_dict's loader draws {plan.kind} batches but its batch_sampling says {kind!r}")
+        if plan is None and state_dict.get("iterations") is not None:
+            raise ReconRiskError("state_dict holds loader iterations but no loader (its plan): they cannot be read")
+        run = None if plan is None else LoaderRun.from_state(plan, state_dict)
+        steps = sum(int(n) for _, q, n in hist if q > 0)
+        if run is not None and run.unmatched is None:
+            run.passes(steps)  # a saved count that cannot have drawn these steps is refused at once
         if self._told and hist and ((kind or "poisson") != self.batch_sampling or plan != self.loader):
             drawn = ("names no sampler (Opacus's accountants assume Poisson)" if kind is None else
                      f"was drawn by {kind} batches{f' ({plan.describe()})' if plan else ' (its loader not named)'}")
@@ -279,6 +343,14 @@ class ReconRiskAccountant:
             self.batch_sampling, self.loader = kind or "poisson", plan
             if kind == "unknown":
                 self._refusal = "the saved history was drawn by a batch sampler reconrisk has no analysis for"
+        if run is not None:
+            self._iterations, self._assumed_steps, self._unmatched = list(run.iterations), run.assumed_steps, run.unmatched
+        elif self._watch is not None:  # a state that observed no iterations, resumed on a watched loader
+            self._iterations, self._assumed_steps, self._unmatched = [], steps, None
+        else:
+            self._iterations, self._assumed_steps, self._unmatched = None, 0, None
+        if self._watch is not None:
+            self._watch.forget()
         self._analysis = None
 
     # -- reconrisk additions -------------------------------------------------------------
@@ -287,7 +359,7 @@ class ReconRiskAccountant:
         """The release the history accounts for under ``batch_sampling`` (the stand-in for non-Poisson
         batches); refused after a step without noise (no finite guarantee)."""
         self._check_sampler()
-        return opacus_history_release(self.history, self.loader or self.batch_sampling)[0]
+        return opacus_history_release(self.history, self.loader_run or self.loader or self.batch_sampling)[0]
 
     def _check_sampler(self) -> None:
         if self._refusal is not None:
@@ -370,7 +442,8 @@ def make_private_with_risk(
       replace-one sensitivity 2C, C against the zero-out reference for the reconstruction measures; K the
       passes ``epochs`` loader epochs can give one example: :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
       why it is sound: :mod:`reconrisk.adapters.opacus_loaders`), said in a one-line ``UserWarning``. A loader
-      whose passes cannot be proved is refused in one line.
+      whose passes cannot be proved is refused in one line. The calibration assumes whole loader epochs; what
+      the accountant certifies is the run as it went (a loop that restarts the loader counts more passes).
 
     Returns what ``privacy_engine.make_private`` returns; the calibration (the one calibrator's
     :class:`~reconrisk.analysis.calibrate.Calibration` as a dict: ``noise_multiplier``, ``sample_rate``,
