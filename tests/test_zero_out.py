@@ -217,3 +217,50 @@ def test_hiding_the_selection_does_not_give_the_add_remove_amplification():
     _, up = zero_out_bracket(Release(1.0, 0.1, 1, sampler="fixed"), [0.01])
     assert round(hidden, 4) == 0.0323 and round(add_remove, 4) == 0.0182 and round(up[0], 4) == 0.0389
     assert add_remove < hidden <= up[0]
+
+
+# -- the Monte-Carlo row estimates the reported quantity ----------------------------------------------
+@pytest.mark.parametrize("sigma, batch, n, steps, kappa", [(2.0, 50, 100, 20, 0.1), (2.0, 50, 50, 4, 0.5),
+                                                           (3.0, 5, 100, 1, 0.01)])
+def test_monte_carlo_row_brackets_the_bound_it_stands_beside(sigma, batch, n, steps, kappa):
+    """``method="mc"`` on a fixed-batch release brackets min(never-sampled, zero-out), the quantity the certified
+    bracket bounds: its interval used to be the never-sampled pair's alone (σ 2, 50 of 100, T 20, κ 0.1: MC
+    [0.829, 0.834] beside the certified [0.6124, 0.6124])."""
+    a = PrivacyAnalysis(Release.fixed_batch(sigma, batch, n, steps))
+    cert = a.rero(kappa)
+    mc = a.rero(kappa, method="mc", samples=20_000, seed=3)
+    assert mc.lower <= cert.upper * (1 + 1e-12) and cert.lower <= mc.upper * (1 + 1e-12)
+    assert mc.lower <= mc.estimate <= mc.upper
+    assert mc.details["reference"] == cert.details["reference"]
+
+
+def test_every_door_names_the_reference():
+    """``risk(…, "reconstruction")`` carries the rero bound's ``reference`` (it used to drop it), and ``reconrisk bound``
+    labels its rows with it, so a fixed-batch table says which reference each row reads."""
+    from typer.testing import CliRunner
+
+    from reconrisk.cli import app
+
+    a = PrivacyAnalysis(Release.fixed_batch(2.0, 50, 100, 20))
+    for measure, kw in (("reconstruction", {"prior_size": 10}), ("reidentification", {"prior_size": 10}),
+                        ("attribute", {"baseline": 0.1})):
+        r = risk(a, measure, **kw)
+        assert r.details["reference"] == "zero-out" and r.upper == pytest.approx(a.rero(0.1).upper, rel=1e-12)
+    res = CliRunner().invoke(app, ["bound", "-s", "2", "-T", "20", "--batch-size", "50", "--dataset-size", "100",
+                                   "-n", "10", "--method", "all", "--samples", "20000"])
+    assert res.exit_code == 0, res.output
+    assert "pld (zero-out reference)" in res.output and "mc (zero-out reference)" in res.output
+
+
+def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
+    """The report's ReRo rows on fixed batches: the Monte-Carlo interval meets the certified bracket and every
+    row names the reference it reads."""
+    from reconrisk.experiments.riskreport import ReportConfig, risk_report
+    from reconrisk.report.html import table_rows
+
+    report = risk_report(Release.fixed_batch(2.0, 50, 100, 20), ReportConfig(prior_size=10, samples=20_000, seed=2))
+    rr = report["rero"]
+    assert rr["mc"]["lower"] <= rr["pld"]["upper"] and rr["pld"]["lower"] <= rr["mc"]["upper"]
+    names = [r["quantity"] for r in table_rows(report) if r["family"] == "ReRo"]
+    assert any("PLD bracket, zero-out reference" in q for q in names)
+    assert any("Monte Carlo estimate, zero-out reference" in q for q in names)
