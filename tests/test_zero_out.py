@@ -250,6 +250,12 @@ def test_every_door_names_the_reference():
                                    "-n", "10", "--method", "all", "--samples", "20000"])
     assert res.exit_code == 0, res.output
     assert "pld (zero-out reference)" in res.output and "mc (zero-out reference)" in res.output
+    res = CliRunner().invoke(app, ["risk", "-m", "reconstruction", "-s", "3", "-T", "1", "--batch-size", "5",
+                                   "--dataset-size", "100", "-n", "100"])
+    assert res.exit_code == 0 and "reconstruction (never-sampled reference)" in res.output, res.output
+    res = CliRunner().invoke(app, ["calibrate", "-g", "0.1", "-T", "100", "--batch-size", "500", "--dataset-size",
+                                   "1000", "-n", "100"])
+    assert res.exit_code == 0 and "zero-out" in res.output, res.output
 
 
 def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
