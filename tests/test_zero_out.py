@@ -270,3 +270,58 @@ def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
     names = [r["quantity"] for r in table_rows(report) if r["family"] == "ReRo"]
     assert any("PLD bracket, zero-out reference" in q for q in names)
     assert any("Monte Carlo estimate, zero-out reference" in q for q in names)
+
+
+# -- an independent Lagrangian reference at parameters no issue names ----------------------------------
+def lagrangian_reference(segments, kappa):
+    """B_κ of the revealed-selection pair without windows, grids or tails: the exact law of μ² = Σ K_i/σ_i² (every
+    binomial over its full support, convolved exactly), and the Neyman–Pearson allocation κ_k = Φ(−t/μ_k − μ_k/2)
+    at the threshold t where Σ_k p_k κ_k = κ (bisection, randomised on the K = 0 atom); float64 throughout."""
+    from scipy import stats
+
+    law = {0.0: 1.0}
+    for sigma, q, steps in segments:
+        k = np.arange(steps + 1)
+        pk = stats.binom.pmf(k, steps, q)
+        new: dict = {}
+        for v0, p0 in law.items():
+            for kk, pp in zip(k, pk):
+                if pp > 0:
+                    key = round(v0 + kk / sigma**2, 12)
+                    new[key] = new.get(key, 0.0) + p0 * pp
+        law = new
+    mu = np.sqrt(np.array([v for v in law if v > 0]))
+    p = np.array([law[v] for v in law if v > 0])
+    atom = law.get(0.0, 0.0)
+
+    def nu(t):
+        return float(np.sum(p * special.ndtr(-t / mu - mu / 2)))
+
+    def power(t):
+        return float(np.sum(p * special.ndtr(-t / mu + mu / 2)))
+
+    if nu(0.0) <= kappa <= nu(0.0) + atom:
+        return power(0.0) + kappa - nu(0.0)
+    lo, hi = (0.0, 1.0) if kappa < nu(0.0) else (-1.0, 0.0)
+    extra = 0.0 if kappa < nu(0.0) else atom
+    while nu(hi) + extra > kappa:
+        hi *= 2.0
+    while nu(lo) + extra < kappa:
+        lo *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if nu(mid) + extra > kappa else (lo, mid)
+    return power(hi) + extra
+
+
+@pytest.mark.parametrize("segments, kappa", [
+    ([(1.0, 0.5, 200)], 1e-9), ([(50.0, 0.3, 100)], 0.01), ([(0.05, 0.01, 5)], 0.5), ([(2.0, 1e-4, 1000)], 0.01),
+    ([(0.3, 0.999, 10)], 1e-9), ([(0.01, 0.001, 100)], 0.2), ([(1000.0, 0.9, 1000)], 1e-9), ([(0.8, 0.7, 5)], 0.9),
+    ([(1.0, 0.3, 4), (3.0, 0.6, 7)], 0.01), ([(0.5, 0.05, 20), (2.0, 0.5, 10), (1.0, 1.0, 2)], 1e-6),
+])
+def test_bracket_contains_an_independent_lagrangian_reference(segments, kappa):
+    rel = Release(segments=[Segment(*s) for s in segments], sampler="fixed")
+    lo, up = zero_out_bracket(rel, [kappa])
+    ref = lagrangian_reference(segments, kappa)
+    assert lo[0] <= ref * (1 + 1e-9) and ref <= up[0] * (1 + 1e-9)
+    assert up[0] - lo[0] <= (2e-3 if len(segments) > 1 else 1e-8) * up[0]
