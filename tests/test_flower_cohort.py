@@ -139,6 +139,22 @@ def test_a_ledger_mixing_full_and_refilled_rounds():
     assert mixed < gaussian_dp_epsilon(math.sqrt(6 / 9 + 4 * 4 / 9), 1e-5)  # below 2C in every refilled round
 
 
+def test_a_mixed_ledgers_reconstruction_reads_its_full_rounds_at_their_own_noise():
+    """The m = n rounds of a mixed ledger enter the pair analysis at noise multiplier 2σ (shift C in units of the
+    replace-one 2C); the zero-out reference must read them at σ, their real noise. Sixteen full rounds at σ 2 alone
+    let two antipodal candidates ±C·e (prior ½) be told apart with probability Φ(√16/2) = Φ(2) = 0.977: the sums
+    differ by 2C over noise 2C each round. Reading 2σ gave Φ(1) = 0.841, below that attack."""
+    acct = ReconRiskAccountant(no_amplification(10))
+    acct.compose(GaussianPrivacyEvent(2.0, 10, 10), 16)
+    acct.compose(GaussianPrivacyEvent(100.0, 9, 10), 1)
+    r = acct.risk("reconstruction", prior_size=2)
+    attained = stats.norm.cdf(2.0)  # the last round ignored: a garbling, so the run's success is at least this
+    assert r.upper >= attained
+    # and still the zero-out value of the run as it was: K₁ = 16 at σ 2, K₂ ~ Bin(1, 0.9) at σ 100
+    exact = 0.1 * stats.norm.cdf(2.0) + 0.9 * stats.norm.cdf(math.sqrt(4.0 + 1e-4))
+    assert r.upper == pytest.approx(exact, rel=1e-3)
+
+
 def test_calibrate_flower_reads_the_refilled_cohort():
     cal = calibrate_flower(3.0, "epsilon", rounds=20, clients_per_round=5, num_clients=10,
                            sampling="no-amplification", delta=1e-5)

@@ -217,3 +217,111 @@ def test_hiding_the_selection_does_not_give_the_add_remove_amplification():
     _, up = zero_out_bracket(Release(1.0, 0.1, 1, sampler="fixed"), [0.01])
     assert round(hidden, 4) == 0.0323 and round(add_remove, 4) == 0.0182 and round(up[0], 4) == 0.0389
     assert add_remove < hidden <= up[0]
+
+
+# -- the Monte-Carlo row estimates the reported quantity ----------------------------------------------
+@pytest.mark.parametrize("sigma, batch, n, steps, kappa", [(2.0, 50, 100, 20, 0.1), (2.0, 50, 50, 4, 0.5),
+                                                           (3.0, 5, 100, 1, 0.01)])
+def test_monte_carlo_row_brackets_the_bound_it_stands_beside(sigma, batch, n, steps, kappa):
+    """``method="mc"`` on a fixed-batch release brackets min(never-sampled, zero-out), the quantity the certified
+    bracket bounds: its interval used to be the never-sampled pair's alone (σ 2, 50 of 100, T 20, κ 0.1: MC
+    [0.829, 0.834] beside the certified [0.6124, 0.6124])."""
+    a = PrivacyAnalysis(Release.fixed_batch(sigma, batch, n, steps))
+    cert = a.rero(kappa)
+    mc = a.rero(kappa, method="mc", samples=20_000, seed=3)
+    assert mc.lower <= cert.upper * (1 + 1e-12) and cert.lower <= mc.upper * (1 + 1e-12)
+    assert mc.lower <= mc.estimate <= mc.upper
+    assert mc.details["reference"] == cert.details["reference"]
+
+
+def test_every_door_names_the_reference():
+    """``risk(…, "reconstruction")`` carries the rero bound's ``reference`` (it used to drop it), and ``reconrisk bound``
+    labels its rows with it, so a fixed-batch table says which reference each row reads."""
+    from typer.testing import CliRunner
+
+    from reconrisk.cli import app
+
+    a = PrivacyAnalysis(Release.fixed_batch(2.0, 50, 100, 20))
+    for measure, kw in (("reconstruction", {"prior_size": 10}), ("reidentification", {"prior_size": 10}),
+                        ("attribute", {"baseline": 0.1})):
+        r = risk(a, measure, **kw)
+        assert r.details["reference"] == "zero-out" and r.upper == pytest.approx(a.rero(0.1).upper, rel=1e-12)
+    res = CliRunner().invoke(app, ["bound", "-s", "2", "-T", "20", "--batch-size", "50", "--dataset-size", "100",
+                                   "-n", "10", "--method", "all", "--samples", "20000"])
+    assert res.exit_code == 0, res.output
+    assert "pld (zero-out reference)" in res.output and "mc (zero-out reference)" in res.output
+    res = CliRunner().invoke(app, ["risk", "-m", "reconstruction", "-s", "3", "-T", "1", "--batch-size", "5",
+                                   "--dataset-size", "100", "-n", "100"])
+    assert res.exit_code == 0 and "reconstruction (never-sampled reference)" in res.output, res.output
+    res = CliRunner().invoke(app, ["calibrate", "-g", "0.1", "-T", "100", "--batch-size", "500", "--dataset-size",
+                                   "1000", "-n", "100"])
+    assert res.exit_code == 0 and "zero-out" in res.output, res.output
+
+
+def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
+    """The report's ReRo rows on fixed batches: the Monte-Carlo interval meets the certified bracket and every
+    row names the reference it reads."""
+    from reconrisk.experiments.riskreport import ReportConfig, risk_report
+    from reconrisk.report.html import table_rows
+
+    report = risk_report(Release.fixed_batch(2.0, 50, 100, 20), ReportConfig(prior_size=10, samples=20_000, seed=2))
+    rr = report["rero"]
+    assert rr["mc"]["lower"] <= rr["pld"]["upper"] and rr["pld"]["lower"] <= rr["mc"]["upper"]
+    names = [r["quantity"] for r in table_rows(report) if r["family"] == "ReRo"]
+    assert any("PLD bracket, zero-out reference" in q for q in names)
+    assert any("Monte Carlo estimate, zero-out reference" in q for q in names)
+
+
+# -- an independent Lagrangian reference at parameters no issue names ----------------------------------
+def lagrangian_reference(segments, kappa):
+    """B_κ of the revealed-selection pair without windows, grids or tails: the exact law of μ² = Σ K_i/σ_i² (every
+    binomial over its full support, convolved exactly), and the Neyman–Pearson allocation κ_k = Φ(−t/μ_k − μ_k/2)
+    at the threshold t where Σ_k p_k κ_k = κ (bisection, randomised on the K = 0 atom); float64 throughout."""
+    from scipy import stats
+
+    law = {0.0: 1.0}
+    for sigma, q, steps in segments:
+        k = np.arange(steps + 1)
+        pk = stats.binom.pmf(k, steps, q)
+        new: dict = {}
+        for v0, p0 in law.items():
+            for kk, pp in zip(k, pk):
+                if pp > 0:
+                    key = round(v0 + kk / sigma**2, 12)
+                    new[key] = new.get(key, 0.0) + p0 * pp
+        law = new
+    mu = np.sqrt(np.array([v for v in law if v > 0]))
+    p = np.array([law[v] for v in law if v > 0])
+    atom = law.get(0.0, 0.0)
+
+    def nu(t):
+        return float(np.sum(p * special.ndtr(-t / mu - mu / 2)))
+
+    def power(t):
+        return float(np.sum(p * special.ndtr(-t / mu + mu / 2)))
+
+    if nu(0.0) <= kappa <= nu(0.0) + atom:
+        return power(0.0) + kappa - nu(0.0)
+    lo, hi = (0.0, 1.0) if kappa < nu(0.0) else (-1.0, 0.0)
+    extra = 0.0 if kappa < nu(0.0) else atom
+    while nu(hi) + extra > kappa:
+        hi *= 2.0
+    while nu(lo) + extra < kappa:
+        lo *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if nu(mid) + extra > kappa else (lo, mid)
+    return power(hi) + extra
+
+
+@pytest.mark.parametrize("segments, kappa", [
+    ([(1.0, 0.5, 200)], 1e-9), ([(50.0, 0.3, 100)], 0.01), ([(0.05, 0.01, 5)], 0.5), ([(2.0, 1e-4, 1000)], 0.01),
+    ([(0.3, 0.999, 10)], 1e-9), ([(0.01, 0.001, 100)], 0.2), ([(1000.0, 0.9, 1000)], 1e-9), ([(0.8, 0.7, 5)], 0.9),
+    ([(1.0, 0.3, 4), (3.0, 0.6, 7)], 0.01), ([(0.5, 0.05, 20), (2.0, 0.5, 10), (1.0, 1.0, 2)], 1e-6),
+])
+def test_bracket_contains_an_independent_lagrangian_reference(segments, kappa):
+    rel = Release(segments=[Segment(*s) for s in segments], sampler="fixed")
+    lo, up = zero_out_bracket(rel, [kappa])
+    ref = lagrangian_reference(segments, kappa)
+    assert lo[0] <= ref * (1 + 1e-9) and ref <= up[0] * (1 + 1e-9)
+    assert up[0] - lo[0] <= (2e-3 if len(segments) > 1 else 1e-8) * up[0]

@@ -116,6 +116,12 @@ class Release:
     (so an analysis of it can still say what was run, :attr:`as_run`). It is
     neither compared nor printed: two releases with the same segments, clip
     norm, noise and sampler are equal, whatever they stand for.
+
+    ``zero_out_segments`` is set only where a fixed-batch release's segments do not give the noise the zero-out
+    reference reads (:mod:`reconrisk.measures.rero_zeroout`: noise std σC against a shift of C per participation):
+    Flower's mixed ``no-amplification`` ledger enters its every-client rounds at 2σ, the pair reading of a shift
+    of C (:func:`reconrisk.integrations.flower_release.cohort_release`), while their noise is σC. It holds the
+    run's (σ, q, steps) for that reference; neither compared nor printed.
     """
 
     segments: tuple[Segment, ...]
@@ -123,6 +129,7 @@ class Release:
     noise: str
     sampler: str = "poisson"
     stands_for: "Release | None" = field(default=None, compare=False, repr=False)
+    zero_out_segments: "tuple[tuple[float, float, int], ...] | None" = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -188,6 +195,7 @@ class Release:
         object.__setattr__(self, "noise", noise)
         object.__setattr__(self, "sampler", sampler)
         object.__setattr__(self, "stands_for", None)
+        object.__setattr__(self, "zero_out_segments", None)
 
     # -- constructors -------------------------------------------------------------
     @classmethod

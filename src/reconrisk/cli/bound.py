@@ -131,6 +131,8 @@ def bound_cmd(
     rows = []
     for m, r in results.items():
         label = m if r.converged is not False else f"{m} (stopped short)"
+        if r.details.get("reference"):  # fixed-size batches: the one-reference bound that won
+            label = f"{label} ({r.details['reference']} reference)"
         rows.append([label, r.lower, r.upper, r.estimate, (r.upper - r.lower) if r.lower is not None else None])
     shown = {key: "unavailable" if key in unavailable else value for key, value in payload["baselines"].items()}
     if rdp is not None:

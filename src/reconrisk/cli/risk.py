@@ -130,7 +130,8 @@ def risk_cmd(
     if json_out:
         print_json(payload)
         return
-    rows = [[CLI_NAMES[r.quantity], r.baseline, r.lower, r.upper]]
+    ref = r.details.get("reference")  # fixed-size batches: the one-reference bound that won
+    rows = [[CLI_NAMES[r.quantity] + (f" ({ref} reference)" if ref else ""), r.baseline, r.lower, r.upper]]
     for name, val in payload.get("baselines", {}).items():
         rows.append([f"{name} (baseline)", None, None, val])
     caption = r.formula if r.lower is not None else f"{r.formula}; upper end only ({r.method} conversion of a guarantee)"
@@ -282,5 +283,7 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
         [["noise_multiplier", cal.noise_multiplier], *sampling, ["steps", cal.steps],
          [f"{CLI_NAMES[quantity]} lower", b.lower], [f"{CLI_NAMES[quantity]} upper (certified)", b.upper],
          [f"epsilon (δ={delta:g})", payload["epsilon"]]],
-        caption="fixed-size batches without replacement (replace-one neighbours)" if cal.sampler == "fixed" else None,
+        caption=(("fixed-size batches without replacement (replace-one neighbours)"
+                  + (f"; read against the {b.details['reference']} reference" if b.details.get("reference") else ""))
+                 if cal.sampler == "fixed" else None),
     )

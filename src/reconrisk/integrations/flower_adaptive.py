@@ -20,7 +20,10 @@ then √(k²/z² + 1/σ_b²) — that of a Gaussian on the sum alone with noise 
 σ_e = k / √(k²/z² + 1/σ_b²), which the accountant reads in units of the shift k·C. Subsampling
 and the composition over rounds (the clipping norm is a function of earlier releases) are those
 of the fixed-clipping wrapper, so :class:`AccountedAdaptiveClipping` composes
-``GaussianPrivacyEvent(σ_e, m, n)`` each round. Same cohort of m = n clients, user σ 5, count
+``GaussianPrivacyEvent(σ_e, m, n)`` each round. ReRo of a refilled cohort also reads the zero-out
+reference (:mod:`reconrisk.measures.rero_zeroout`) at σ_e, a shift of 1/σ_e² = 1/z² + 1/(4σ_b²) per
+participation: sound for the reference whose target sends the update 0 and the count ½ (one law for every
+candidate; the real client then moves (S, b) by (≤ C, ±½)). Same cohort of m = n clients, user σ 5, count
 std 5, 10 rounds, δ 1e-5: z = 5.774 alone says ε 2.207; composed with the count, σ_e = 3.780 and
 ε 3.565 (Gaussian DP, μ = √10/σ_e).
 

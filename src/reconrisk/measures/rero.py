@@ -456,20 +456,34 @@ class MonteCarloBounds:
     """The ``mc`` method of :func:`rero_bounds`, started: its draws run on background threads until
     :meth:`bounds` (which helps, then returns the list of :class:`~reconrisk.results.Bound`) or :meth:`cancel`."""
 
-    def __init__(self, job, kappas: np.ndarray, samples: int, seed, confidence: float) -> None:
+    def __init__(self, job, kappas: np.ndarray, samples: int, seed, confidence: float, zero_out=None) -> None:
         self._job, self._kappas = job, kappas
         self._samples, self._seed, self._confidence = samples, seed, confidence
+        self._zero_out = zero_out  # (lower, upper) of the zero-out reference per κ, fixed batches only
 
     def cancel(self) -> None:
         self._job.cancel()
 
     def bounds(self) -> list[Bound]:
+        """The interval of each κ. Fixed-size batches: the draws estimate the never-sampled reference's B (the
+        pair at σ/2) and the certified bound is min(that, the zero-out reference's, exact here), so each end is
+        the smaller of the two — an interval for the min whenever the draws' interval holds their B."""
         res = self._job.result()
-        return [Bound("reconstruction", float(res["lower"][i]), float(res["upper"][i]), estimate=float(res["estimate"][i]),
-                      confidence=self._confidence, method="mc", formula=FORMULAS["mc"], converged=None,
-                      details={"kappa": float(k), "samples": self._samples, "seed": self._seed,
-                               "dkw_tau": res["dkw_tau"]})
-                for i, k in enumerate(self._kappas)]
+        out = []
+        for i, k in enumerate(self._kappas):
+            lo, up, est = float(res["lower"][i]), float(res["upper"][i]), float(res["estimate"][i])
+            det = {"kappa": float(k), "samples": self._samples, "seed": self._seed, "dkw_tau": res["dkw_tau"]}
+            if self._zero_out is not None:
+                z_lo, z_up = float(self._zero_out[0][i]), float(self._zero_out[1][i])
+                det.update(_which(up, z_lo, z_up), never_sampled_estimate=est,
+                           reference="zero-out" if z_up <= est else "never-sampled",  # (by the estimate)
+                           reference_note="fixed-size batches: the draws estimate the never-sampled reference (the "
+                                          "Poisson remove pair at sigma/2); the zero-out reference is exact; each end "
+                                          "is the smaller of the two")
+                lo, up, est = min(lo, z_lo), min(up, z_up), min(est, z_up)
+            out.append(Bound("reconstruction", lo, up, estimate=est, confidence=self._confidence, method="mc",
+                             formula=FORMULAS["mc"], converged=None, details=det))
+        return out
 
 
 def start_monte_carlo(analysis: "PrivacyAnalysis", kappa, *, samples: int | None = None, seed=None,
@@ -494,6 +508,7 @@ def _start_monte_carlo(analysis, kappa, samples, seed, confidence, progress, sam
     kappas, _ = v.kappa_array("kappa", kappa)
     confidence = v.probability_open("confidence", confidence)
     samples, seed = check_draws(1_000_000 if samples is None else samples, seed, release.steps)
+    zero_out = zero_out_bracket(release, kappas) if _zero_out_applies(analysis) else None
     job = MonteCarloRero(release.segments, kappas, samples=samples, seed=seed, confidence=confidence,
                          progress=progress, sampler=sampler)
-    return MonteCarloBounds(job, kappas, samples, seed, confidence)
+    return MonteCarloBounds(job, kappas, samples, seed, confidence, zero_out)

@@ -217,8 +217,12 @@ class ZeroOutCurve:
 
 
 def run_segments(release) -> list[tuple[float, float, int]]:
-    """(σ, q, steps) of the run as trained: a fixed-batch release's own σ (not the σ/2 of its dominating pair)."""
+    """(σ, q, steps) of the run as trained: a fixed-batch release's own σ (not the σ/2 of its dominating pair), or
+    its ``zero_out_segments`` where it has them (Flower's every-client rounds in a mixed ledger: σ, not the 2σ
+    their pair reading enters at)."""
     run = release.as_run
+    if run.zero_out_segments is not None:
+        return [tuple(s) for s in run.zero_out_segments]
     return [(s.noise_multiplier, s.sample_rate, s.steps) for s in run.segments]
 
 

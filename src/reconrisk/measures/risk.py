@@ -177,16 +177,20 @@ def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) ->
     guarantee's ``method`` names its conversion)."""
     if analysis.supports("rero_closed_form"):
         r = analysis.rero(b, method="closed_form")
-        return _risk_bound(measure, b, r.lower, r.upper, formula, {"method": "closed_form", **extra})
+        det = {"method": "closed_form", **extra}
+        det.update({k: r.details[k] for k in _REFERENCE_KEYS if k in r.details})
+        return _risk_bound(measure, b, r.lower, r.upper, formula, det)
     r = analysis.rero(b)
     det = {"method": r.method, **extra, "converged": r.converged}
-    det.update({k: r.details[k] for k in ("discretization", "order") if k in r.details})
+    det.update({k: r.details[k] for k in ("discretization", "order", *_REFERENCE_KEYS) if k in r.details})
     if r.method != "pld":
         det["conversion"] = r.formula
     return _risk_bound(measure, b, r.lower, r.upper, formula, det)
 
 
 _CITE_CURVE = "Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al. 2025"
+#: The details of a fixed-batch ReRo bound naming the reference that gave it (:func:`reconrisk.measures.rero._which`).
+_REFERENCE_KEYS = ("reference", "zero_out_upper", "zero_out_lower", "never_sampled_upper")
 
 
 def reconstruction_risk(release, *, kappa: float | None = None, prior_size: int | None = None) -> Bound:

@@ -238,8 +238,9 @@ def table_rows(report: dict) -> list[dict]:
             err = "certified bracket" if key == "pld" else "exact"
         else:
             err = "certified upper bound"
-        rows.append(_row("ReRo", f"reconstruction success at κ = {k:.4g}, {label}", r.get("lower"), r["upper"], err,
-                         r.get("formula", "")))
+        ref = f", {r['reference']} reference" if r.get("reference") else ""  # fixed-size batches: which one won
+        rows.append(_row("ReRo", f"reconstruction success at κ = {k:.4g}, {label}{ref}", r.get("lower"), r["upper"],
+                         err, r.get("formula", "")))
     for r in report["risks"]:
         err = "exact" if r.get("method") == "closed_form" else "certified bracket"
         rows.append(_row("operational risk", f"{r['measure']} (blind guess {r['baseline']:.4g})", r["lower"],
