@@ -44,7 +44,8 @@ def test_the_issues_two_cases():
     fixed = Release.fixed_batch(2.0, 50, 50, 4)  # σ 2, T 4, prior 2
     r = PrivacyAnalysis(fixed).rero(prior_size=2)
     assert never_sampled(fixed, 0.5).upper == pytest.approx(0.97725, abs=1e-5)  # before: Φ(2)
-    assert r.lower == r.upper == pytest.approx(gdp(0.5, 1.0), rel=1e-13) and round(r.upper, 3) == 0.841
+    assert r.lower <= gdp(0.5, 1.0) <= r.upper and r.upper - r.lower < 1e-13  # exact, ends moved out by ulps
+    assert round(r.upper, 3) == 0.841
     assert r.details["reference"] == "zero-out"
     shuffled = Release.shuffled(1.0, 3)  # σ 1, 3 epochs, prior 100
     r = PrivacyAnalysis(shuffled).rero(prior_size=100)

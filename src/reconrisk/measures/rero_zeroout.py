@@ -232,7 +232,10 @@ def zero_out_bracket(release, kappa) -> tuple[np.ndarray, np.ndarray]:
     kap = np.atleast_1d(np.asarray(kappa, dtype=float))
     if all(q == 1.0 for _, q, _ in segs):  # K = T deterministic: Φ(Φ⁻¹(κ) + √(Σ T/σ²)), exact
         exact = special.ndtr(special.ndtri(kap) + math.sqrt(sum(t / s**2 for s, _, t in segs)))
-        return exact, exact
+        # both ends moved outward by the module's allowance: ndtri/ndtr err by a few ulps (more at tiny κ, where
+        # the slope of log Φ is |Φ⁻¹(κ)|), so the bare closed form could sit an ulp below the attained value
+        slack = 1e-14 * (1.0 + np.abs(special.ndtri(kap))) ** 2  # ~50 ulps at κ ½, 1.4e-11 at κ 1e-300
+        return np.maximum(exact * (1 - slack), kap), np.minimum(exact * (1 + slack), 1.0)
     up = ZeroOutCurve(segs, pessimistic=True).blowup(kap)
     lo = ZeroOutCurve(segs, pessimistic=False).blowup(kap)
     return np.minimum(lo, up), up
