@@ -74,7 +74,8 @@ def _check_degenerate(kind: str, a, q) -> None:
     elif kind == "PoissonSampledDpEvent(LaplaceDpEvent)":
         v.in_range("PoissonSampledDpEvent.sampling_probability", a.sampling_probability, 0.0, 1.0, low_open=False,
                    high_open=False)
-        v.positive("LaplaceDpEvent.noise_multiplier", a.event.noise_multiplier)
+        if a.sampling_probability > 0:  # never sampled: the mechanism is never run, whatever its noise (ε = 0)
+            v.positive("LaplaceDpEvent.noise_multiplier", a.event.noise_multiplier)
     elif kind == "LaplaceDpEvent":
         v.positive("LaplaceDpEvent.noise_multiplier", a.noise_multiplier)
     elif kind == "DiscreteLaplaceDpEvent":
