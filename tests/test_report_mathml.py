@@ -25,6 +25,8 @@ CASES = {
                                                             data_dim=50, min_norm=0.3)),
     "sub": (Release(1.1, 0.03, 300), ReportConfig(prior_size=64, samples=500, seed=3, target_rero=0.2, model_dim=5)),
     "kappa": (Release(0.9, 0.25, 12), ReportConfig(kappa=0.07, samples=0)),
+    # fixed-size batches: the zero-out reference's rows cite their own works too
+    "fixed": (Release.fixed_batch(1.5, 20, 200, 40), ReportConfig(prior_size=50, samples=0)),
 }
 
 
