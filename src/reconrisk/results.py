@@ -44,7 +44,7 @@ holds arrays as its ends, one per α. The scalar spellings of earlier releases
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -114,3 +114,14 @@ def below_certified(upper: float | None, lower: float | None, *, what: str, agai
         return None
     return (f"{what} unavailable: its value {upper:.6g} is below the certified lower end {lower:.6g} ({against}), "
             "a numerical failure of that method at these parameters")
+
+
+class Support(NamedTuple):
+    """The answer of a ``supports`` question (an analysis's, a mechanism's): ``ok``, and ``reason`` (one line)
+    where it is not; truthy when ok."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.ok)

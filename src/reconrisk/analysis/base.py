@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import abc
 from dataclasses import replace
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import ReconRiskError
 from ..measures.risk import canonical_measure, risk as _risk
-from ..results import Bound
+from ..results import Bound, Support  # noqa: F401  (Support re-exported: the contract's answer)
 
 #: The questions :meth:`Analysis.supports` answers, and what each asks.
 QUESTIONS = {
@@ -56,16 +56,6 @@ RELEASE_ONLY = {"mechanism": "the question", "calibrate": "calibrating the noise
                 "rero_closed_form": "the closed-form ReRo (method 'closed_form')",
                 "rero_rdp": "the RDP baseline of ReRo (method 'rdp')",
                 "rero_mc": "the Monte-Carlo ReRo estimate (method 'mc')"}
-
-
-class Support(NamedTuple):
-    """The answer of :meth:`Analysis.supports`: ``ok``, and ``reason`` (one line) where it is not; truthy when ok."""
-
-    ok: bool
-    reason: str = ""
-
-    def __bool__(self) -> bool:
-        return bool(self.ok)
 
 
 def hashable(x):
