@@ -119,25 +119,21 @@ def test_analyse_is_the_identity_on_an_analysis():
 
 
 def _count_walks(monkeypatch) -> list:
-    calls, depth = [], [0]
-    real = dispatch.dp_event_leaves
-
-    def counting(event, count=1):  # counts the walks, not the recursion into sub-events
-        if depth[0] == 0:
-            calls.append(event)
-        depth[0] += 1
-        try:
-            return real(event, count)
-        finally:
-            depth[0] -= 1
-
     import reconrisk.analysis.events as events
-    import reconrisk.adapters.dp_events as dp_events
+    import reconrisk.mechanisms.traverse as traverse
     import reconrisk.release as release
 
-    # every module that could walk the event: the dispatch, the event analysis, the release, the walker itself
-    for mod in (dispatch, events, release, dp_events):
-        monkeypatch.setattr(mod, "dp_event_leaves", counting)
+    calls = []
+    real = traverse.steps
+
+    def counting(event):  # one call is one walk (the recursion into sub-events is traverse._read)
+        calls.append(event)
+        return real(event)
+
+    # every module that could walk the event: the dispatch, the event analysis, the release, the traversal itself
+    for mod in (dispatch, events, release):
+        monkeypatch.setattr(mod, "event_steps", counting)
+    monkeypatch.setattr(traverse, "steps", counting)
     return calls
 
 

@@ -77,9 +77,11 @@ def test_gdp_mu_of_events():
     # the pure-DP μ is sound: G_μ lies below the Laplace curve (one step) everywhere
     al = np.logspace(-9, math.log10(0.999), 300)
     assert np.all(special.ndtr(special.ndtri(1 - al) - mu1) <= laplace_tradeoff(al, 1 / b) + 1e-12)
-    from reconrisk.analysis.events import _leaf_mu  # (dp_accounting builds a mixture's PLD in about a minute)
+    from reconrisk.mechanisms.base import Step  # (a mixture's PLD takes about a minute: not built here)
+    from reconrisk.mechanisms.mixture_gaussians import MixtureOfGaussians
+    from reconrisk.mechanisms.samplers import NoAmplification
 
-    assert _leaf_mu("MixtureOfGaussiansDpEvent", None, 1) is None  # no GDP bound known: upper None
+    assert Step(MixtureOfGaussians(1.0, (0, 1), (0.5, 0.5)), NoAmplification()).gdp_mu_squared() is None  # upper None
 
 
 def test_questions_refine_the_grid_when_they_need_precision():

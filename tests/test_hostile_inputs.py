@@ -142,14 +142,15 @@ def test_valid_events_pass_the_checks():
     """The checks refuse only the degenerate (dp_accounting's mixture PLD takes minutes, so ε is not asked here)."""
     import dp_accounting as dpa
 
-    from reconrisk.analysis.event_leaves import _check_degenerate
+    from reconrisk.mechanisms.traverse import steps
 
-    _check_degenerate("MixtureOfGaussiansDpEvent", _mixture(1.0, [0, 1], [0.5, 0.5]), None)
-    _check_degenerate("MixtureOfGaussiansDpEvent", _mixture(0.3, [0, 1, 2], [0.2, 0.3, 0.5]), None)
-    _check_degenerate("RandomizedResponseDpEvent", dpa.RandomizedResponseDpEvent(0.5, 4), None)
+    for ev in (_mixture(1.0, [0, 1], [0.5, 0.5]), _mixture(0.3, [0, 1, 2], [0.2, 0.3, 0.5]),
+               dpa.RandomizedResponseDpEvent(0.5, 4)):
+        (s,) = steps(ev)
+        assert s.mechanism.to_dp_event(s.sampler) == ev
     from dp_accounting.dp_event import DiscreteLaplaceDpEvent
 
-    _check_degenerate("DiscreteLaplaceDpEvent", DiscreteLaplaceDpEvent(0.5, 2), None)
+    assert len(steps(DiscreteLaplaceDpEvent(0.5, 2))) == 1
 
 
 @pytest.mark.parametrize("state,needle", [

@@ -40,12 +40,12 @@ HEAVY_THIRD_PARTY = frozenset({"jax", "jaxlib", "optax", "torch", "opacus", "flw
 #: Layer of each first-level name under reconrisk; a module may import from its own layer or lower ones.
 LAYERS = {
     # core: the one description (Release), errors, validation, I/O, data, priors, metrics
-    "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "release": 0, "priors": 0, "metrics": 0,
+    "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "priors": 0, "metrics": 0,
     "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0,
     # adapters: other libraries' descriptions of a run read into reconrisk's terms (Release calls them)
     "adapters": 0,
     # theory
-    "mechanisms": 1, "accounting": 1,
+    "mechanisms": 1, "accounting": 1, "release": 1,  # release: a Segment holds a typed mechanism
     "measures": 2, "theory": 2, "analysis": 2, "audit": 2, "individual": 2, "api": 2, "": 2,  # "" is the root package (its __init__ re-exports the api)
     # simulation
     "train": 3, "attacks": 3,

@@ -52,21 +52,23 @@ def test_full_batch_property():
     assert not Release.schedule([(1.0, 1.0, 3), (2.0, 0.1, 4)]).full_batch
 
 
-def test_release_refuses_a_noise_family_nothing_implements(monkeypatch):
-    from reconrisk import release as R
+def test_release_noise_families_are_the_mechanisms_registry():
+    import warnings
 
-    # "vmf" is a known family (seed 004) but no mechanism implements it here yet: refused, not silently Gaussian.
-    monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
-    with pytest.raises(ReconRiskError, match="noise must be an implemented noise family.*found 'vmf'"):
-        Release(concentration=1.0, noise="vmf")
-    with pytest.raises(ReconRiskError, match="noise"):
-        Release.schedule([(1.0, 0.1, 3)], noise="vmf")
-    # the mechanism's module registers the family; then the release is accepted
-    monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
-    R.register_noise_family("vmf")
-    assert Release(concentration=1.0, noise="vmf").noise == "vmf"
-    with pytest.raises(ReconRiskError, match="noise must be one of"):
-        R.register_noise_family("laplace")
+    from reconrisk import release as R
+    from reconrisk.mechanisms.base import by_name
+
+    # a family is a registered mechanism a Segment can hold: the registry is the only table
+    assert R.noise_families() == ("gaussian", "vmf")
+    assert all(by_name(n).level_name for n in R.noise_families())
+    with pytest.raises(ReconRiskError, match="noise must be one of.*found 'laplace'"):
+        Release(1.0, noise="laplace")  # registered, but no DP-SGD release has Laplace noise
+    assert Release(concentration=1.0, noise="vmf").noise == "vmf" == Release.vmf(1.0).segments[0].noise
+    # the old names are read-only views of the registry, with a DeprecationWarning
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert tuple(R.NOISE_FAMILIES) == R.noise_families() and R.IMPLEMENTED_NOISE == {"gaussian", "vmf"}
+    assert len(w) == 2 and all(issubclass(x.category, DeprecationWarning) for x in w)
 
 
 def test_gaussian_only_computations_refuse_a_vmf_release():

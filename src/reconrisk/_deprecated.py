@@ -106,3 +106,19 @@ def renamed_function(old: str, new: Callable) -> Callable:
     inner.__name__ = inner.__qualname__ = old
     inner.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (removed in the next release)."
     return inner
+
+
+def deprecated_module_attributes(module_name: str, views: dict[str, tuple[Callable, str]]) -> None:
+    """Old module-level names of ``module_name`` kept readable for one release (PEP 562): ``views`` maps each old
+    name to ``(compute, replacement)``; reading it warns (at the user's line) and returns ``compute()``, a value
+    computed afresh (a read-only view, never a second table)."""
+    module = sys.modules[module_name]
+
+    def __getattr__(name: str):
+        if name in views:
+            compute, new = views[name]
+            warn_renamed(f"{module_name}.{name}", new, "reconrisk")
+            return compute()
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    module.__getattr__ = __getattr__

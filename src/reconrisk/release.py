@@ -19,18 +19,15 @@ from fractions import Fraction
 from typing import Iterable, Sequence
 
 from . import _validate as v
-from .adapters.dp_events import dp_event_leaves, dp_event_release_refusal  # noqa: F401  (re-exported)
+from ._deprecated import deprecated_module_attributes, renamed_function, warn_renamed
 from .errors import ReconRiskError
 from .adapters import opacus_history as _opacus
 from .adapters.opacus_history import SHUFFLE_REFUSAL, extend_history, loader_sampler  # noqa: F401  (re-exported)
-
-#: Noise families a release may name (Hayes, Mahloujifar & Balle's (2023) Gaussian; Biswas et al.'s (2024) von Mises–Fisher).
-NOISE_FAMILIES = ("gaussian", "vmf")
-#: Families some mechanism actually implements. A family is added here by the
-#: module that implements it (:func:`register_noise_family`), so that a
-#: ``Release(noise="vmf")`` is refused until VMF noise exists instead of
-#: silently giving Gaussian results.
-IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, train/noise.py (Biswas et al. 2024)
+from .mechanisms.base import Mechanism, Step, registered
+from .mechanisms.gaussian import Gaussian, release_refusal, step_passes as _passes  # noqa: F401  (re-exported)
+from .mechanisms.samplers import FixedBatch, NoAmplification, Poisson, Shuffled
+from .mechanisms.traverse import steps as event_steps
+from .mechanisms.von_mises_fisher import VonMisesFisher
 
 #: How a release draws its batches. ``"poisson"``: every example independently with probability q
 #: (add/remove-one neighbours); ``"fixed"``: a uniformly random batch of exactly ``batch_size`` of the
@@ -39,19 +36,28 @@ IMPLEMENTED_NOISE: set[str] = {"gaussian", "vmf"}  # vmf: mechanisms/vmf.py, tra
 #: (q = 1, add/remove-one).
 SAMPLERS = ("poisson", "fixed", "full")
 
-def register_noise_family(name: str) -> None:
-    """Mark a noise family of :data:`NOISE_FAMILIES` as implemented (called by the mechanism's module)."""
-    IMPLEMENTED_NOISE.add(v.choice("noise", name, NOISE_FAMILIES))
+
+def noise_families() -> tuple[str, ...]:
+    """The noise families a release may name: the registered mechanisms a :class:`Segment` can hold (those with a
+    ``level_name``: Hayes, Mahloujifar & Balle's (2023) Gaussian, Biswas et al.'s (2024) von Mises–Fisher)."""
+    return tuple(n for n, c in registered(Mechanism).items() if c.level_name)
 
 
 def _implemented_noise(noise) -> str:
-    noise = v.choice("noise", noise, NOISE_FAMILIES)
-    if noise not in IMPLEMENTED_NOISE:
-        raise ReconRiskError(
-            f"noise must be an implemented noise family, one of {sorted(IMPLEMENTED_NOISE)}; found {noise!r} "
-            "(known but not implemented yet)"
-        )
-    return noise
+    return v.choice("noise", noise, noise_families())
+
+
+def _register_noise_family(name: str) -> None:
+    """(Deprecated: a family is a registered mechanism.) Checks ``name`` is one."""
+    _implemented_noise(name)
+
+
+deprecated_module_attributes(__name__, {
+    "NOISE_FAMILIES": (noise_families, "reconrisk.release.noise_families()"),
+    "IMPLEMENTED_NOISE": (lambda: set(noise_families()), "reconrisk.release.noise_families()"),
+    "register_noise_family": (lambda: renamed_function("register_noise_family", _register_noise_family),
+                              "reconrisk.mechanisms.base.register"),
+})
 
 
 def is_full_batch(segments: Iterable["Segment"]) -> bool:
@@ -71,18 +77,29 @@ class Segment:
     sample_rate: float
     steps: int
     concentration: float | None = None
+    #: The typed mechanism of one step (:class:`~reconrisk.mechanisms.gaussian.Gaussian` or
+    #: :class:`~reconrisk.mechanisms.von_mises_fisher.VonMisesFisher`), built from the level given.
+    mechanism: Mechanism = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.concentration is None:
             object.__setattr__(self, "noise_multiplier", v.noise_multiplier("noise_multiplier", self.noise_multiplier))
+            mechanism: Mechanism = Gaussian(self.noise_multiplier)
         else:
             if self.noise_multiplier is not None:
                 raise ReconRiskError(
                     "a segment has a noise_multiplier (Gaussian noise) or a concentration (VMF noise), not both; "
                     f"found noise_multiplier={self.noise_multiplier!r} and concentration={self.concentration!r}")
             object.__setattr__(self, "concentration", v.positive("concentration", self.concentration))
+            mechanism = VonMisesFisher(self.concentration)
         object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
         object.__setattr__(self, "steps", v.steps("steps", self.steps))
+        object.__setattr__(self, "mechanism", mechanism)
+
+    @property
+    def noise(self) -> str:
+        """The noise family: the mechanism's registered name."""
+        return self.mechanism.name
 
     @property
     def level(self) -> float:
@@ -174,7 +191,7 @@ class Release:
             for s in segs:
                 if not isinstance(s, Segment):
                     raise ReconRiskError(f"segments must be Segment objects; found {s!r}")
-                if (s.concentration is not None) != (noise == "vmf"):
+                if s.noise != noise:
                     what = "a concentration" if noise == "vmf" else "a noise multiplier"
                     raise ReconRiskError(f"every segment of a noise={noise!r} release must have {what}; found {s!r}")
         if isinstance(sampler, str) and sampler.lower() in ("shuffle", "shuffled", "shuffling"):
@@ -241,6 +258,12 @@ class Release:
     from_opacus_history = schedule
 
     @classmethod
+    def from_leaves(cls, steps, *, clip_norm: float = 1.0) -> "Release":
+        """Deprecated spelling of :meth:`from_steps` (removed in the next release)."""
+        warn_renamed("Release.from_leaves()", "Release.from_steps()", "reconrisk")
+        return cls.from_steps(steps, clip_norm=clip_norm)
+
+    @classmethod
     def fixed_batch(cls, noise_multiplier: float, batch_size: int, dataset_size: int, steps: int,
                     clip_norm: float = 1.0) -> "Release":
         """DP-SGD on uniformly random batches of exactly ``batch_size`` of ``dataset_size`` examples (no replacement).
@@ -301,21 +324,23 @@ class Release:
         refused in one line naming the event: analyse them with
         :meth:`reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event`.
         """
-        return cls.from_leaves(dp_event_leaves(event), clip_norm=clip_norm)
+        return cls.from_steps(event_steps(event), clip_norm=clip_norm)
 
     @classmethod
-    def from_leaves(cls, leaves: list, *, clip_norm: float = 1.0) -> "Release":
-        """The release of an event already flattened by :func:`dp_event_leaves` (see :meth:`from_dp_event`);
-        refused in one line where :func:`dp_event_release_refusal` names a reason."""
-        why = dp_event_release_refusal(leaves)
+    def from_steps(cls, steps, *, clip_norm: float = 1.0) -> "Release":
+        """The release of a sequence of :class:`~reconrisk.mechanisms.base.Step` (what
+        :func:`reconrisk.mechanisms.traverse.steps` reads off an event; see :meth:`from_dp_event`);
+        refused in one line where :func:`release_refusal` names a reason."""
+        steps = tuple(steps)
+        why = release_refusal(steps)
         if why is not None:
             raise ReconRiskError(why)
-        samplers = {k for k, *_ in leaves if k != "gaussian"}
-        sampler = samplers.pop() if samplers else "poisson"  # every step q = 1: the same analysis as "full"
+        fixed = {s.relation for s in steps} == {"replace_one"}
         # dp_accounting's noise multiplier is relative to the relation's sensitivity; DP-SGD's clipped sum has
         # replace-one sensitivity 2C, so its noise multiplier (std / C) is twice the event's
-        scale = 2.0 if sampler == "fixed" else 1.0
-        return cls.schedule([(scale * s, q, t) for _, s, q, t in leaves], clip_norm=clip_norm, sampler=sampler)
+        scale = 2.0 if fixed else 1.0
+        return cls.schedule([(scale * s.mechanism.noise_multiplier, s.sampler.rate, _passes(s)) for s in steps],
+                            clip_norm=clip_norm, sampler="fixed" if fixed else "poisson")
 
     def to_dp_event(self):
         """This release as a ``dp_accounting`` ``DpEvent`` (to hand it to ``dp_accounting``'s accountants).

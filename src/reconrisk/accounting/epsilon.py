@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from ..release import Release, gaussian_release
+from .. import release as _rel  # (the module: release imports mechanisms, which import this package)
 from . import pld as _pld
 from .gaussian import gaussian_eps
 from .rdp import minimise_over_orders
@@ -48,17 +48,17 @@ EPSILON_CAP = 250.0
 PLD_DISCRETIZATION = 1e-4
 
 
-def _release(noise_multiplier, sample_rate, steps, release) -> Release:
+def _release(noise_multiplier, sample_rate, steps, release) -> "_rel.Release":
     if release is not None:
-        return gaussian_release(release, "this accountant")
-    return Release(noise_multiplier, sample_rate, steps)
+        return _rel.gaussian_release(release, "this accountant")
+    return _rel.Release(noise_multiplier, sample_rate, steps)
 
 
 #: Noise multipliers outside this range are answered without a loss grid (σ² would under/overflow).
 SIGMA_GRID_RANGE = (1e-100, 1e100)
 
 
-def pld_grid(release: Release, h: float) -> float:
+def pld_grid(release: "_rel.Release", h: float) -> float:
     """The accountant's loss grid: ``h``, coarsened so that each step's loss grid stays below ~1e6 atoms (small σ)."""
     for seg in release.segments:
         lo, hi, _, _ = _pld.loss_range(seg.noise_multiplier, seg.sample_rate, "remove")
@@ -66,7 +66,7 @@ def pld_grid(release: Release, h: float) -> float:
     return h
 
 
-def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: bool = False, lower: bool = True,
+def pld_epsilon(release: "_rel.Release", delta: float, compose=None, *, with_lower: bool = False, lower: bool = True,
                 symmetric: bool = False):
     """The PLD accountant's ε at ``delta`` on its grid (see :func:`_pld_epsilon`), its grid limit said in the
     user's terms. ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches).
@@ -88,7 +88,7 @@ def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: boo
         ) from None
 
 
-def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with_lower: bool = False,
+def _pld_epsilon(release: "_rel.Release", delta: float, h: float, compose=None, *, with_lower: bool = False,
                  lower: bool = True):
     """ε(δ) of the pessimistic PLDs (max over both directions); with ``with_lower`` the tuple
     ``(lower, upper, method, h)``, ``lower`` the optimistic remove-direction ε (a certified lower end) when
@@ -109,7 +109,7 @@ def _pld_epsilon(release: Release, delta: float, h: float, compose=None, *, with
     return min(lo, up), up, method, h
 
 
-def _pld_epsilon_upper(release: Release, delta: float, h: float, compose) -> tuple[float, str, float | None]:
+def _pld_epsilon_upper(release: "_rel.Release", delta: float, h: float, compose) -> tuple[float, str, float | None]:
     sigmas = [s.noise_multiplier for s in release.segments]
     if min(sigmas) < SIGMA_GRID_RANGE[0]:
         # the loss of a step that samples the target exceeds 1e199: with probability P(sampled ever)
@@ -147,7 +147,7 @@ def pld_floor(pmf) -> float:
     return float(pmf.infinity_mass + pmf.tail_error(0.0))
 
 
-def rdp_applies(release: Release) -> bool:
+def rdp_applies(release: "_rel.Release") -> bool:
     """Whether an RDP bound is consulted below the PLD's floor: Poisson and full-batch releases (the remove pair's
     curve bounds both directions, Mironov, Talwar & Zhang 2019, Thm 5), and fixed-size batches or their σ/2
     stand-in (replace-one sampling without replacement: Wang, Balle & Kasiviswanathan 2019, see
@@ -159,7 +159,7 @@ def rdp_applies(release: Release) -> bool:
 _WOR_ORDERS = tuple(range(2, 65)) + (80, 100, 128, 160, 200, 256, 320, 400, 512, 700, 1000, 1500, 2000)
 
 
-def _wor_rdp_accountant(release: Release):
+def _wor_rdp_accountant(release: "_rel.Release"):
     """``dp_accounting``'s RDP accountant (replace-one) over a fixed-size-batch release's events.
 
     Sampling without replacement under replace-one has its own RDP bound (Wang, Balle & Kasiviswanathan
@@ -174,7 +174,7 @@ def _wor_rdp_accountant(release: Release):
     return acc
 
 
-def rdp_delta(release: Release, epsilon: float) -> float:
+def rdp_delta(release: "_rel.Release", epsilon: float) -> float:
     """δ(ε) ≤ min_α exp((α − 1)(ε(α) − ε + log(1 − 1/α)) − log α) of the release's RDP curve (Canonne, Kamath &
     Steinke 2020, Prop. 12; the conversion of ``dp_accounting``'s ``RdpAccountant``), certified from above.
     Fixed-size batches: the without-replacement RDP bound (:func:`_wor_rdp_accountant`)."""
@@ -188,7 +188,7 @@ def rdp_delta(release: Release, epsilon: float) -> float:
     return float(min(1.0, math.exp(min(0.0, float(best[0])))))
 
 
-def _rdp_epsilon(release: Release, delta: float) -> float:
+def _rdp_epsilon(release: "_rel.Release", delta: float) -> float:
     if release.as_run.sampler == "fixed":
         return float(_wor_rdp_accountant(release).get_epsilon(delta))
 
@@ -199,7 +199,7 @@ def _rdp_epsilon(release: Release, delta: float) -> float:
     return float(max(0.0, best[0]))
 
 
-def _dp_accounting_epsilon(release: Release, delta: float) -> float:
+def _dp_accounting_epsilon(release: "_rel.Release", delta: float) -> float:
     import dp_accounting  # noqa: PLC0415  (slow import, only on request)
     from dp_accounting.pld import pld_privacy_accountant
 
@@ -217,7 +217,7 @@ def epsilon(
     delta: float = 1e-5,
     accountant: str = "pld",
     *,
-    release: Release | None = None,
+    release: "_rel.Release" | None = None,
 ) -> float:
     """ε of DP-SGD at ``delta`` (add/remove adjacency, Poisson sampling), as a float: the accountant's number.
 

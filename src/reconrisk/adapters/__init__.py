@@ -1,8 +1,7 @@
 """Adapters: other libraries' descriptions of a run, read into reconrisk's terms.
 
-* :mod:`.dp_events` — a ``dp_accounting`` ``DpEvent`` flattened once into its steps
-  (``dp_event_leaves``) and whether they make one DP-SGD release (``dp_event_release_refusal``);
-  :meth:`Release.from_dp_event <reconrisk.release.Release.from_dp_event>` and the dispatch read it.
+* (``dp_accounting`` events are read by :mod:`reconrisk.mechanisms.traverse`, each event class by the mechanism or
+  sampler class that owns it.)
 * :mod:`.opacus_history` — an Opacus accountant's history and its data loader's sampler, read into
   segments (Poisson, or the sound stand-in of shuffled or sequential batches);
   :meth:`Release.from_opacus <reconrisk.release.Release.from_opacus>` calls it.

@@ -2,10 +2,16 @@
 
 * an :class:`~reconrisk.analysis.base.Analysis` — itself;
 * a :class:`~reconrisk.release.Release` — its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`;
-* a ``dp_accounting`` ``DpEvent`` — :func:`analyse_dp_event`: the event is walked **once**
-  (:func:`~reconrisk.release.dp_event_leaves`) and the leaves choose: Gaussian steps of one sampler, in a
-  release's range, become a :class:`~reconrisk.release.Release` and get the full analysis; any other event a
-  :class:`~reconrisk.analysis.events.EventAnalysis`, handed the leaves so that nobody walks the event again.
+* a ``dp_accounting`` ``DpEvent`` — read **once** into steps (:func:`reconrisk.mechanisms.traverse.steps`);
+* a sequence of :class:`~reconrisk.mechanisms.base.Step` (a run described directly, e.g. a mechanism
+  ``dp_accounting`` has no event for) — :func:`analyse_steps`.
+
+The steps choose: Gaussian steps of one sampler, in a release's range, become a
+:class:`~reconrisk.release.Release` (:meth:`~reconrisk.release.Release.from_steps`) and get the full analysis;
+steps that all have a privacy-loss distribution an :class:`~reconrisk.analysis.events.EventAnalysis` handed
+those steps; if any step has none (an RDP-only mechanism), a
+:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of the composed RDP curve (the sum of the steps'
+curves on ``DEFAULT_ORDERS``), whose results say "RDP curve (no privacy-loss distribution for …)".
 
 Modelled on ``dp_accounting``'s accountants, which traverse an event once and say with ``supports`` what
 they can account for. ``PrivacyAnalysis.from_dp_event`` and ``PrivacyAnalysis.from_guarantee`` are this
@@ -14,23 +20,66 @@ module's entry points under their public names.
 
 from __future__ import annotations
 
-from .base import Analysis, register_entry_points
+import numpy as np
+
+from ..accounting.rdp import DEFAULT_ORDERS
+from ..errors import ReconRiskError
+from ..mechanisms.base import Step
+from ..mechanisms.traverse import steps as event_steps
+from ..release import Release, release_refusal
+from .base import Analysis, register_entry_points, with_details
 from .events import EventAnalysis
 from .guarantee import GuaranteeAnalysis
 from .privacy import PrivacyAnalysis
-from ..adapters.dp_events import dp_event_leaves, dp_event_release_refusal
-from ..release import Release
+
+
+class StepsRdpAnalysis(GuaranteeAnalysis):
+    """The composed RDP curve of steps of which some have no privacy-loss distribution, read as a guarantee
+    (upper ends only, the optimal RDP → trade-off conversion); every result names why (``via``)."""
+
+    def __init__(self, steps, orders: np.ndarray, curve: np.ndarray, via: str) -> None:
+        ok = np.isfinite(curve)
+        if not ok.any():
+            raise ReconRiskError(f"{via}: the composed RDP curve is infinite at every order; nothing is certified")
+        super().__init__("rdp", order=orders[ok], epsilon=curve[ok])
+        self.steps, self.via = tuple(steps), via
+
+    @property
+    def formula(self) -> str:
+        return f"{self.via}: " + super().formula
+
+    def describe(self) -> dict:
+        return {**super().describe(), "steps": " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}"
+                                                           for s in self.steps), "via": self.via}
+
+    def _rero(self, k, lk):
+        return with_details(super()._rero(k, lk), via=self.via)
+
+
+def analyse_steps(steps, *, source=None, value_discretization: float | None = None) -> Analysis:
+    """The analysis of ``steps`` (see the module docstring); ``source`` is what they were read from (an event)."""
+    steps = tuple(steps)
+    for s in steps:
+        if not isinstance(s, Step):
+            raise ReconRiskError(f"steps must be reconrisk Steps (reconrisk.mechanisms.base.Step); found "
+                                 f"{type(s).__name__}")
+    no_pld = [s for s in steps if not s.never_sampled and not s.mechanism.has_pld(s.sampler)]
+    if no_pld:
+        names = sorted({s.mechanism.name for s in no_pld})
+        curve = sum(s.rdp(DEFAULT_ORDERS) for s in steps)
+        return StepsRdpAnalysis(steps, DEFAULT_ORDERS, np.asarray(curve, dtype=float),
+                                f"RDP curve (no privacy-loss distribution for {', '.join(names)})")
+    if value_discretization is None and release_refusal(steps) is None:
+        return PrivacyAnalysis(Release.from_steps(steps))
+    return EventAnalysis(source, value_discretization=value_discretization, steps=steps)
 
 
 def analyse_dp_event(event, *, value_discretization: float | None = None) -> Analysis:
-    """The analysis of a ``dp_accounting`` ``DpEvent``, walking it once (see the module docstring).
+    """The analysis of a ``dp_accounting`` ``DpEvent``, read once (see the module docstring).
 
     ``value_discretization`` (a loss grid) asks for the event analysis whatever the event holds.
     """
-    leaves = dp_event_leaves(event)
-    if value_discretization is None and dp_event_release_refusal(leaves) is None:
-        return PrivacyAnalysis(Release.from_leaves(leaves))
-    return EventAnalysis(event, value_discretization=value_discretization, leaves=leaves)
+    return analyse_steps(event_steps(event), source=event, value_discretization=value_discretization)
 
 
 def analyse_guarantee(source: str, **guarantee) -> GuaranteeAnalysis:
@@ -51,6 +100,8 @@ def analyse(source) -> Analysis:
         return source
     if type(source).__module__.startswith("dp_accounting"):
         return analyse_dp_event(source)
+    if isinstance(source, (list, tuple)) and source and all(isinstance(s, Step) for s in source):
+        return analyse_steps(source)
     return PrivacyAnalysis(source)  # a Release (anything else is refused there in one line)
 
 

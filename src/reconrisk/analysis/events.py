@@ -25,13 +25,13 @@ Where the distributions come from:
   reconrisk engine (:func:`reconrisk.accounting.pld.step_pmf`, the
   without-replacement step being the Poisson pair at the event's noise
   multiplier, see :meth:`Release.dominating <reconrisk.release.Release.dominating>`);
-* Laplace, Poisson-sampled Laplace, discrete Laplace, randomized response and
-  mixtures of Gaussians: ``dp_accounting``'s PLD constructors with
-  ``pessimistic_estimate=True`` (connect-the-dots) and ``False`` (losses rounded
-  down: every δ(ε) = E_P[(1 − e^{ε−L})₊] is non-decreasing in each loss, so
-  rounding down can only lower the curve, and composition keeps the order),
-  converted to reconrisk's :class:`~reconrisk.accounting.pmf.PMF` and composed
-  by reconrisk (FFT round-off bounded as for the Gaussian engine).
+* every other mechanism: its own module's ``pld`` (:mod:`reconrisk.mechanisms`): finite supports
+  (discrete Laplace, randomized response) exactly, losses rounded up or down; Laplace,
+  Poisson-sampled Laplace and mixtures of Gaussians from ``dp_accounting``'s public privacy-loss
+  classes, connect-the-dots when pessimistic and losses rounded down when optimistic (every
+  δ(ε) = E_P[(1 − e^{ε−L})₊] is non-decreasing in each loss, so rounding down can only lower the
+  curve, and composition keeps the order); composed by reconrisk (FFT round-off bounded as for the
+  Gaussian engine). A step with no PLD is not analysed here: the dispatch answers from the RDP curve.
 
 Departures: ``dp_accounting``'s own discretisation carries no a-posteriori
 round-off bound (it is float64 arithmetic on closed forms); the brackets are
@@ -51,21 +51,20 @@ import numpy as np
 from scipy import special
 
 from .. import _validate as v
-from ..accounting import pld as _pld
 from ..accounting.epsilon import RDP_NEAR_FLOOR, pld_floor
 from ..accounting.pmf import PMF
-from ..accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
+from ..accounting.rdp import DEFAULT_ORDERS
 from ..errors import ReconRiskError
 from ..measures.rero import DEFAULT_REL_TOL
 from ..measures.risk import event_prior_success, event_total_variation
 from ..measures.tradeoff import CURVE_TOL, TradeOff
 from ..priors import resolve_kappa
-from ..adapters.dp_events import dp_event_leaves
+from ..mechanisms.base import Step
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.samplers import FixedBatch
+from ..mechanisms.traverse import steps as event_steps
 from ..results import Bound
 from .base import RELEASE_ONLY, Analysis
-from .event_leaves import (  # noqa: F401  (re-exported: the per-step pieces)
-    _ADD_REMOVE, _REPLACE_ONE, _check_degenerate, _dpa_pld, _from_dp_accounting, _leaf_mu, _leaf_pure_eps, _leaf_rdp,
-    _never_sampled, _noiseless_pmf, _pure_dp_mu, _relation)
 
 #: First loss grid of an event analysis.
 EVENT_DISCRETIZATION = 1e-4
@@ -77,11 +76,21 @@ EPSILON_REL_TOL = 1e-2
 #: Losses kept in compositions (beyond: +∞ when pessimistic, the cap when optimistic).
 EVENT_LOSS_CAP = 250.0
 
+def relation_of(steps) -> str:
+    """The one neighbouring relation of ``steps`` (a step without amplification joins either; none: add/remove)."""
+    rel = {s.relation for s in steps} - {None}
+    if len(rel) > 1:
+        raise ReconRiskError("the event mixes add/remove events (Poisson sampling, Laplace) with replace-one events "
+                             "(sampling without replacement, randomized response); one guarantee needs one relation")
+    return rel.pop() if rel else "add_remove"
+
+
 class EventAnalysis(Analysis):
     """Two-sided certified (ε, δ), ReRo, trade-off and risk values of a ``DpEvent`` (see the module docstring).
 
-    ``leaves``: the event already flattened by :func:`~reconrisk.release.dp_event_leaves` (what
+    ``steps``: the event already read by :func:`reconrisk.mechanisms.traverse.steps` (what
     :func:`reconrisk.analysis.dispatch.analyse` passes, so the event is walked once); read here otherwise.
+    ``event`` may be None when ``steps`` are given (a run described by steps alone).
 
     >>> import dp_accounting as dpa
     >>> a = EventAnalysis(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(2.0), 3))
@@ -93,18 +102,22 @@ class EventAnalysis(Analysis):
 
     release = None  # not a DP-SGD release: quantities that need σ, q, T are refused by name (:meth:`supports`)
 
-    def __init__(self, event, *, value_discretization: float | None = None, leaves: list | None = None,
+    def __init__(self, event, *, value_discretization: float | None = None, steps=None,
                  _symmetric: bool = False) -> None:
         self.source = event
-        self.leaves = dp_event_leaves(event) if leaves is None else list(leaves)
-        if not self.leaves:
+        self.steps: tuple[Step, ...] = event_steps(event) if steps is None else tuple(steps)
+        if not self.steps:
             raise ReconRiskError("the event holds no privacy-relevant step (only NoOpDpEvent)")
-        for kind, a, q, _ in self.leaves:
-            _check_degenerate(kind, a, q)
-        self.relation = _relation({k for k, *_ in self.leaves})
+        for s in self.steps:
+            if not isinstance(s, Step):
+                raise ReconRiskError(f"steps must be reconrisk Steps; found {type(s).__name__}")
+            if not s.never_sampled and not s.mechanism.has_pld(s.sampler):
+                raise ReconRiskError(f"{s.event_name} has no privacy-loss distribution (analyse it through its RDP "
+                                     "curve: reconrisk.analysis.dispatch.analyse)")
+        self.relation = relation_of(self.steps)
         self.h = EVENT_DISCRETIZATION if value_discretization is None else v.positive(
             "value_discretization", value_discretization)
-        self.has_gaussian = any(k in ("gaussian", "poisson", "fixed") for k, *_ in self.leaves)
+        self.has_gaussian = any(isinstance(s.mechanism, Gaussian) for s in self.steps)
         self._cache: dict[tuple[float, bool, str], PMF] = {}
         self._memo: dict = {}
         #: True for the pair view (:attr:`pair`): steps sampled without replacement compose the symmetrised curve
@@ -124,48 +137,41 @@ class EventAnalysis(Analysis):
         for both. ReRo keeps the one-reference argument of :meth:`rero` (the run in which the target's slot is
         never sampled), as :attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair` does for releases.
         """
-        if self.symmetric or not any(k == "fixed" for k, *_ in self.leaves):
+        if self.symmetric or not any(isinstance(s.sampler, FixedBatch) for s in self.steps):
             return self
         if self._pair is None:
-            self._pair = EventAnalysis(self.source, value_discretization=self.h, leaves=self.leaves, _symmetric=True)
+            self._pair = EventAnalysis(self.source, value_discretization=self.h, steps=self.steps, _symmetric=True)
         return self._pair
 
     def __repr__(self) -> str:
-        return f"EventAnalysis({self.source!r}, h={self.h:g})"
+        return f"EventAnalysis({self.source if self.source is not None else self.label!r}, h={self.h:g})"
 
     def describe(self) -> dict:
         """The event as JSON-ready keys (its ``dp_accounting`` repr and the neighbouring relation)."""
-        return {"dp_event": repr(self.source), "relation": self.relation}
+        src = repr(self.source) if self.source is not None else self.label
+        return {"dp_event": src, "relation": self.relation}
 
     def _refusal(self, question: str) -> str | None:
         if question in RELEASE_ONLY:
             return f"{RELEASE_ONLY[question]} reads a DP-SGD release (sigma, q, T); not defined for the event {self.name}"
         if question == "gdp_mu_upper":
-            for kind, a, q, count in self.leaves:
-                if _leaf_mu(kind, a, count, q) is None:
-                    return f"no Gaussian-DP upper bound is known for {kind} (the lower end of gdp_mu stands)"
+            for s in self.steps:
+                if s.gdp_mu_squared() is None:
+                    return f"no Gaussian-DP upper bound is known for {s.event_name} (the lower end of gdp_mu stands)"
         return None
 
     @property
     def name(self) -> str:
-        """The first leaf that is not a Gaussian step (what a refusal names), else the event's class name."""
-        for kind, *_ in self.leaves:
-            if kind not in ("gaussian", "poisson", "fixed"):
-                return kind
-        return type(self.source).__name__
+        """The first step that is not a Gaussian step (what a refusal names), else the event's class name."""
+        for s in self.steps:
+            if not isinstance(s.mechanism, Gaussian):
+                return s.event_name
+        return type(self.source).__name__ if self.source is not None else "steps"
 
     @property
     def label(self) -> str:
-        """The event in a few words for a table title: ``5×LaplaceDpEvent(b=10) + 20×Gaussian(σ=1, q=0.1)``."""
-        parts = []
-        for kind, a, q, count in self.leaves:
-            if kind in ("gaussian", "poisson", "fixed"):
-                what = {"gaussian": "Gaussian", "poisson": "PoissonSampled Gaussian", "fixed": "WithoutReplacement Gaussian"}
-                parts.append(f"{count}×{what[kind]}(s={a:g}" + (f", q={q:g})" if kind != "gaussian" else ")"))
-            else:
-                b = getattr(a, "noise_multiplier", None) or getattr(getattr(a, "event", None), "noise_multiplier", None)
-                parts.append(f"{count}×{kind}" + (f"(b={b:g})" if b is not None else ""))
-        return " + ".join(parts)
+        """The event in a few words for a table title: ``5×LaplaceDpEvent(b=10) + 20×PoissonSampled Gaussian(s=1, q=0.1)``."""
+        return " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}" for s in self.steps)
 
     @property
     def composition_count(self) -> int:
@@ -187,19 +193,13 @@ class EventAnalysis(Analysis):
         if direction not in self.directions(pessimistic):
             raise ReconRiskError("the optimistic add direction is not available for Gaussian steps; use direction='remove'")
         total: PMF | None = None
-        for kind, a, q, count in self.leaves:
-            if _never_sampled(kind, a, q):
+        for s in self.steps:
+            if s.never_sampled:
                 continue  # the target is never used: the pair is identical, the step changes nothing
-            if kind in ("gaussian", "poisson") and a == 0.0:
-                step = _noiseless_pmf(q, h, pessimistic, direction)
-            elif kind in ("gaussian", "poisson", "fixed"):
-                # without replacement: the Poisson pair at the event's noise multiplier (Release.dominating);
-                # in the pair view its symmetrised curve (see :attr:`pair`)
-                step = _pld.step_pmf(a, q, h, pessimistic=pessimistic,
-                                     direction="symmetric" if self.symmetric and kind == "fixed" else direction)
-            else:
-                d = _dpa_pld(a, h, pessimistic, self.relation)
-                step = _from_dp_accounting(d._pmf_remove if direction == "remove" else d._pmf_add, pessimistic)
+            # in the pair view a step sampled without replacement reads its symmetrised curve (see :attr:`pair`);
+            pair = self.symmetric and isinstance(s.sampler, FixedBatch)
+            step = s.pld(h, pessimistic=pessimistic, direction="symmetric" if pair else direction)
+            count = s.count
             part = step.self_compose(count, EVENT_LOSS_CAP)
             total = part if total is None else total.compose(part, EVENT_LOSS_CAP)
         if total is None:  # every step is never sampled: loss 0 with probability 1 (ε = 0, δ = 0, ReRo = κ)
@@ -280,13 +280,13 @@ class EventAnalysis(Analysis):
         return self._both(pld_floor, True, h)
 
     def _pure_epsilon(self) -> float:
-        """Σ count·ε_leaf when every leaf is pure ε-DP (basic composition), else inf (:func:`_leaf_pure_eps`)."""
-        return float(sum(count * _leaf_pure_eps(kind, a, q) for kind, a, q, count in self.leaves))
+        """Σ count·ε_step when every step is pure ε-DP (basic composition), else inf (each mechanism's pure_epsilon)."""
+        return float(sum(s.pure_epsilon() for s in self.steps))
 
     def _rdp_curve(self) -> np.ndarray:
-        """The event's RDP curve on ``DEFAULT_ORDERS`` (sum over leaves, :func:`_leaf_rdp`; inf where unknown)."""
+        """The event's RDP curve on ``DEFAULT_ORDERS`` (sum over steps, each mechanism's rdp; inf where unknown)."""
         if "rdp" not in self._memo:
-            self._memo["rdp"] = sum(count * _leaf_rdp(kind, a, q, DEFAULT_ORDERS) for kind, a, q, count in self.leaves)
+            self._memo["rdp"] = sum(s.rdp(DEFAULT_ORDERS) for s in self.steps)
         return self._memo["rdp"]
 
     def _alt_epsilon(self, d: float) -> float:
@@ -393,7 +393,7 @@ class EventAnalysis(Analysis):
         with np.errstate(divide="ignore", invalid="ignore"):
             cand = special.ndtri(1.0 - t.alpha) - special.ndtri(np.clip(t.beta.upper, 1e-300, 1.0))
         lo = max(0.0, float(np.nanmax(np.where(np.isfinite(cand), cand, -np.inf))))
-        mus = [_leaf_mu(kind, a_, count, q) for kind, a_, q, count in self.leaves]
+        mus = [s.gdp_mu_squared() for s in self.steps]
         up = None if any(m is None for m in mus) else math.sqrt(sum(mus))
         return Bound("gdp_mu", lo if up is None else min(lo, up), up, method="tradeoff", converged=None,
                      formula="lower: max_a Phi^-1(1-a) - Phi^-1(f_upper(a)); upper: sqrt(sum count * mu_leaf^2) "

@@ -1,8 +1,19 @@
-"""Noise mechanisms beyond the Gaussian (which needs no module of its own).
+"""Every mechanism and sampler, one module each, registered in one registry (:mod:`.base`).
 
-* :mod:`.vmf` — the von Mises–Fisher law (Biswas et al. 2024): a stable log I_ν (Debye's expansion or
-  scipy/series), its normaliser and density, and Wood's sampler with a Householder reflection in numpy and
-  JAX.
+* :mod:`.base` — :class:`~.base.Mechanism`, :class:`~.base.Sampler`, :class:`~.base.Step`, the registry
+  (``register``/``by_name``/``for_event``/``registered``) and the simulator hook (``attach_simulator``);
+* :mod:`.samplers` — Poisson, fixed batch (replace-one), no amplification, shuffled (the stand-in);
+* :mod:`.gaussian`, :mod:`.laplace`, :mod:`.discrete_laplace`, :mod:`.randomized_response`,
+  :mod:`.mixture_gaussians`, :mod:`.von_mises_fisher` — the mechanisms; :mod:`.pld_build` builds the
+  distributions of those that are not reconrisk's Gaussian engine;
+* :mod:`.vmf` — the von Mises–Fisher law (Biswas et al. 2024): stable log I_ν, normaliser and density,
+  Wood's sampler with a Householder reflection in numpy and JAX;
+* :mod:`.traverse` — a ``dp_accounting`` event → steps, one traversal.
 
-Layer 1: imports the core only (JAX through :mod:`reconrisk._jax`, inside functions).
+Layer 1: imports the core and :mod:`reconrisk.accounting` (JAX through :mod:`reconrisk._jax`, inside functions).
+Importing the package registers every class.
 """
+
+from . import base, samplers  # noqa: F401
+from . import gaussian, laplace, discrete_laplace, randomized_response, mixture_gaussians, von_mises_fisher  # noqa: F401
+from . import traverse  # noqa: F401

@@ -65,6 +65,11 @@ class Mechanism(abc.ABC):
 
     name: ClassVar[str] = ""
     event_types: ClassVar[tuple[str, ...]] = ()
+    #: The name of the one number a :class:`~reconrisk.release.Segment` holds for a DP-SGD release with this noise
+    #: (``"noise_multiplier"``, ``"concentration"``), ``None`` for a mechanism a release cannot have.
+    level_name: ClassVar[str | None] = None
+    #: The JAX noise function of the simulator (:func:`attach_simulator`), ``None`` until one is attached.
+    simulator: ClassVar = None
 
     def supports(self, sampler: Sampler) -> Support:
         """Whether a step of this mechanism under ``sampler`` is analysed here; the one-line reason where not."""
@@ -78,6 +83,10 @@ class Mechanism(abc.ABC):
     def relation(self, sampler: Sampler) -> str | None:
         """The neighbouring relation a step under ``sampler`` is analysed for (``None``: either)."""
         return sampler.relation
+
+    def has_pld(self, sampler: Sampler) -> bool:
+        """Whether :meth:`pld` builds a distribution (a subclass that overrides it does), asked without building one."""
+        return type(self).pld is not Mechanism.pld
 
     def pld(self, sampler: Sampler, h: float, *, pessimistic: bool, direction: str):
         """The step's privacy-loss distribution on the grid ``h`` (a :class:`~reconrisk.accounting.pmf.PMF`),
@@ -109,6 +118,10 @@ class Mechanism(abc.ABC):
     def label(self, sampler: Sampler) -> str:
         return f"{self.name} ({sampler.describe()})"
 
+    def event_label(self, sampler: Sampler) -> str:
+        """The step in a few words for a table title (subclasses name their parameters)."""
+        return self.label(sampler)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -130,22 +143,37 @@ class Step:
     def relation(self) -> str | None:
         return self.mechanism.relation(self.sampler)
 
+    @property
+    def never_sampled(self) -> bool:
+        """The target is never used (sampling rate 0): both runs see the same output, the step changes nothing."""
+        return self.sampler.rate == 0.0 or self.count == 0
+
     def pld(self, h: float, *, pessimistic: bool, direction: str):
         return self.mechanism.pld(self.sampler, h, pessimistic=pessimistic, direction=direction)
 
     def rdp(self, orders) -> np.ndarray:
+        if self.never_sampled:
+            return np.zeros(np.asarray(orders, dtype=float).size)
         return self.count * np.asarray(self.mechanism.rdp(self.sampler, orders), dtype=float)
 
     def pure_epsilon(self) -> float:
-        e = self.mechanism.pure_epsilon(self.sampler)
+        e = 0.0 if self.never_sampled else self.mechanism.pure_epsilon(self.sampler)
         return 0.0 if e == 0.0 else self.count * e
 
     def gdp_mu_squared(self) -> float | None:
-        mu = self.mechanism.gdp_mu(self.sampler)
+        mu = 0.0 if self.never_sampled else self.mechanism.gdp_mu(self.sampler)
         return None if mu is None else (0.0 if mu == 0.0 else self.count * mu * mu)
 
     def label(self) -> str:
         return f"{self.count} × {self.mechanism.label(self.sampler)}"
+
+    @property
+    def event_name(self) -> str:
+        """The ``dp_accounting`` event the step is, by class name (``PoissonSampledDpEvent(LaplaceDpEvent)``), or
+        the mechanism's name where it has none: what a one-line refusal names."""
+        m = self.mechanism.event_types[0] if self.mechanism.event_types else self.mechanism.name
+        wrap = getattr(self.sampler, "event_types", ())
+        return f"{wrap[0]}({m})" if wrap else m
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -179,6 +207,27 @@ def by_name(name: str) -> type:
 def for_event(event_class_name: str) -> type | None:
     """The mechanism class reading ``dp_accounting`` events of that class name, ``None`` where none does."""
     return _BY_EVENT.get(event_class_name)
+
+
+def attach_simulator(mechanism: type, fn) -> None:
+    """Make ``fn(key, summed, scale)`` the JAX noise function of ``mechanism`` (a registered :class:`Mechanism`
+    class): what the train room's simulator adds for a release of that family. Kept on the class itself
+    (``mechanism.simulator``), so the registry stays the only table of mechanisms."""
+    if not (isinstance(mechanism, type) and issubclass(mechanism, Mechanism) and _BY_NAME.get(mechanism.name) is mechanism):
+        raise ReconRiskError(f"attach_simulator takes a registered Mechanism class; found {mechanism!r}")
+    if not callable(fn):
+        raise ReconRiskError(f"the simulator of {mechanism.name!r} must be callable; found {fn!r}")
+    mechanism.simulator = staticmethod(fn)
+
+
+def simulator(name: str):
+    """The JAX noise function attached to the mechanism called ``name`` (one line naming those that have one)."""
+    cls = _BY_NAME.get(name) if isinstance(name, str) else None
+    fn = getattr(cls, "simulator", None) if cls is not None and issubclass(cls, Mechanism) else None
+    if fn is None:
+        have = sorted(n for n, c in _BY_NAME.items() if getattr(c, "simulator", None) is not None)
+        raise ReconRiskError(f"noise must be one of {', '.join(map(repr, have))} for the simulator; found {name!r}")
+    return fn
 
 
 def registered(kind: type = object) -> dict[str, type]:

@@ -1,4 +1,4 @@
-"""The noise stage of a DP-SGD step: one function per noise family, chosen by ``Release.noise``.
+"""The noise stage of a DP-SGD step: one JAX function per mechanism, chosen by ``Release.noise``.
 
 A noise function privatises the clipped-gradient **sum** of one step::
 
@@ -11,29 +11,23 @@ standard deviation σC for the Gaussian family, the concentration κ for VMF), s
 function must be traceable (it runs inside ``jit``/``vmap``/``lax.scan``) and
 draw all its randomness from ``key``.
 
-Gaussian (Hayes, Mahloujifar & Balle 2023, §2, spec_000 §1.1)
+Gaussian (Hayes, Mahloujifar & Balle 2023, §1.1)
     ``summed + N(0, scale² I)``.
 
-Adding a noise family (e.g. Biswas et al.'s (2024) von Mises–Fisher mechanism)
-    1. write ``def vmf(key, summed, scale): ...`` in the module of that
-       mechanism (it may read its own parameters from ``scale`` or close
-       over static ones);
-    2. call ``register_noise("vmf", vmf)`` when that module is imported; for a
-       family of :data:`reconrisk.release.NOISE_FAMILIES` this also marks it
-       implemented (:func:`reconrisk.release.register_noise_family`), so
-       ``Release(noise="vmf")`` is accepted from then on;
-    3. nothing else changes: :func:`reconrisk.train.dpsgd.make_step_config`
-       copies ``release.noise`` into the static :class:`StepConfig` and the
-       step calls :func:`noise_fn` of it.
+The functions are attached to their mechanism classes (:func:`reconrisk.mechanisms.base.attach_simulator`),
+so the mechanisms registry is the only table of noise families: a new family is a mechanism module (registered,
+with a ``level_name``) plus one ``attach_simulator(ThatMechanism, fn)`` call here.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import ReconRiskError
+from .._deprecated import warn_renamed
+from ..mechanisms.base import Mechanism, attach_simulator, by_name, registered, simulator
+from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.vmf import vmf_noise_jax
-from ..release import NOISE_FAMILIES, register_noise_family
+from ..mechanisms.von_mises_fisher import VonMisesFisher
 
 NoiseFn = Callable[..., object]
 
@@ -56,31 +50,21 @@ def vmf(key, summed, scale):
     return vmf_noise_jax(key, summed, scale).astype(summed.dtype)
 
 
-_REGISTRY: dict[str, NoiseFn] = {"gaussian": gaussian, "vmf": vmf}
+attach_simulator(Gaussian, gaussian)
+attach_simulator(VonMisesFisher, vmf)
 
 
 def register_noise(name: str, fn: NoiseFn) -> None:
-    """Make ``fn`` the noise function of the family ``name`` (replacing an earlier one)."""
-    if not isinstance(name, str) or not name:
-        raise ReconRiskError(f"noise family name must be a non-empty string; found {name!r}")
-    if not callable(fn):
-        raise ReconRiskError(f"noise function for {name!r} must be callable; found {fn!r}")
-    _REGISTRY[name] = fn
-
-    if name in NOISE_FAMILIES:
-        register_noise_family(name)
+    """Deprecated: attach ``fn`` to the registered mechanism ``name`` (:func:`~reconrisk.mechanisms.base.attach_simulator`)."""
+    warn_renamed("register_noise()", "reconrisk.mechanisms.base.attach_simulator()", "reconrisk")
+    attach_simulator(by_name(name), fn)
 
 
 def noise_families() -> tuple[str, ...]:
-    """The noise families the simulator can add."""
-    return tuple(_REGISTRY)
+    """The noise families the simulator can add (the registered mechanisms with a simulator attached)."""
+    return tuple(n for n, c in registered(Mechanism).items() if c.simulator is not None)
 
 
 def noise_fn(name: str) -> NoiseFn:
     """The noise function of the family ``name``; a ReconRiskError names the implemented ones otherwise."""
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ReconRiskError(
-            f"noise must be one of {', '.join(map(repr, _REGISTRY))} for the simulator; found {name!r}"
-        ) from None
+    return simulator(name)
