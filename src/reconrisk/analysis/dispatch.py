@@ -40,7 +40,7 @@ class StepsRdpAnalysis(GuaranteeAnalysis):
     def __init__(self, steps, orders: np.ndarray, curve: np.ndarray, via: str) -> None:
         ok = np.isfinite(curve)
         if not ok.any():
-            raise ReconRiskError(f"{via}: the composed RDP curve is infinite at every order; nothing is certified")
+            raise ReconRiskError(f"{via}: the composed RDP curve is infinite at every order; it bounds nothing")
         super().__init__("rdp", order=orders[ok], epsilon=curve[ok])
         self.steps, self.via = tuple(steps), via
 

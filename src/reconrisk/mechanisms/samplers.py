@@ -48,7 +48,8 @@ class Poisson(Sampler):
         return _wrapped(event, read, cls(event.sampling_probability))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sample_rate", v.sample_rate("sample_rate", self.sample_rate))
+        object.__setattr__(self, "sample_rate", v.in_range("sample_rate", self.sample_rate, 0.0, 1.0,
+                                                             low_open=False, high_open=False))
 
     @property
     def relation(self) -> str:
@@ -118,7 +119,7 @@ class NoAmplification(Sampler):
 @register
 @dataclass(frozen=True)
 class Shuffled(Sampler):
-    """``passes`` full-batch replace-one steps, the certified stand-in for shuffled batches (Release.shuffled):
+    """``passes`` full-batch replace-one steps, the sound stand-in for shuffled batches (Release.shuffled):
     revealing the permutation only helps the adversary, and each pass then touches the target once."""
 
     passes: int
