@@ -266,7 +266,7 @@ def test_seed000_model_size():
 def test_noise_registry_dispatches_on_release_noise(digits, logistic_runs, monkeypatch):
     from dataclasses import dataclass
 
-    from reconrisk.mechanisms import base
+    from reconrisk.mechanisms import base as mbase
     from reconrisk.mechanisms.gaussian import Gaussian
     from reconrisk.train import noise
 
@@ -287,16 +287,13 @@ def test_noise_registry_dispatches_on_release_noise(digits, logistic_runs, monke
     class Shifted(Gaussian):  # a throwaway mechanism, registered for this test only
         name = "shifted"
 
-    monkeypatch.setitem(base._BY_NAME, "shifted", Shifted)
-    base.attach_simulator(Shifted, shifted)
+    monkeypatch.setitem(mbase._BY_NAME, "shifted", Shifted)
+    mbase.attach_simulator(Shifted, shifted)
     assert noise.noise_fn("shifted") is shifted and noise.noise_fn("gaussian") is noise.gaussian
-    try:
-        cfg = dataclasses.replace(dpsgd.make_step_config(rel, 400, 2.0, "hard"), noise="shifted")
-        params = model.init(jax.random.split(jax.random.PRNGKey(4))[0])
-        k_run = jax.random.split(jax.random.PRNGKey(4))[1]
-        _, theta, g, mask, _ = step(model, cfg, params, k_run, 0, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
-    finally:
-        pass
+    cfg = dataclasses.replace(dpsgd.make_step_config(rel, 400, 2.0, "hard"), noise="shifted")
+    params = model.init(jax.random.split(jax.random.PRNGKey(4))[0])
+    k_run = jax.random.split(jax.random.PRNGKey(4))[1]
+    _, theta, g, mask, _ = step(model, cfg, params, k_run, 0, jnp.asarray(x), jnp.asarray(y), rel.noise_std)
     assert calls
     np.testing.assert_array_equal(np.asarray(mask), base.masks[0])  # the same Poisson batch (q = 0.25)
     np.testing.assert_allclose(np.asarray(g), base.grads[0] + 1.0, rtol=1e-6, atol=1e-6)
