@@ -191,6 +191,11 @@ def _lazy_allowed(module: str, target: str, heavy: set[str], slow: set[str]) -> 
     """May ``module`` import the project module ``target`` inside a function?"""
     if target == "reconrisk" or target in heavy:  # the root package's lazy names; a heavy module
         return True
+    # mechanisms/ is on `import reconrisk.release`'s numpy-only path (a Segment holds a typed mechanism): its
+    # classes load the numeric engines (a module of layer <= 1 that loads scipy or dp_accounting) where a number is
+    # computed
+    if module.startswith("reconrisk.mechanisms.") and target in slow and (_layer(target) or 0) <= 1:
+        return True
     in_cli = module == "reconrisk.cli" or module.startswith("reconrisk.cli.")
     # the CLI imports every command module at start: a command loads what it computes or reads (any module
     # outside cli/) when it runs, so that every command's start pays only for the CLI itself

@@ -11,9 +11,10 @@
 * :mod:`.traverse` — a ``dp_accounting`` event → steps, one traversal.
 
 Layer 1: imports the core and :mod:`reconrisk.accounting` (JAX through :mod:`reconrisk._jax`, inside functions).
-Importing the package registers every class.
+Importing the package registers the classes a :class:`~reconrisk.release.Release` can hold (numpy only: ``import
+reconrisk.release`` loads no scipy); :func:`.traverse.steps` imports (and so registers) every other mechanism
+module the first time it reads an event.
 """
 
 from . import base, samplers  # noqa: F401
-from . import gaussian, laplace, discrete_laplace, randomized_response, mixture_gaussians, von_mises_fisher  # noqa: F401
-from . import traverse  # noqa: F401
+from . import gaussian, von_mises_fisher  # noqa: F401

@@ -1,5 +1,8 @@
 """The Gaussian mechanism: :class:`Gaussian` (noise multiplier s, in units of the relation's sensitivity).
 
+This module is on ``import reconrisk.release``'s numpy-only path (a :class:`~reconrisk.release.Segment` holds a
+:class:`Gaussian`): the engines it reads (scipy) are imported where a number is computed.
+
 Under :class:`~.samplers.NoAmplification` and :class:`~.samplers.Poisson` its privacy-loss distribution is the
 reconrisk engine's (:func:`reconrisk.accounting.pld.step_pmf`; s = 0 is the exact noiseless step
 :func:`noiseless_pmf`). Under :class:`~.samplers.FixedBatch` (replace-one, ``dp_accounting``'s units) the
@@ -17,15 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..accounting import pld as _pld
-from ..accounting.pmf import PMF
-from ..accounting.rdp import subsampled_gaussian_rdp
 from ..results import Support
 from .base import Mechanism, Sampler, Step, register
 from .samplers import FixedBatch, NoAmplification, Poisson, Shuffled
 
 
-def noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str) -> PMF:
+def noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str):
     """The exact PLD of one Gaussian step with noise multiplier 0, sampled with probability q ∈ (0, 1].
 
     Outputs are points: ν = δ₀, μ = (1 − q)δ₀ + qδ₁. Remove: loss +∞ with probability q, log(1 − q) otherwise;
@@ -62,7 +62,9 @@ class Gaussian(Mechanism):
                                   "give a noise multiplier > 0")
         return Support(True)
 
-    def pld(self, sampler: Sampler, h: float, *, pessimistic: bool, direction: str) -> PMF:
+    def pld(self, sampler: Sampler, h: float, *, pessimistic: bool, direction: str):
+        from ..accounting import pld as _pld
+
         s = self.noise_multiplier
         if isinstance(sampler, Shuffled):  # K full-batch steps: one step at s/√K (Gaussian DP composes exactly)
             return _pld.step_pmf(s / math.sqrt(sampler.passes), 1.0, h, pessimistic=pessimistic, direction="remove")
@@ -78,6 +80,8 @@ class Gaussian(Mechanism):
         """α/(2s²) amplified: Poisson by :func:`~reconrisk.accounting.rdp.subsampled_gaussian_rdp` (Mironov, Talwar
         & Zhang 2019); without replacement by Wang, Balle & Kasiviswanathan 2019's bound as ``dp_accounting``
         computes it (its module-level helper; RDP composes adaptively, so either orientation is covered)."""
+        from ..accounting.rdp import subsampled_gaussian_rdp
+
         orders = np.asarray(orders, dtype=float)
         s = self.noise_multiplier
         if s <= 0:

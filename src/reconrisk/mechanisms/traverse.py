@@ -53,12 +53,19 @@ def _read(event, count: int, dpa) -> list[Step]:
     return [Step(s.mechanism, s.sampler, s.count * count) if count != 1 else s for s in found]
 
 
+def register_all() -> None:
+    """Import (so register) every mechanism module: the readers of events (scipy; off the numpy-only path of
+    ``import reconrisk.release``, so imported here, when an event is read). A new mechanism adds one name."""
+    from . import discrete_laplace, laplace, mixture_gaussians, randomized_response  # noqa: F401
+
+
 def steps(event) -> tuple[Step, ...]:
     """The steps of ``event`` in order (NoOp events dropped), one per leaf (see the module docstring)."""
     try:
         import dp_accounting as dpa
     except ImportError:  # pragma: no cover - dp_accounting is a dependency
         raise ReconRiskError("reading a DpEvent needs the dp_accounting package") from None
+    register_all()
     out = _read(event, 1, dpa)
     total = sum(s.count for s in out)
     if total > v.MAX_STEPS:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from ..accounting.vmf import vmf_rdp
 from ..results import Support
 from .base import Mechanism, Sampler, register
 from .samplers import NoAmplification, Poisson
@@ -45,6 +44,8 @@ class VonMisesFisher(Mechanism):
         return "add_remove"
 
     def rdp(self, sampler: Sampler, orders) -> np.ndarray:
+        from ..accounting.vmf import vmf_rdp  # (scipy: off import reconrisk.release's numpy-only path)
+
         o = np.asarray(orders, dtype=float)
         if self.dim is None:
             return np.full(o.size, np.inf)
