@@ -32,6 +32,8 @@ def noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str):
     add: loss −log(1 − q) with probability 1 (+∞ at q = 1). The finite loss is rounded up to the grid when
     pessimistic and down when optimistic. So δ(ε) = 1 − (1 − q)^T for every ε ≥ 0 over T such steps.
     """
+    from ..accounting.pmf import PMF
+
     rnd = math.ceil if pessimistic else math.floor
     if q == 1.0:
         return PMF(h, 0, np.zeros(1), 1.0, bool(pessimistic), 0.0)
