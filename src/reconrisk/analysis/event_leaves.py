@@ -18,6 +18,7 @@ from .. import _validate as v
 from ..accounting.pmf import PMF
 from ..accounting.rdp import subsampled_gaussian_rdp
 from ..errors import ReconRiskError
+from ..mechanisms.checks import constructor_failure, mixture_of_gaussians
 
 _ADD_REMOVE = ("gaussian", "poisson", "LaplaceDpEvent", "PoissonSampledDpEvent(LaplaceDpEvent)",
                "DiscreteLaplaceDpEvent", "MixtureOfGaussiansDpEvent")
@@ -90,25 +91,9 @@ def _check_degenerate(kind: str, a, q) -> None:
 
 
 def _check_mixture(event) -> None:
-    """A mixture of Gaussians dp_accounting can build: σ > 0, finite sensitivities with probabilities summing to 1,
-    and every sensitivity within 1/MIN_NOISE noise units (dp_accounting fails past that, or leaks its ValueError)."""
-    name = "MixtureOfGaussiansDpEvent"
-    sd = v.positive(f"{name}.standard_deviation", event.standard_deviation)
-    try:
-        sens = np.asarray(event.sensitivities, dtype=float)
-        probs = np.asarray(event.sampling_probs, dtype=float)
-    except (TypeError, ValueError):
-        raise ReconRiskError(f"{name}.sensitivities and .sampling_probs must be lists of numbers; found "
-                             f"{event.sensitivities!r:.60} and {event.sampling_probs!r:.60}") from None
-    if sens.ndim != 1 or sens.size == 0 or sens.shape != probs.shape:
-        raise ReconRiskError(f"{name}.sensitivities and .sampling_probs must be non-empty lists of equal length; "
-                             f"found {sens.size} and {probs.size}")
-    if not np.isfinite(sens).all() or (np.abs(sens) / sd > 1.0 / v.MIN_NOISE).any():
-        raise ReconRiskError(f"{name}.sensitivities must be finite and at most {1.0 / v.MIN_NOISE:g} standard "
-                             f"deviations ({sd:g}) in size; found {sens.tolist()!r:.80}")
-    if not np.isfinite(probs).all() or (probs < 0).any() or abs(float(probs.sum()) - 1.0) > 1e-9:
-        raise ReconRiskError(f"{name}.sampling_probs must be probabilities in [0, 1] summing to 1; found "
-                             f"{probs.tolist()!r:.80} (sum {float(probs.sum()):.6g})")
+    """A mixture of Gaussians dp_accounting can build (the check lives with the mechanisms:
+    :func:`reconrisk.mechanisms.checks.mixture_of_gaussians`)."""
+    mixture_of_gaussians(event)
 
 
 def _noiseless_pmf(q: float, h: float, pessimistic: bool, direction: str) -> PMF:
@@ -131,11 +116,10 @@ def _dpa_pld(event, h: float, pessimistic: bool, relation: str):
     """dp_accounting's PLD of one step; whatever it raises on parameters the checks let through is one line."""
     try:
         return _dpa_pld_unchecked(event, h, pessimistic, relation)
-    except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:  # dp_accounting's own refusals
+    except (ValueError, TypeError, OverflowError, ZeroDivisionError, RecursionError) as exc:  # dp_accounting's own
         if isinstance(exc, ReconRiskError):
             raise
-        raise ReconRiskError(f"{type(event).__name__}: dp_accounting cannot build its privacy-loss distribution "
-                             f"({exc})") from None
+        raise constructor_failure(event, exc) from None
 
 
 def _dpa_pld_unchecked(event, h: float, pessimistic: bool, relation: str):
