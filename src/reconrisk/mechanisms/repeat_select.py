@@ -92,7 +92,7 @@ def repeat_and_select_rdp(orders, rdp, mean: float, shape: float) -> np.ndarray:
     if orders.shape != rdp.shape or orders.ndim != 1 or orders.size == 0:
         raise ReconRiskError(f"orders and rdp must be non-empty lists of equal length; found {orders.size} and {rdp.size}")
     mean = v.in_range("RepeatAndSelectDpEvent.mean", mean, 1.0, math.inf, low_open=False)
-    shape = v.in_range("RepeatAndSelectDpEvent.shape", shape, 0.0, math.inf, low_open=False)
+    shape = v.in_range("RepeatAndSelectDpEvent.shape", shape, 0.0, math.inf, low_open=False, high_open=False)
     out = np.full(orders.size, np.inf)
     if shape == math.inf:  # Poisson: Thm 6
         for i, a in enumerate(orders):
@@ -129,7 +129,7 @@ class RepeatAndSelect(Mechanism):
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "mean", v.in_range("RepeatAndSelectDpEvent.mean", self.mean, 1.0, math.inf,
                                                     low_open=False))
-        object.__setattr__(self, "shape", v.in_range("RepeatAndSelectDpEvent.shape", self.shape, 0.0, math.inf,
+        object.__setattr__(self, "shape", v.in_range("RepeatAndSelectDpEvent.shape", self.shape, 0.0, math.inf, high_open=False,
                                                      low_open=False))
         self._inner_relation()
 

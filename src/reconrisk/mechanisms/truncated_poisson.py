@@ -22,9 +22,9 @@ down to its lower end with μ-mass min(P, e^{l}Q) (optimistic; O(h) rather than 
 bracket is of this dominating pair (what ``dp_accounting`` certifies), not of the truncated sampler itself.
 
 RDP: e^{(α−1)D_α} of the revealed mixture is τ·e^{(α−1)D₂} + (1 − τ)·e^{(α−1)D₁}; D₁ is the subsampled
-Gaussian's curve (Mironov, Talwar & Zhang 2019), and D₂ ≤ (1/(α−1))·log(1 − p + p·e^{(α−1)·8α/σ²}) by the joint
-convexity of e^{(α−1)D_α} (the components N(−1, s²), N(1, s²) are 2/s = 4/σ apart). Loose, but sound; the PLD
-is the answer, the curve the floor below it.
+Gaussian's curve (Mironov, Talwar & Zhang 2019), and D₂ that of the replace-one pair, by quadrature in log space
+with its error estimate added, never above the joint-convexity bound (1/(α−1))·log(1 − p + p·e^{(α−1)·8α/σ²})
+(the components N(−1, s²), N(1, s²) are 2/s = 4/σ apart). The PLD is the answer, the curve the floor below it.
 """
 
 from __future__ import annotations
@@ -259,10 +259,40 @@ def truncated_poisson_rdp(sigma: float, sampler: TruncatedPoisson, orders) -> np
         return d1
     if p == 0.0:
         return _mix_rdp(orders, d1, np.zeros(orders.size), tau)
-    with np.errstate(over="ignore"):
-        e2 = (orders - 1) * 8.0 * orders / sigma**2
-        d2 = np.logaddexp(math.log1p(-p), math.log(p) + e2) / (orders - 1) if p < 1 else e2 / (orders - 1)
+    d2 = replace_one_rdp(sigma / 2.0, p, orders)
     return _mix_rdp(orders, d1, d2, tau)
+
+
+def replace_one_rdp(s: float, p: float, orders) -> np.ndarray:
+    """D_α of the replace-one pair (noise std ``s``, probability ``p``; both orientations coincide): the smaller
+    of log ∫P^αQ^{1−α}/(α − 1) by adaptive quadrature in log space with its error estimate added (as
+    :mod:`reconrisk.accounting.rdp` does for fractional orders) and the joint-convexity bound
+    log(1 − p + p·e^{(α−1)·2α/s²})/(α − 1)."""
+    from scipy import integrate
+
+    orders = np.asarray(orders, dtype=float)
+    with np.errstate(over="ignore"):
+        e2 = (orders - 1) * 2.0 * orders / s**2
+        convex = (np.logaddexp(math.log1p(-p), math.log(p) + e2) if p < 1 else e2) / (orders - 1)
+    if p == 1.0:
+        return convex
+    lp, lq = math.log(p), math.log1p(-p)
+    out = convex.copy()
+    for i, a in enumerate(orders):
+        def log_f(x, a=a):
+            up = np.logaddexp(lq - x * x / (2 * s * s), lp - (x + 1) ** 2 / (2 * s * s))
+            lo = np.logaddexp(lq - x * x / (2 * s * s), lp - (x - 1) ** 2 / (2 * s * s))
+            return a * up + (1 - a) * lo - 0.5 * math.log(2 * math.pi * s * s)
+        lo_x, hi_x = -a - 2.0 - 40.0 * s, 2.0 + 40.0 * s
+        xs = np.linspace(lo_x, hi_x, 4001)
+        vals = log_f(xs)
+        shift = float(vals.max())
+        peak = float(xs[int(np.argmax(vals))])
+        val, err = integrate.quad(lambda x: math.exp(float(log_f(x)) - shift), lo_x, hi_x, points=[peak, -1.0, 0.0, 1.0],
+                                  limit=500, epsabs=0.0, epsrel=1e-11)
+        if val > 0 and math.isfinite(val):
+            out[i] = min(out[i], (shift + math.log(val + abs(err) + 1e-14 * val)) / (a - 1))
+    return np.maximum(out, 0.0)
 
 
 def _mix_rdp(orders, d1, d2, tau):
