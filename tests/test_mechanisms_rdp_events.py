@@ -224,3 +224,14 @@ def test_mixture_events_refused_in_one_line_through_analyse(event):
         analyse(event).epsilon(1e-5)
     assert type(info.value) is ReconRiskError and "\n" not in str(info.value)
     assert "MixtureOfGaussiansDpEvent" in str(info.value)
+
+
+def test_stated_guarantees_are_not_amplified_again():
+    from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson
+
+    poisson_like = TruncatedPoisson(0.1, 100, 100)
+    for m in (ZCDP(0.1), TreeAggregation(1.0, [3])):
+        assert not m.supports(poisson_like) and "as stated" in m.supports(poisson_like).reason
+        with pytest.raises(ReconRiskError, match="states its guarantee"):
+            base.Step(m, poisson_like)
+        assert m.supports(AsStated())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..results import Support
 from .base import Sampler, register
 
 
@@ -30,3 +31,12 @@ class AsStated(Sampler):
 
     def describe(self) -> str:
         return "as stated"
+
+
+def stated_only(what: str, sampler: Sampler) -> Support:
+    """A mechanism whose guarantee is stated for the whole step is analysed under :class:`AsStated` only (no
+    amplification is applied on top of a stated guarantee)."""
+    if isinstance(sampler, AsStated):
+        return Support(True)
+    return Support(False, f"{what} states its guarantee for the whole step; it is analysed as stated, not under "
+                          f"{sampler.describe()}")

@@ -23,7 +23,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..errors import ReconRiskError
-from .as_stated import AsStated
+from ..results import Support
+from .as_stated import AsStated, stated_only
 from .base import Mechanism, Step, register
 
 
@@ -139,6 +140,9 @@ class RepeatAndSelect(Mechanism):
             raise ReconRiskError("the repeated event mixes add/remove and replace-one steps; one guarantee needs one "
                                  "relation")
         return rels.pop() if rels else None
+
+    def supports(self, sampler) -> Support:
+        return stated_only("repeat-and-select", sampler)
 
     def relation(self, sampler) -> str | None:
         return self._inner_relation()

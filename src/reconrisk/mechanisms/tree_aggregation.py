@@ -25,7 +25,8 @@ from .. import _validate as v
 from ..accounting.pld import step_pmf
 from ..accounting.pmf import PMF
 from ..errors import ReconRiskError
-from .as_stated import AsStated
+from ..results import Support
+from .as_stated import AsStated, stated_only
 from .base import DIRECTIONS, Mechanism, Step, register
 
 
@@ -68,6 +69,9 @@ class TreeAggregation(Mechanism):
         """σ/√depth: the Gaussian step of sensitivity 1 this release is (inf for depth 0)."""
         d = self.depth
         return math.inf if d == 0 else self.noise_multiplier / math.sqrt(d)
+
+    def supports(self, sampler) -> Support:
+        return stated_only("tree aggregation", sampler)
 
     def relation(self, sampler) -> str:
         return "add_remove"

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as v
-from .as_stated import AsStated
+from ..results import Support
+from .as_stated import AsStated, stated_only
 from .base import Mechanism, Step, register
 
 
@@ -35,6 +36,9 @@ class ZCDP(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "rho", v.in_range("ZCDpEvent.rho", self.rho, 0.0, math.inf, low_open=False))
         object.__setattr__(self, "xi", v.in_range("ZCDpEvent.xi", self.xi, 0.0, math.inf, low_open=False))
+
+    def supports(self, sampler) -> Support:
+        return stated_only("a zCDP guarantee", sampler)
 
     def rdp(self, sampler, orders) -> np.ndarray:
         orders = np.asarray(orders, dtype=float)
