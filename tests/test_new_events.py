@@ -63,7 +63,7 @@ def _rero_ceiling(kappa, eps_of_delta):
     return min(float(rero_from_dp(kappa, eps_of_delta(d), d)[0]) for d in (1e-3, 1e-5, 1e-7))
 
 
-@pytest.mark.parametrize("n,q,b,sigma,T", [(2000, 75 / 2000, 90, 1.1, 300), (500, 0.1, 45, 0.8, 50)])
+@pytest.mark.parametrize("n,q,b,sigma,T", [(2000, 75 / 2000, 90, 1.1, 300), (500, 0.1, 45, 1.5, 50)])
 def test_truncated_poisson_end_to_end(n, q, b, sigma, T):
     from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson, truncated_poisson_pld
 

@@ -185,3 +185,24 @@ def test_replace_one_loss_inverts(s, p, x):
     lam = _replace_loss(np.array([x]), s, p)
     back = float(_x_of_replace_loss(lam, s, p)[0])
     assert back == pytest.approx(x, abs=1e-7 * max(1.0, s * s))
+
+
+@pytest.mark.parametrize("s,p", [(0.55, 0.036), (0.4, 0.085), (1.0, 0.4), (0.3, 1.0)])
+def test_replace_one_part_brackets_its_exact_curve(s, p):
+    """The replace-one pair's exact δ(ε) (log_ndtr closed form, itself checked by quadrature) lies between the
+    optimistic and pessimistic discretisations, down to δ ≈ 1e-12 (round-off charged relative to the tail)."""
+    from reconrisk.mechanisms.truncated_poisson import _replace_hockey_stick, replace_one_pmf
+
+    eps = np.linspace(0.0, 12.0, 25)
+    exact, _, _ = _replace_hockey_stick(eps, s, p)
+    g = lambda x, m: stats.norm.pdf(x, m, s)  # noqa: E731
+    for e, d in zip(eps[:4], exact[:4]):
+        quad = integrate.quad(lambda x: max(0.0, (1 - p) * g(x, 0) + p * g(x, -1) - math.exp(e) * ((1 - p) * g(x, 0)
+                                                                                                + p * g(x, 1))),
+                              -1 - 14 * s, 1 + 14 * s, limit=400, epsabs=1e-15, epsrel=1e-10)[0]
+        assert d == pytest.approx(quad, rel=1e-7, abs=1e-14)
+    hi = replace_one_pmf(s, p, 1e-3, pessimistic=True).delta(eps)
+    lo = replace_one_pmf(s, p, 1e-3, pessimistic=False).delta(eps)
+    keep = exact > 1e-12
+    assert np.all(hi[keep] >= exact[keep] * (1 - 1e-12)) and np.all(hi[keep] <= exact[keep] * 1.01)
+    assert np.all(lo[keep] <= exact[keep] * (1 + 1e-12)) and np.all(lo[keep] >= exact[keep] * 0.9)

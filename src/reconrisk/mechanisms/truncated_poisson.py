@@ -18,7 +18,8 @@ Revealing which case occurred can only add information, so the step is dominated
 pairs' privacy-loss distributions with weights τ and 1 − τ (δ(ε) = τ·δ₂(ε) + (1 − τ)·δ₁(ε)). reconrisk builds
 both on its own grid: the Poisson part by :func:`~reconrisk.accounting.pld.step_pmf`, the replace-one part by
 connect-the-dots (pessimistic: each loss cell's P- and Q-mass split onto its end atoms) and by rounding each cell
-down to its lower end with μ-mass min(P, e^{l}Q) (optimistic; O(h) rather than the Poisson part's O(h²)). The
+down to its lower end with μ-mass min(P, e^{l}Q) (optimistic; O(h) rather than the Poisson part's O(h²)), the
+round-off charged relative to the tail as for the Poisson pair (:func:`_replace_scale`). The
 bracket is of this dominating pair (what ``dp_accounting`` certifies), not of the truncated sampler itself.
 
 RDP: e^{(α−1)D_α} of the revealed mixture is τ·e^{(α−1)D₂} + (1 − τ)·e^{(α−1)D₁}; D₁ is the subsampled
@@ -39,7 +40,7 @@ from scipy import special
 from .. import _validate as v
 from ..accounting.pld import step_pmf
 from ..accounting.pld_step import STEP_TAIL, cell_masses, loss_range
-from ..accounting.pmf import PMF, ROUNDOFF_PER_ATOM
+from ..accounting.pmf import PMF, ROUNDOFF_PER_ATOM, UNIT
 from ..accounting.rdp import subsampled_gaussian_rdp
 from ..errors import ReconRiskError
 from ..results import Support
@@ -174,15 +175,53 @@ def replace_one_pmf(s: float, p: float, h: float, *, pessimistic: bool, tail_mas
     k1 = max(math.ceil(lam_hi / h), k0 + 1)
     grid = np.arange(k0, k1 + 1) * h
     P, Q = _replace_cells(grid, s, p)
-    slack = ROUNDOFF_PER_ATOM * grid.size + 1e-15
+    scale, slack = _replace_scale(grid, s, p)
     if pessimistic:
         lower = np.clip((np.exp(grid[1:]) * Q - P) / math.expm1(h), 0.0, P)
         probs = np.zeros(grid.size)
         probs[:-1] += lower
         probs[1:] += P - lower
         probs[0] += p_below
-        return PMF(h, k0, probs, min(1.0, p_above), True, slack)
-    return _rounded_down(grid, P, Q, k0, h, slack)
+        return PMF(h, k0, probs * scale, min(1.0, p_above), True, slack)
+    pmf = _rounded_down(grid, P, Q, k0, h, slack)
+    return PMF(h, k0, pmf.probs / scale, 0.0, False, slack)
+
+
+def _replace_hockey_stick(l: np.ndarray, s: float, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(δ(ε), its round-off bound, μ(L > ε)) of the replace-one pair at ε = l: L > ε ⟺ x < x(ε), so
+    δ(ε) = P(X < x(ε)) − e^ε·Q(X < x(ε)) = e^a·(1 − e^{ε + b − a}) with a, b the two log masses (log_ndtr)."""
+    x = _x_of_replace_loss(l, s, p)
+    n0 = special.log_ndtr(x / s)
+    if p < 1.0:
+        a = np.logaddexp(math.log1p(-p) + n0, math.log(p) + special.log_ndtr((x + 1) / s))
+        b = np.logaddexp(math.log1p(-p) + n0, math.log(p) + special.log_ndtr((x - 1) / s))
+    else:
+        a, b = special.log_ndtr((x + 1) / s), special.log_ndtr((x - 1) / s)
+    tail = np.exp(a)
+    d = tail * -np.expm1(np.minimum(l + b - a, 0.0))
+    return d, 1e-13 * tail + 1e-300, tail
+
+
+def _replace_scale(grid: np.ndarray, s: float, p: float) -> tuple[float, float]:
+    """(1 + 32u·c, absolute slack) for the replace-one part, as :func:`reconrisk.accounting.pld_rounding.
+    pessimistic_scale` for the Poisson pair: the cell masses are ndtr differences on the tail side (relative error
+    α ≤ 4u), so rounding moves δ(ε) by at most 8α·μ(L > ε) ≤ 32u·c·δ(ε), c ≥ μ(L > ε)/δ(ε) bounded on coarse
+    intervals of the grid; where c is past 1e9 (or δ unresolved) the error is charged as an absolute 32u."""
+    idx = np.unique(np.linspace(0, grid.size - 1, min(grid.size, 2001)).astype(np.int64))
+    d, err, tail = _replace_hockey_stick(grid[idx], s, p)
+    d = d - err
+    if not d[0] > 0:
+        return 1.0, 32 * UNIT
+    bad = np.flatnonzero(d <= 0)
+    end = int(bad[0]) if bad.size else d.size
+    abs_slack = 32 * UNIT * float(tail[end - 1]) if end < d.size else 0.0
+    c = 1.0 / d[0]
+    if end > 1:
+        c = max(c, float(np.max(tail[: end - 1] / d[1:end])))
+    c *= 1.01
+    if not c <= 1e9:
+        return 1.0, 32 * UNIT
+    return (1.0 + 32 * UNIT * c) * (1 + 4 * UNIT), abs_slack + 1e-300
 
 
 def _rounded_down(grid: np.ndarray, P: np.ndarray, Q: np.ndarray, k0: int, h: float, slack: float) -> PMF:
@@ -221,6 +260,7 @@ def mixture_pmf(a: PMF, b: PMF, weight_a: float) -> PMF:
     probs[b.offset - lo: b.offset - lo + b.probs.size] += (1.0 - weight_a) * b.probs
     inf = weight_a * a.infinity_mass + (1.0 - weight_a) * b.infinity_mass
     slack = (weight_a * a.slack + (1.0 - weight_a) * b.slack) * (1 + 1e-12)
+    probs *= (1 + 4 * UNIT) if a.pessimistic else (1 - 4 * UNIT)  # the two products and one sum per atom
     return PMF(a.h, lo, probs, min(1.0, inf), a.pessimistic, slack)
 
 
