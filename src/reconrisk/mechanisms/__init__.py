@@ -8,7 +8,12 @@
   distributions of those that are not reconrisk's Gaussian engine;
 * :mod:`.vmf` — the von Mises–Fisher law (Biswas et al. 2024): stable log I_ν, normaliser and density,
   Wood's sampler with a Householder reflection in numpy and JAX;
-* :mod:`.traverse` — a ``dp_accounting`` event → steps, one traversal.
+* :mod:`.traverse` — a ``dp_accounting`` event → steps, one traversal;
+* the ``dp_accounting`` events once refused, one module each: :mod:`.truncated_poisson`
+  (``TruncatedSubsampledGaussianDpEvent``: the ``TruncatedPoisson`` sampler and its Gaussian step's PLD),
+  :mod:`.tree_aggregation` (DP-FTRL), :mod:`.repeat_select` (private tuning), :mod:`.zcdp`, read under
+  :mod:`.as_stated`'s sampler where the guarantee is stated for the whole step; :mod:`.checks` holds the one-line
+  checks of events handed to ``dp_accounting``'s constructors (mixture of Gaussians).
 
 Layer 1: imports the core and :mod:`reconrisk.accounting` (JAX through :mod:`reconrisk._jax`, inside functions).
 Importing the package registers the classes a :class:`~reconrisk.release.Release` can hold (numpy only: ``import
