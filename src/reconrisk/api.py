@@ -7,7 +7,7 @@ from typing import Callable
 
 from . import _validate as v
 from ._deprecated import warn_renamed
-from .accounting import epsilon
+from .analysis.accountant import epsilon
 from .analysis.dispatch import analyse
 from .analysis.privacy import PrivacyAnalysis
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon

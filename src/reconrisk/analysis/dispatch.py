@@ -14,6 +14,7 @@ module's entry points under their public names.
 
 from __future__ import annotations
 
+from .accountant import shared_analysis
 from .base import Analysis, register_entry_points
 from .events import EventAnalysis
 from .guarantee import GuaranteeAnalysis
@@ -51,7 +52,9 @@ def analyse(source) -> Analysis:
         return source
     if type(source).__module__.startswith("dp_accounting"):
         return analyse_dp_event(source)
-    return PrivacyAnalysis(source)  # a Release (anything else is refused there in one line)
+    if isinstance(source, Release):  # the shared analysis: one composition cache for every door
+        return shared_analysis(source)
+    return PrivacyAnalysis(source)  # (anything else is refused there in one line)
 
 
 register_entry_points(dp_event=analyse_dp_event, guarantee=analyse_guarantee)

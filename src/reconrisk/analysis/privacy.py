@@ -42,8 +42,9 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
-from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE, pld_epsilon,
-                                  pld_floor, pld_grid, rdp_applies, rdp_delta)
+from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE,
+                                  epsilon_from_pmfs, epsilon_without_grid, grid_refusal, optimistic_epsilon, pld_floor,
+                                  pld_grid, rdp_applies, rdp_below_floor, rdp_delta)
 from ..accounting.gaussian import gaussian_delta, release_gdp_mu
 from ..accounting.pmf import REFINE_ABOVE
 from ..errors import ReconRiskError
@@ -245,8 +246,29 @@ class PrivacyAnalysis(Analysis):
         b = self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
         return _met(b, rel_tol)
 
+    def epsilon_on_grid(self, delta: float, h: float, *, two_sided: bool = False):
+        """``(lower, upper, method, h)`` of ε(δ) with the loss grid ``h`` (coarsened where a step would need over a
+        million atoms, :func:`~reconrisk.accounting.epsilon.pld_grid`): the closed forms where no grid is needed,
+        else the distributions composed here (:meth:`pmf`, cached) read by
+        :func:`~reconrisk.accounting.epsilon.epsilon_from_pmfs`, and below the PLD's floor the RDP conversion.
+        ``lower`` is None unless ``two_sided`` (or exact). The calibrator's first guess reads a coarse grid."""
+        exact = epsilon_without_grid(self.release, delta)
+        if exact is not None:
+            return exact[0], exact[0], exact[1], None
+        h = pld_grid(self.release, h)
+        try:
+            pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
+            up, floor = epsilon_from_pmfs(pess, delta)
+            up, method = rdp_below_floor(self.release, delta, up, floor)
+            if not two_sided:
+                return None, up, method, h
+            opt = self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
+        except ReconRiskError as exc:
+            raise grid_refusal(self.release, exc) from None
+        return optimistic_epsilon(opt, delta, up), up, method, h
+
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
-        lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True, lower=two_sided)
+        lo, up, method, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=two_sided)
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
                                   "(Balle & Wang 2018)",

@@ -40,7 +40,7 @@ def bound_cmd(
 ) -> None:
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
-    from ..accounting import epsilon
+    from ..analysis.accountant import epsilon
     from ..measures.conversions import rero_from_dp
     from ..results import below_certified
 

@@ -50,7 +50,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
-from ..accounting import epsilon
+from ..analysis.accountant import epsilon
 from ..analysis.base import RELEASE_ONLY
 from ..analysis.calibrate import calibrate, meets
 from ..analysis.dispatch import analyse
