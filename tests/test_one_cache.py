@@ -116,3 +116,54 @@ def test_the_opacus_adapter_returns_plain_data():
     rel, note = opacus_history_release([(1.5, 0.25, 10)], "sequential")
     assert rel == Release.shuffled(1.5, 3, 1.0) and note == seq.note
     assert "Release" not in {n.id for n in ast.walk(ast.parse(Path(oh.__file__).read_text())) if isinstance(n, ast.Name)}
+
+
+# -- each question lives with its analysis; measures are functions of curves ----------------------------------
+MOVED = [  # (old module, name, new module)
+    ("reconrisk.measures.rero", "pld_bracket", "reconrisk.analysis.privacy_rero"),
+    ("reconrisk.measures.rero", "rero_bounds", "reconrisk.analysis.privacy_rero"),
+    ("reconrisk.measures.rero", "start_monte_carlo", "reconrisk.analysis.privacy_rero"),
+    ("reconrisk.measures.tradeoff", "tradeoff", "reconrisk.analysis.privacy_rero"),
+    ("reconrisk.measures.risk", "risk", "reconrisk.analysis.risk"),
+    ("reconrisk.measures.risk", "reconstruction_risk", "reconrisk.analysis.risk"),
+    ("reconrisk.measures.risk", "all_risks", "reconrisk.analysis.risk"),
+    ("reconrisk.measures.risk", "release_total_variation", "reconrisk.analysis.privacy_risk"),
+    ("reconrisk.measures.risk", "event_prior_success", "reconrisk.analysis.events_risk"),
+    ("reconrisk.measures.risk_curves", "event_pair", "reconrisk.analysis.events_risk"),
+]
+
+
+@pytest.mark.parametrize("old,name,new", MOVED)
+def test_moved_names_still_read_from_their_old_module(old, name, new):
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {new}"):
+        got = getattr(importlib.import_module(old), name)
+    assert got is getattr(importlib.import_module(new), name)
+
+
+def test_the_old_accounting_door_forwards_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="moved to reconrisk.analysis.accountant.epsilon"):
+        e = eps_module.epsilon(1.3, 0.02, 700, 1e-5)
+    assert e == rr.epsilon(1.3, 0.02, 700, 1e-5)
+
+
+def _measure_functions_taking_an_analysis() -> list[str]:
+    """Functions of measures/ that ask an analysis: call ``.pmf(``, ``.supports(``, ``.require(``, ``.pair``,
+    ``.rero(``, ``.total_variation(`` or ``.prior_success(`` on a parameter."""
+    asks = {"pmf", "supports", "require", "pair", "rero", "total_variation", "prior_success", "_memoised", "risk"}
+    found = []
+    for path in sorted((SRC / "measures").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = {a.arg for a in node.args.args + node.args.kwonlyargs} - {"self"}  # (a curve's own PMF)
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id in params \
+                        and sub.attr in asks:
+                    found.append(f"{path.name}:{node.name} reads {sub.value.id}.{sub.attr}")
+    return found
+
+
+def test_measures_are_functions_of_mathematical_objects():
+    assert _measure_functions_taking_an_analysis() == []

@@ -11,7 +11,8 @@ from .analysis.accountant import epsilon
 from .analysis.dispatch import analyse
 from .analysis.privacy import PrivacyAnalysis
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
-from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
+from .analysis.privacy_rero import rero_bounds
+from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound
 from .measures.risk import DEFAULT_TOL as RISK_TOL
 from .measures.tradeoff import TradeOff
 from .errors import ReconRiskError
@@ -109,7 +110,7 @@ def tradeoff(source, alphas, *, method: str = "auto", tol: float | None = None) 
 
     ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
     (:func:`analyse`); the curve is its analysis's :meth:`~reconrisk.analysis.base.Analysis.tradeoff`
-    (:func:`reconrisk.measures.tradeoff.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
+    (:func:`reconrisk.analysis.privacy_rero.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
     ``"closed_form"``; ``tol`` the PLD bracket's absolute width, default 1e-3).
     """
     an = analyse(source)

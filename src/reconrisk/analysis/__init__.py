@@ -2,15 +2,19 @@
 
 * :mod:`.base` — :class:`~.base.Analysis` (``epsilon``, ``delta``, ``rero``, ``tradeoff``, ``risk``,
   ``gdp_mu``, ``supports(question)``) and :class:`~.base.Support`;
-* :mod:`.privacy` — :class:`~.privacy.PrivacyAnalysis`, a DP-SGD release analysed once;
+* :mod:`.privacy` — :class:`~.privacy.PrivacyAnalysis`, a DP-SGD release analysed once; its questions'
+  bodies: :mod:`.privacy_rero` (the ReRo bracket and methods, the trade-off curve) and :mod:`.privacy_risk`
+  (total variation, the best success over a prior);
 * :mod:`.events`, :mod:`.event_leaves` — :class:`~.events.EventAnalysis`, any ``dp_accounting`` event
-  with a privacy-loss distribution;
+  with a privacy-loss distribution; :mod:`.events_risk`, its total variation and best success over a prior;
 * :mod:`.guarantee` — :class:`~.guarantee.GuaranteeAnalysis`, what a guarantee alone certifies;
+* :mod:`.risk` — the risk measures of ``reconrisk risk``, asked of any analysis through the contract;
 * :mod:`.dispatch` — :func:`analyse`, from a release, an event or an analysis to its analysis;
+  :mod:`.accountant` — the shared cache of analyses by release and ``reconrisk.epsilon``;
 * :mod:`.calibrate` (and the deprecated :mod:`.calibrate_risk`) — the one calibrator.
 
-Layer 2: imports the core, :mod:`reconrisk.accounting` and :mod:`reconrisk.measures` (which reads an
-analysis through the contract and never imports this package). Nothing here imports ``theory``,
+Layer 2: imports the core, :mod:`reconrisk.accounting` and :mod:`reconrisk.measures` (functions of
+distributions, curves and (σ, q, T), which never see an analysis nor import this package). Nothing here imports ``theory``,
 ``individual``, ``audit`` or anything above.
 """
 

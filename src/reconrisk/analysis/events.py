@@ -57,12 +57,12 @@ from ..accounting.pmf import PMF
 from ..accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
 from ..errors import ReconRiskError
 from ..measures.rero import DEFAULT_REL_TOL
-from ..measures.risk import event_prior_success, event_total_variation
 from ..measures.tradeoff import CURVE_TOL, TradeOff
 from ..priors import resolve_kappa
 from ..adapters.dp_events import dp_event_leaves
 from ..results import Bound
 from .base import RELEASE_ONLY, Analysis
+from .events_risk import event_prior_success, event_total_variation
 from .event_leaves import (  # noqa: F401  (re-exported: the per-step pieces)
     _ADD_REMOVE, _REPLACE_ONE, _check_degenerate, _dpa_pld, _from_dp_accounting, _leaf_mu, _leaf_pure_eps, _leaf_rdp,
     _never_sampled, _noiseless_pmf, _pure_dp_mu, _relation)
@@ -370,11 +370,11 @@ class EventAnalysis(Analysis):
                         {"discretization": h, "max_width": w, "target_width": tol, "converged": ok})
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.event_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.events_risk.event_total_variation`)."""
         return event_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.event_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.events_risk.event_prior_success`)."""
         return event_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

@@ -48,13 +48,14 @@ from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOO
 from ..accounting.gaussian import gaussian_delta, release_gdp_mu
 from ..accounting.pmf import REFINE_ABOVE
 from ..errors import ReconRiskError
-from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form, rero_bounds
-from ..measures.risk import release_prior_success, release_total_variation
-from ..measures.tradeoff import clt_mu, tradeoff as release_tradeoff
+from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form
+from ..measures.tradeoff import clt_mu
 from ..priors import resolve_kappa
 from ..release import Release, gaussian_release
 from ..results import Bound
 from .base import Analysis, with_details
+from .privacy_rero import rero_bounds, tradeoff as release_tradeoff
+from .privacy_risk import release_prior_success, release_total_variation
 
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
@@ -319,7 +320,7 @@ class PrivacyAnalysis(Analysis):
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
-        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.measures.rero.rero_bounds`.
+        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.analysis.privacy_rero.rero_bounds`.
 
         ``options``: ``method`` (``"pld"``, default; ``"closed_form"``, ``"rdp"``, ``"mc"``), ``rel_tol``, ``tol``,
         and for Monte Carlo ``samples``, ``seed``, ``confidence``, ``progress``.
@@ -345,7 +346,7 @@ class PrivacyAnalysis(Analysis):
         return rero_bounds(self, kappas, method=method, **kw)
 
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
-        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.measures.tradeoff.tradeoff`);
+        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.analysis.privacy_rero.tradeoff`);
         ``options``: ``method`` (``"auto"``, ``"pld"``, ``"closed_form"``)."""
         method = options.pop("method", "auto")
         if options:
@@ -353,11 +354,11 @@ class PrivacyAnalysis(Analysis):
         return release_tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.release_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.privacy_risk.release_total_variation`)."""
         return release_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.release_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.privacy_risk.release_prior_success`)."""
         return release_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

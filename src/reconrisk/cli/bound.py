@@ -159,7 +159,7 @@ def _warn_unconverged(results) -> None:
 
 
 def _run_mc(analysis, k, samples, seed, confidence, *, quiet: bool):
-    from ..measures.rero import rero_bounds
+    from ..analysis.privacy_rero import rero_bounds
 
     with progress(2 * samples * analysis.release.steps, "Monte Carlo", enabled=not quiet) as bar:
         return rero_bounds(

@@ -140,7 +140,8 @@ def risk_cmd(
 
 
 def _all(analysis, kw, json_out: bool) -> None:
-    from ..measures.risk import CLI_NAMES, all_risks
+    from ..analysis.risk import all_risks
+    from ..measures.risk import CLI_NAMES
     from ..errors import ReconRiskError
 
     with spinner("every risk measure from the certified curve", enabled=not json_out):

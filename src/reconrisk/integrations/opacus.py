@@ -380,7 +380,7 @@ class ReconRiskAccountant:
         return self.analysis.rero(kappa, prior_size=prior_size)
 
     def tradeoff(self, alphas):
-        """Certified trade-off curve of the history so far (:func:`reconrisk.measures.tradeoff.tradeoff`)."""
+        """Certified trade-off curve of the history so far (:func:`reconrisk.analysis.privacy_rero.tradeoff`)."""
         if self._noiseless:
             raise ReconRiskError("the history holds a step without noise (noise_multiplier 0): the trade-off curve "
                                  "is 0 at every α (no membership test is ruled out)")
