@@ -167,3 +167,22 @@ def _measure_functions_taking_an_analysis() -> list[str]:
 
 def test_measures_are_functions_of_mathematical_objects():
     assert _measure_functions_taking_an_analysis() == []
+
+
+def test_the_shared_cache_refuses_what_is_not_a_release_in_one_line():
+    from reconrisk.errors import ReconRiskError
+
+    for bad in ({"noise_multiplier": 1.0}, [1.0, 0.1, 10], None):
+        with pytest.raises(ReconRiskError, match="release must be a reconrisk.Release"):
+            shared_analysis(bad)
+    with pytest.raises(ReconRiskError, match="noise='gaussian'"):
+        rr.epsilon(release=Release.vmf(5.0, 0.1, 10), delta=1e-5)  # (a VMF release: refused, not cached)
+
+
+def test_rero_bound_reads_the_shared_analysis():
+    rel = Release(1.7, 0.04, 90)
+    b = rr.rero_bound(release=rel, kappa=0.05)
+    an = shared_analysis(rel)
+    n = an.composition_count
+    assert n > 0 and rr.rero_bound(release=rel, kappa=0.05) == b and an.composition_count == n
+    assert b == PrivacyAnalysis(rel).rero(0.05)

@@ -7,7 +7,7 @@ from typing import Callable
 
 from . import _validate as v
 from ._deprecated import warn_renamed
-from .analysis.accountant import epsilon
+from .analysis.accountant import epsilon, shared_analysis
 from .analysis.dispatch import analyse
 from .analysis.privacy import PrivacyAnalysis
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
@@ -61,7 +61,7 @@ def rero_bound(
         release = Release(noise_multiplier, sample_rate, steps)
     elif noise_multiplier is not None:
         raise ReconRiskError("give either noise_multiplier/sample_rate/steps or release, not both")
-    analysis = PrivacyAnalysis(release)
+    analysis = shared_analysis(release)  # the one composition cache every door reads
     if method == "mc":
         k = resolve_kappa(kappa, prior_size)
         b = rero_bounds(analysis, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol,
@@ -101,7 +101,7 @@ def calibrate_noise(
         "sample_rate": cal.sample_rate, "steps": cal.steps, "rero_upper": b.upper,
         "rero": {"method": b.method, "lower": b.lower, "upper": b.upper, "converged": b.converged},
         "bracket": list(cal.bracket), "method": b.method, "evaluations": cal.evaluations,
-        "delta": delta, "epsilon": PrivacyAnalysis(cal.release).epsilon(delta).upper,
+        "delta": delta, "epsilon": shared_analysis(cal.release).epsilon(delta).upper,
     }
 
 

@@ -27,11 +27,23 @@ SHARED_ANALYSES = 8
 
 
 @lru_cache(maxsize=SHARED_ANALYSES)
+def _cached(release: Release) -> PrivacyAnalysis:
+    return PrivacyAnalysis(release)
+
+
 def shared_analysis(release: Release) -> PrivacyAnalysis:
     """The :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of ``release``, shared by every door that asks
     about it (an LRU of :data:`SHARED_ANALYSES` entries keyed by the release; its ``compositions`` count every
-    composition any door caused). A release that is refused (not Gaussian) is refused here, and nothing is kept."""
-    return PrivacyAnalysis(release)
+    composition any door caused). A release that is refused (not Gaussian, not a release) is refused in one line
+    (:class:`~reconrisk.errors.ReconRiskError`), and nothing is kept."""
+    if not isinstance(release, Release):
+        return PrivacyAnalysis(release)  # (refused there, by name)
+    return _cached(release)
+
+
+#: The LRU's statistics (``hits``, ``misses``, ``maxsize``, ``currsize``) and its reset.
+shared_analysis.cache_info = _cached.cache_info
+shared_analysis.cache_clear = _cached.cache_clear
 
 
 def epsilon(
