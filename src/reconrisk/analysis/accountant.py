@@ -62,9 +62,9 @@ def epsilon(
 
     This is the one public function that answers a certified number with a plain float, by design: it is the
     drop-in for an accountant's ``get_epsilon(delta)`` (Opacus, ``dp_accounting``), whose callers compare and
-    format it as a number. It is the upper end of the certified bracket: with ``accountant="pld"`` it is
-    ``shared_analysis(release).epsilon(delta).upper`` — the release's shared analysis answers, so asking twice
-    composes once — equal to ``PrivacyAnalysis(release).epsilon(delta).upper`` to the last bit; that
+    format it as a number. It is the upper end of the certified bracket: with ``accountant="pld"``,
+    ``epsilon(release=r, delta=d) == PrivacyAnalysis(r).epsilon(d).upper`` to the last bit — read from the
+    release's shared analysis (:func:`shared_analysis`), so asking twice composes once; that
     :class:`~reconrisk.results.Bound` (lower end, method, formula) is the result to keep where the number is
     reported. ``accountant="rdp"``: the RDP conversion (:mod:`reconrisk.accounting.epsilon`);
     ``"dp_accounting"``: Google's ``PLDAccountant`` itself.
