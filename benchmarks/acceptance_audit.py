@@ -23,7 +23,7 @@ def fmt(rate) -> str:
 
 
 def main() -> None:
-    from reconrisk import accounting
+    import reconrisk as rr
     from reconrisk.data import load_digits
     from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting
 
@@ -78,7 +78,7 @@ def main() -> None:
             s = AuditSetting.of(sigma, 1.0, 20, trials=args.inversion_trials, prior_size=10, known_size=200,
                              attacks=("gradient_inversion", "alg2"), inversion_steps=300, inversion_restarts=3, seed=5)
             r = run_setting(s, data)
-            eps = accounting.epsilon(sigma, 1.0, 20)
+            eps = rr.epsilon(sigma, 1.0, 20)
             print(f"   σ={sigma:<5g} ε={eps:10.4g}  MSE={r.mse['mean']:.4f}±{r.mse['std']:.4f}  "
                   f"GI+NN={fmt(r.rates['gradient_inversion'])}  Alg.2={fmt(r.rates['alg2'])}  bound={r.rero_upper:.3f}",
                   flush=True)

@@ -17,7 +17,7 @@ import numpy as np
 from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_zcdp
 from reconrisk.measures.fdp import rero_dp
 from reconrisk.measures.rdp_tradeoff import release_rdp_power, rero_rdp_curve, tradeoff_release_rdp, zcdp_power
-from reconrisk.measures.rero import rero_bounds
+from reconrisk.analysis.privacy_rero import rero_bounds
 from reconrisk.measures.vmf_rero import rero_vmf
 from reconrisk.release import Release
 from reconrisk.analysis.privacy import PrivacyAnalysis

@@ -22,7 +22,7 @@ import numpy as np
 from reconrisk import Release
 from reconrisk.accounting.pld import compose_segments
 from reconrisk.measures import reference as ref
-from reconrisk.measures.rero import pld_bracket
+from reconrisk.analysis.privacy_rero import pld_bracket
 from reconrisk.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9

@@ -96,8 +96,8 @@ def test_a_release_refuses_a_closed_form_it_has_not():
 
 
 def test_the_measures_read_an_analysis_not_a_release():
-    from reconrisk.measures.rero import rero_bounds
-    from reconrisk.measures.risk import risk
+    from reconrisk.analysis.privacy_rero import rero_bounds
+    from reconrisk.analysis.risk import risk
 
     with pytest.raises(ReconRiskError, match="reconrisk.analyse"):
         rero_bounds(Release(1.0, 0.01, 100), 0.1)

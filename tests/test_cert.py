@@ -16,7 +16,8 @@ import reconrisk as rr
 from reconrisk import ReconRiskError, Release
 from reconrisk.accounting.pld import compose_segments, step_pmf
 from reconrisk.measures import reference as ref
-from reconrisk.measures.rero import analytic_bracket, pld_bracket
+from reconrisk.analysis.privacy_rero import pld_bracket
+from reconrisk.measures.rero import analytic_bracket
 from reconrisk.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9
@@ -189,7 +190,8 @@ def test_vertex_polygon_excess_measures_a_wrong_vertex_set():
 
 
 def test_saturated_shortcut_is_a_lower_bound():
-    from reconrisk.measures.rero import _saturated_shortcut, loss_cap
+    from reconrisk.analysis.privacy_rero import _saturated_shortcut
+    from reconrisk.measures.rero import loss_cap
 
     # q = 1 has an exact value at every T: the shortcut certifies at T' < T (B is non-decreasing in T)
     for s, T, k in [(0.5, 10_000, 1e-6), (1.0, 4000, 1e-3)]:

@@ -177,7 +177,7 @@ def test_adaptive_orientation_epsilon_is_covered():
     assert e.lower <= e.upper and e.upper == pytest.approx(2.9255, abs=1e-3)  # the composition of C_q
     d = PrivacyAnalysis(rel).delta(2.8676, two_sided=True)
     assert d.upper > 1e-5 and d.lower <= d.upper
-    from reconrisk.accounting.epsilon import epsilon
+    from reconrisk.analysis.accountant import epsilon
 
     assert epsilon(release=rel, delta=1e-5) == pytest.approx(e.upper, rel=1e-9)  # the plain accountant too
 

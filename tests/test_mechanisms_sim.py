@@ -98,7 +98,7 @@ def test_release_vmf_trains_in_the_shared_simulator():
     g = np.asarray(res.transcript.grads)
     assert np.allclose(np.linalg.norm(g.reshape(g.shape[0], -1), axis=1), 1.0, atol=1e-4)
     with pytest.raises(ReconRiskError, match="VMF"):
-        from reconrisk.accounting import epsilon
+        from reconrisk.analysis.accountant import epsilon
 
         epsilon(release=rel, delta=1e-5)
     with pytest.raises(ReconRiskError, match="concentration"):

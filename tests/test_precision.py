@@ -18,8 +18,9 @@ from reconrisk.accounting import pmf as pmf_mod
 from reconrisk.accounting.pld import compose_segments, step_pmf
 from reconrisk.accounting.pld_tilt import tilt_for_kappa
 from reconrisk.measures import reference as ref
-from reconrisk.measures import risk as R
-from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap, pld_bracket
+from reconrisk.analysis import risk as R
+from reconrisk.analysis.privacy_rero import pld_bracket
+from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap
 from reconrisk.analysis.privacy import PrivacyAnalysis
 from reconrisk import analyse
 

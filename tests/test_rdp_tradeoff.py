@@ -208,7 +208,7 @@ KAPPAS = [1e-6, 1e-3, 0.05, 0.3, 0.7]
 
 @pytest.mark.parametrize("rel", GRID, ids=lambda r: f"s{r.noise_multiplier}-q{r.sample_rate}-T{r.steps}")
 def test_release_never_looser_than_balle2022_and_above_the_exact_risk(rel):
-    from reconrisk.measures.rero import rero_bounds
+    from reconrisk.analysis.privacy_rero import rero_bounds
 
     old = rdp_rero_bound(rel.segments, KAPPAS)
     pld = rero_bounds(PrivacyAnalysis(rel), KAPPAS, method="pld")

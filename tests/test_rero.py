@@ -10,7 +10,7 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import ReconRiskError, Release
-from reconrisk.measures.rero import pld_bracket, rero_bounds
+from reconrisk.analysis.privacy_rero import pld_bracket, rero_bounds
 from reconrisk.analysis.privacy import PrivacyAnalysis
 
 

@@ -18,6 +18,7 @@ into reconrisk, or at ``sys:1`` for an import, where the default filters hide it
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import warnings
@@ -122,3 +123,37 @@ def deprecated_module_attributes(module_name: str, views: dict[str, tuple[Callab
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     module.__getattr__ = __getattr__
+
+
+def moved_names(module: str, package: str, moved: dict[str, str]) -> Callable[[str], object]:
+    """A module ``__getattr__`` that keeps the public names which moved out of ``module`` readable there.
+
+    ``moved`` maps each old name to the module that now holds it, relative to ``package`` (the old module's
+    package: ``"..analysis.privacy_rero"``), so the mapping survives a move of the whole tree. Reading the old
+    name warns once per read (:func:`warn_at_caller`) and returns the very object (``is`` holds). Used where a
+    question moved up to the analysis room (:mod:`reconrisk.analysis`), which the old, lower module may not import.
+    """
+    def __getattr__(name: str):
+        if name not in moved:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new = importlib.import_module(moved[name], package)
+        warn_at_caller(f"{module}.{name} moved to {new.__name__}.{name}; the old path will be removed in a later "
+                       "release")
+        return getattr(new, name)
+
+    return __getattr__
+
+
+def moved_function(old: str, module: str, package: str, name: str) -> Callable:
+    """``old`` kept callable after the function moved to ``module`` (relative to ``package``) under ``name``: a
+    wrapper that warns (:func:`warn_at_caller`) and calls it. For a function that moved up a layer (the old, lower
+    module may not import it)."""
+
+    def inner(*args, **kwargs):
+        new = importlib.import_module(module, package)
+        warn_at_caller(f"{old}() moved to {new.__name__}.{name}(); the old path will be removed in a later release")
+        return getattr(new, name)(*args, **kwargs)
+
+    inner.__name__ = inner.__qualname__ = name
+    inner.__doc__ = f"Deprecated path of ``{module.lstrip('.')}.{name}`` (removed in a later release)."
+    return inner

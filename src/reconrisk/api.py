@@ -7,11 +7,12 @@ from typing import Callable
 
 from . import _validate as v
 from ._deprecated import warn_renamed
-from .accounting import epsilon
+from .analysis.accountant import epsilon, shared_analysis
 from .analysis.dispatch import analyse
 from .analysis.privacy import PrivacyAnalysis
 from .analysis.calibrate import Calibration, calibrate, noise_multiplier_for_epsilon
-from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound, rero_bounds
+from .analysis.privacy_rero import rero_bounds
+from .measures.rero import DEFAULT_REL_TOL, DEFAULT_TOL, ReroBound
 from .measures.risk import DEFAULT_TOL as RISK_TOL
 from .measures.tradeoff import TradeOff
 from .errors import ReconRiskError
@@ -60,7 +61,7 @@ def rero_bound(
         release = Release(noise_multiplier, sample_rate, steps)
     elif noise_multiplier is not None:
         raise ReconRiskError("give either noise_multiplier/sample_rate/steps or release, not both")
-    analysis = PrivacyAnalysis(release)
+    analysis = shared_analysis(release)  # the one composition cache every door reads
     if method == "mc":
         k = resolve_kappa(kappa, prior_size)
         b = rero_bounds(analysis, k, method=method, samples=samples, seed=seed, confidence=confidence, tol=tol,
@@ -100,7 +101,7 @@ def calibrate_noise(
         "sample_rate": cal.sample_rate, "steps": cal.steps, "rero_upper": b.upper,
         "rero": {"method": b.method, "lower": b.lower, "upper": b.upper, "converged": b.converged},
         "bracket": list(cal.bracket), "method": b.method, "evaluations": cal.evaluations,
-        "delta": delta, "epsilon": PrivacyAnalysis(cal.release).epsilon(delta).upper,
+        "delta": delta, "epsilon": shared_analysis(cal.release).epsilon(delta).upper,
     }
 
 
@@ -109,7 +110,7 @@ def tradeoff(source, alphas, *, method: str = "auto", tol: float | None = None) 
 
     ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
     (:func:`analyse`); the curve is its analysis's :meth:`~reconrisk.analysis.base.Analysis.tradeoff`
-    (:func:`reconrisk.measures.tradeoff.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
+    (:func:`reconrisk.analysis.privacy_rero.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
     ``"closed_form"``; ``tol`` the PLD bracket's absolute width, default 1e-3).
     """
     an = analyse(source)

@@ -435,10 +435,10 @@ class Release:
         :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
-        reading of a history: :func:`reconrisk.adapters.opacus_history.release_from_history`.
+        reading of a history: :func:`opacus_history_release` (:func:`reconrisk.adapters.opacus_history.read_history`).
         """
         hist, kind = _opacus.accountant_history(privacy_engine_or_accountant, data_loader)
-        rel, note = _opacus.release_from_history(cls, hist, kind, clip_norm=clip_norm)
+        rel, note = opacus_history_release(hist, kind, clip_norm=clip_norm)
         if note:
             warnings.warn(note, UserWarning, stacklevel=2)
         return rel
@@ -534,5 +534,15 @@ def opacus_history_release(history, batch_sampling="poisson", *, clip_norm: floa
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
     (``"poisson"``, or the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
-    :func:`reconrisk.adapters.opacus_history.release_from_history`: the reading and why it is sound)."""
-    return _opacus.release_from_history(Release, history, batch_sampling, clip_norm=clip_norm)
+    :func:`reconrisk.adapters.opacus_history.read_history`: the reading and why it is sound).
+
+    The adapter returns plain data (the live ``(σ, q, steps)`` segments, then the sampler, σ, the passes K and a
+    note); the release is built here from it, and ``Release.schedule`` validates the segments first (naming a
+    malformed entry)."""
+    live = _opacus.live_segments(history, batch_sampling)
+    rel = Release.schedule(live, clip_norm=clip_norm)
+    reading = _opacus.read_history([(s.noise_multiplier, s.sample_rate, s.steps) for s in rel.segments],
+                                   batch_sampling)
+    if reading.sampler == "poisson":
+        return rel, None
+    return Release.shuffled(reading.noise_multiplier, reading.passes, clip_norm), reading.note

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from .. import _validate as v
+from .._deprecated import moved_function
 from ..errors import ReconRiskError
 from .. import release as _rel  # (the module: release imports mechanisms, which import this package)
 from . import pld as _pld
@@ -66,75 +66,67 @@ def pld_grid(release: "_rel.Release", h: float) -> float:
     return h
 
 
-def pld_epsilon(release: "_rel.Release", delta: float, compose=None, *, with_lower: bool = False, lower: bool = True,
-                symmetric: bool = False):
-    """The PLD accountant's ε at ``delta`` on its grid (see :func:`_pld_epsilon`), its grid limit said in the
-    user's terms. ``compose``: ``PrivacyAnalysis.pmf`` when an analysis asks (it caches).
-    ``symmetric``: compose the symmetrised per-step curve instead of the two directions (fixed-size batches,
-    replace-one: :func:`reconrisk.accounting.pld.symmetrised`; ignored when ``compose`` is given)."""
-    if compose is None and symmetric:
-        def compose(h, **kw):
-            return _pld.compose_segments(release.segments, h, **{**kw, "direction": "symmetric"})
-    try:
-        return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower, lower=lower)
-    except ReconRiskError as exc:
-        if "value_discretization" not in str(exc):
-            raise
-        sig = min(s.noise_multiplier for s in release.segments)
-        raise ReconRiskError(
-            f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
-            "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
-            "or a larger noise_multiplier"
-        ) from None
+def grid_refusal(release: "_rel.Release", exc: ReconRiskError) -> ReconRiskError:
+    """The engine's grid limit (``value_discretization``) said in the user's terms; any other error as it is."""
+    if "value_discretization" not in str(exc):
+        return exc
+    sig = min(s.noise_multiplier for s in release.segments)
+    return ReconRiskError(
+        f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
+        "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
+        "or a larger noise_multiplier"
+    )
 
 
-def _pld_epsilon(release: "_rel.Release", delta: float, h: float, compose=None, *, with_lower: bool = False,
-                 lower: bool = True):
-    """ε(δ) of the pessimistic PLDs (max over both directions); with ``with_lower`` the tuple
-    ``(lower, upper, method, h)``, ``lower`` the optimistic remove-direction ε (a certified lower end) when
-    ``lower`` is true, else None. ``compose`` is the composer (``PrivacyAnalysis.pmf``, which caches; default:
-    compose afresh)."""
-    if compose is None:
-        def compose(h, **kw):
-            return _pld.compose_segments(release.segments, h, **kw)
-    up, method, h = _pld_epsilon_upper(release, delta, h, compose)
-    if not with_lower:
-        return up
-    if method not in ("pld", "rdp"):
-        return up, up, method, None
-    if not lower:
-        return None, up, method, h
-    o = compose(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
-    lo = o.epsilon(delta + o.slack) if delta + o.slack < 1 else 0.0
-    return min(lo, up), up, method, h
-
-
-def _pld_epsilon_upper(release: "_rel.Release", delta: float, h: float, compose) -> tuple[float, str, float | None]:
+def epsilon_without_grid(release: "_rel.Release", delta: float) -> tuple[float, str] | None:
+    """(ε, method) where no loss grid is needed — a noise multiplier beyond the grid's range, or every q = 1 (the
+    exact Gaussian-DP profile, Balle & Wang 2018) — else None (the PLD reads it: :func:`epsilon_from_pmfs`)."""
     sigmas = [s.noise_multiplier for s in release.segments]
     if min(sigmas) < SIGMA_GRID_RANGE[0]:
         # the loss of a step that samples the target exceeds 1e199: with probability P(sampled ever)
         # the privacy loss is beyond EPSILON_CAP, so ε(δ) = inf for every δ below it
         p_ever = -math.expm1(sum(s.steps * math.log1p(-s.sample_rate) if s.sample_rate < 1 else -math.inf for s in release.segments))
         if delta < p_ever:
-            return math.inf, "analytic", None
+            return math.inf, "analytic"
         raise ReconRiskError(
             f"noise_multiplier={min(sigmas):g} is below {SIGMA_GRID_RANGE[0]:g} and delta={delta:g} is at least the "
             f"probability {p_ever:.3g} that the target is ever sampled; epsilon is not computed in this corner"
         )
     if max(sigmas) > SIGMA_GRID_RANGE[1] or release.full_batch:
         mu = math.sqrt(sum(s.steps * (1.0 / s.noise_multiplier) ** 2 for s in release.segments))
-        return (0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)), "closed_form", None
-    h = pld_grid(release, h)
+        return (0.0 if mu == 0.0 else gaussian_eps(1.0 / mu, delta)), "closed_form"
+    return None
+
+
+def epsilon_from_pmfs(pessimistic, delta: float) -> tuple[float, float]:
+    """ε(δ) read off composed pessimistic privacy-loss distributions: ``(upper, floor)``.
+
+    ``upper``: the largest ε of the ``pessimistic`` distributions (one per direction; the symmetrised one alone
+    for replace-one pairs), a certified upper end; ``floor``: the smallest δ they can certify (:func:`pld_floor`,
+    the largest of them). A function of the distributions only: the caller composes them (``PrivacyAnalysis.pmf``,
+    which caches), and nothing here calls back to compose."""
     eps, floor = 0.0, 0.0
-    for direction in ("remove", "add"):
-        pmf = compose(h, pessimistic=True, direction=direction, loss_cap=EPSILON_CAP)
+    for pmf in pessimistic:
         eps = max(eps, pmf.epsilon(delta))
         floor = max(floor, pld_floor(pmf))
+    return eps, floor
+
+
+def optimistic_epsilon(optimistic, delta: float, upper: float) -> float:
+    """A certified lower end of ε(δ): the ``optimistic`` distribution's ε at δ plus its slack, never above ``upper``."""
+    o = optimistic
+    lo = o.epsilon(delta + o.slack) if delta + o.slack < 1 else 0.0
+    return min(lo, upper)
+
+
+def rdp_below_floor(release: "_rel.Release", delta: float, eps: float, floor: float) -> tuple[float, str]:
+    """(ε, method): the PLD's ``eps``, or the RDP conversion's where δ is near or below the PLD's ``floor``
+    (``RDP_NEAR_FLOOR``) and it is smaller (both certified upper ends)."""
     if delta < RDP_NEAR_FLOOR * floor and rdp_applies(release):
         rdp = _rdp_epsilon(release, delta)
         if rdp < eps:
-            return rdp, "rdp", h
-    return eps, "pld", h
+            return rdp, "rdp"
+    return eps, "pld"
 
 
 #: The RDP conversion is consulted where δ is below this many times the PLD's floor (its infinity mass and
@@ -210,40 +202,6 @@ def _dp_accounting_epsilon(release: "_rel.Release", delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
-def epsilon(
-    noise_multiplier: float | None = None,
-    sample_rate: float = 1.0,
-    steps: int = 1,
-    delta: float = 1e-5,
-    accountant: str = "pld",
-    *,
-    release: "_rel.Release" | None = None,
-) -> float:
-    """ε of DP-SGD at ``delta`` (add/remove adjacency, Poisson sampling), as a float: the accountant's number.
-
-    Give ``noise_multiplier, sample_rate, steps`` or a ``release`` (which may be
-    a heterogeneous schedule).
-
-    This is the one public function that answers a certified number with a plain float, by design: it is the
-    drop-in for an accountant's ``get_epsilon(delta)`` (Opacus, ``dp_accounting``), whose callers compare and
-    format it as a number. It is the upper end of the certified bracket: with ``accountant="pld"``,
-    ``epsilon(release=r, delta=d) == PrivacyAnalysis(r).epsilon(d).upper`` to the last bit, and that
-    :class:`~reconrisk.results.Bound` (lower end, method, formula) is the result to keep where the number is
-    reported.
-    """
-    rel = _release(noise_multiplier, sample_rate, steps, release)
-    delta = v.probability_open("delta", delta)
-    accountant = v.choice("accountant", accountant, ACCOUNTANTS)
-    # fixed-size batches (replace-one): ε is a statement about pairs, whose orientation may change from step
-    # to step; the PLD accountant composes the symmetrised per-step curve (Dong, Roth & Su 2022, Thm 4.2).
-    # The RDP accountant uses the without-replacement RDP bound (Wang, Balle & Kasiviswanathan 2019), a theorem
-    # for replace-one pairs in either orientation, composed adaptively (see _wor_rdp_accountant).
-    fixed = rel.as_run.sampler == "fixed"
-    if accountant == "pld":
-        return pld_epsilon(rel, delta, symmetric=fixed)
-    if accountant == "rdp":
-        return _rdp_epsilon(rel, delta)
-    if fixed:
-        raise ReconRiskError("accountant='dp_accounting' has no privacy-loss distribution for fixed-size batches "
-                             "(sampling without replacement, replace-one); use accountant='pld' or 'rdp'")
-    return _dp_accounting_epsilon(rel, delta)
+#: The accountant's door moved up to the analysis room, so that it reads the one composition cache
+#: (:func:`reconrisk.analysis.accountant.epsilon`; ``reconrisk.epsilon``); this path forwards, with a warning.
+epsilon = moved_function("reconrisk.accounting.epsilon", "..analysis.accountant", __package__, "epsilon")

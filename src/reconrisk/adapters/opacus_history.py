@@ -1,20 +1,23 @@
 """The Opacus adapter of :class:`~reconrisk.release.Release`: reading an Opacus accountant's history.
 
 Every Opacus accountant keeps ``history = [(noise_multiplier, sample_rate, num_steps), …]`` and assumes
-Poisson sampling. :func:`release_from_history` turns a history into the release it accounts for — or, for a
+Poisson sampling. :func:`read_history` reads a history into what was run, as plain data — the segments as they
+are, or, for a
 loader that is not Poisson (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`: shuffled, sequential,
-repeated passes, ``DistributedSampler``), into the sound stand-in ``Release.shuffled(σ, K)``, K the passes
-the loader can give one example, with a one-line note — and :func:`accountant_history` finds the history of a
+repeated passes, ``DistributedSampler``), the sound stand-in ``Release.shuffled(σ, K)``'s σ and K, K the passes
+the loader can give one example, with a one-line note (a :class:`HistoryReading`) — and :func:`accountant_history` finds the history of a
 ``PrivacyEngine`` or an accountant. What users call is :meth:`Release.from_opacus
 <reconrisk.release.Release.from_opacus>` (and :func:`reconrisk.integrations.opacus.release_from_opacus`).
 
 Neither Opacus nor torch is imported (class names and attributes only), and neither is
-:mod:`reconrisk.release`: the release class is passed in, so the core type can call this module.
+:mod:`reconrisk.release`, nor handed to this module: it returns numbers, and the release builds itself from them
+(:func:`reconrisk.release.opacus_history_release`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from .. import _validate as v
 from ..errors import ReconRiskError
@@ -23,8 +26,8 @@ from .opacus_loaders import LoaderPlan, LoaderRun, loader_plan
 #: The non-Poisson kinds an accountant's ``batch_sampling`` may name (a LoaderPlan's ``kind``).
 KINDS = ("shuffled", "sequential", "with_replacement")
 
-__all__ = ["KINDS", "SHUFFLE_REFUSAL", "LoaderPlan", "LoaderRun", "accountant_history", "extend_history", "loader_plan",
-           "loader_sampler", "release_from_history"]
+__all__ = ["KINDS", "SHUFFLE_REFUSAL", "LoaderPlan", "LoaderRun", "HistoryReading", "accountant_history", "extend_history",
+           "live_segments", "loader_plan", "loader_sampler", "read_history"]
 
 #: One line for shuffled batches: said wherever a shuffling sampler is asked for.
 SHUFFLE_REFUSAL = (
@@ -69,11 +72,51 @@ def extend_history(history: list, noise_multiplier: float, sample_rate: float) -
         history.append((noise_multiplier, sample_rate, 1))
 
 
-def release_from_history(release_cls, history, batch_sampling="poisson", *, clip_norm: float = 1.0):
-    """The release an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn.
+class HistoryReading(NamedTuple):
+    """What an Opacus history and its loader say was run, as plain data (:func:`read_history`).
 
-    ``release_cls`` is :class:`reconrisk.release.Release` (its ``schedule`` and ``shuffled`` build the
-    answer; this module never imports it). ``batch_sampling`` is ``"poisson"`` — the history as it is
+    ``sampler`` ``"poisson"``: the ``segments`` ``(σ, q, steps)`` as they are (``note`` None). ``"shuffled"``: the
+    sound stand-in ``Release.shuffled(noise_multiplier, passes)``, ``note`` the one line the caller warns with."""
+
+    sampler: str
+    segments: tuple
+    noise_multiplier: float | None
+    passes: int | None
+    note: str | None
+
+
+def live_segments(history, batch_sampling="poisson") -> list:
+    """The history's entries that touch the data (q = 0 dropped), checked for what no release can hold (an empty
+    history, steps without noise, a loader that was refused); malformed entries are left for the release to name."""
+    if not history:
+        raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
+    hist = [tuple(h) if isinstance(h, (list, tuple)) else h for h in history]
+
+    def number(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    # malformed entries go on to Release.schedule, which names them (segments[i])
+    live = [h for h in hist if not (isinstance(h, tuple) and len(h) == 3 and number(h[1]) and h[1] == 0)]
+    if not live:
+        raise ReconRiskError("every step of the history has sample rate 0: no step touched the data (ε = 0)")
+    bad = [h for h in live if isinstance(h, tuple) and len(h) == 3 and number(h[0]) and h[0] == 0]
+    if bad:
+        raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
+                             " no finite guarantee (ε = ∞)")
+    if isinstance(batch_sampling, str) and batch_sampling == "unknown":  # what an accountant saves then
+        raise ReconRiskError("the run's data loader has no analysis reconrisk can prove (batch_sampling 'unknown', "
+                             "its sampler was refused when training began): nothing is certified for it")
+    return live
+
+
+def read_history(segments, batch_sampling="poisson") -> HistoryReading:
+    """What an Opacus history ``[(σ, q, steps), …]`` says was run, given how the batches were drawn.
+
+    Plain data only: this module never sees :class:`~reconrisk.release.Release` nor calls it back.
+    :func:`live_segments` checks the history and drops the steps that never touch the data; the release
+    validates those ``(σ, q, steps)`` (``Release.schedule``, which names a malformed entry); :func:`read_history`
+    reads the validated numbers into a :class:`HistoryReading`, from which :func:`reconrisk.release.opacus_history_release`
+    builds the release. ``batch_sampling`` is ``"poisson"`` — the history as it is
     (Opacus's accountants assume Poisson sampling) — or the :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`
     of the loader that drew the batches (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`). For a plan the
     history (Opacus records q = 1/len(loader) per step whatever the loader) does not describe the run; the
@@ -96,37 +139,19 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     and the note says so.
 
     Steps at q = 0 are dropped (they never touch the data); a step with σ = 0 and q > 0 is refused (no
-    finite guarantee). Returns ``(release, note)`` with ``note`` None for Poisson.
+    finite guarantee).
     """
-    if not history:
-        raise ReconRiskError("the accountant's history is empty (no optimisation step was taken yet)")
-    hist = [tuple(h) if isinstance(h, (list, tuple)) else h for h in history]
-
-    def number(x) -> bool:
-        return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-    # malformed entries go on to Release.schedule, which names them (segments[i])
-    live = [h for h in hist if not (isinstance(h, tuple) and len(h) == 3 and number(h[1]) and h[1] == 0)]
-    if not live:
-        raise ReconRiskError("every step of the history has sample rate 0: no step touched the data (ε = 0)")
-    bad = [h for h in live if isinstance(h, tuple) and len(h) == 3 and number(h[0]) and h[0] == 0]
-    if bad:
-        raise ReconRiskError(f"the history holds steps without noise (noise_multiplier 0 at sample_rate {bad[0][1]:g}):"
-                             " no finite guarantee (ε = ∞)")
-    if isinstance(batch_sampling, str) and batch_sampling == "unknown":  # what an accountant saves then
-        raise ReconRiskError("the run's data loader has no analysis reconrisk can prove (batch_sampling 'unknown', "
-                             "its sampler was refused when training began): nothing is certified for it")
-    rel = release_cls.schedule(live, clip_norm=clip_norm)
+    segs = tuple((float(s), float(q), int(t)) for s, q, t in segments)  # validated by the release already
     run = batch_sampling if isinstance(batch_sampling, LoaderRun) else None
     plan = run.plan if run else batch_sampling if isinstance(batch_sampling, LoaderPlan) else None
     kind = plan.kind if plan else v.choice("batch_sampling", batch_sampling, ("poisson",) + KINDS)
     if kind == "poisson":
-        return rel, None
-    sigmas = {s.noise_multiplier for s in rel.segments}
+        return HistoryReading("poisson", segs, None, None, None)
+    sigmas = {s for s, _, _ in segs}
     if len(sigmas) > 1:
         raise ReconRiskError(f"the data loader is not Poisson ({kind}) and the noise multiplier changed during "
                              "training; no sound release is built for that (see Release.shuffled)")
-    sigma = rel.segments[0].noise_multiplier
+    sigma = segs[0][0]
     if plan is None and kind == "with_replacement":
         raise ReconRiskError("batches drawn with replacement, and the loader is not given: how often one example "
                              "was drawn is not known (pass data_loader=, or use Poisson sampling)")
@@ -135,18 +160,18 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
                              "an example is not known (RandomSampler(num_samples=…) and DistributedSampler's padding "
                              "repeat examples); pass data_loader=, or use Poisson sampling")
     if plan is None:  # "sequential" naming no loader: SequentialSampler, one pass per loader epoch
-        epochs = max(1, math.ceil(sum(s.steps * s.sample_rate for s in rel.segments) - 1e-9))
+        epochs = max(1, math.ceil(sum(t * q for _, q, t in segs) - 1e-9))
         note = (f"the data loader draws {kind} batches, not Poisson ones as the accountant assumed, and its sampler "
                 f"is not named, so a SequentialSampler was assumed (each example once per loader epoch; a started "
                 f"epoch counts whole): assumed the sound Release.shuffled(noise_multiplier={sigma:g}, "
                 f"epochs={epochs}) (replace-one); pass data_loader= to count the loader's own passes")
-        return release_cls.shuffled(sigma, epochs, clip_norm), note
-    off = [s.sample_rate for s in rel.segments if abs(s.sample_rate * plan.batches - 1) > 1e-9]
+        return HistoryReading("shuffled", segs, sigma, epochs, note)
+    off = [q for _, q, _ in segs if abs(q * plan.batches - 1) > 1e-9]
     if off:
         raise ReconRiskError(f"the history's sample rate {off[0]:g} is not 1/len(data_loader) = 1/{plan.batches} "
                              "(gradient accumulation, or another loader): the passes per step are not known; "
                              "use Poisson sampling")
-    steps = sum(s.steps for s in rel.segments)
+    steps = sum(t for _, _, t in segs)
     passes = run.passes(steps) if run else plan.passes(steps)
     if run is None:
         how = "the steps taken in the loader's order (each loader epoch run to its end but the last)"
@@ -157,7 +182,7 @@ def release_from_history(release_cls, history, batch_sampling="poisson", *, clip
     note = (f"the data loader draws {kind} batches ({plan.describe()}), not Poisson ones as the accountant assumed; "
             f"{steps} steps weigh an example at most {passes} passes (Σ over steps of its copies²): assumed the "
             f"sound Release.shuffled(noise_multiplier={sigma:g}, epochs={passes}) (replace-one), {how}")
-    return release_cls.shuffled(sigma, passes, clip_norm), note
+    return HistoryReading("shuffled", segs, sigma, passes, note)
 
 
 def loader_sampler(data_loader) -> str:

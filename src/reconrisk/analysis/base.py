@@ -28,8 +28,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ReconRiskError
-from ..measures.risk import canonical_measure, risk as _risk
+from ..measures.risk import canonical_measure
 from ..results import Bound, Support  # noqa: F401  (Support re-exported: the contract's answer)
+from .risk import risk as _risk
 
 #: The questions :meth:`Analysis.supports` answers, and what each asks.
 QUESTIONS = {
@@ -108,7 +109,7 @@ class Analysis(abc.ABC):
         """The one-line reason ``question`` is not defined here, or None where it is."""
 
     def risk(self, measure: str, **kwargs) -> Bound:
-        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.measures.risk.risk`)."""
+        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.analysis.risk.risk`)."""
         m = canonical_measure(measure)
         key = ("risk", m, tuple(sorted((k, hashable(x)) for k, x in kwargs.items())))
         return self._memoised(key, lambda: _risk(self, m, **kwargs))
@@ -126,7 +127,7 @@ class Analysis(abc.ABC):
     @abc.abstractmethod
     def prior_success(self, prior_values, counts, tol: float) -> tuple[float | None, float, float | None, dict]:
         """(lower, upper, log λ, details) of the best success S(π) over a finite prior (the RAD's reading,
-        :func:`reconrisk.measures.risk.reconstruction_advantage`): distinct prior values and their counts."""
+        :func:`reconrisk.analysis.risk.reconstruction_advantage`): distinct prior values and their counts."""
 
     def supports(self, question: str) -> Support:
         """Whether ``question`` (a key of :data:`QUESTIONS`) is defined for this analysis, with a one-line reason

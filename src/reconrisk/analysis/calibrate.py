@@ -46,11 +46,12 @@ from scipy import special
 
 from .. import _validate as v
 from .._roots import bisect_between, bisect_log, strict_up
-from ..accounting.epsilon import ACCOUNTANTS, _pld_epsilon, epsilon as eps_of
+from ..accounting.epsilon import ACCOUNTANTS
 from ..accounting.gaussian import gaussian_sigma
 from ..errors import ReconRiskError
 from ..release import Release
 from ..results import Bound
+from .accountant import epsilon as eps_of, shared_analysis
 from .privacy import PrivacyAnalysis
 from ..measures.risk import MEASURES, canonical_measure
 
@@ -208,7 +209,9 @@ def calibrate(
     def at(s: float, r: float, n: int) -> Bound:
         key = (s, r, n)
         if key not in cache:
-            cache[key] = quantity_bound(PrivacyAnalysis(Release(s, r, n, sampler=sampler)), quantity, args)
+            # the release's shared analysis (one composition cache for every door: a later question about the
+            # calibrated release, reconrisk.epsilon included, finds what the search composed)
+            cache[key] = quantity_bound(shared_analysis(Release(s, r, n, sampler=sampler)), quantity, args)
         return cache[key]
 
     if solve == "batch_size":
@@ -351,8 +354,7 @@ def _sigma_guess(quantity, target, q, t, args, base) -> float:
     central-limit GDP approximation (Bu et al. 2020); σ = 1 otherwise. Only the number of evaluations depends on it."""
     if quantity == "epsilon":
         def coarse_ok(s: float) -> bool:
-            an = PrivacyAnalysis(Release(s, q, t))
-            return _pld_epsilon(an.release, args["delta"], 1e-3, an.pmf) <= target
+            return PrivacyAnalysis(Release(s, q, t)).epsilon_on_grid(args["delta"], 1e-3)[1] <= target
 
         return bisect_log(coarse_ok, 0.1, 1.0, rel_tol=5e-3, name="noise_multiplier")[1]
     if quantity in _CURVE and 0 < base < target < 1:

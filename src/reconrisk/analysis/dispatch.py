@@ -27,6 +27,7 @@ from ..errors import ReconRiskError
 from ..mechanisms.base import Step
 from ..mechanisms.traverse import steps as event_steps
 from ..release import Release, release_refusal
+from .accountant import shared_analysis
 from .base import Analysis, register_entry_points, with_details
 from .events import EventAnalysis
 from .guarantee import GuaranteeAnalysis
@@ -102,7 +103,9 @@ def analyse(source) -> Analysis:
         return analyse_dp_event(source)
     if isinstance(source, (list, tuple)) and source and all(isinstance(s, Step) for s in source):
         return analyse_steps(source)
-    return PrivacyAnalysis(source)  # a Release (anything else is refused there in one line)
+    if isinstance(source, Release):  # the shared analysis: one composition cache for every door
+        return shared_analysis(source)
+    return PrivacyAnalysis(source)  # (anything else is refused there in one line)
 
 
 register_entry_points(dp_event=analyse_dp_event, guarantee=analyse_guarantee)

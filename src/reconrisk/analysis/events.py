@@ -56,7 +56,6 @@ from ..accounting.pmf import PMF
 from ..accounting.rdp import DEFAULT_ORDERS
 from ..errors import ReconRiskError
 from ..measures.rero import DEFAULT_REL_TOL
-from ..measures.risk import event_prior_success, event_total_variation
 from ..measures.tradeoff import CURVE_TOL, TradeOff
 from ..priors import resolve_kappa
 from ..mechanisms.base import Step
@@ -65,6 +64,7 @@ from ..mechanisms.samplers import FixedBatch
 from ..mechanisms.traverse import steps as event_steps
 from ..results import Bound
 from .base import RELEASE_ONLY, Analysis
+from .events_risk import event_prior_success, event_total_variation
 
 #: First loss grid of an event analysis.
 EVENT_DISCRETIZATION = 1e-4
@@ -370,11 +370,11 @@ class EventAnalysis(Analysis):
                         {"discretization": h, "max_width": w, "target_width": tol, "converged": ok})
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.event_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.events_risk.event_total_variation`)."""
         return event_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.event_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.events_risk.event_prior_success`)."""
         return event_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

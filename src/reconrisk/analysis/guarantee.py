@@ -57,7 +57,7 @@ from ..measures.conversions import rero_from_guarantee
 from ..measures.fdp import DP_FORMULA, _pairs, _power, dp_profile_delta, dp_profile_epsilon, tradeoff_dp
 from ..measures.rdp_tradeoff import (RDP_FORMULA, RDP_FORMULA_ONE_SIDED, ZCDP_FORMULA, _expit, _solve, _tradeoff,
                                      tradeoff_rdp_curve, tradeoff_zcdp, validate_curve)
-from ..measures.risk import guarantee_prior_success
+from ..measures.risk import _dual_upper
 from ..measures.vmf_rero import rero_vmf, vmf_rdp_curve
 from ..priors import resolve_kappa
 from ..release import Release
@@ -516,5 +516,17 @@ class GuaranteeAnalysis(Analysis):
         return self._memo[key]
 
     def prior_success(self, prior_values, counts, tol: float):
-        """Upper end of the best success S(π) over a finite prior (:func:`reconrisk.measures.risk.guarantee_prior_success`)."""
-        return guarantee_prior_success(self, prior_values, counts, tol)
+        """(None, upper, log λ, details) of the best success S(π) over a finite prior (upper only: S = g(1/N) for a
+        uniform prior, else the dual of :mod:`reconrisk.measures.risk` on this curve, refined where the best λ reads it)."""
+        vals = np.asarray(prior_values, dtype=float)
+        lp = np.log(vals)
+        _, _, det = self.total_variation(tol)
+        det = {k: x for k, x in det.items() if k != "grid_points"}
+        if vals.size == 1:
+            r = self.rero(float(vals[0]))
+            return None, float(r.upper), None, {**det, "converged": None}
+        up0, u0 = _dual_upper(self.curve, vals, counts)
+        self.curve.delta(u0 - lp, refine=True)
+        ok = self.curve.converged
+        up1, u1 = _dual_upper(self.curve, vals, counts)
+        return None, min(up0, up1), (u1 if up1 <= up0 else u0), {**det, "converged": ok}

@@ -42,18 +42,20 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
-from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE, pld_epsilon,
-                                  pld_floor, pld_grid, rdp_applies, rdp_delta)
+from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE,
+                                  epsilon_from_pmfs, epsilon_without_grid, grid_refusal, optimistic_epsilon, pld_floor,
+                                  pld_grid, rdp_applies, rdp_below_floor, rdp_delta)
 from ..accounting.gaussian import gaussian_delta, release_gdp_mu
 from ..accounting.pmf import REFINE_ABOVE
 from ..errors import ReconRiskError
-from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form, rero_bounds
-from ..measures.risk import release_prior_success, release_total_variation
-from ..measures.tradeoff import clt_mu, tradeoff as release_tradeoff
+from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form
+from ..measures.tradeoff import clt_mu
 from ..priors import resolve_kappa
 from ..release import Release, gaussian_release
 from ..results import Bound
 from .base import Analysis, with_details
+from .privacy_rero import rero_bounds, tradeoff as release_tradeoff
+from .privacy_risk import release_prior_success, release_total_variation
 
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
@@ -245,8 +247,29 @@ class PrivacyAnalysis(Analysis):
         b = self._memoised(("epsilon", delta, two_sided), lambda: self._epsilon(delta, two_sided))
         return _met(b, rel_tol)
 
+    def epsilon_on_grid(self, delta: float, h: float, *, two_sided: bool = False):
+        """``(lower, upper, method, h)`` of ε(δ) with the loss grid ``h`` (coarsened where a step would need over a
+        million atoms, :func:`~reconrisk.accounting.epsilon.pld_grid`): the closed forms where no grid is needed,
+        else the distributions composed here (:meth:`pmf`, cached) read by
+        :func:`~reconrisk.accounting.epsilon.epsilon_from_pmfs`, and below the PLD's floor the RDP conversion.
+        ``lower`` is None unless ``two_sided`` (or exact). The calibrator's first guess reads a coarse grid."""
+        exact = epsilon_without_grid(self.release, delta)
+        if exact is not None:
+            return exact[0], exact[0], exact[1], None
+        h = pld_grid(self.release, h)
+        try:
+            pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
+            up, floor = epsilon_from_pmfs(pess, delta)
+            up, method = rdp_below_floor(self.release, delta, up, floor)
+            if not two_sided:
+                return None, up, method, h
+            opt = self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
+        except ReconRiskError as exc:
+            raise grid_refusal(self.release, exc) from None
+        return optimistic_epsilon(opt, delta, up), up, method, h
+
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
-        lo, up, method, h = pld_epsilon(self.release, delta, self.pmf, with_lower=True, lower=two_sided)
+        lo, up, method, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=two_sided)
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
                                   "(Balle & Wang 2018)",
@@ -297,7 +320,7 @@ class PrivacyAnalysis(Analysis):
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
-        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.measures.rero.rero_bounds`.
+        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.analysis.privacy_rero.rero_bounds`.
 
         ``options``: ``method`` (``"pld"``, default; ``"closed_form"``, ``"rdp"``, ``"mc"``), ``rel_tol``, ``tol``,
         and for Monte Carlo ``samples``, ``seed``, ``confidence``, ``progress``.
@@ -323,7 +346,7 @@ class PrivacyAnalysis(Analysis):
         return rero_bounds(self, kappas, method=method, **kw)
 
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
-        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.measures.tradeoff.tradeoff`);
+        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.analysis.privacy_rero.tradeoff`);
         ``options``: ``method`` (``"auto"``, ``"pld"``, ``"closed_form"``)."""
         method = options.pop("method", "auto")
         if options:
@@ -331,11 +354,11 @@ class PrivacyAnalysis(Analysis):
         return release_tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.measures.risk.release_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.privacy_risk.release_total_variation`)."""
         return release_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.measures.risk.release_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.privacy_risk.release_prior_success`)."""
         return release_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

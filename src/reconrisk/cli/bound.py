@@ -40,7 +40,7 @@ def bound_cmd(
 ) -> None:
     """Certified bound on the probability that an informed adversary reconstructs a training example."""
     from .. import _validate as v
-    from ..accounting import epsilon
+    from ..analysis.accountant import epsilon
     from ..measures.conversions import rero_from_dp
     from ..results import below_certified
 
@@ -159,7 +159,7 @@ def _warn_unconverged(results) -> None:
 
 
 def _run_mc(analysis, k, samples, seed, confidence, *, quiet: bool):
-    from ..measures.rero import rero_bounds
+    from ..analysis.privacy_rero import rero_bounds
 
     with progress(2 * samples * analysis.release.steps, "Monte Carlo", enabled=not quiet) as bar:
         return rero_bounds(

@@ -24,7 +24,7 @@ def _early_draws(release, samples: int, seed: int, progress):
 
     They need only the release's segments, the seed and the sample count (numpy, no scipy), so they run on the
     idle core while the rest of the report is imported and computed; the report checks they are its own draws
-    and uses them (:func:`~reconrisk.measures.rero.start_monte_carlo`). None for a ``dp_accounting`` event (no
+    and uses them (:func:`~reconrisk.analysis.privacy_rero.start_monte_carlo`). None for a ``dp_accounting`` event (no
     Monte Carlo), for fixed-size batches (analysed at σ/2, :meth:`~reconrisk.release.Release.dominating`: the
     report draws those itself), and for values the Monte Carlo's own checks
     (:func:`~reconrisk.measures.montecarlo.check_draws`) refuse, which the report's validation says in one line.

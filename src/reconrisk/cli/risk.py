@@ -140,7 +140,8 @@ def risk_cmd(
 
 
 def _all(analysis, kw, json_out: bool) -> None:
-    from ..measures.risk import CLI_NAMES, all_risks
+    from ..analysis.risk import all_risks
+    from ..measures.risk import CLI_NAMES
     from ..errors import ReconRiskError
 
     with spinner("every risk measure from the certified curve", enabled=not json_out):
@@ -212,9 +213,9 @@ def tradeoff_cmd(
     if lo >= hi:
         raise ReconRiskError(f"alpha_min must be < alpha_max; found alpha_min={lo:g}, alpha_max={hi:g}")
     n = v.integer("points", points, minimum=2, maximum=100_000)
-    from ..analysis.privacy import PrivacyAnalysis
+    from ..analysis.accountant import shared_analysis
 
-    curve = PrivacyAnalysis(release).tradeoff(np.logspace(np.log10(lo), np.log10(hi), n))
+    curve = shared_analysis(release).tradeoff(np.logspace(np.log10(lo), np.log10(hi), n))
     files = None
     if out is not None:
         from ..report.tradeoff import write_tradeoff
@@ -238,7 +239,7 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
                       json_out, delta: float = 1e-5, batch_size=None, dataset_size=None):
     """``reconrisk calibrate`` — both routes (``--target-rero`` and ``--measure M --target X``) call this, and it
     calls the one calibrator, :func:`reconrisk.analysis.calibrate.calibrate`."""
-    from ..analysis.privacy import PrivacyAnalysis
+    from ..analysis.accountant import shared_analysis
     from ..analysis.calibrate import calibrate
     from ..measures.risk import CLI_NAMES, canonical_measure
     from ..errors import ReconRiskError
@@ -269,7 +270,7 @@ def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, ste
     payload.update(measure=CLI_NAMES[quantity], lower=b.lower, upper=b.upper, prior_size=baseline_args["prior_size"])
     if quantity == "reconstruction":  # the one ``rero`` shape of ``reconrisk bound``
         payload["rero"] = {"method": b.method, "lower": b.lower, "upper": b.upper, "converged": b.converged}
-    payload["epsilon"] = PrivacyAnalysis(cal.release).epsilon(delta).upper
+    payload["epsilon"] = shared_analysis(cal.release).epsilon(delta).upper  # (the analysis the search composed)
     payload["delta"] = delta
     if json_out:
         print_json(payload)

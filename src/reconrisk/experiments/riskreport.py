@@ -50,7 +50,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _validate as v
-from ..accounting import epsilon
+from ..analysis.accountant import epsilon
 from ..analysis.base import RELEASE_ONLY
 from ..analysis.calibrate import calibrate, meets
 from ..analysis.dispatch import analyse
@@ -60,8 +60,9 @@ from ..errors import ReconRiskError
 from ..measures.conversions import rero_from_dp
 from ..results import below_certified
 from ..measures.rdp_tradeoff import rero_release_rdp
-from ..measures.rero import start_monte_carlo
-from ..measures.risk import CLI_NAMES, all_risks
+from ..analysis.privacy_rero import start_monte_carlo
+from ..analysis.risk import all_risks
+from ..measures.risk import CLI_NAMES
 from ..priors import resolve_kappa
 from ..release import Release
 from ..theory.analytic import analytic_bound
@@ -214,7 +215,7 @@ def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
                             progress: Callable[[int], None] | None = None, sampler=None):
     """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0).
 
-    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.measures.rero.start_monte_carlo`)."""
+    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.analysis.privacy_rero.start_monte_carlo`)."""
     if not cfg.samples or not analysis.supports("rero_mc"):  # an event without a Gaussian reading: no Monte Carlo
         if sampler is not None:
             sampler.cancel()

@@ -58,7 +58,7 @@ from typing import Any, Callable
 
 from .. import _validate as v
 from ..analysis.calibrate import Calibration, calibrate
-from ..accounting import epsilon
+from ..analysis.accountant import epsilon
 from ..analysis.privacy import PrivacyAnalysis
 from ..errors import ReconRiskError
 from ..measures.risk import canonical_measure
@@ -111,7 +111,7 @@ class ReconRiskAccountant:
     told it, with the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan` in ``loader``; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
     ``Release.shuffled(σ, K)`` otherwise, K the passes the loader can give one example over the steps
-    recorded (:func:`reconrisk.adapters.opacus_history.release_from_history`). A loader whose passes cannot be
+    recorded (:func:`reconrisk.adapters.opacus_history.read_history`). A loader whose passes cannot be
     proved (``batch_sampling == "unknown"``) trains, and nothing is certified.
 
     A non-Poisson loader it is told is watched (:mod:`reconrisk.integrations.opacus_watch`): each
@@ -380,7 +380,7 @@ class ReconRiskAccountant:
         return self.analysis.rero(kappa, prior_size=prior_size)
 
     def tradeoff(self, alphas):
-        """Certified trade-off curve of the history so far (:func:`reconrisk.measures.tradeoff.tradeoff`)."""
+        """Certified trade-off curve of the history so far (:func:`reconrisk.analysis.privacy_rero.tradeoff`)."""
         if self._noiseless:
             raise ReconRiskError("the history holds a step without noise (noise_multiplier 0): the trade-off curve "
                                  "is 0 at every α (no membership test is ruled out)")

@@ -30,7 +30,7 @@ succeeds with probability Φ(√T/σ) = B_½. ∎
 The previous reference — the run in which the target's slot is never sampled — moves the clipped sum
 by up to 2C (another record fills the slot) and gives the Poisson remove pair at σ/2
 (:meth:`reconrisk.release.Release.dominating`), amplified by sampling but at twice the sensitivity. Both
-are sound, so :func:`reconrisk.measures.rero.rero_bounds` reports the smaller (``details["reference"]``
+are sound, so :func:`reconrisk.analysis.privacy_rero.rero_bounds` reports the smaller (``details["reference"]``
 names which won): the zero-out reference wins at large q (q = 1: μ = √T/σ against 2√T/σ); at small q
 the amplified one can (σ 3, q 0.05, T 1, κ 0.01: 0.0119 against 0.0153).
 

@@ -67,16 +67,11 @@ import math
 import numpy as np
 from scipy import special
 
-from .. import _validate as v
-from .._deprecated import warn_at_caller
+from .._deprecated import moved_names, warn_at_caller
 from ..errors import ReconRiskError
-from ..priors import resolve_kappa
 from ..release import Release
 from ..results import Bound
-from ..accounting.gaussian import release_gdp_mu
 from . import rero as _rero
-from .risk_curves import _Gdp, _pmf_pair, event_pair
-from .rero_zeroout import ZeroOutCurve, run_segments
 
 #: The measures, by their Python names (``risk(release, "membership_advantage")``).
 MEASURES = (
@@ -129,25 +124,6 @@ def _risk_bound(measure: str, baseline: float, lower: float, upper: float, formu
                  details={"baseline": baseline, **det})
 
 
-def _check_release(analysis) -> "Analysis":
-    """``analysis`` checked to be an :class:`~reconrisk.analysis.base.Analysis` (``reconrisk.risk`` and
-    ``reconrisk.analyse`` take a release or an event and analyse it first)."""
-    if not callable(getattr(analysis, "supports", None)):
-        raise ReconRiskError(f"the risk measures read an analysis (reconrisk.analyse(release_or_event)); "
-                             f"found {type(analysis).__name__}")
-    return analysis
-
-
-def _pair_view(analysis):
-    """The analysis that answers a question about pairs of neighbours (membership TPR, advantage, Bayes
-    security): for a fixed-batch release the symmetrised composition
-    (:attr:`~reconrisk.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
-    The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
-    they compare the run with the target against one reference for every candidate, the smaller of the
-    never-sampled and the zero-out reference's bounds (:mod:`reconrisk.measures.rero_zeroout`)."""
-    return analysis.pair
-
-
 def _single_step(release: Release) -> bool:
     return len(release.segments) == 1 and release.segments[0].steps == 1
 
@@ -169,99 +145,9 @@ def normalize_prior(prior) -> np.ndarray:
     return p
 
 
-# -- the curve at one baseline --------------------------------------------------------------
-def _curve_point(analysis, b: float, measure: str, formula: str, extra: dict) -> Bound:
-    """1 − f(b): the exact closed form where one exists, else the analysis's ReRo bracket at κ = b with its
-    default target — the very numbers ``reconrisk bound`` prints for κ = b (the same cached computation).
-    Otherwise (an event, a guarantee, a release without a closed form): its own :meth:`rero` at κ = b (a
-    guarantee's ``method`` names its conversion)."""
-    if analysis.supports("rero_closed_form"):
-        r = analysis.rero(b, method="closed_form")
-        det = {"method": "closed_form", **extra}
-        det.update({k: r.details[k] for k in _REFERENCE_KEYS if k in r.details})
-        return _risk_bound(measure, b, r.lower, r.upper, formula, det)
-    r = analysis.rero(b)
-    det = {"method": r.method, **extra, "converged": r.converged}
-    det.update({k: r.details[k] for k in ("discretization", "order", *_REFERENCE_KEYS) if k in r.details})
-    if r.method != "pld":
-        det["conversion"] = r.formula
-    return _risk_bound(measure, b, r.lower, r.upper, formula, det)
-
-
 _CITE_CURVE = "Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al. 2025"
 #: The details of a fixed-batch ReRo bound naming the reference that gave it (:func:`reconrisk.measures.rero._which`).
 _REFERENCE_KEYS = ("reference", "zero_out_upper", "zero_out_lower", "never_sampled_upper")
-
-
-def reconstruction_risk(release, *, kappa: float | None = None, prior_size: int | None = None) -> Bound:
-    """Certified bracket on reconstruction success: 1 − f(κ) = B_κ (Hayes, Mahloujifar & Balle 2023, Cor. 4)."""
-    an = _check_release(release)
-    k = resolve_kappa(kappa, prior_size)
-    return _curve_point(an, k, "reconstruction", f"1 - f(kappa) ({_CITE_CURVE})", {"kappa": k, "prior_size": prior_size})
-
-
-def reidentification_risk(release, *, prior_size: int) -> Bound:
-    """Certified bracket on re-identification among N candidates: 1 − f(1/N) (Kulynych et al. 2025)."""
-    an = _check_release(release)
-    n = v.integer("prior_size", prior_size, minimum=2)
-    return _curve_point(an, 1.0 / n, "reidentification", "1 - f(1/N) (Kulynych et al. 2025)", {"prior_size": n})
-
-
-def attribute_risk(release, *, prior=None, baseline: float | None = None) -> Bound:
-    """Certified bracket on attribute inference: 1 − f(max_v π(v)) (Kulynych et al. 2025).
-
-    Give the prior over the attribute's K values as ``prior`` or its largest
-    mass as ``baseline``.
-    """
-    an = _check_release(release)
-    if (prior is None) == (baseline is None):
-        raise ReconRiskError("give exactly one of prior (probabilities over the K values) or baseline (max prior mass)")
-    b = float(normalize_prior(prior).max()) if prior is not None else v.probability_open("baseline", baseline)
-    return _curve_point(an, b, "attribute", "1 - f(max_v prior(v)) (Kulynych et al. 2025)", {})
-
-
-def membership_tpr(release, *, fpr: float) -> Bound:
-    """Certified bracket on the TPR of any membership attack at FPR α: 1 − f(α) (Dong, Roth & Su 2022)."""
-    an = _pair_view(_check_release(release))
-    a = v.probability_open("fpr", fpr)
-    return _curve_point(an, a, "membership_tpr", "1 - f(fpr) (Dong, Roth & Su 2022)", {"fpr": a})
-
-
-# -- hockey-stick based measures ----------------------------------------------------------
-def total_variation(release, *, tol: float = DEFAULT_TOL) -> tuple[float, float, dict]:
-    """Certified [lower, upper] on TV(μ, ν) = δ(0) = max_α (1 − α − f(α)) (a pair question: a fixed-batch
-    release reads its symmetrised composition, :func:`_pair_view`)."""
-    an = _pair_view(_check_release(release))
-    tol = v.positive("tol", tol)
-    return an._memoised(("total_variation", tol), lambda: an.total_variation(tol))
-
-
-def event_total_variation(an, tol: float) -> tuple[float, float, dict]:
-    """TV of an event (:meth:`EventAnalysis.total_variation <reconrisk.analysis.events.EventAnalysis.total_variation>`):
-    δ(0) of its pessimistic and optimistic distributions."""
-    zero = np.zeros(1)
-    up, lo, det = event_pair(an, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
-    hi = float(up.delta(zero)[0])
-    return min(float(lo.delta(zero)[0]), hi), hi, det
-
-
-def release_total_variation(an, tol: float) -> tuple[float, float, dict]:
-    """TV of a release (:meth:`PrivacyAnalysis.total_variation <reconrisk.analysis.privacy.PrivacyAnalysis.total_variation>`):
-    the closed forms (every q = 1, one step), the analytic bracket at extreme noise, else δ(0) of its PLDs."""
-    release = an.release
-    if release.full_batch:
-        x = float(special.erf(release_gdp_mu(release) / (2 * math.sqrt(2))))
-        return x, x, {"method": "closed_form"}
-    if _single_step(release):
-        s = release.segments[0]
-        x = float(s.sample_rate * special.erf(1.0 / (2 * math.sqrt(2) * s.noise_multiplier)))
-        return x, x, {"method": "closed_form"}
-    if _extreme(release):
-        return _tv_analytic(release)
-    zero = np.zeros(1)
-    up, lo, det = _pmf_pair(an, 50.0, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])
-    hi = float(up.delta(zero)[0])
-    return min(float(lo.delta(zero)[0]), hi), hi, det
 
 
 #: Noise multipliers outside this range skip the PLD engine (σ² would under- or overflow) and get the
@@ -288,13 +174,6 @@ def _tv_analytic(release: Release) -> tuple[float, float, dict]:
     return max(0.0, min(lower, upper)), upper, {"method": "analytic (extreme noise)"}
 
 
-def membership_advantage(release, *, tol: float = DEFAULT_TOL) -> Bound:
-    """Certified bracket on the best membership advantage TPR − FPR = TV(μ, ν)."""
-    lo, up, det = total_variation(release, tol=tol)
-    return _risk_bound("membership_advantage", 0.0, lo, up,
-                       "max_a (1 - a - f(a)) = TV = delta(0) (Dong, Roth & Su 2022)", det)
-
-
 def cherubin_bayes_security(release: Release) -> float:
     """Cherubin et al. (2024)'s closed form (leading term) 1 − erf(√(Σ q_i² T_i/σ_i²)/(2√2)), add/remove neighbours.
 
@@ -303,16 +182,6 @@ def cherubin_bayes_security(release: Release) -> float:
     """
     mu = math.sqrt(sum(s.sample_rate**2 * s.steps * min(1.0 / s.noise_multiplier, 1e154) ** 2 for s in release.segments))
     return float(1.0 - special.erf(mu / (2 * math.sqrt(2))))
-
-
-def bayes_security(release, *, tol: float = DEFAULT_TOL) -> Bound:
-    """Certified bracket on Bayes security β* = 1 − TV(μ, ν), with Cherubin et al.'s closed form beside it."""
-    an = _pair_view(_check_release(release))
-    lo, up, det = total_variation(an, tol=tol)
-    if an.supports("mechanism"):
-        det = {**det, "baselines": {"cherubin_closed_form": cherubin_bayes_security(an.release)}}
-    return _risk_bound("bayes_security", 1.0, 1.0 - up, None if lo is None else 1.0 - lo,
-                       "1 - TV = 1 - max_a (1 - a - f(a)) (Chatzikokolakis et al. 2023)", det)
 
 
 def _prior_groups(prior) -> tuple[np.ndarray, np.ndarray]:
@@ -381,166 +250,14 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
     return max(base + max(extra, 0.0), even)
 
 
-def reconstruction_advantage(release, *, prior=None, prior_size: int | None = None,
-                             tol: float = DEFAULT_TOL) -> Bound:
-    """Certified bracket on the reconstruction advantage for a finite prior (see the module docstring).
-
-    ``prior``: probabilities of the candidate values (non-uniform allowed);
-    ``prior_size`` N: the uniform prior over N candidates (then RAD = ReRo(1/N) − 1/N).
-    """
-    an = _check_release(release)
-    tol = v.positive("tol", tol)
-    if (prior is None) == (prior_size is None):
-        raise ReconRiskError("give exactly one of prior (probabilities) or prior_size (an integer >= 2)")
-    if prior_size is not None:
-        n = v.integer("prior_size", prior_size, minimum=2)
-        vals, counts = np.array([1.0 / n]), np.array([float(n)])
-    else:
-        vals, counts = _prior_groups(prior)
-    b = float(vals.max())
-    lo, up, u, det = an.prior_success(vals, counts, tol)
-    lo = None if lo is None else min(max(lo, b), up)
-    det = {**det, "success_lower": lo, "success_upper": up, "lambda": None if u is None else math.exp(u), "prior_values": int(counts.sum())}
-    return _risk_bound("rad", b, None if lo is None else lo - b, up - b,
-                       "max_{t in simplex} sum_z prior(z) (1 - f(t_z)) - max_z prior(z) (Guerra-Balboa et al. 2026)", det)
-
-
-def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
-    """(lower, upper, log λ, details) of S(π) for a release (:meth:`PrivacyAnalysis.prior_success
-    <reconrisk.analysis.privacy.PrivacyAnalysis.prior_success>`; module docstring)."""
-    release = an.release
-    b = float(vals.max())
-    if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
-        n = float(counts.sum())
-        lo_b, up_b = _rero.analytic_bracket(release, np.array([min(1.0 / n, b), b]))
-        up, lo, u = float(up_b[1]), float(lo_b[0]), 0.0
-        det = {"method": "analytic (extreme noise)"}
-    elif release.full_batch:
-        exact = _Gdp(release_gdp_mu(release))
-        up, u = _dual_upper(exact, vals, counts)
-        lo = _primal_lower(exact, vals, counts)
-        det = {"method": "closed_form_gdp"}
-    else:
-        cap = float(-np.log(vals.min()) + np.log(counts.sum()) + 40.0)
-
-        def width(pu, pl):
-            return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
-
-        cu, cl, det = _pmf_pair(an, cap, tol, width)
-        up, u = _dual_upper(cu, vals, counts)
-        lo = _primal_lower(cl, vals, counts)
-    if _rero._zero_out_applies(an):  # replace-one: the zero-out reference is sound too; the smaller wins
-        segs = run_segments(release)
-        z_up, z_u = _dual_upper(ZeroOutCurve(segs, pessimistic=True), vals, counts)
-        z_lo = _primal_lower(ZeroOutCurve(segs, pessimistic=False), vals, counts)
-        det = {**det, "reference": "zero-out" if z_up <= up else "never-sampled", "zero_out_upper": z_up,
-               "never_sampled_upper": up}
-        up, u, lo = (z_up, z_u, min(lo, z_lo)) if z_up <= up else (up, u, min(lo, z_lo))
-    return lo, up, u, det
-
-
-def guarantee_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
-    """(None, upper, log λ, details) of S(π) for a guarantee (upper only: S = g(1/N) for a uniform prior, else
-    the dual on its curve, refined where the best λ reads it)."""
-    lp = np.log(vals)
-    _, _, det = an.total_variation(tol)
-    det = {k: x for k, x in det.items() if k != "grid_points"}
-    if vals.size == 1:
-        r = an.rero(float(vals[0]))
-        return None, float(r.upper), None, {**det, "converged": None}
-    up0, u0 = _dual_upper(an.curve, vals, counts)
-    an.curve.delta(u0 - lp, refine=True)
-    ok = an.curve.converged
-    up1, u1 = _dual_upper(an.curve, vals, counts)
-    return None, min(up0, up1), (u1 if up1 <= up0 else u0), {**det, "converged": ok}
-
-
-def event_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
-    """(lower, upper, log λ, details) of S(π) for an event: the dual and primal on its two distributions."""
-    def width(pu, pl):
-        return _dual_upper(pu, vals, counts)[0] - _primal_lower(pl, vals, counts)
-
-    cu, cl, det = event_pair(an, tol, width)
-    up, u = _dual_upper(cu, vals, counts)
-    return _primal_lower(cl, vals, counts), up, u, det
-
-
-def risk(release, measure: str, *, kappa: float | None = None, prior_size: int | None = None,
-         baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = DEFAULT_TOL) -> Bound:
-    """One entry point for every measure (the ``reconrisk risk`` command).
-
-    The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
-    (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
-    ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` is an
-    :class:`~reconrisk.analysis.base.Analysis`: a release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
-    (whose distributions are then reused), an event's :class:`~reconrisk.analysis.events.EventAnalysis`
-    (two-sided too), or a :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` (a guarantee alone: upper
-    ends only, ``method`` naming the conversion). ``reconrisk.risk`` takes a release or an event as well and
-    analyses it first (:func:`reconrisk.analyse`).
-    """
-    release = _check_release(release)
-    measure = canonical_measure(measure)
-    given = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior, fpr=fpr).items()
-             if x is not None}
-
-    def only(*allowed: str) -> None:
-        extra = sorted(set(given) - set(allowed))
-        if extra:
-            raise ReconRiskError(f"measure {measure!r} takes {', '.join(allowed) or 'no baseline'}; found {', '.join(extra)}")
-
-    if measure in ("reconstruction", "reidentification", "attribute"):
-        only("kappa", "prior_size", "baseline", "prior")
-        if len(given) != 1:
-            raise ReconRiskError(f"measure {measure!r} needs exactly one of kappa, prior_size, baseline, prior; found {sorted(given) or 'none'}")
-        if measure == "reidentification" and prior_size is not None:
-            return reidentification_risk(release, prior_size=prior_size)
-        if measure == "attribute" and (prior is not None or baseline is not None):
-            return attribute_risk(release, prior=prior, baseline=baseline)
-        b = (resolve_kappa(kappa, prior_size) if (kappa is not None or prior_size is not None)
-             else v.probability_open("baseline", baseline) if baseline is not None else float(normalize_prior(prior).max()))
-        formula = {"reconstruction": f"1 - f(kappa) ({_CITE_CURVE})", "reidentification": "1 - f(1/N) (Kulynych et al. 2025)",
-                   "attribute": "1 - f(max_v prior(v)) (Kulynych et al. 2025)"}
-        return _curve_point(release, b, measure, formula[measure], {"prior_size": prior_size} if prior_size else {})
-    if measure == "membership_tpr":
-        only("fpr")
-        if fpr is None:
-            raise ReconRiskError("measure 'membership_tpr' needs fpr (the false-positive rate, in (0, 1))")
-        return membership_tpr(release, fpr=fpr)
-    if measure == "membership_advantage":
-        only()
-        return membership_advantage(release, tol=tol)
-    if measure == "bayes_security":
-        only()
-        return bayes_security(release, tol=tol)
-    only("prior", "prior_size")
-    return reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol)
-
-
-def all_risks(release, *, kappa: float | None = None, prior_size: int | None = None,
-              baseline: float | None = None, prior=None, fpr: float | None = None,
-              tol: float = DEFAULT_TOL) -> list[Bound]:
-    """Every measure side by side for one release (``reconrisk risk --measure all``).
-
-    The curve measures use the one baseline given (``prior_size``, ``kappa``,
-    ``baseline`` or ``prior``); ``membership_tpr`` needs ``fpr``; ``rad`` needs
-    ``prior`` or ``prior_size``. Measures whose argument is missing are left out.
-    """
-    release = _check_release(release)
-    out: list[Bound] = []
-    base = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior).items()
-            if x is not None}
-    if len(base) > 1:
-        raise ReconRiskError(f"give at most one of kappa, prior_size, baseline, prior; found {sorted(base)}")
-    if base:
-        out.append(risk(release, "reconstruction", **base))
-        if prior_size is not None:
-            out.append(risk(release, "reidentification", prior_size=prior_size))
-        if prior is not None or baseline is not None:
-            out.append(risk(release, "attribute", **base))
-    if fpr is not None:
-        out.append(membership_tpr(release, fpr=fpr))
-    out.append(membership_advantage(release, tol=tol))
-    if prior is not None or prior_size is not None:
-        out.append(reconstruction_advantage(release, prior=prior, prior_size=prior_size, tol=tol))
-    out.append(bayes_security(release, tol=tol))
-    return out
+#: The measures as questions (each takes an analysis and asks it) live beside the analyses
+#: (:mod:`reconrisk.analysis.risk`, and each analysis's own readings in :mod:`reconrisk.analysis.privacy_risk`,
+#: :mod:`reconrisk.analysis.events_risk`, :mod:`reconrisk.analysis.guarantee`); here stay the formulas, functions
+#: of a curve or of (σ, q, T). The old names still read, with a :class:`DeprecationWarning`.
+_MOVED = {name: "..analysis.risk" for name in (
+    "reconstruction_risk", "reidentification_risk", "attribute_risk", "membership_tpr", "total_variation",
+    "membership_advantage", "bayes_security", "reconstruction_advantage", "risk", "all_risks", "_curve_point",
+    "_check_release", "_pair_view")}
+_MOVED.update({name: "..analysis.privacy_risk" for name in ("release_total_variation", "release_prior_success")})
+_MOVED.update({name: "..analysis.events_risk" for name in ("event_total_variation", "event_prior_success")})
+__getattr__ = moved_names(__name__, __package__, _MOVED)

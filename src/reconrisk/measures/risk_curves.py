@@ -9,9 +9,9 @@ divergence; g = 1 − f), the ν-tails ν(L > ε) and the blow-up g(t). :mod:`re
 * :class:`_MaxDelta` — the largest δ of several pessimistic distributions (the two directions of a
   ``dp_accounting`` event: sound whichever order its relation makes the worst);
 
-and the refinement loops that halve a loss grid until a measure's bracket is narrow enough:
-:func:`_pmf_pair` for a release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` and
-:func:`event_pair` for an :class:`~reconrisk.analysis.events.EventAnalysis`. A guarantee's curve
+functions of a distribution or of μ only. The refinement loops that ask an analysis for its distributions grid
+after grid live beside the analyses (:func:`reconrisk.analysis.privacy_risk.pmf_pair`,
+:func:`reconrisk.analysis.events_risk.event_pair`). A guarantee's curve
 (:class:`~reconrisk.analysis.guarantee.GuaranteeCurve`) has δ only: a guarantee bounds from above.
 """
 
@@ -22,7 +22,7 @@ from scipy import special
 
 from ..accounting import pld as _pld
 from ..accounting.pmf import _nu_mass
-from . import rero as _rero
+from .._deprecated import moved_names
 
 #: The δ-based brackets halve the engine's first loss grid at most this many times.
 MAX_HALVINGS = 8
@@ -74,26 +74,6 @@ class _Pmf:
         return self.pmf.blowup(t)
 
 
-def _pmf_pair(analysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, dict]:
-    """Pessimistic and optimistic curves of the analysis, refined (halving from the engine's start grid) until
-    ``width_fn(up, lo) ≤ tol``; the analysis composes each grid once for every δ-based measure."""
-    release = analysis.release
-    h = h0 = _rero.start_discretization(release)
-    while True:
-        up = _Pmf(analysis.pmf(h, pessimistic=True, loss_cap=cap))
-        lo = _Pmf(analysis.pmf(h, pessimistic=False, loss_cap=cap))
-        width = float(width_fn(up, lo))
-        if width <= tol or h / 2 < h0 / 2**MAX_HALVINGS or _rero._atoms_per_step(release, h / 2) > _rero.MAX_REFINED_ATOMS:
-            break  # both ends stay certified; only the width may miss the target
-        h /= 2
-    det = {"method": "pld", "discretization": max(h, up.pmf.h, lo.pmf.h), "max_width": width, "target_width": tol,
-           "converged": bool(width <= tol)}
-    if max(up.pmf.h, lo.pmf.h) > h:  # the engine coarsened a grid whose window would not fit the memory target
-        det["note"] = (f"grid h = {h:.3g} would not fit the memory target; composed on h = {det['discretization']:.3g}"
-                       " (a coarser discretisation is still certified, only wider)")
-    return up, lo, det
-
-
 class _MaxDelta:
     """δ(ε) = the largest of several curves' δ (an upper end when each is one)."""
 
@@ -104,20 +84,6 @@ class _MaxDelta:
         return np.max([c.delta(eps) for c in self.curves], axis=0)
 
 
-def event_pair(analysis, tol: float, width_fn):
-    """The curves of an event analysis, refined (halving its grid) until ``width_fn(up, lo) ≤ tol``.
-
-    ``up``: the larger δ of the pessimistic distributions of both directions; ``lo``: the optimistic
-    distribution of the remove direction. Stops short (``converged`` False, both ends still certified)
-    after ``MAX_HALVINGS`` halvings or when the next grid would exceed the event's atom budget.
-    """
-    h = analysis.h
-    while True:
-        up = _MaxDelta(_Pmf(analysis.pmf(h, pessimistic=True, direction=d)) for d in analysis.directions(True))
-        lo = _Pmf(analysis.pmf(h, pessimistic=False, direction="remove"))
-        width = float(width_fn(up, lo))
-        if width <= tol or not analysis.can_refine(h):
-            break
-        h /= 2
-    return up, lo, {"method": "pld", "discretization": h, "max_width": width, "target_width": tol,
-                    "converged": bool(width <= tol)}
+#: The refinement loops moved beside the analyses they ask; the old names still read, deprecated.
+__getattr__ = moved_names(__name__, __package__, {"_pmf_pair": "..analysis.privacy_risk",
+                                                  "event_pair": "..analysis.events_risk"})

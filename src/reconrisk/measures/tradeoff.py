@@ -7,7 +7,7 @@ training set, ν = output law without it — the trade-off function is
 
 the smallest type-II error (missed membership) of any test whose type-I error
 (false alarm) is at most α. Its complement is the blow-up function of Hayes, Mahloujifar & Balle 2023, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
-2025), so the certified ReRo bracket of :func:`reconrisk.measures.rero.pld_bracket`
+2025), so the certified ReRo bracket of :func:`reconrisk.analysis.privacy_rero.pld_bracket`
 — vectorised over κ — is a certified bracket on the whole curve at once:
 
     β_lower(α) = 1 − B_upper(α),   β_upper(α) = 1 − B_lower(α).
@@ -47,13 +47,12 @@ import numpy as np
 from scipy import special
 
 from .. import _validate as v
-from .._deprecated import warn_renamed
+from .._deprecated import moved_names, warn_renamed
 from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
 from ..results import Bound
 from ..accounting.gaussian import release_gdp_mu
 from .baselines import rdp_rero_bound
-from .rero import _release_analysis, has_closed_form, pld_bracket
 from .rero_analytic import symmetric_step_power
 
 METHODS = ("auto", "pld", "closed_form")
@@ -175,42 +174,6 @@ def _alphas(alphas) -> np.ndarray:
     return arr
 
 
-def tradeoff(analysis, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
-    """Certified two-sided bracket on the trade-off curve f(α) of a release, all α at once, read from its
-    :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` ``analysis`` (what
-    :meth:`PrivacyAnalysis.tradeoff <reconrisk.analysis.privacy.PrivacyAnalysis.tradeoff>` and
-    ``reconrisk.tradeoff`` answer; the latter takes a release, an event or any analysis).
-
-    ``alphas``: one or many type-I errors in (0, 1) (e.g. ``np.logspace(-12,
-    -0.3, 200)``). ``method``: ``"auto"`` (closed form where one exists, the
-    PLD bracket otherwise), ``"pld"`` (always the PLD engine — what the tests
-    check against the closed forms) or ``"closed_form"``. ``tol``: absolute
-    width at which the PLD bracket's refinement stops (default ``CURVE_TOL``
-    = 1e-3: a curve of many α is drawn fast; both ends are certified at any
-    width).
-    """
-    # the curve is a pair question: a fixed-batch release answers it from the symmetrised composition
-    # (PrivacyAnalysis.pair)
-    analysis = _release_analysis(analysis, "tradeoff").pair
-    release = analysis.release
-    sym = bool(getattr(analysis, "symmetric", False))
-    method = v.choice("method", method, METHODS)
-    a = _alphas(alphas)
-    rel = release.to_dict()
-    if method == "closed_form" or (method == "auto" and has_closed_form(release)):
-        p = exact_power(release, a, symmetric=sym)
-        b = exact_beta(release, a, symmetric=sym)
-        return TradeOff(a, b, b.copy(), p, p.copy(), "closed_form", rel, {"formula": _formula(release, sym)})
-    tol = CURVE_TOL if tol is None else v.positive("tol", tol)
-    lo, up, det = pld_bracket(analysis, a, tol=tol)
-    lo = np.asarray(lo, dtype=float)
-    up = np.asarray(up, dtype=float)
-    # 1 − B is rounded outward by one ulp (round-to-nearest errs by at most half of one)
-    b_lo = np.clip(np.nextafter(1.0 - up, -np.inf), 0.0, 1.0)
-    b_up = np.clip(np.nextafter(1.0 - lo, np.inf), 0.0, 1.0)
-    return TradeOff(a, b_lo, b_up, lo, up, "pld", rel, dict(det))
-
-
 def _formula(release: Release, symmetric: bool = False) -> str:
     if all(s.sample_rate == 1.0 for s in release.segments):
         return "f(a) = Phi(Phi^-1(1-a) - mu), mu = sqrt(sum T_i/sigma_i^2) (Gaussian DP)"
@@ -241,3 +204,8 @@ def rdp_curve(release: Release, alphas) -> np.ndarray:
     """1 − B_RDP(α): the trade-off lower bound implied by the RDP baseline (Balle, Cherubin & Hayes 2022, Thm 2)."""
     a = _alphas(alphas)
     return 1.0 - rdp_rero_bound(release.segments, a)
+
+
+#: The curve of a release is asked of its analysis (:func:`reconrisk.analysis.privacy_rero.tradeoff`); the old
+#: name still reads, with a :class:`DeprecationWarning`.
+__getattr__ = moved_names(__name__, __package__, {"tradeoff": "..analysis.privacy_rero"})

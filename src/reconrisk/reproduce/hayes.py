@@ -27,7 +27,7 @@ from ..api import rero_bound
 from ..data import load_dataset
 from ..experiments.audit import calibrated_settings, run_setting
 from ..measures.conversions import rdp_rero_bound
-from ..measures.rero import pld_bracket
+from ..analysis.privacy_rero import pld_bracket
 from ..release import Release
 from .recipes import Recipe, RecipeOutput, rate_row, register, row, say
 
