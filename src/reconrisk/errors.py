@@ -9,3 +9,9 @@ class ReconRiskError(ValueError):
     The message names the parameter, the value found and what was expected,
     e.g. ``noise_multiplier must be > 0; found -1.0``.
     """
+
+
+class PLDRangeError(ReconRiskError):
+    """The PLD accountant's grid cannot hold a release's privacy-loss range (ε is enormous there); the RDP
+    accountant still answers. Raised by :func:`reconrisk.accounting.epsilon.pld_epsilon` (and the analyses that
+    ask it), so that a caller falling back to RDP asks the type, not the message."""

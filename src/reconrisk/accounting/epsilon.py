@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from .. import _validate as v
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from ..release import Release, gaussian_release
 from . import pld as _pld
 from .gaussian import gaussian_eps
@@ -81,7 +81,7 @@ def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: boo
         if "value_discretization" not in str(exc):
             raise
         sig = min(s.noise_multiplier for s in release.segments)
-        raise ReconRiskError(
+        raise PLDRangeError(
             f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
             "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
             "or a larger noise_multiplier"

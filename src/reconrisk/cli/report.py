@@ -141,7 +141,7 @@ def report_cmd(
 
         figures = []  # drawn while the Monte-Carlo draws finish on other threads (the figures do not show them)
 
-        def draw(partial: dict) -> None:
+        def draw(partial) -> None:  # (the report whose Monte-Carlo row is not in yet)
             from ..report.report_plots import figures as draw_figures
 
             figures.append(draw_figures(partial))
@@ -151,13 +151,13 @@ def report_cmd(
                              sampler=sampler)
     from .. import __version__
     from ..report.html import write_report
+    from ..report_model import PriorProvenance, Provenance, report_json
 
-    provenance = {"reconrisk_version": __version__, "command": shlex.join(["reconrisk", *sys.argv[1:]]),
-                  "release_source": source,
-                  "prior": {"defaulted": defaulted, "prior_size": cfg.prior_size, "kappa": cfg.kappa}}
+    provenance = Provenance(shlex.join(["reconrisk", *sys.argv[1:]]), source,
+                            PriorProvenance(defaulted, cfg.prior_size, cfg.kappa), __version__)
     files = write_report(report, out, provenance, figures[0] if figures else None)
     if json_out:
-        print_json({**report, "provenance": provenance, "files": files})
+        print_json({**report_json(report, provenance), "files": files})
         return
     from ..report.html import summary, table_rows
 
