@@ -40,7 +40,7 @@ def test_report_composes_each_distribution_once():
     assert max(a.compositions.values()) == 1, a.compositions
     # 54 before the analysis existed; now one per (grid, side, direction, round-off threshold): ε (2 directions),
     # each ReRo question's two sides at its own threshold, the δ-based measures' own grids
-    assert rep["analysis"]["compositions"] == a.composition_count <= 20
+    assert rep.compositions == a.composition_count <= 20
     n = a.composition_count
     # asking again (any door of the same analysis) composes nothing
     lo, hi, k = TRADEOFF_ALPHA

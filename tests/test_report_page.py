@@ -39,7 +39,7 @@ def test_headline_states_the_prior_and_the_default_is_warned(rep):
 def test_vacuous_rows_are_marked_and_inapplicable_families_listed_apart(rep):
     rows = H.table_rows(rep)
     dp = next(r for r in rows if "(ε, δ)-DP" in r["quantity"])
-    assert rep["rero"]["dp"]["upper"] >= 1 and dp["vacuous"] and "vacuous" in dp["error"]
+    assert rep.rero.dp.upper >= 1 and dp["vacuous"] and "vacuous" in dp["error"]
     pld = next(r for r in rows if "PLD bracket" in r["quantity"])
     assert not pld["vacuous"] and pld["upper"] < 1
     page = _page(rep)
