@@ -27,15 +27,10 @@ from typing import Any, Mapping
 from . import _validate as v
 from ._deprecated import warn_at_caller
 from .priors import resolve_kappa
-from .report_sections import (AnalyticEntry, AttackEntry, BelowCertified, CalibrationEntry, CapacityEntry, CapacityStep,
-                              EpsilonEntry, FanoEntry, MC_PENDING, MseEntry, PriorCurve, ReroSection, RiskRow,
-                              TradeoffEntry, Unavailable, _real, _unavailable, bound_from_dict)
-
-__all__ = ["AnalyticEntry", "AttackEntry", "BelowCertified", "CalibrationEntry", "CapacityEntry", "CapacityStep",
-           "EpsilonEntry",
-           "FanoEntry", "MC_PENDING", "MseEntry", "PriorCurve", "PriorProvenance", "Provenance", "ReportConfig",
-           "ReroSection", "RiskReport", "RiskRow", "Summary", "TradeoffEntry", "Unavailable", "bound_from_dict",
-           "report_json", "report_schema"]
+from .report_sections import (  # noqa: F401  (the sections are re-exported: one import for the whole report)
+    MC_PENDING, AnalyticEntry, AttackEntry, BelowCertified, CalibrationEntry, CapacityEntry, CapacityStep, EpsilonEntry,
+    FanoEntry, MseEntry, PriorCurve, ReroSection, RiskRow, TradeoffEntry, Unavailable, _real, _unavailable,
+    bound_from_dict)
 
 
 # -- the summary, the inputs and the provenance ----------------------------------------------------------
