@@ -163,6 +163,6 @@ def report_cmd(
 
     for sentence in summary(report):
         echo(sentence.text)
-    rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
+    rows = [[r.family, r.quantity, r.lower, r.upper, r.error or r.formula] for r in table_rows(report)]
     print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
                 caption=f"wrote {files['html']} and {files['json']}")

@@ -214,16 +214,30 @@ ROUNDING = ("Rounding: in the summary, upper bounds (reconstruction success, ε,
 
 
 # -- the table ---------------------------------------------------------------------------------------
-def _row(family: str, quantity: str, lower, upper, error: str, formula: str, na: bool = False) -> dict:
-    return {"family": family, "quantity": quantity, "lower": lower, "upper": upper, "error": error,
-            "formula": formula, "na": na}
+@dataclass(frozen=True)
+class TableRow:
+    """One row of the page's table (and of ``reconrisk report``'s terminal table): ``na`` for a family not computed
+    (its ``formula`` then holds the reason), ``vacuous`` for a probability bound of 1 (or ε = ∞)."""
+
+    family: str
+    quantity: str
+    lower: float | None
+    upper: float | None
+    error: str
+    formula: str
+    na: bool = False
+    vacuous: bool = False
 
 
-def _na_row(family: str, quantity: str, na: Unavailable) -> dict:
+def _row(family: str, quantity: str, lower, upper, error: str, formula: str, na: bool = False) -> TableRow:
+    return TableRow(family, quantity, lower, upper, error, formula, na)
+
+
+def _na_row(family: str, quantity: str, na: Unavailable) -> TableRow:
     return _row(family, quantity, None, None, "", na.reason, na=True)
 
 
-def table_rows(report: RiskReport) -> list[dict]:
+def table_rows(report: RiskReport) -> list[TableRow]:
     """One row per number of the page's table (families whose assumptions fail get a row with the reason)."""
     rep = RiskReport.from_dict(report)
     rows = []
@@ -289,14 +303,11 @@ def table_rows(report: RiskReport) -> list[dict]:
         rows.append(_na_row("empirical attack", "audit", at))
     else:
         rows += _attack_rows(at)
-    for r in rows:
-        r["vacuous"] = _vacuous(r)
-        if r["vacuous"]:
-            r["error"] = "vacuous: a probability bound of 1 says nothing for this release"
-    return rows
+    return [replace(r, vacuous=True, error="vacuous: a probability bound of 1 says nothing for this release")
+            if _vacuous(r) else r for r in rows]
 
 
-def _attack_rows(at) -> list[dict]:
+def _attack_rows(at) -> list[TableRow]:
     """The audit's rows: each attack's success with its interval, and what its successes refute."""
     rows = []
     for name, r in at.rates.items():
@@ -316,36 +327,36 @@ def _attack_rows(at) -> list[dict]:
 _PROBABILITY_FAMILIES = ("ReRo", "Fano", "analytic attack")
 
 
-def _vacuous(r: dict) -> bool:
-    up = r["upper"]
-    if r["na"] or up is None:
+def _vacuous(r: TableRow) -> bool:
+    up = r.upper
+    if r.na or up is None:
         return False
-    if r["family"] == "privacy":
+    if r.family == "privacy":
         return isinstance(up, float) and math.isinf(up)
-    prob = r["family"] in _PROBABILITY_FAMILIES or (r["family"] == "Bayes' capacity" and r["quantity"].startswith("one-try"))
+    prob = r.family in _PROBABILITY_FAMILIES or (r.family == "Bayes' capacity" and r.quantity.startswith("one-try"))
     return prob and up >= 1.0
 
 
-def _table_html(rows: list[dict]) -> str:
+def _table_html(rows: list[TableRow]) -> str:
     head = ("<thead><tr><th>family</th><th>quantity</th><th>lower</th><th>upper</th><th>error</th>"
             "<th class='formula'>formula / source</th></tr></thead>")
     body = []
     for r in rows:
-        cls = " class='vacuous'" if r.get("vacuous") else ""
-        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"], up=True)
-        body.append(f"<tr{cls}><td>{_e(r['family'])}</td><td>{_e(r['quantity'])}</td>"
-                    f"<td class='num' data-label='lower'>{_num(r['lower'], up=False)}</td>"
+        cls = " class='vacuous'" if r.vacuous else ""
+        upper = "1 (vacuous)" if r.vacuous and r.upper == 1 else _num(r.upper, up=True)
+        body.append(f"<tr{cls}><td>{_e(r.family)}</td><td>{_e(r.quantity)}</td>"
+                    f"<td class='num' data-label='lower'>{_num(r.lower, up=False)}</td>"
                     f"<td class='num' data-label='upper'>{upper}</td>"
-                    f"<td class='err'>{_e(r['error'])}</td>"
-                    f"<td class='formula'>{formula_html(r['formula'])}</td></tr>")
+                    f"<td class='err'>{_e(r.error)}</td>"
+                    f"<td class='formula'>{formula_html(r.formula)}</td></tr>")
     return f"<table id='families'>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
-def _na_html(rows: list[dict]) -> str:
+def _na_html(rows: list[TableRow]) -> str:
     """The families whose assumptions fail for this release, each with its reason (not empty table rows)."""
     if not rows:
         return ""
-    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {formula_html(r['formula'])}</li>" for r in rows)
+    items = "".join(f"<li><b>{_e(r.family)}</b> ({_e(r.quantity)}): {formula_html(r.formula)}</li>" for r in rows)
     return f"<h3>Not computed for this release</h3><ul class='na' id='not-computed'>{items}</ul>"
 
 
@@ -453,7 +464,7 @@ def render_html(report: RiskReport, provenance: Provenance, figures: tuple[str, 
     rel_text = _release_text(report.release)
     summary = "".join(f"<p>{s}</p>" for s in summary_sentences(report))
     rows = table_rows(report)
-    shown = [r for r in rows if not r["na"]]
+    shown = [r for r in rows if not r.na]
     tradeoff_fig, prior_fig = figures if figures is not None else draw(report)
     figs = (f"<figure>{tradeoff_fig}<figcaption>Certified trade-off curve on log–log axes: any "
             "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
@@ -466,7 +477,7 @@ def render_html(report: RiskReport, provenance: Provenance, figures: tuple[str, 
               f"<p>command: <code>{_e(provenance.command)}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
     title = f"Reconstruction risk: at most {_pct(report.summary.rero_upper)} with {_prior_text(report)}"
-    body = _table_html(shown) + _na_html([r for r in rows if r["na"]]) + figs + summary  # what may cite a work
+    body = _table_html(shown) + _na_html([r for r in rows if r.na]) + figs + summary  # what may cite a work
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
@@ -480,7 +491,7 @@ def render_html(report: RiskReport, provenance: Provenance, figures: tuple[str, 
             "nothing for this release and is marked <em>vacuous</em>.</p>"
             "<p class='no-print'><button id='toggle-formulas' type='button'>hide formulas</button></p>"
             f"<div class='scroll'>{_table_html(shown)}</div>"
-            f"{_na_html([r for r in rows if r['na']])}"
+            f"{_na_html([r for r in rows if r.na])}"
             f"<h2>Plots</h2>{figs}{_references(html.unescape(body))}{footer}<script>{_JS}</script></body></html>")
 
 
