@@ -198,17 +198,29 @@ def test_the_rdp_fallback_asks_the_exception_type_not_its_message(monkeypatch):
 
 
 def test_the_pld_accountant_raises_its_own_type(monkeypatch):
-    """Where the grid cannot hold the per-step loss range (rare since the engine coarsens: forced here), the
-    accountant says so with :class:`PLDRangeError`, the type its callers fall back on."""
+    """Where the grid cannot hold the per-step loss range the engine raises :class:`PLDRangeError` and the
+    accountant says so in the user's terms with the same type (rare since the engine coarsens: the inner call is
+    forced here); a plain error with the same words is not taken for it."""
     import importlib
 
+    from reconrisk.accounting import pld
+
+    with pytest.raises(PLDRangeError, match="value_discretization must be >="):
+        pld.step_pmf(0.001, 0.01, 1e-4)
     eps_module = importlib.import_module("reconrisk.accounting.epsilon")  # (the package re-exports the function)
 
     def grid_fails(*a, **k):
-        raise ReconRiskError("value_discretization must be >= 0.127 for noise_multiplier=0.001, sample_rate=0.01")
+        raise PLDRangeError("value_discretization must be >= 0.127 for noise_multiplier=0.001, sample_rate=0.01")
 
     monkeypatch.setattr(eps_module, "_pld_epsilon", grid_fails)
     with pytest.raises(PLDRangeError, match="too small for the PLD accountant"):
+        eps_module.pld_epsilon(Release(0.001, 0.01, 100), 1e-5)
+
+    def words_only(*a, **k):
+        raise ReconRiskError("value_discretization must be >= 0.127 (an untyped error)")
+
+    monkeypatch.setattr(eps_module, "_pld_epsilon", words_only)
+    with pytest.raises(ReconRiskError, match="an untyped error"):
         eps_module.pld_epsilon(Release(0.001, 0.01, 100), 1e-5)
 
 

@@ -77,9 +77,7 @@ def pld_epsilon(release: Release, delta: float, compose=None, *, with_lower: boo
             return _pld.compose_segments(release.segments, h, **{**kw, "direction": "symmetric"})
     try:
         return _pld_epsilon(release, delta, PLD_DISCRETIZATION, compose, with_lower=with_lower, lower=lower)
-    except ReconRiskError as exc:
-        if "value_discretization" not in str(exc):
-            raise
+    except (PLDRangeError, _pld.WindowTooLarge):  # the grid cannot hold the loss range (typed by the engine)
         sig = min(s.noise_multiplier for s in release.segments)
         raise PLDRangeError(
             f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
