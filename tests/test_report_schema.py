@@ -229,3 +229,21 @@ def test_a_guarantee_alone_is_refused_in_one_line():
 
     with pytest.raises(ReconRiskError, match="a guarantee alone has no release to report on"):
         risk_report(GuaranteeAnalysis("dp", epsilon=1.0, delta=1e-5), ReportConfig(samples=0))
+
+
+@pytest.mark.parametrize("kwargs,names,flags", [
+    ({"model_dim": 0}, ("model_dim",), "(flag --model-dim)"),
+    ({"trials": 10**7}, ("trials",), "(flag --trials)"),
+    ({"prior_size": 10, "kappa": 0.1}, ("prior_size", "kappa"), "(flags --prior-size, --kappa)"),
+])
+def test_config_errors_name_python_parameters_and_the_cli_adds_its_flags(kwargs, names, flags, capsys, tmp_path):
+    from reconrisk.cli import main
+    from reconrisk.errors import ParameterError
+
+    with pytest.raises(ParameterError) as caught:
+        ReportConfig(**kwargs)
+    assert caught.value.parameters == names and "--" not in str(caught.value)  # the library speaks Python
+    argv = [x for k, val in kwargs.items() for x in ("--" + k.replace("_", "-"), str(val))]
+    assert main(["report", "-s", "1", "-q", "0.1", "-T", "5", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.strip().endswith(flags) and str(caught.value) in err

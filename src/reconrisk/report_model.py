@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from . import _validate as v
 from ._deprecated import warn_at_caller
+from .errors import ParameterError, ReconRiskError
 from .priors import resolve_kappa
 from .report_sections import (  # noqa: F401  (the sections are re-exported: one import for the whole report)
     MC_PENDING, AnalyticEntry, AttackEntry, BelowCertified, CalibrationEntry, CapacityEntry, CapacityStep, EpsilonEntry,
@@ -84,28 +85,35 @@ class ReportConfig:
     attack_seed: int = 0
 
     def __post_init__(self) -> None:
+        """Every field checked; a bad one raises :class:`~reconrisk.errors.ParameterError` naming it (Python names:
+        the CLI adds its flags)."""
         if self.prior_size is None and self.kappa is None:
             object.__setattr__(self, "prior_size", 10)  # Hayes, Mahloujifar & Balle's (2023) default prior (κ = 0.1)
-        resolve_kappa(self.kappa, self.prior_size)
-        v.probability_open("delta", self.delta)
-        if self.samples != 0:
-            v.integer("samples", self.samples, minimum=100)
-        v.seed("seed", self.seed)
-        v.probability_open("confidence", self.confidence)
-        v.probability_open("fpr", self.fpr)
-        v.probability_open("attribute_baseline", self.attribute_baseline)
-        v.in_range("diam", self.diam, 0.0, 1e150, high_open=False)
-        if self.target_rero is not None:
-            v.probability_open("target_rero", self.target_rero)
-        for name in ("model_dim", "data_dim"):
-            if getattr(self, name) is not None:
-                v.max_count(name, v.integer(name, getattr(self, name), minimum=1), 10**9)
-        if self.min_norm is not None:
-            v.positive("min_norm", self.min_norm)
-        v.positive("mse_eta", self.mse_eta)
-        v.real("psnr_eta", self.psnr_eta)
-        v.max_count("trials", v.integer("trials", self.trials, minimum=1), 10**6, "informed-adversary trials")
-        v.seed("attack_seed", self.attack_seed)
+        count = {"model_dim": 10**9, "data_dim": 10**9}
+        checks = {
+            ("prior_size", "kappa"): lambda: resolve_kappa(self.kappa, self.prior_size),
+            ("delta",): lambda: v.probability_open("delta", self.delta),
+            ("samples",): lambda: self.samples == 0 or v.integer("samples", self.samples, minimum=100),
+            ("seed",): lambda: v.seed("seed", self.seed),
+            ("confidence",): lambda: v.probability_open("confidence", self.confidence),
+            ("fpr",): lambda: v.probability_open("fpr", self.fpr),
+            ("attribute_baseline",): lambda: v.probability_open("attribute_baseline", self.attribute_baseline),
+            ("diam",): lambda: v.in_range("diam", self.diam, 0.0, 1e150, high_open=False),
+            ("target_rero",): lambda: self.target_rero is None or v.probability_open("target_rero", self.target_rero),
+            **{(n,): (lambda n=n: getattr(self, n) is None or v.max_count(
+                n, v.integer(n, getattr(self, n), minimum=1), count[n])) for n in count},
+            ("min_norm",): lambda: self.min_norm is None or v.positive("min_norm", self.min_norm),
+            ("mse_eta",): lambda: v.positive("mse_eta", self.mse_eta),
+            ("psnr_eta",): lambda: v.real("psnr_eta", self.psnr_eta),
+            ("trials",): lambda: v.max_count("trials", v.integer("trials", self.trials, minimum=1), 10**6,
+                                             "informed-adversary trials"),
+            ("attack_seed",): lambda: v.seed("attack_seed", self.attack_seed),
+        }
+        for names, check in checks.items():
+            try:
+                check()
+            except ReconRiskError as exc:
+                raise ParameterError(str(exc), names) from None
 
     @property
     def kappa_value(self) -> float:

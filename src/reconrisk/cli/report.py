@@ -110,12 +110,18 @@ def report_cmd(
     counts = _DrawCounts()
     sampler = _early_draws(released, samples, seed, counts)
     try:
+        from ..errors import ParameterError, ReconRiskError
         from ..experiments.riskreport import ReportConfig, risk_report
 
-        cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
-                           confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
-                           target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
-                           mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
+        try:
+            cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
+                               confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
+                               target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
+                               mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials,
+                               attack_seed=attack_seed)
+        except ParameterError as exc:  # the library names Python parameters; here they are flags
+            flags = ", ".join("--" + p.replace("_", "-") for p in exc.parameters)
+            raise ReconRiskError(f"{exc} (flag{'s' if len(exc.parameters) > 1 else ''} {flags})") from None
     except BaseException:
         if sampler is not None:
             sampler.cancel()
