@@ -58,14 +58,14 @@ from ..analysis.privacy import PrivacyAnalysis
 from ..data import load_dataset
 from ..errors import PLDRangeError, ReconRiskError
 from ..measures.conversions import rero_from_dp
-from ..report_model import (MC_PENDING, AnalyticEntry, AttackEntry, BelowCertified, CalibrationEntry, CapacityEntry,
-                            CapacityStep,                             EpsilonEntry, FanoEntry, MseEntry, PriorCurve, ReportConfig, ReroSection, RiskReport,
-                            RiskRow, Summary, TradeoffEntry, Unavailable)
-from ..results import Bound, below_certified
 from ..measures.rdp_tradeoff import rero_release_rdp
 from ..measures.rero import start_monte_carlo
 from ..measures.risk import CLI_NAMES, all_risks
 from ..release import Release
+from ..report_model import (MC_PENDING, AnalyticEntry, AttackEntry, BelowCertified, CalibrationEntry, CapacityEntry,
+                            CapacityStep, EpsilonEntry, FanoEntry, MseEntry, PriorCurve, ReportConfig, ReroSection,
+                            RiskReport, RiskRow, Summary, TradeoffEntry, Unavailable)
+from ..results import Bound, below_certified
 from ..theory.analytic import analytic_bound
 from ..theory.capacity import log_capacity_gaussian
 from ..theory.fano import fano_bound, gaussian_mutual_information, kl_mutual_information, release_mutual_information
