@@ -81,6 +81,15 @@ def test_the_typed_report_holds_bounds_estimates_and_reasons(reports):
         "applicable": False, "reason": "y", "value": 0.1, "method": "dp"}
 
 
+def test_provenance_is_read_whole_or_refused():
+    assert Provenance.from_dict({"command": "c", "release_source": {"source": "flags"}}).prior is None
+    d = {"reconrisk_version": "1", "command": "c", "release_source": {"source": "flags"},
+         "prior": {"defaulted": True, "prior_size": 10, "kappa": None}}
+    assert Provenance.from_dict(d).to_dict() == d
+    with pytest.raises(ReconRiskError, match="provenance has unknown key"):
+        Provenance.from_dict({"command": "c", "who": "me"})  # never dropped silently
+
+
 def test_indexing_the_report_still_answers_with_a_deprecation_warning(reports):
     rep = reports["full"]
     with pytest.warns(DeprecationWarning, match="returns a RiskReport"):

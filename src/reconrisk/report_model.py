@@ -154,6 +154,10 @@ class Provenance:
     def from_dict(cls, d: "Mapping[str, Any] | Provenance") -> "Provenance":
         if isinstance(d, Provenance):
             return d
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ReconRiskError(f"provenance has unknown key(s) {', '.join(map(str, unknown))}; expected some of "
+                                 f"{', '.join(f.name for f in fields(cls))}")
         prior = d.get("prior")
         return cls(d.get("command", ""), d.get("release_source") or {},
                    PriorProvenance(**prior) if prior else None, d.get("reconrisk_version", ""))
