@@ -184,3 +184,38 @@ def pytest_collection_modifyitems(session, config, items):
         return (-costs.get(pathlib.PurePath(f).name, _DEFAULT_COST), first[f], i)
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
+
+
+# -- every report.json a test writes is checked against the shipped JSON Schema ---------------------------
+def check_report_json(payload: dict) -> None:
+    """Validate ``payload`` (a ``report.json``) against ``reconrisk/_data/report.schema.json`` (raises on a mismatch,
+    naming the path into the document and what was expected)."""
+    import jsonschema
+
+    from reconrisk.report_model import report_schema
+
+    validator = jsonschema.Draft202012Validator(report_schema())
+    errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        raise AssertionError(f"report.json does not match its schema at {'/'.join(map(str, e.absolute_path)) or '/'}: "
+                             f"{e.message[:500]} ({len(errors)} error(s))")
+
+
+#: How many report.json files the schema check has seen in this process (a test of the hook reads it).
+REPORTS_CHECKED = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _report_json_schema():
+    """Install :func:`check_report_json` in the report writer (``reconrisk.report.html.JSON_CHECKS``) for the whole
+    run: ``reconrisk report`` in-process (the CLI tests, the docs pages) and ``write_report`` called directly."""
+    from reconrisk.report import html
+
+    def check(payload):
+        check_report_json(payload)
+        REPORTS_CHECKED.append(payload.get("provenance", {}).get("command"))
+
+    html.JSON_CHECKS.append(check)
+    yield
+    html.JSON_CHECKS.remove(check)

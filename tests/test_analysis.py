@@ -40,7 +40,7 @@ def test_report_composes_each_distribution_once():
     assert max(a.compositions.values()) == 1, a.compositions
     # 54 before the analysis existed; now one per (grid, side, direction, round-off threshold): ε (2 directions),
     # each ReRo question's two sides at its own threshold, the δ-based measures' own grids
-    assert rep["analysis"]["compositions"] == a.composition_count <= 20
+    assert rep.compositions == a.composition_count <= 20
     n = a.composition_count
     # asking again (any door of the same analysis) composes nothing
     lo, hi, k = TRADEOFF_ALPHA
@@ -130,15 +130,15 @@ def test_the_same_question_through_every_door(capsys, target, q, t, n):
         "kappa instead of prior_size": calibrate("reconstruction", target, sample_rate=q, steps=t,
                                                  kappa=1.0 / n).noise_multiplier,
         "report": calibration_entry(PrivacyAnalysis(Release(1.0, q, t)),
-                                    ReportConfig(prior_size=n, target_rero=target))["noise_multiplier"],
+                                    ReportConfig(prior_size=n, target_rero=target)).noise_multiplier,
     }
     assert all(x == ref.noise_multiplier for x in doors.values()), (ref.noise_multiplier, doors)
     # the report decides "meets" by the bound at the release: the calibrated release meets, 2 % less noise does not
     at = calibration_entry(PrivacyAnalysis(ref.release), ReportConfig(prior_size=n, target_rero=target))
-    assert at["meets_target_now"] is True and at["current_rero"]["upper"] == ref.bound.upper
+    assert at.meets_target_now is True and at.current_rero.upper == ref.bound.upper
     below = calibration_entry(PrivacyAnalysis(Release(ref.noise_multiplier * 0.98, q, t)),
                               ReportConfig(prior_size=n, target_rero=target))
-    assert below["meets_target_now"] is False
+    assert below.meets_target_now is False
 
 
 def test_epsilon_calibration_is_the_same_calibrator():

@@ -117,10 +117,11 @@ def test_a_baseline_below_the_bracket_is_shown_unavailable(monkeypatch, capsys):
     assert "unavailable" in cap.out and "0.0100 " not in cap.out and "below the certified lower end" in cap.err
 
     from reconrisk.experiments import riskreport
+    from reconrisk.report_model import BelowCertified
 
     monkeypatch.setattr(riskreport, "rero_release_rdp", broken)
     a = analyse(Release(noise_multiplier=1e-6, sample_rate=0.01, steps=1000))
     cfg = riskreport.ReportConfig(prior_size=100, samples=0)
     entry = riskreport.rero_entry(a, cfg, riskreport.epsilon_entry(a, cfg.delta))
-    assert entry["rdp"]["applicable"] is False and "below the certified lower end" in entry["rdp"]["reason"]
-    assert math.isclose(entry["rdp"]["value"], 0.01)
+    assert isinstance(entry.rdp, BelowCertified) and "below the certified lower end" in entry.rdp.reason
+    assert math.isclose(entry.rdp.value, 0.01) and entry.to_dict()["rdp"]["applicable"] is False

@@ -41,7 +41,7 @@ HEAVY_THIRD_PARTY = frozenset({"jax", "jaxlib", "optax", "torch", "opacus", "flw
 LAYERS = {
     # core: the one description (Release), errors, validation, I/O, data, priors, metrics
     "errors": 0, "_validate": 0, "_io": 0, "_jax": 0, "_roots": 0, "_data": 0, "priors": 0, "metrics": 0,
-    "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0,
+    "data": 0, "results": 0, "_deprecated": 0, "_aliases": 0, "report_model": 0, "report_sections": 0,
     # adapters: other libraries' descriptions of a run read into reconrisk's terms (Release calls them)
     "adapters": 0,
     # theory

@@ -326,7 +326,7 @@ def test_fano_curve_agrees_with_the_fano_entry(reports):
 
     rel = Release(2.0, 1.0, 9, 0.5)
     row = rero_vs_prior(rel, prior_sizes=(10,))
-    assert row["fano"][0] == fano_entry(rel, ReportConfig(prior_size=10))["success_upper"]
+    assert row.fano[0] == fano_entry(rel, ReportConfig(prior_size=10)).success_upper
 
 
 def test_unreachable_calibration_target_is_reported_not_raised():
@@ -335,7 +335,7 @@ def test_unreachable_calibration_target_is_reported_not_raised():
 
     # q = 0.001, T = 5: without noise the success is 1 − 0.999^5·0.9 ≈ 0.1045; a target of 0.2 needs no noise at all
     d = calibration_entry(Release(1.0, 0.001, 5), ReportConfig(prior_size=10, target_rero=0.2))
-    assert d["applicable"] is False and "target must be <" in d["reason"] and "without any noise" in d["reason"]
+    assert d.applicable is False and "target must be <" in d.reason and "without any noise" in d.reason
 
 
 @settings(max_examples=60, deadline=None)

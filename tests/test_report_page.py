@@ -38,17 +38,17 @@ def test_headline_states_the_prior_and_the_default_is_warned(rep):
 
 def test_vacuous_rows_are_marked_and_inapplicable_families_listed_apart(rep):
     rows = H.table_rows(rep)
-    dp = next(r for r in rows if "(ε, δ)-DP" in r["quantity"])
-    assert rep["rero"]["dp"]["upper"] >= 1 and dp["vacuous"] and "vacuous" in dp["error"]
-    pld = next(r for r in rows if "PLD bracket" in r["quantity"])
-    assert not pld["vacuous"] and pld["upper"] < 1
+    dp = next(r for r in rows if "(ε, δ)-DP" in r.quantity)
+    assert rep.rero.dp.upper >= 1 and dp.vacuous and "vacuous" in dp.error
+    pld = next(r for r in rows if "PLD bracket" in r.quantity)
+    assert not pld.vacuous and pld.upper < 1
     page = _page(rep)
     table = page[page.index("<table id='families'>"):page.index("</table>")]
     assert "1 (vacuous)" in table and "<tr class='vacuous'>" in table
-    na = [r for r in rows if r["na"]]
+    na = [r for r in rows if r.na]
     assert na and "id='not-computed'" in page
     for r in na:  # not an empty row in the table, but a line with its reason
-        assert formula_html(r["formula"]) not in table and formula_html(r["formula"]) in page
+        assert formula_html(r.formula) not in table and formula_html(r.formula) in page
 
 
 def test_formulas_are_mathml_and_words_stay_words():

@@ -79,3 +79,36 @@ def test_torch_refusal_reaches_the_user_whole(tmp_path, capsys):
     assert err.count("\n") == 1 and "WeightsUnpickler error:" in err
     reason = err.split("WeightsUnpickler error:", 1)[1].strip()
     assert reason and not reason.endswith(("…", "...")) and "weights_only` set to `False` will likely succeed" not in err
+
+
+def test_a_reader_asks_the_error_type_not_its_message(tmp_path):
+    """Text that is not JSON is :class:`SyntaxInvalid` (an Opacus file then goes to torch's weights-only loader);
+    JSON nested too deeply is refused in one line as it is, never handed to torch."""
+    from reconrisk._io import MAX_NESTING, parse_text
+    from reconrisk.errors import SyntaxInvalid
+
+    with pytest.raises(SyntaxInvalid, match="is not valid JSON"):
+        parse_text("{", "json", "x")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * (MAX_NESTING + 5) + "]" * (MAX_NESTING + 5))
+    with pytest.raises(ReconRiskError, match="nests lists or tables too deeply") as caught:
+        release_from_opacus_file(deep)
+    assert not isinstance(caught.value, SyntaxInvalid)
+
+
+def test_events_a_release_cannot_read_are_kept_as_the_event(tmp_path):
+    """A file of Laplace events is the event (its own analysis) where events are welcome, refused in one line naming
+    it elsewhere; a Gaussian event file is a Release either way (decided on the event's steps, not a message)."""
+    from reconrisk.experiments.release_source import release_from_mapping
+    from reconrisk.release import Release
+
+    laplace = {"events": [{"type": "laplace", "noise_multiplier": 2.0, "count": 3}]}
+    event = release_from_mapping(laplace, "f", events=True)
+    assert repr(event) == ("ComposedDpEvent(events=[SelfComposedDpEvent(event=LaplaceDpEvent(noise_multiplier=2.0), "
+                           "count=3)])")
+    with pytest.raises(ReconRiskError, match="^f: a Release describes DP-SGD with Gaussian noise; this event holds"):
+        release_from_mapping(laplace, "f")
+    gauss = {"events": [{"type": "poisson_sampled_gaussian", "noise_multiplier": 1.0, "sampling_probability": 0.1,
+                         "count": 5}]}
+    for events in (True, False):
+        assert release_from_mapping(gauss, "f", events=events) == Release(1.0, 0.1, 5)

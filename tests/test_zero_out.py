@@ -266,9 +266,9 @@ def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
     from reconrisk.report.html import table_rows
 
     report = risk_report(Release.fixed_batch(2.0, 50, 100, 20), ReportConfig(prior_size=10, samples=20_000, seed=2))
-    rr = report["rero"]
-    assert rr["mc"]["lower"] <= rr["pld"]["upper"] and rr["pld"]["lower"] <= rr["mc"]["upper"]
-    names = [r["quantity"] for r in table_rows(report) if r["family"] == "ReRo"]
+    rr = report.rero
+    assert rr.mc.lower <= rr.pld.upper and rr.pld.lower <= rr.mc.upper
+    names = [r.quantity for r in table_rows(report) if r.family == "ReRo"]
     assert any("PLD bracket, zero-out reference" in q for q in names)
     assert any("Monte Carlo estimate, zero-out reference" in q for q in names)
 

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .errors import ReconRiskError
+from .errors import ReconRiskError, SyntaxInvalid
 
 
 def jsonable(obj: Any) -> Any:
@@ -240,12 +240,12 @@ def parse_text(text: str, kind: str, where: str) -> Any:
     except RecursionError:
         raise ReconRiskError(f"{where} nests lists or tables too deeply (at most {MAX_NESTING} levels)") from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ReconRiskError(f"{where} is not valid {kind.upper()}: {exc}") from None
+        raise SyntaxInvalid(f"{where} is not valid {kind.upper()}: {exc}") from None
     except ValueError as exc:  # int() of a numeral past sys.get_int_max_str_digits()
         if "digits" in str(exc):
             raise ReconRiskError(f"{where} holds an integer too long to read (over "
                                  f"{sys.get_int_max_str_digits()} digits)") from None
-        raise ReconRiskError(f"{where} is not valid {kind.upper()}: {exc}") from None
+        raise SyntaxInvalid(f"{where} is not valid {kind.upper()}: {exc}") from None
     if not _depth_ok(doc):
         raise ReconRiskError(f"{where} nests lists or tables too deeply (at most {MAX_NESTING} levels)")
     return doc

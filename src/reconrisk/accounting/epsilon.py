@@ -33,8 +33,9 @@ import math
 
 import numpy as np
 
+from .. import _validate as v
 from .._deprecated import moved_function
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from .. import release as _rel  # (the module: release imports mechanisms, which import this package)
 from . import pld as _pld
 from .gaussian import gaussian_eps
@@ -67,11 +68,12 @@ def pld_grid(release: "_rel.Release", h: float) -> float:
 
 
 def grid_refusal(release: "_rel.Release", exc: ReconRiskError) -> ReconRiskError:
-    """The engine's grid limit (``value_discretization``) said in the user's terms; any other error as it is."""
-    if "value_discretization" not in str(exc):
+    """The engine's grid limit (a :class:`~reconrisk.errors.PLDRangeError`, typed by the engine) said in the user's
+    terms; any other error as it is."""
+    if not isinstance(exc, (PLDRangeError, _pld.WindowTooLarge)):
         return exc
     sig = min(s.noise_multiplier for s in release.segments)
-    return ReconRiskError(
+    return PLDRangeError(
         f"noise_multiplier={sig:g} is too small for the PLD accountant at this sample_rate (its privacy "
         "loss range needs more than a million grid points; ε is enormous here); use accountant='rdp' "
         "or a larger noise_multiplier"

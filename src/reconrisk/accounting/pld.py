@@ -59,7 +59,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from .pld_optimistic import TAIL_ZERO, optimistic_ctd
 from .pld_rounding import pessimistic_scale
 from .pld_step import MAX_LOSS, STEP_TAIL, cell_masses, loss_range, x_of_remove_loss  # noqa: F401  (loss_range re-exported)
@@ -112,7 +112,7 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
         lam_hi = MAX_LOSS
     if (lam_hi - lam_lo) / h > MAX_ATOMS:
         h_min = (lam_hi - lam_lo) / MAX_ATOMS
-        raise ReconRiskError(
+        raise PLDRangeError(
             f"value_discretization must be >= {h_min:.3g} for noise_multiplier={sigma:g}, "
             f"sample_rate={q:g} (the per-step loss range is {lam_hi - lam_lo:.3g}); found {h:g}"
         )

@@ -56,7 +56,7 @@ def bound_cmd(
     k = _kappa(kappa, prior_size)
     release = analysis.release  # the Poisson-subsampled Gaussian release the numbers are for (None: an event)
     delta = v.probability_open("delta", delta)
-    from ..errors import ReconRiskError
+    from ..errors import PLDRangeError, ReconRiskError
 
     if method != "pld" and not analysis.supports("mechanism"):
         raise ReconRiskError(f"--method {method} is for DP-SGD with Gaussian noise; {analysis.name} has the PLD "
@@ -65,9 +65,7 @@ def bound_cmd(
     accountant = "PLD"
     try:
         eps = analysis.epsilon(delta).upper
-    except ReconRiskError as exc:
-        if "too small for the PLD accountant" not in str(exc):
-            raise
+    except PLDRangeError:
         eps, accountant = epsilon(release=release, delta=delta, accountant="rdp"), "RDP"
     if method == "all":
         methods = ["pld"] + (["closed_form"] if analysis.supports("rero_closed_form") else []) + ["mc"]

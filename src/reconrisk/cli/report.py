@@ -110,12 +110,18 @@ def report_cmd(
     counts = _DrawCounts()
     sampler = _early_draws(released, samples, seed, counts)
     try:
+        from ..errors import ParameterError, ReconRiskError
         from ..experiments.riskreport import ReportConfig, risk_report
 
-        cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
-                           confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
-                           target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
-                           mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials, attack_seed=attack_seed)
+        try:
+            cfg = ReportConfig(prior_size=prior_size, kappa=kappa, delta=delta, samples=samples, seed=seed,
+                               confidence=confidence, fpr=fpr, attribute_baseline=attribute_baseline, diam=diam,
+                               target_rero=target_rero, model_dim=model_dim, data_dim=data_dim, min_norm=min_norm,
+                               mse_eta=mse_eta, psnr_eta=psnr_eta, attack=attack, trials=trials,
+                               attack_seed=attack_seed)
+        except ParameterError as exc:  # the library names Python parameters; here they are flags
+            flags = ", ".join("--" + p.replace("_", "-") for p in exc.parameters)
+            raise ReconRiskError(f"{exc} (flag{'s' if len(exc.parameters) > 1 else ''} {flags})") from None
     except BaseException:
         if sampler is not None:
             sampler.cancel()
@@ -141,7 +147,7 @@ def report_cmd(
 
         figures = []  # drawn while the Monte-Carlo draws finish on other threads (the figures do not show them)
 
-        def draw(partial: dict) -> None:
+        def draw(partial) -> None:  # (the report whose Monte-Carlo row is not in yet)
             from ..report.report_plots import figures as draw_figures
 
             figures.append(draw_figures(partial))
@@ -151,18 +157,18 @@ def report_cmd(
                              sampler=sampler)
     from .. import __version__
     from ..report.html import write_report
+    from ..report_model import PriorProvenance, Provenance, report_json
 
-    provenance = {"reconrisk_version": __version__, "command": shlex.join(["reconrisk", *sys.argv[1:]]),
-                  "release_source": source,
-                  "prior": {"defaulted": defaulted, "prior_size": cfg.prior_size, "kappa": cfg.kappa}}
+    provenance = Provenance(shlex.join(["reconrisk", *sys.argv[1:]]), source,
+                            PriorProvenance(defaulted, cfg.prior_size, cfg.kappa), __version__)
     files = write_report(report, out, provenance, figures[0] if figures else None)
     if json_out:
-        print_json({**report, "provenance": provenance, "files": files})
+        print_json({**report_json(report, provenance), "files": files})
         return
     from ..report.html import summary, table_rows
 
     for sentence in summary(report):
         echo(sentence.text)
-    rows = [[r["family"], r["quantity"], r["lower"], r["upper"], r["error"] or r["formula"]] for r in table_rows(report)]
+    rows = [[r.family, r.quantity, r.lower, r.upper, r.error or r.formula] for r in table_rows(report)]
     print_table("reconrisk report", ["family", "quantity", "lower", "upper", "error / note"], rows,
                 caption=f"wrote {files['html']} and {files['json']}")

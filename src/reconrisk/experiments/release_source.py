@@ -42,7 +42,9 @@ from typing import Any
 from .. import _validate as v
 from .._io import parse_text
 from ..adapters.opacus_loaders import LoaderPlan, LoaderRun
-from ..errors import ReconRiskError
+from ..errors import ReconRiskError, SyntaxInvalid
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.traverse import steps as event_steps
 from ..release import Release
 
 #: Largest release file read (a history of millions of segments is not a release anyone saves by hand).
@@ -126,10 +128,11 @@ def release_from_mapping(d: Any, where: str, *, clip_norm: float | None = None, 
             raise ReconRiskError(f"{where}: give events or the release keys, not both; found {', '.join(extra)}")
         event = event_from_mapping(d["events"], where)
         try:
-            return Release.from_dp_event(event, clip_norm=c)
+            steps = event_steps(event)
+            if events and any(not isinstance(s.mechanism, Gaussian) for s in steps):
+                return event  # not DP-SGD with Gaussian noise (asked of its steps): the event's own analysis
+            return Release.from_steps(steps, clip_norm=c)
         except ReconRiskError as exc:
-            if events and "analyse it with" in str(exc):
-                return event
             raise ReconRiskError(f"{where}: {exc}") from None
     sampler = d.get("sampler", "poisson")
     if "batch_size" in d or "dataset_size" in d:
@@ -267,9 +270,7 @@ def release_from_opacus_file(path, *, clip_norm: float | None = None) -> tuple[R
         obj, fmt = parse_text(text, "json", where), "json"
     except UnicodeDecodeError:
         obj, fmt = _load_torch(p, data), "torch (weights_only)"
-    except ReconRiskError as exc:
-        if "is not valid JSON" not in str(exc):
-            raise  # too deep, an integer too long: refused in one line
+    except SyntaxInvalid:  # (too deep, an integer too long: refused in one line, as ReconRiskError)
         obj, fmt = _load_torch(p, data), "torch (weights_only)"
     hist = _history_of(obj, where)
     found = _clip_norm_in(obj)

@@ -1,6 +1,7 @@
 """``reconrisk report``'s page: one self-contained HTML file and ``report.json`` (drawing only).
 
-:func:`write_report` takes the dict of :func:`reconrisk.experiments.riskreport.risk_report` and writes
+:func:`write_report` takes the :class:`~reconrisk.report_model.RiskReport` of
+:func:`reconrisk.experiments.riskreport.risk_report` (or ``report.json`` read back) and writes
 ``report.html`` (inline CSS, the plots as inline responsive SVG written by :mod:`.report_plots`, no matplotlib —
 no external URL, no network, a print stylesheet) and ``report.json`` (the same numbers, plus provenance), each
 atomically (:mod:`reconrisk._io`). Every piece of user-supplied text (file paths, the command line) is escaped
@@ -18,11 +19,13 @@ footer (version, release, command). Where the summary rounds, the page says how 
 from __future__ import annotations
 
 import html
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import _io
+from ..report_model import Provenance, RiskReport, Unavailable, report_json
 from .mathml import formula_html
 from .report_plots import figures as draw
 
@@ -174,30 +177,30 @@ def _strong(text: str) -> tuple[str, bool]:
     return (text, True)
 
 
-def summary(report: dict) -> list[Sentence]:
+def summary(report: RiskReport) -> list[Sentence]:
     """The plain-language summary, computed from the report's numbers (upper bounds rounded up)."""
-    s = report["summary"]
+    s = RiskReport.from_dict(report).summary
     out = [_sentence(f"An informed adversary with {_prior_text(report)} reconstructs a training example at most ",
-                     _strong(_pct(s["rero_upper"])), f" of the time (a blind guess: {_pct(s['kappa'], up=False)}).")]
-    eps = s.get("epsilon")
+                     _strong(_pct(s.rero_upper)), f" of the time (a blind guess: {_pct(s.kappa, up=False)}).")]
+    eps = s.epsilon
     if eps is not None and math.isfinite(eps):
         shown = _up(eps)
         rule = (f" (ε = {eps:.6g} rounded up to 3 significant digits, so the stated value is still a bound)"
                 if shown != eps else "")
-        out.append(_sentence(f"This release is (ε = {shown:g}, δ = {s['delta']:g})-differentially private{rule}."))
+        out.append(_sentence(f"This release is (ε = {shown:g}, δ = {s.delta:g})-differentially private{rule}."))
     elif eps is not None:
-        out.append(_sentence(f"Its ε at δ = {s['delta']:g} is unbounded: the (ε, δ) guarantee says nothing here."))
-    if s.get("membership_advantage_upper") is not None:
+        out.append(_sentence(f"Its ε at δ = {s.delta:g} is unbounded: the (ε, δ) guarantee says nothing here."))
+    if s.membership_advantage_upper is not None:
         out.append(_sentence("No membership-inference attack beats a coin flip by more than "
-                             f"{_pct(s['membership_advantage_upper'])} (TPR − FPR)."))
-    if s.get("target_rero") is not None:
-        verdict = ("meets",) if s["meets_target_now"] else ("does ", _strong("not"), " meet")
-        out.append(_sentence("It ", *verdict, f" the target risk of {_pct(s['target_rero'], up=False)}: the smallest "
-                             f"noise multiplier that does is σ = {_up(s['calibrated_noise_multiplier'], 4):g}."))
+                             f"{_pct(s.membership_advantage_upper)} (TPR − FPR)."))
+    if s.target_rero is not None:
+        verdict = ("meets",) if s.meets_target_now else ("does ", _strong("not"), " meet")
+        out.append(_sentence("It ", *verdict, f" the target risk of {_pct(s.target_rero, up=False)}: the smallest "
+                             f"noise multiplier that does is σ = {_up(s.calibrated_noise_multiplier, 4):g}."))
     return out
 
 
-def summary_sentences(report: dict) -> list[str]:
+def summary_sentences(report: RiskReport) -> list[str]:
     """The plain-language summary as the page shows it: escaped HTML sentences (:func:`summary`)."""
     return [s.html for s in summary(report)]
 
@@ -211,97 +214,112 @@ ROUNDING = ("Rounding: in the summary, upper bounds (reconstruction success, ε,
 
 
 # -- the table ---------------------------------------------------------------------------------------
-def _row(family: str, quantity: str, lower, upper, error: str, formula: str, na: bool = False) -> dict:
-    return {"family": family, "quantity": quantity, "lower": lower, "upper": upper, "error": error,
-            "formula": formula, "na": na}
+@dataclass(frozen=True)
+class TableRow:
+    """One row of the page's table (and of ``reconrisk report``'s terminal table): ``na`` for a family not computed
+    (its ``formula`` then holds the reason), ``vacuous`` for a probability bound of 1 (or ε = ∞)."""
+
+    family: str
+    quantity: str
+    lower: float | None
+    upper: float | None
+    error: str
+    formula: str
+    na: bool = False
+    vacuous: bool = False
 
 
-def table_rows(report: dict) -> list[dict]:
+def _row(family: str, quantity: str, lower, upper, error: str, formula: str, na: bool = False) -> TableRow:
+    return TableRow(family, quantity, lower, upper, error, formula, na)
+
+
+def _na_row(family: str, quantity: str, na: Unavailable) -> TableRow:
+    return _row(family, quantity, None, None, "", na.reason, na=True)
+
+
+def table_rows(report: RiskReport) -> list[TableRow]:
     """One row per number of the page's table (families whose assumptions fail get a row with the reason)."""
+    rep = RiskReport.from_dict(report)
     rows = []
-    rr = report["rero"]
-    k = rr["kappa"]
-    rows.append(_row("privacy", f"ε at δ = {report['epsilon']['delta']:g}", None, report["epsilon"]["value"],
-                     f"{report['epsilon']['accountant'].upper()} accountant", report["epsilon"]["formula"]))
-    for key, label in (("closed_form", "exact (GDP closed form)"), ("pld", "PLD bracket"),
-                       ("rdp", "via Rényi DP, optimal conversion (looser)"), ("dp", "via (ε, δ)-DP (looser)"),
-                       ("mc", "Monte Carlo estimate")):
-        r = rr.get(key)
-        if r is None:
-            continue
-        if r.get("applicable") is False:
-            rows.append(_row("ReRo", f"reconstruction success, {label}", None, None, "", r["reason"], na=True))
+    rr, e = rep.rero, rep.epsilon
+    rows.append(_row("privacy", f"ε at δ = {e.delta:g}", None, e.value, f"{e.accountant.upper()} accountant",
+                     e.bound.formula))
+    for key, label, r in rr.rows():
+        if isinstance(r, Unavailable):
+            rows.append(_na_row("ReRo", f"reconstruction success, {label}", r))
             continue
         if key == "mc":
-            err = f"{r['confidence']:.0%} CI; estimate {r['estimate']:.4g}"
+            err = f"{r.confidence:.0%} CI; estimate {r.estimate:.4g}"
         elif key in ("pld", "closed_form"):
             err = "certified bracket" if key == "pld" else "exact"
         else:
             err = "certified upper bound"
-        ref = f", {r['reference']} reference" if r.get("reference") else ""  # fixed-size batches: which one won
-        rows.append(_row("ReRo", f"reconstruction success at κ = {k:.4g}, {label}{ref}", r.get("lower"), r["upper"],
-                         err, r.get("formula", "")))
-    for r in report["risks"]:
-        err = "exact" if r.get("method") == "closed_form" else "certified bracket"
-        rows.append(_row("operational risk", f"{r['measure']} (blind guess {r['baseline']:.4g})", r["lower"],
-                         r["upper"], err, r["formula"]))
-    t = report["tradeoff"]
-    rows.append(_row("trade-off", f"max width of the f(α) bracket, {len(t['alpha'])} α in [{t['alpha'][0]:g}, "
-                     f"{t['alpha'][-1]:g}]", None, t["max_width"], t["method"], t["formula"] + " (plot below)"))
-    f = report["fano"]
-    if f.get("applicable"):
-        rows.append(_row("Fano", "reconstruction success (uniform prior)", None, f["success_upper"],
-                         f"certified; I ≤ {f['mutual_information']:.4g} nats", f["source"]))
-        rows.append(_row("Fano", "advantage (success − 1/N)/(1 − 1/N)", None, f["advantage_upper"], "certified", f["formula"]))
+        ref = r.details.get("reference")  # fixed-size batches: which reference won
+        rows.append(_row("ReRo", f"reconstruction success at κ = {rr.kappa:.4g}, {label}"
+                         f"{f', {ref} reference' if ref else ''}", r.lower, r.upper, err, r.formula))
+    for r in rep.risks:
+        err = "exact" if r.bound.method == "closed_form" else "certified bracket"
+        rows.append(_row("operational risk", f"{r.measure} (blind guess {r.baseline:.4g})", r.bound.lower,
+                         r.bound.upper, err, r.bound.formula))
+    t = rep.tradeoff
+    rows.append(_row("trade-off", f"max width of the f(α) bracket, {len(t.alpha)} α in [{t.alpha[0]:g}, "
+                     f"{t.alpha[-1]:g}]", None, t.max_width, t.method, t.formula + " (plot below)"))
+    f = rep.fano
+    if isinstance(f, Unavailable):
+        rows.append(_na_row("Fano", "reconstruction success", f))
     else:
-        rows.append(_row("Fano", "reconstruction success", None, None, "", f["reason"], na=True))
-    m = report["mse"]
-    if m.get("applicable") is False:
-        rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack", None, None, "", m["reason"], na=True))
+        rows.append(_row("Fano", "reconstruction success (uniform prior)", None, f.success_upper,
+                         f"certified; I ≤ {f.mutual_information:.4g} nats", f.source))
+        rows.append(_row("Fano", "advantage (success − 1/N)/(1 − 1/N)", None, f.advantage_upper, "certified", f.formula))
+    m = rep.mse
+    if isinstance(m, Unavailable):
+        rows.append(_na_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack", m))
     else:
-        rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack ≥", m["mse_lower_bound"], None,
-                         f"exact given ε₂ = {m['rdp_epsilon']:.4g}", m["formula"]))
-    a = report["analytic"]
-    if a.get("applicable"):
-        rows.append(_row("analytic attack", f"P(MSE ≤ {a['mse']['eta']:g})", None, a["mse"]["rero"], "exact (Riess et al. 2024)",
-                         a["formula"]))
-        rows.append(_row("analytic attack", f"P(PSNR ≥ {a['psnr']['eta']:g} dB)", None, a["psnr"]["rero"], "exact (Riess et al. 2024)",
-                         "; ".join(a["assumptions"])))
+        rows.append(_row("MSE (Guo)", "per-coordinate MSE of any unbiased attack ≥", m.mse_lower_bound, None,
+                         f"exact given ε₂ = {m.rdp_epsilon:.4g}", m.formula))
+    a = rep.analytic
+    if isinstance(a, Unavailable):
+        rows.append(_na_row("analytic attack", "MSE/PSNR ReRo", a))
     else:
-        rows.append(_row("analytic attack", "MSE/PSNR ReRo", None, None, "", a["reason"], na=True))
-    c = report["capacity"]
-    if c.get("applicable"):
-        rows.append(_row("Bayes' capacity", "log C (nats)", None, c["log_capacity"], "exact closed form", c["formula"]))
-        rows.append(_row("Bayes' capacity", "one-try success ≤ κ·C", None, c["success_upper"], "certified", c["formula"]))
+        rows.append(_row("analytic attack", f"P(MSE ≤ {a.mse['eta']:g})", None, a.mse["rero"], "exact (Riess et al. 2024)",
+                         a.formula))
+        rows.append(_row("analytic attack", f"P(PSNR ≥ {a.psnr['eta']:g} dB)", None, a.psnr["rero"],
+                         "exact (Riess et al. 2024)", "; ".join(a.assumptions)))
+    c = rep.capacity
+    if isinstance(c, Unavailable):
+        rows.append(_na_row("Bayes' capacity", "log C", c))
     else:
-        rows.append(_row("Bayes' capacity", "log C", None, None, "", c["reason"], na=True))
-    cal = report["calibration"]
-    if cal.get("applicable"):
-        rows.append(_row("calibration", f"smallest σ with ReRo ≤ {cal['target_rero']:g}", None, cal["noise_multiplier"],
-                         f"σ bracket [{cal['noise_multiplier_bracket'][0]:.5g}, {cal['noise_multiplier_bracket'][1]:.5g}]",
-                         f"{cal['formula']}; ε = {cal['epsilon']:.4g} there"))
+        rows.append(_row("Bayes' capacity", "log C (nats)", None, c.log_capacity, "exact closed form", c.formula))
+        rows.append(_row("Bayes' capacity", "one-try success ≤ κ·C", None, c.success_upper, "certified", c.formula))
+    cal = rep.calibration
+    if isinstance(cal, Unavailable):
+        rows.append(_na_row("calibration", "σ for a target risk", cal))
     else:
-        rows.append(_row("calibration", "σ for a target risk", None, None, "", cal["reason"], na=True))
-    at = report["attack"]
-    if at.get("applicable"):
-        for name, r in at["attacks"].items():
-            lo, hi = r["ci_low"], r["ci_high"]
-            rows.append(_row("empirical attack", f"{name} success ({r['successes']}/{r['trials']} trials)", lo, hi,
-                             f"95% CI; rate {r['rate']:.4g}", at["formula"]))
-            emp = at.get("empirical_attacks", {}).get(name)
-            if emp is not None:  # what the successes refute, beside the certified upper bounds
-                e = emp["epsilon"]
-                rows.append(_row("empirical lower bound", f"ReRo at κ = {emp['rero']['kappa']:.3g} ({name})",
-                                 emp["rero"]["lower"], None, "one-sided 95% (Clopper-Pearson)", emp["rero"]["formula"]))
-                rows.append(_row("empirical lower bound", f"ε at δ = {e['delta']:g} ({name})", e["lower"], None,
-                                 f"one-sided 95%; at most {e['max_possible']:.3g} from {e['trials']} trials",
-                                 e["formula"]))
+        lo, hi = cal.noise_multiplier_bracket
+        rows.append(_row("calibration", f"smallest σ with ReRo ≤ {cal.target_rero:g}", None, cal.noise_multiplier,
+                         f"σ bracket [{lo:.5g}, {hi:.5g}]", f"{cal.formula}; ε = {cal.epsilon:.4g} there"))
+    at = rep.attack
+    if isinstance(at, Unavailable):
+        rows.append(_na_row("empirical attack", "audit", at))
     else:
-        rows.append(_row("empirical attack", "audit", None, None, "", at["reason"], na=True))
-    for r in rows:
-        r["vacuous"] = _vacuous(r)
-        if r["vacuous"]:
-            r["error"] = "vacuous: a probability bound of 1 says nothing for this release"
+        rows += _attack_rows(at)
+    return [replace(r, vacuous=True, error="vacuous: a probability bound of 1 says nothing for this release")
+            if _vacuous(r) else r for r in rows]
+
+
+def _attack_rows(at) -> list[TableRow]:
+    """The audit's rows: each attack's success with its interval, and what its successes refute."""
+    rows = []
+    for name, r in at.rates.items():
+        rows.append(_row("empirical attack", f"{name} success ({r['successes']}/{r['trials']} trials)", r["ci_low"],
+                         r["ci_high"], f"95% CI; rate {r['rate']:.4g}", at.formula))
+        emp = at.empirical.get(name)
+        if emp is not None:  # what the successes refute, beside the certified upper bounds
+            e, rero = emp["epsilon"], emp["rero"]
+            rows.append(_row("empirical lower bound", f"ReRo at κ = {rero['kappa']:.3g} ({name})", rero["lower"], None,
+                             "one-sided 95% (Clopper-Pearson)", rero["formula"]))
+            rows.append(_row("empirical lower bound", f"ε at δ = {e['delta']:g} ({name})", e["lower"], None,
+                             f"one-sided 95%; at most {e['max_possible']:.3g} from {e['trials']} trials", e["formula"]))
     return rows
 
 
@@ -309,36 +327,36 @@ def table_rows(report: dict) -> list[dict]:
 _PROBABILITY_FAMILIES = ("ReRo", "Fano", "analytic attack")
 
 
-def _vacuous(r: dict) -> bool:
-    up = r["upper"]
-    if r["na"] or up is None:
+def _vacuous(r: TableRow) -> bool:
+    up = r.upper
+    if r.na or up is None:
         return False
-    if r["family"] == "privacy":
+    if r.family == "privacy":
         return isinstance(up, float) and math.isinf(up)
-    prob = r["family"] in _PROBABILITY_FAMILIES or (r["family"] == "Bayes' capacity" and r["quantity"].startswith("one-try"))
+    prob = r.family in _PROBABILITY_FAMILIES or (r.family == "Bayes' capacity" and r.quantity.startswith("one-try"))
     return prob and up >= 1.0
 
 
-def _table_html(rows: list[dict]) -> str:
+def _table_html(rows: list[TableRow]) -> str:
     head = ("<thead><tr><th>family</th><th>quantity</th><th>lower</th><th>upper</th><th>error</th>"
             "<th class='formula'>formula / source</th></tr></thead>")
     body = []
     for r in rows:
-        cls = " class='vacuous'" if r.get("vacuous") else ""
-        upper = "1 (vacuous)" if r.get("vacuous") and r["upper"] == 1 else _num(r["upper"], up=True)
-        body.append(f"<tr{cls}><td>{_e(r['family'])}</td><td>{_e(r['quantity'])}</td>"
-                    f"<td class='num' data-label='lower'>{_num(r['lower'], up=False)}</td>"
+        cls = " class='vacuous'" if r.vacuous else ""
+        upper = "1 (vacuous)" if r.vacuous and r.upper == 1 else _num(r.upper, up=True)
+        body.append(f"<tr{cls}><td>{_e(r.family)}</td><td>{_e(r.quantity)}</td>"
+                    f"<td class='num' data-label='lower'>{_num(r.lower, up=False)}</td>"
                     f"<td class='num' data-label='upper'>{upper}</td>"
-                    f"<td class='err'>{_e(r['error'])}</td>"
-                    f"<td class='formula'>{formula_html(r['formula'])}</td></tr>")
+                    f"<td class='err'>{_e(r.error)}</td>"
+                    f"<td class='formula'>{formula_html(r.formula)}</td></tr>")
     return f"<table id='families'>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
-def _na_html(rows: list[dict]) -> str:
+def _na_html(rows: list[TableRow]) -> str:
     """The families whose assumptions fail for this release, each with its reason (not empty table rows)."""
     if not rows:
         return ""
-    items = "".join(f"<li><b>{_e(r['family'])}</b> ({_e(r['quantity'])}): {formula_html(r['formula'])}</li>" for r in rows)
+    items = "".join(f"<li><b>{_e(r.family)}</b> ({_e(r.quantity)}): {formula_html(r.formula)}</li>" for r in rows)
     return f"<h3>Not computed for this release</h3><ul class='na' id='not-computed'>{items}</ul>"
 
 
@@ -393,7 +411,7 @@ REFERENCES = (
      "the Royal Statistical Society Series B 84(1), 2022."),
 )
 
-def _release_text(rel: dict) -> str:
+def _release_text(rel) -> str:
     if "dp_event" in rel:
         return f"the dp_accounting event {rel['dp_event']} ({rel['relation'].replace('_', '/')} neighbours)"
     if "segments" in rel:
@@ -403,32 +421,30 @@ def _release_text(rel: dict) -> str:
             f"T = {rel['steps']:,} steps, clip norm C = {rel['clip_norm']:g}")
 
 
-def _prior_text(report: dict) -> str:
-    s = report["summary"]
-    if s.get("prior_size"):
-        return f"a 1-in-{s['prior_size']:,} prior"
-    return f"a prior whose blind guess succeeds {_pct(s['kappa'], up=False)} of the time"
+def _prior_text(report: RiskReport) -> str:
+    s = RiskReport.from_dict(report).summary
+    if s.prior_size:
+        return f"a 1-in-{s.prior_size:,} prior"
+    return f"a prior whose blind guess succeeds {_pct(s.kappa, up=False)} of the time"
 
 
-def _warnings(report: dict, provenance: dict) -> str:
+def _warnings(report: RiskReport, provenance: Provenance) -> str:
     out = []
-    prior = provenance.get("prior") or {}
-    if prior.get("defaulted"):
+    if provenance.prior is not None and provenance.prior.defaulted:
         out.append(f"<strong>No prior was given.</strong> Every number on this page assumes {_e(_prior_text(report))} "
-                   f"(κ = {report['rero']['kappa']:g}, the default of Hayes, Mahloujifar &amp; Balle 2023). The risk "
+                   f"(κ = {report.rero.kappa:g}, the default of Hayes, Mahloujifar &amp; Balle 2023). The risk "
                    "depends on it: rerun with <code>--prior-size N</code> (N equally likely candidates) or "
                    "<code>--kappa</code> for the prior of your data.")
-    src = provenance.get("release_source") or {}
-    if str(src.get("clip_norm_source", "")).startswith("default") and report.get("capacity", {}).get("applicable"):
+    src = provenance.release_source
+    if str(src.get("clip_norm_source", "")).startswith("default") and report.capacity.applicable:
         out.append("The Opacus file holds no clip norm (max_grad_norm): Bayes' capacity assumes C = 1. "
                    "Give <code>--clip-norm</code>.")
     return "".join(f"<p class='warning' role='alert'>{w}</p>" for w in out)
 
 
-def _headline(report: dict) -> str:
-    s = report["summary"]
-    return (f"At most <strong>{_pct(s['rero_upper'])}</strong> reconstruction success with {_e(_prior_text(report))} "
-            f"(a blind guess: {_pct(s['kappa'], up=False)})")
+def _headline(report: RiskReport) -> str:
+    return (f"At most <strong>{_pct(report.summary.rero_upper)}</strong> reconstruction success with "
+            f"{_e(_prior_text(report))} (a blind guess: {_pct(report.summary.kappa, up=False)})")
 
 
 def _references(page_text: str = "") -> str:
@@ -439,28 +455,29 @@ def _references(page_text: str = "") -> str:
     return f"<section id='references'><h2>References</h2><ul class='refs'>{items}</ul></section>"
 
 
-def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None = None) -> str:
+def render_html(report: RiskReport, provenance: Provenance, figures: tuple[str, str] | None = None) -> str:
     """The whole page as one string (no external resource). ``figures``: the two inline SVGs of
     :func:`reconrisk.report.report_plots.figures` when already drawn (they depend on the report only)."""
     from .. import __version__
 
-    rel_text = _release_text(report["release"])
+    report, provenance = RiskReport.from_dict(report), Provenance.from_dict(provenance)
+    rel_text = _release_text(report.release)
     summary = "".join(f"<p>{s}</p>" for s in summary_sentences(report))
     rows = table_rows(report)
-    shown = [r for r in rows if not r["na"]]
+    shown = [r for r in rows if not r.na]
     tradeoff_fig, prior_fig = figures if figures is not None else draw(report)
     figs = (f"<figure>{tradeoff_fig}<figcaption>Certified trade-off curve on log–log axes: any "
             "membership test's true-positive rate at false-positive rate α lies below the band; the lower panel is "
             "the band's width, the certificate's own error (or says that there is none to draw).</figcaption></figure>"
             f"<figure>{prior_fig}<figcaption>Reconstruction success bound against the prior size N "
             "(κ = 1/N).</figcaption></figure>")
-    src = provenance.get("release_source", {})
+    src = provenance.release_source
     src_text = ", ".join(f"{k}: {v}" for k, v in src.items() if v is not None)
     footer = (f"<footer><p>reconrisk {_e(__version__)} · release: {_e(rel_text)} · {_e(src_text)}</p>"
-              f"<p>command: <code>{_e(provenance.get('command', ''))}</code></p>"
+              f"<p>command: <code>{_e(provenance.command)}</code></p>"
               f"<p>the same numbers are in <code>report.json</code></p></footer>")
-    title = f"Reconstruction risk: at most {_pct(report['summary']['rero_upper'])} with {_prior_text(report)}"
-    body = _table_html(shown) + _na_html([r for r in rows if r["na"]]) + figs + summary  # what may cite a work
+    title = f"Reconstruction risk: at most {_pct(report.summary.rero_upper)} with {_prior_text(report)}"
+    body = _table_html(shown) + _na_html([r for r in rows if r.na]) + figs + summary  # what may cite a work
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
@@ -474,15 +491,30 @@ def render_html(report: dict, provenance: dict, figures: tuple[str, str] | None 
             "nothing for this release and is marked <em>vacuous</em>.</p>"
             "<p class='no-print'><button id='toggle-formulas' type='button'>hide formulas</button></p>"
             f"<div class='scroll'>{_table_html(shown)}</div>"
-            f"{_na_html([r for r in rows if r['na']])}"
+            f"{_na_html([r for r in rows if r.na])}"
             f"<h2>Plots</h2>{figs}{_references(html.unescape(body))}{footer}<script>{_JS}</script></body></html>")
 
 
-def write_report(report: dict, out_dir, provenance: dict, figures: tuple[str, str] | None = None) -> dict:
-    """Write ``report.html`` and ``report.json`` (same numbers + provenance) into ``out_dir``, atomically."""
+#: Checks run on every ``report.json`` before it is written, each called with the JSON-ready dict (none by default;
+#: the test suite adds its JSON Schema validation, ``tests/conftest.py``, so every report a test writes is checked).
+JSON_CHECKS: list = []
+
+
+def write_report(report: RiskReport, out_dir, provenance: Provenance,
+                 figures: tuple[str, str] | None = None) -> dict:
+    """Write ``report.html`` and ``report.json`` (:func:`~reconrisk.report_model.report_json`: the same numbers +
+    provenance) into ``out_dir``, atomically. ``provenance``: a :class:`~reconrisk.report_model.Provenance` (or its
+    dict); an empty ``reconrisk_version`` is this version's."""
+    from .. import __version__
+
+    report, provenance = RiskReport.from_dict(report), Provenance.from_dict(provenance)
+    if not provenance.reconrisk_version:
+        provenance = replace(provenance, reconrisk_version=__version__)
+    payload = json.loads(_io.dumps(report_json(report, provenance)))
+    for check in JSON_CHECKS:
+        check(payload)
     out = _io.ensure_out_dir(out_dir)
     page = render_html(report, provenance, figures)
-    payload = {**report, "provenance": provenance}
     json_path = _io.write_json(payload, out, "report.json")
     html_path = _io.atomic_write(Path(out) / "report.html", page)
     return {"html": str(html_path), "json": str(json_path)}

@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from .._io import pyplot
+from ..report_model import RiskReport
 from .svgplot import LogChart, log_limits, svg_document
 
 _BLUE, _RED, _PURPLE, _GREY = "#2a6db0", "#c0392b", "#7d3c98", "#777777"
@@ -32,7 +33,7 @@ RDP_LABEL = "RDP bound, optimal conversion (Riess et al. 2026), as in the table"
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "reconrisk", "font.family": ["DejaVu Sans", "sans-serif"]}
 
 
-def figures(report: dict) -> tuple[str, str]:
+def figures(report: RiskReport) -> tuple[str, str]:
     """Both figures of the page: (:func:`tradeoff_svg`, :func:`prior_svg`)."""
     return tradeoff_svg(report), prior_svg(report)
 
@@ -72,19 +73,19 @@ def _positive(a: np.ndarray) -> np.ndarray:
     return np.where(a > 0, a, np.nan)
 
 
-def tradeoff_svg(report: dict) -> str:
-    t = report["tradeoff"]
-    a = np.asarray(t["alpha"], dtype=float)
-    lo, hi = _positive(t["power_lower"]), _positive(t["power_upper"])
+def tradeoff_svg(report: RiskReport) -> str:
+    t = RiskReport.from_dict(report).tradeoff
+    a = np.asarray(t.alpha, dtype=float)
+    lo, hi = _positive(t.power_lower), _positive(t.power_upper)
     top = LogChart((84, 34, 704, 396))
     top.band(a, lo, hi, color=_BLUE, opacity=0.35, label="certified band (lower to upper end)")
     top.line(a, hi, color=_BLUE, width=1.4, label="certified bound: TPR ≤ 1 − f(α)")
     top.line(a, lo, color=_BLUE, width=0.7, dash="--", label="lower end of the band")
     top.line(a, a, color=_GREY, width=0.9, dash=":", label="blind guess (TPR = α)")
-    top.title = f"Certified trade-off curve ({t['method']}): any membership test lies below the band"
+    top.title = f"Certified trade-off curve ({t.method}): any membership test lies below the band"
     top.ylabel = "attack true-positive rate"
     top.legend_at = "below"  # outside the axes: it never covers the curve
-    width = _positive(np.asarray(t["power_upper"], float) - np.asarray(t["power_lower"], float))
+    width = _positive(np.asarray(t.power_upper, float) - np.asarray(t.power_lower, float))
     bottom = LogChart((84, 448, 704, 118))
     bottom.line(a, width, color=_BLUE, width=1.2)
     bottom.ylabel = "band width"
@@ -100,27 +101,28 @@ def tradeoff_svg(report: dict) -> str:
                         "certified trade-off curve, log-log, with the width of the certified band", "tradeoff")
 
 
-def prior_svg(report: dict) -> str:
-    p = report["rero_vs_prior"]
-    n_all = np.asarray(p["prior_size"], dtype=float)
+def prior_svg(report: RiskReport) -> str:
+    report = RiskReport.from_dict(report)
+    p = report.rero_vs_prior
+    n_all = np.asarray(p.prior_size, dtype=float)
     ax = LogChart((84, 34, 704, 368), xbase=2)
-    ax.band(n_all, p["lower"], p["upper"], color=_BLUE, opacity=0.4)
-    ax.line(n_all, p["upper"], color=_BLUE, width=1.4, marker="o", label="ReRo bound (PLD, certified bracket)")
-    if p.get("rdp") is not None:  # (an event has neither; None where it fell below the certified lower end); the
-        ok = [i for i, y in enumerate(p["rdp"]) if y is not None]  # table's RDP row's conversion
+    ax.band(n_all, list(p.lower), list(p.upper), color=_BLUE, opacity=0.4)
+    ax.line(n_all, list(p.upper), color=_BLUE, width=1.4, marker="o", label="ReRo bound (PLD, certified bracket)")
+    if p.rdp is not None:  # (an event has neither; None where it fell below the certified lower end); the
+        ok = [i for i, y in enumerate(p.rdp) if y is not None]  # table's RDP row's conversion
         if ok:
-            ax.line(n_all[ok], [p["rdp"][i] for i in ok], color=_RED, width=1.2, dash="--", marker="s",
+            ax.line(n_all[ok], [p.rdp[i] for i in ok], color=_RED, width=1.2, dash="--", marker="s",
                     label=RDP_LABEL)
-    if p.get("fano") is not None:
-        ax.line(n_all, p["fano"], color=_PURPLE, width=1.2, dash="-.", marker="^",
+    if p.fano is not None:
+        ax.line(n_all, list(p.fano), color=_PURPLE, width=1.2, dash="-.", marker="^",
                 label="Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)")
-    ax.line(n_all, p["kappa"], color=_GREY, width=1.0, dash=":", label="blind guess 1/N")
-    at = report["attack"]
-    if at.get("applicable"):
-        r = at["attack"]
-        ax.errorbar(at["prior_size"], r["rate"], r["ci_low"], r["ci_high"], color="#000",
-                    label=f"attack ({at['attack_name']}, 95% CI)")
-    n = report["rero"].get("prior_size")
+    ax.line(n_all, list(p.kappa), color=_GREY, width=1.0, dash=":", label="blind guess 1/N")
+    at = report.attack
+    if at.applicable:
+        name, r = at.primary
+        ax.errorbar(at.prior_size, r["rate"], r["ci_low"], r["ci_high"], color="#000",
+                    label=f"attack ({name}, 95% CI)")
+    n = report.rero.prior_size
     if n:
         ax.vline(n, color="#808080", label=f"this report's prior (N = {n:,})")
     ax.xlabel = "prior size N (κ = 1/N)"
