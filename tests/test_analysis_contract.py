@@ -10,8 +10,8 @@ import pytest
 
 import reconrisk
 from reconrisk import EventAnalysis, GuaranteeAnalysis, PrivacyAnalysis, Release, analyse
-from reconrisk.analysis import dispatch
-from reconrisk.analysis.base import QUESTIONS, Analysis, Support
+from reconrisk._src.analysis import dispatch
+from reconrisk._src.analysis.base import QUESTIONS, Analysis, Support
 from reconrisk.errors import ReconRiskError
 
 CONTRACT = ("epsilon", "delta", "rero", "tradeoff", "risk", "gdp_mu")
@@ -96,8 +96,8 @@ def test_a_release_refuses_a_closed_form_it_has_not():
 
 
 def test_the_measures_read_an_analysis_not_a_release():
-    from reconrisk.measures.rero import rero_bounds
-    from reconrisk.measures.risk import risk
+    from reconrisk._src.measures.rero import rero_bounds
+    from reconrisk._src.measures.risk import risk
 
     with pytest.raises(ReconRiskError, match="reconrisk.analyse"):
         rero_bounds(Release(1.0, 0.01, 100), 0.1)
@@ -131,9 +131,9 @@ def _count_walks(monkeypatch) -> list:
         finally:
             depth[0] -= 1
 
-    import reconrisk.analysis.events as events
-    import reconrisk.adapters.dp_events as dp_events
-    import reconrisk.release as release
+    import reconrisk._src.analysis.events as events
+    import reconrisk._src.adapters.dp_events as dp_events
+    import reconrisk._src.release as release
 
     # every module that could walk the event: the dispatch, the event analysis, the release, the walker itself
     for mod in (dispatch, events, release, dp_events):

@@ -278,9 +278,9 @@ def _gdp_rero(kappa: float, mu: float) -> float:
 @pytest.mark.parametrize("sigma, steps, n", [(4.9989, 100, 10), (1.3, 7, 1000), (20.0, 3, 2)])
 def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, steps, n):
     """The bound an audit prints before any trial and a sweep stores per point, at q = 1: μ = √T/σ."""
-    from reconrisk.experiments.audit import AuditSetting, certify
-    from reconrisk.experiments.sweep import certify_point
-    from reconrisk.release import Release
+    from reconrisk._src.experiments.audit import AuditSetting, certify
+    from reconrisk._src.experiments.sweep import certify_point
+    from reconrisk._src.release import Release
 
     mu = math.sqrt(steps) / sigma
     rero, eps = _gdp_rero(1 / n, mu), _gdp_epsilon(1e-5, mu)
@@ -296,9 +296,9 @@ def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, s
 @pytest.mark.parametrize("sigma, steps", [(4.5, 20), (1.0, 1), (8.0, 300)])
 def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps):
     """Replace-one at q = 1: the clipped sum moves by at most 2C, so μ = 2√T/σ (both one-run audits)."""
-    from reconrisk.experiments.onerun import OneRunSetting
+    from reconrisk._src.experiments.onerun import OneRunSetting
     from reconrisk.integrations.opacus_audit import replace_one_epsilon
-    from reconrisk.release import Release
+    from reconrisk._src.release import Release
 
     mu = 2 * math.sqrt(steps) / sigma
     want = _gdp_epsilon(1e-5, mu)
@@ -313,8 +313,8 @@ def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps)
 def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
     """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C (pairs);
     against the zero-out reference, E steps of sensitivity C (ReRo)."""
-    from reconrisk.analysis.privacy import PrivacyAnalysis
-    from reconrisk.release import Release
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.release import Release
 
     rel = Release.shuffled(sigma, epochs=epochs)
     assert rel.neighbouring == "replace_one"
@@ -333,7 +333,7 @@ def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
 def test_calibrated_noise_meets_the_closed_form_at_full_batch(target, steps, n):
     """At q = 1 the bound meets γ iff σ ≥ √T/(Φ⁻¹(γ) − Φ⁻¹(κ)); the calibrated σ is at least that and within
     the relative tolerance of it. The same for ε at δ: σ ≥ √T/μ with δ(ε; μ) = δ."""
-    from reconrisk.analysis.calibrate import calibrate, noise_multiplier_for_epsilon
+    from reconrisk._src.analysis.calibrate import calibrate, noise_multiplier_for_epsilon
 
     exact = math.sqrt(steps) / (special.ndtri(target) - special.ndtri(1 / n))
     cal = calibrate("reconstruction", target, sample_rate=1.0, steps=steps, prior_size=n)

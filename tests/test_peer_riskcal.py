@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from reconrisk import Release
-from reconrisk.measures import risk as R
+from reconrisk._src.measures import risk as R
 from reconrisk import tradeoff
 from reconrisk import analyse
 

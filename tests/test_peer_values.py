@@ -38,7 +38,7 @@ from scipy import special
 
 import reconrisk
 from reconrisk import GuaranteeAnalysis, PrivacyAnalysis, Release
-from reconrisk.accounting.rdp import subsampled_gaussian_rdp
+from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
 
 G, P, L, S, C = dpa.GaussianDpEvent, dpa.PoissonSampledDpEvent, dpa.LaplaceDpEvent, dpa.SelfComposedDpEvent, dpa.ComposedDpEvent
 

@@ -75,7 +75,7 @@ def test_gaussian_only_computations_refuse_a_vmf_release():
     import pytest
 
     import reconrisk as rr
-    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk._src.accounting.order2 import release_rdp_alpha2
     from reconrisk import risk
     from reconrisk import tradeoff
     from reconrisk.errors import ReconRiskError

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from scipy import optimize, special
 
 from reconrisk import Release
-from reconrisk.accounting.gaussian import gaussian_delta
-from reconrisk.measures.tradeoff import exact_beta, exact_power, gdp_curve, rdp_curve
+from reconrisk._src.accounting.gaussian import gaussian_delta
+from reconrisk._src.measures.tradeoff import exact_beta, exact_power, gdp_curve, rdp_curve
 from reconrisk import tradeoff
 from reconrisk.errors import ReconRiskError
 

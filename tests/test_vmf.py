@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from reconrisk.accounting import vmf as acc
-from reconrisk.theory import capacity as cap
+from reconrisk._src.accounting import vmf as acc
+from reconrisk._src.theory import capacity as cap
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms import vmf as mech
+from reconrisk._src.mechanisms import vmf as mech
 
 P = 13700
 GAMMA = 128 / 60000

@@ -7,9 +7,9 @@ import warnings
 import pytest
 
 import reconrisk as rr
-from reconrisk.theory import analytic as A
-from reconrisk.measures import conversions as C
-from reconrisk.theory import mse as M
+from reconrisk._src.theory import analytic as A
+from reconrisk._src.measures import conversions as C
+from reconrisk._src.theory import mse as M
 from reconrisk.errors import ReconRiskError
 
 

@@ -12,7 +12,7 @@
   lines, and the first line of its ``__init__`` docstring.
 
 * ``$…$`` (inline) and ``$$…$$`` (a display line) outside code become MathML (``<math>``), written by
-  :func:`reconrisk.report.mathml.to_mathml` from the same plain-text syntax as the report's formulas
+  :func:`reconrisk._src.report.mathml.to_mathml` from the same plain-text syntax as the report's formulas
   (``$B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]$``). Browsers render MathML natively: no MathJax,
   no script, no network. Each formula is swapped for a placeholder before Markdown runs (so ``|``, ``_`` and
   ``*`` inside it never reach the Markdown parser) and put back into the page's HTML.
@@ -81,7 +81,7 @@ def cli_markdown() -> str:
     """The reference of every ``reconrisk`` command, generated from the Typer app."""
     import typer.main
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="reconrisk")
@@ -100,7 +100,7 @@ def public_names() -> list[tuple[str, str]]:
             continue
         lazy = reconrisk._LAZY.get(name)
         if lazy == "api":  # re-exported by the public entry points: document it where it is defined
-            module = getattr(importlib.import_module("reconrisk.api"), name).__module__
+            module = getattr(importlib.import_module("reconrisk._src.api"), name).__module__
         elif lazy is not None:
             module = f"reconrisk.{lazy}"
         else:
@@ -153,7 +153,7 @@ _FORMULAS: dict[str, list[str]] = {}  # page → its formulas' MathML, by placeh
 
 def math_markdown(markdown: str, key: str) -> str:
     """``$…$``/``$$…$$`` outside code → placeholders; their MathML is kept for :func:`math_html`."""
-    from reconrisk.report.mathml import to_mathml
+    from reconrisk._src.report.mathml import to_mathml
 
     found = _FORMULAS.setdefault(key, [])
 

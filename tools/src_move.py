@@ -25,8 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "reconrisk"
 SRC = PKG / "_src"
 #: what stays public under src/reconrisk (paths relative to it); everything else lives under _src/
-PUBLIC = {"__init__.py", "__main__.py", "errors.py", "_src", "integrations/__init__.py", "integrations/opacus.py",
-          "integrations/flower.py"}
+#: the integrations a user's training loop imports: each public path is the implementation module itself
+PUBLIC_INTEGRATIONS = ("opacus", "opacus_audit", "opacus_individual", "flower", "flower_adaptive", "flower_local",
+                       "flower_release", "flower_runtime")
+PUBLIC = {"__init__.py", "__main__.py", "errors.py", "_src", "integrations/__init__.py",
+          *(f"integrations/{n}.py" for n in PUBLIC_INTEGRATIONS)}
 #: public files are thin: they carry this line; a public path without it is an implementation to move
 THIN_MARK = "# reconrisk's public face:"
 #: where module paths are rewritten (relative to the repository root)
@@ -69,6 +72,54 @@ def move(dry: bool) -> list[str]:
             if d.name == "__pycache__" or not any(f for f in d.rglob("*") if "__pycache__" not in f.parts):
                 subprocess.run(["rm", "-rf", str(d)], check=True)
     return moved
+
+
+THIN = {
+    "errors.py": '''"""The one exception type of reconrisk, :class:`ReconRiskError` (a ``ValueError``), at its public path."""
+{mark} the class is defined in reconrisk._src.errors (its __module__ says reconrisk.errors)
+
+from ._src.errors import ReconRiskError
+
+__all__ = ["ReconRiskError"]
+''',
+    "integrations/__init__.py": '''"""Integrations with other frameworks, each an optional extra imported on its own (nothing is imported here).
+
+:mod:`reconrisk.integrations.opacus` (``ReconRiskAccountant``, ``make_private_with_risk``), ``.opacus_audit``
+(``OneRunAudit``), ``.opacus_individual`` (``PerSampleNorms``, ``IndividualFilterHook``) need the ``opacus``
+extra; :mod:`reconrisk.integrations.flower` (``ReconRiskAccountant``, ``StopBeforeBudget``,
+``calibrate_flower``), ``.flower_adaptive``, ``.flower_local``, ``.flower_release`` and ``.flower_runtime``
+the ``flower`` extra. Each public path is the implementation module in ``reconrisk._src.integrations`` itself.
+"""
+{mark} the modules here stand for reconrisk._src.integrations.*
+''',
+}
+THIN_INTEGRATION = '''"""Public path of :mod:`reconrisk._src.integrations.{name}`: the same module object (see there)."""
+{mark} this path is the implementation module itself (one object: isinstance and monkeypatching agree)
+
+import sys as _sys
+
+from reconrisk._src.integrations import {name} as _implementation
+
+_sys.modules[__name__] = _implementation
+'''
+
+
+def write_thin(dry: bool) -> list[str]:
+    """The public thin modules that step (a) left missing (errors, integrations)."""
+    texts = dict(THIN)
+    texts.update({f"integrations/{n}.py": THIN_INTEGRATION.replace("{name}", n) for n in PUBLIC_INTEGRATIONS})
+    written = []
+    for rel, text in texts.items():
+        path = PKG / rel
+        if path.exists():
+            continue
+        print(f"wrote the public thin module src/reconrisk/{rel}")
+        written.append(rel)
+        if not dry:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text.replace("{mark}", THIN_MARK), encoding="utf-8")
+            git("add", str(path.relative_to(ROOT)), dry=dry)
+    return written
 
 
 def private_names() -> tuple[set[str], set[str]]:
@@ -127,6 +178,7 @@ def rewrite(dry: bool) -> list[str]:
 def main(argv: list[str]) -> int:
     dry = "--dry-run" in argv
     moved = move(dry)
+    write_thin(dry)
     changed = rewrite(dry) if SRC.exists() else []
     print(f"moved {len(moved)} files into src/reconrisk/_src; rewrote paths in {len(changed)} files"
           + (" (dry run)" if dry else ""))

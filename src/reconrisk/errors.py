@@ -1,11 +1,6 @@
-"""The one exception type of reconrisk."""
+"""The one exception type of reconrisk, :class:`ReconRiskError` (a ``ValueError``), at its public path."""
+# reconrisk's public face: the class is defined in reconrisk._src.errors (its __module__ says reconrisk.errors)
 
-from __future__ import annotations
+from ._src.errors import ReconRiskError
 
-
-class ReconRiskError(ValueError):
-    """Raised when an argument is outside its valid range.
-
-    The message names the parameter, the value found and what was expected,
-    e.g. ``noise_multiplier must be > 0; found -1.0``.
-    """
+__all__ = ["ReconRiskError"]

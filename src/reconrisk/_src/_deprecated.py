@@ -1,0 +1,117 @@
+"""Old public spellings kept working for one release, with a one-line :class:`DeprecationWarning`.
+
+The vocabulary: ``kappa`` means only the prior's baseline success probability, the von Mises–Fisher
+concentration is ``concentration``, a Gaussian standard deviation is ``noise_std``, and ``gamma`` is gone from
+public names. The renamed keyword arguments and functions stay callable under the old name until the next
+release:
+
+* :func:`renamed_kwargs` — ``@renamed_kwargs(kappa="concentration")`` accepts ``f(kappa=…)``, warns, and
+  passes the value on as ``concentration``; both at once is a :class:`~reconrisk.errors.ReconRiskError`.
+* :func:`renamed_function` — ``old = renamed_function("old", new)``, a wrapper that warns and calls ``new``.
+
+Every warning here (and the old import paths of :mod:`reconrisk._src._aliases`) is attributed to the user's line —
+the first frame outside the package and outside the import machinery — by :func:`warn_at_caller`, so a plain
+script run with ``-W default`` shows ``script.py:LINE: DeprecationWarning: …`` (a fixed ``stacklevel`` points
+into reconrisk, or at ``sys:1`` for an import, where the default filters hide it).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from typing import Callable
+
+from .errors import ReconRiskError
+
+_WHY = {
+    "kappa": "kappa now means only the prior's baseline success probability",
+    "kappas": "kappa now means only the prior's baseline success probability",
+    "gamma": "gamma is no longer a public name",
+    "sigma": "a Gaussian standard deviation is noise_std",
+}
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # reconrisk/, face and _src
+
+
+def _internal(filename: str) -> bool:
+    """Frames ``warnings.warn`` itself skips when it counts a stacklevel (the import system's bootstrap)."""
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the caller name the first frame outside reconrisk.
+
+    Counted as ``warnings.warn`` counts (frames of the import bootstrap are skipped), so an old import path
+    (``import reconrisk.bounds.rero``: reconrisk's finder, then importlib) and an attribute read through a
+    property both land on the user's line.
+    """
+    frame, level = sys._getframe(1), 1  # the caller of this function: stacklevel 1 of its warnings.warn
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _internal(name):
+            if not os.path.abspath(name).startswith(_PACKAGE):
+                return level
+            level += 1
+        frame = frame.f_back
+    return level
+
+
+def user_frame():
+    """The first frame outside reconrisk and the import machinery (None if there is none)."""
+    frame = sys._getframe(1)
+    while frame is not None and (_internal(frame.f_code.co_filename)
+                                 or os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)):
+        frame = frame.f_back
+    return frame
+
+
+def warn_at_caller(message: str, category: type[Warning] = DeprecationWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the user's line (:func:`user_stacklevel`)."""
+    warnings.warn(message, category, stacklevel=user_stacklevel())
+
+
+def warn_renamed(old: str, new: str, where: str, stacklevel: int | None = None) -> None:
+    """Emit ``where: OLD is deprecated and will be removed in the next release; use NEW (why)``, at the user's line.
+
+    ``stacklevel`` is ignored (kept for callers of earlier releases): the user's frame is found by walking the stack.
+    """
+    why = _WHY.get(old.split("=")[0].split("(")[0].split(".")[-1])
+    note = f"{where}: {old} is deprecated and will be removed in the next release; use {new}"
+    warn_at_caller(note + (f" ({why})" if why else ""))
+
+
+def renamed_kwargs(**old_to_new: str) -> Callable:
+    """Decorator: keyword arguments renamed ``old=new``; the old spelling warns and still works."""
+
+    def wrap(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def inner(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise ReconRiskError(
+                            f"give {new} once ({old} is its deprecated spelling); found {new}={kwargs[new]!r} "
+                            f"and {old}={kwargs[old]!r}")
+                    warn_renamed(f"{old}=", f"{new}=", f"{func.__name__}()")
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return inner
+
+    return wrap
+
+
+def renamed_function(old: str, new: Callable) -> Callable:
+    """``old`` as a deprecated alias of ``new`` (same signature; warns on every call)."""
+
+    @functools.wraps(new)
+    def inner(*args, **kwargs):
+        warn_renamed(f"{old}()", f"{new.__name__}()", "reconrisk")
+        return new(*args, **kwargs)
+
+    inner.__name__ = inner.__qualname__ = old
+    inner.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (removed in the next release)."
+    return inner
