@@ -102,19 +102,29 @@ def __dir__():
 
 # The face: every name a user of one of the papers needs (DESIGN.md, "The face"; docs/reference/python.md).
 __all__ = [
+    # the package and its one exception
     "__version__", "ReconRiskError",
-    # what was run, its one analysis and the shapes of its answers
-    "Release", "Segment", "analyse", "GuaranteeAnalysis", "Bound", "TradeOff", "RiskBound",
-    # the accountant's drop-in and the one calibrator
+    # what was run
+    "Release", "Segment",
+    # its one analysis (a release, a dp_accounting event, or a guarantee alone)
+    "analyse", "GuaranteeAnalysis",
+    # the shapes of its answers: every certified number is a Bound
+    "Bound", "TradeOff", "RiskBound",
+    # the accountant's drop-in (a float) and the one calibrator
     "epsilon", "calibrate", "Calibration",
-    # the prior (κ)
+    # the prior: the baseline success probability κ
     "kappa_uniform", "kappa_from_points", "kappa_from_samples", "log_kappa_uniform_ball", "log_kappa_gaussian",
     "log_kappa_coordinate_match",
-    # the report
+    # one risk report for one release
     "risk_report", "ReportConfig",
-    # the papers' own bounds
-    "mse_law", "psnr_law", "analytic_bound", "mse_bound", "vmf_epsilon", "concentration_for_epsilon",
-    "log_bayes_capacity", "log_capacity_vmf", "dp_from_two_point_rero",
-    # scale and reproduction
+    # Riess et al. 2024: the analytic attack's laws and bound
+    "mse_law", "psnr_law", "analytic_bound",
+    # Guo, Karrer, Chaudhuri & van der Maaten 2022: the MSE lower bound
+    "mse_bound",
+    # Biswas et al. 2024: the VMF mechanism's ε and Bayes' capacity
+    "vmf_epsilon", "concentration_for_epsilon", "log_bayes_capacity", "log_capacity_vmf",
+    # Balle, Cherubin & Hayes 2022: a two-point ReRo as a DP guarantee
+    "dp_from_two_point_rero",
+    # sweeps at scale and the papers' reproductions
     "run_sweep", "load_sweep", "run_recipe",
 ]

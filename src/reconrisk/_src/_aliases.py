@@ -54,8 +54,8 @@ def private_path(name: str) -> str | None:
     """The module that the old path ``name`` stands for (None: not an alias): ``reconrisk._src.<path>``, or a
     public module an earlier release's rename leads to (``reconrisk.opacus`` → ``reconrisk.integrations.opacus``)."""
     renamed = RENAMED.get(name, name)
-    if renamed != name and _public_integration(renamed):
-        return renamed
+    if _public_integration(renamed):
+        return renamed if renamed != name else None
     if not renamed.startswith(ROOT + ".") or _is_public(renamed):
         return None
     return PRIVATE + renamed[len(ROOT):]
@@ -72,13 +72,13 @@ def _public_integration(name: str) -> bool:
 class _PrivatePaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self) -> None:
         self._specs: dict[str, object] = {}
-        self._warned: tuple | None = None  # (frame, instruction, file, line) of the last warning: one per statement
+        self._warned: tuple | None = None  # (user frame, instruction, name) of the last alias: one warning a statement
 
     def find_spec(self, name, path=None, target=None):
         if name in OLD_PACKAGES:
             return importlib.util.spec_from_loader(name, self, is_package=True)
         new = private_path(name)
-        if new is None or _public_integration(name):
+        if new is None:
             return None
         try:
             found = importlib.util.find_spec(new)
@@ -93,9 +93,10 @@ class _PrivatePaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None  # a fresh, empty package
         new = private_path(spec.name)
         frame = user_frame()
-        where = None if frame is None else (id(frame), frame.f_lasti, frame.f_code.co_filename, frame.f_lineno)
-        if where is None or where != self._warned:
-            self._warned = where
+        last, self._warned = self._warned, (frame, None if frame is None else frame.f_lasti, spec.name)
+        # one statement (the same frame, at the same instruction) passing a parent and its child warns once
+        if last is None or frame is None or last[0] is not frame or last[1] != frame.f_lasti \
+                or not spec.name.startswith(last[2] + "."):
             warn_at_caller(f"{spec.name} moved to {new}; the old path will be removed in a later release "
                            "(the public names are in reconrisk, reconrisk.errors and reconrisk.integrations)")
         module = importlib.import_module(new)

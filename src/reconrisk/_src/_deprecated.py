@@ -18,6 +18,7 @@ into reconrisk, or at ``sys:1`` for an import, where the default filters hide it
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import warnings
@@ -36,9 +37,19 @@ _WHY = {
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # reconrisk/, face and _src
 
 
+_IMPORTLIB = os.path.dirname(os.path.abspath(importlib.__file__)) + os.sep
+
+
 def _internal(filename: str) -> bool:
     """Frames ``warnings.warn`` itself skips when it counts a stacklevel (the import system's bootstrap)."""
     return "importlib" in filename and "_bootstrap" in filename
+
+
+def _ours(filename: str) -> bool:
+    """Frames that are not the user's: reconrisk's own (the face and ``_src``) and importlib's
+    (``importlib.import_module`` called by a user is the user's import)."""
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE) or path.startswith(_IMPORTLIB)
 
 
 def user_stacklevel() -> int:
@@ -52,7 +63,7 @@ def user_stacklevel() -> int:
     while frame is not None:
         name = frame.f_code.co_filename
         if not _internal(name):
-            if not os.path.abspath(name).startswith(_PACKAGE):
+            if not _ours(name):
                 return level
             level += 1
         frame = frame.f_back
@@ -62,8 +73,7 @@ def user_stacklevel() -> int:
 def user_frame():
     """The first frame outside reconrisk and the import machinery (None if there is none)."""
     frame = sys._getframe(1)
-    while frame is not None and (_internal(frame.f_code.co_filename)
-                                 or os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)):
+    while frame is not None and (_internal(frame.f_code.co_filename) or _ours(frame.f_code.co_filename)):
         frame = frame.f_back
     return frame
 
