@@ -37,7 +37,9 @@ _LAZY = {
     "log_bayes_capacity": "theory.capacity", "log_capacity_vmf": "theory.capacity",
     "dp_from_two_point_rero": "measures.conversions",
     # sweeps at scale and the papers' reproductions
-    "run_sweep": "experiments.sweep", "load_sweep": "experiments.sweep", "run_recipe": "reproduce.recipes",
+    "run_sweep": "experiments.sweep", "run_recipe": "reproduce.recipes",
+    # the tutorials' data
+    "load_digits": "data",
 }
 
 _ANALYSIS = "reconrisk.analyse(release).{}"
@@ -76,6 +78,7 @@ _DEPRECATED = {
     "closed_form_experiment": ("attacks.closed_form", None),
     "run_reconn": ("attacks.reconstructor", None),
     "ResultStore": ("experiments.store", None),
+    "load_sweep": ("experiments.sweep", None),
     "fano_bound": ("theory.fano", None),
     "recipe_names": ("reproduce.recipes", None),
 }
@@ -126,5 +129,7 @@ __all__ = [
     # Balle, Cherubin & Hayes 2022: a two-point ReRo as a DP guarantee
     "dp_from_two_point_rero",
     # sweeps at scale and the papers' reproductions
-    "run_sweep", "load_sweep", "run_recipe",
+    "run_sweep", "run_recipe",
+    # the tutorials' data (a subset of scikit-learn's digits, shipped with the package)
+    "load_digits",
 ]
