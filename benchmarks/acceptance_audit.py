@@ -23,7 +23,7 @@ def fmt(rate) -> str:
 
 
 def main() -> None:
-    from reconrisk import accounting
+    from reconrisk._src import accounting
     from reconrisk._src.data import load_digits
     from reconrisk._src.experiments.audit import AuditSetting, calibrated_settings, run_setting
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reconrisk import noise_multiplier_for_epsilon
+from reconrisk._src.api import noise_multiplier_for_epsilon
 from reconrisk._src.audit import onerun
 from reconrisk._src.release import Release
 

@@ -66,7 +66,7 @@ def _run(data, sigma, batches, steps, canaries, options, seed, audit_on):
 def main() -> None:
     import torch
 
-    from reconrisk import noise_multiplier_for_epsilon
+    from reconrisk._src.api import noise_multiplier_for_epsilon
     from reconrisk._src.data import load_digits
 
     ap = argparse.ArgumentParser()

@@ -25,7 +25,7 @@ import numpy as np
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk import tradeoff
+from reconrisk._src.api import tradeoff
 
 SETTINGS = [
     # (sigma, q, T, kappa)

@@ -9,7 +9,9 @@ import dp_accounting as dpa
 import pytest
 
 import reconrisk
-from reconrisk import EventAnalysis, GuaranteeAnalysis, PrivacyAnalysis, Release, analyse
+from reconrisk import GuaranteeAnalysis, Release, analyse
+from reconrisk._src.analysis.events import EventAnalysis
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk._src.analysis import dispatch
 from reconrisk._src.analysis.base import QUESTIONS, Analysis, Support
 from reconrisk.errors import ReconRiskError

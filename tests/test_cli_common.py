@@ -59,7 +59,7 @@ def test_atomic_writes_follow_the_umask(tmp_path):
     import os
     import stat
 
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     old = os.umask(0o022)
     try:

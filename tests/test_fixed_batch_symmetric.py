@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from scipy import optimize, signal, special
 
 from reconrisk._src.analysis.privacy import PrivacyAnalysis
-from reconrisk import risk
+from reconrisk._src.api import risk
 from reconrisk._src.measures.reference import exact_zero_out
 from reconrisk._src.measures.rero_zeroout import zero_out_bracket
 from reconrisk._src.release import Release

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reconrisk as rr
-from reconrisk import _validate as v
+from reconrisk._src import _validate as v
 from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 
@@ -229,7 +229,7 @@ def test_audit_out_checked_before_training(capsys, tmp_path):
 
 
 def test_atomic_writes_leave_no_partial_file(tmp_path, monkeypatch):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     path = _io.write_json({"a": 1}, tmp_path)
     assert json.loads(path.read_text()) == {"a": 1}
@@ -248,7 +248,7 @@ def test_atomic_writes_leave_no_partial_file(tmp_path, monkeypatch):
 
 
 def test_incremental_results_writer_keeps_finished_entries(tmp_path):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     w = _io.IncrementalResults(tmp_path, "partial.json", header={"command": "audit"})
     w.add({"epsilon": 1.0, "rate": 0.1})
@@ -260,7 +260,7 @@ def test_incremental_results_writer_keeps_finished_entries(tmp_path):
 
 
 def test_check_out_dir(tmp_path):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     assert _io.check_out_dir(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
     assert not (tmp_path / "new").exists()  # checked, not created

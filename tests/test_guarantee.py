@@ -139,7 +139,7 @@ def test_vmf_risks_use_the_optimal_conversion():
     same = GuaranteeAnalysis.from_release(Release.vmf(50.0, 1.0, 4), dim=64)
     assert same.risk("reconstruction", kappa=0.01).upper == r.upper
     with pytest.raises(ReconRiskError, match="GuaranteeAnalysis.from_release"):
-        from reconrisk import risk
+        from reconrisk._src.api import risk
 
         risk(Release.vmf(50.0, 1.0, 4), "reconstruction", kappa=0.01)
 

@@ -24,7 +24,8 @@ import math
 
 from scipy import integrate, optimize, stats
 
-from reconrisk import PrivacyAnalysis, Release
+from reconrisk import Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
 from reconrisk._src.individual.privacy import individual_analysis
 from reconrisk._src.individual.filter import MARGIN, IndividualFilter, _rdp_to_epsilon, _rdp_to_rero

@@ -13,7 +13,7 @@ import pytest
 
 from reconrisk import Release
 from reconrisk._src.measures import risk as R
-from reconrisk import tradeoff
+from reconrisk._src.api import tradeoff
 from reconrisk import analyse
 
 riskcal = pytest.importorskip("riskcal", reason="riskcal is not installed (peer comparison; see benchmarks/bench_peers.py, trade-off section)")

@@ -57,7 +57,7 @@ def test_kappa_1e12_long_run_upper_end_is_no_longer_256x_the_truth():
 
 
 def test_tradeoff_power_at_alpha_1e12_is_narrow():
-    from reconrisk import tradeoff
+    from reconrisk._src.api import tradeoff
 
     t = tradeoff(Release(1.0, 0.02, 500), np.array([1e-12, 1e-10, 1e-6, 1e-2, 0.5]))
     rel = (t.power.upper - t.power.lower) / t.power.upper

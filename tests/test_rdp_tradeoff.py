@@ -219,7 +219,7 @@ def test_release_never_looser_than_balle2022_and_above_the_exact_risk(rel):
 
 
 def test_release_tradeoff_curve_is_a_lower_bound_on_the_exact_curve():
-    from reconrisk import tradeoff
+    from reconrisk._src.api import tradeoff
 
     rel = Release(1.0, 0.02, 300)
     a = np.array([1e-4, 1e-2, 0.1, 0.3, 0.6, 0.9])

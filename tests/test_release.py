@@ -53,7 +53,7 @@ def test_full_batch_property():
 
 
 def test_release_refuses_a_noise_family_nothing_implements(monkeypatch):
-    from reconrisk import release as R
+    from reconrisk._src import release as R
 
     # "vmf" is a known family (seed 004) but no mechanism implements it here yet: refused, not silently Gaussian.
     monkeypatch.setattr(R, "IMPLEMENTED_NOISE", {"gaussian"})
@@ -76,8 +76,8 @@ def test_gaussian_only_computations_refuse_a_vmf_release():
 
     import reconrisk as rr
     from reconrisk._src.accounting.order2 import release_rdp_alpha2
-    from reconrisk import risk
-    from reconrisk import tradeoff
+    from reconrisk._src.api import risk
+    from reconrisk._src.api import tradeoff
     from reconrisk.errors import ReconRiskError
 
     r = rr.Release.vmf(10.0, 0.01, 100)

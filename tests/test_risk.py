@@ -11,7 +11,7 @@ from scipy import optimize, special
 from reconrisk import Release
 from reconrisk._src.measures import risk as R
 from reconrisk._src.measures.tradeoff import exact_power
-from reconrisk import tradeoff
+from reconrisk._src.api import tradeoff
 from reconrisk.errors import ReconRiskError
 from reconrisk import analyse
 

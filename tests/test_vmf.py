@@ -259,7 +259,7 @@ def test_table_iv_gaussian_sigma(eps, sigma):
 @pytest.mark.parametrize("eps,sigma", [(0.49, 1.23), (10.9, 0.420), (173, 0.174)])
 def test_table_iv_gaussian_sigma_with_our_rdp_accountant(eps, sigma):
     # reconrisk's own RDP accountant (fractional orders, continuous minimisation; issue 9) against the same column
-    from reconrisk import noise_multiplier_for_epsilon
+    from reconrisk._src.api import noise_multiplier_for_epsilon
 
     assert noise_multiplier_for_epsilon(eps, GAMMA, 1406, DELTA, accountant="rdp") == pytest.approx(sigma, rel=0.01)
 

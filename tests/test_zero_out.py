@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk import risk
+from reconrisk._src.api import risk
 from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk._src.measures.reference import exact_zero_out
 from reconrisk._src.measures.rero_zeroout import zero_out_bracket

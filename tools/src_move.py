@@ -32,6 +32,8 @@ PUBLIC = {"__init__.py", "__main__.py", "errors.py", "_src", "integrations/__ini
           *(f"integrations/{n}.py" for n in PUBLIC_INTEGRATIONS)}
 #: public files are thin: they carry this line; a public path without it is an implementation to move
 THIN_MARK = "# reconrisk's public face:"
+#: a line holding this text is left as it is (it names an old path on purpose: ``<!-- src_move: keep -->``)
+KEEP_LINE = "src_move: keep"
 #: where module paths are rewritten (relative to the repository root)
 REWRITE = ["tests", "tools", "benchmarks", "examples", "docs", "src", "README.md", "DESIGN.md", "mkdocs.yml"]
 SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".txt", ".json", ".cfg"}
@@ -140,6 +142,9 @@ def _patterns() -> list[tuple[re.Pattern, str]]:
         # reconrisk.<private room or core module> (not reconrisk._src…, not an attribute such as reconrisk.epsilon)
         (re.compile(rf"(?<![\w.])reconrisk\.({alt})(?![\w])"), r"reconrisk._src.\1"),
         (re.compile(rf"(?<![\w])src/reconrisk/({alt})(?=[/.\s`'\")]|$)", re.M), r"src/reconrisk/_src/\1"),
+        # ``from reconrisk import <private module> [as name]``: the module is under _src now
+        (re.compile(rf"^([ \t>.]*)from reconrisk import ({alt})(\s+as\s+\w+)?[ \t]*$", re.M),
+         r"\1from reconrisk._src import \2\3"),
     ]
     if ialt:
         pats.append((re.compile(rf"(?<![\w.])reconrisk\.integrations\.({ialt})(?![\w])"),
@@ -166,6 +171,8 @@ def rewrite(dry: bool) -> list[str]:
             new = text
             for pat, repl in pats:
                 new = pat.sub(repl, new)
+            if KEEP_LINE in text:  # a line naming an old path on purpose stays as it is
+                new = "".join(o if KEEP_LINE in o else n for o, n in zip(text.splitlines(True), new.splitlines(True)))
             if new != text:
                 n = sum(a != b for a, b in zip(text.splitlines(), new.splitlines()))
                 print(f"rewrote {rel} ({n} lines)")
