@@ -1,6 +1,6 @@
 """The register of guarantees (docs/reference/guarantees.md) cannot drift from the code.
 
-* Every string constant of ``src/reconrisk`` that says "certif…" (case-insensitive; docstrings excluded,
+* Every string constant of ``src/reconrisk/_src`` that says "certif…" (case-insensitive; docstrings excluded,
   f-string pieces included) is listed in the page's table "Where the word appears": a row of the same file
   whose string equals the constant (whitespace normalised) or is a part of it of at least 12 characters that
   itself says "certif". A new "certified" key or label without a row fails here, naming file, line and string.
@@ -25,7 +25,7 @@ import pytest
 from scipy import optimize, special
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "src" / "reconrisk"
+SRC = ROOT / "src" / "reconrisk" / "_src"  # the implementation (the face holds no such string)
 PAGE = ROOT / "docs" / "reference" / "guarantees.md"
 WORD = re.compile(r"certif", re.IGNORECASE)
 MIN_PART = 12  # a row's string may be a part of a longer constant, at least this long and saying "certif"
@@ -49,7 +49,7 @@ def _docstring_ids(tree: ast.AST) -> set[int]:
 
 
 def certified_strings(root: Path = SRC) -> list[tuple[str, int, str]]:
-    """(file relative to src/reconrisk, line, normalised string) of every non-docstring constant saying certif…."""
+    """(file relative to src/reconrisk/_src, line, normalised string) of every non-docstring constant saying certif…."""
     out = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -155,7 +155,7 @@ def uncovered(strings, rows) -> list[str]:
     by_file: dict[str, list[str]] = {}
     for _, file, text, _ in rows:
         by_file.setdefault(file, []).append(text)
-    return [f"src/reconrisk/{f}:{line}: {s!r}" for f, line, s in strings
+    return [f"src/reconrisk/_src/{f}:{line}: {s!r}" for f, line, s in strings
             if not any(covers(t, s) for t in by_file.get(f, []))]
 
 
@@ -199,7 +199,7 @@ def test_the_check_can_fail(tmp_path):
     strings = certified_strings(pkg)
     assert strings == [("bounds/x.py", 2, "certified_foo"), ("bounds/x.py", 3, "certified bracket (")]
     rows = [(1, "bounds/x.py", "certified bracket (", ["rero"])]
-    assert uncovered(strings, rows) == ["src/reconrisk/bounds/x.py:2: 'certified_foo'"]
+    assert uncovered(strings, rows) == ["src/reconrisk/_src/bounds/x.py:2: 'certified_foo'"]
     assert uncovered(strings, rows + [(2, "bounds/y.py", "certified_foo", ["rero"])])  # another file's row
     assert not uncovered(strings, rows + [(2, "bounds/x.py", "certified_foo", ["rero"])])
     assert uncovered(strings, [(1, "bounds/x.py", "certified", ["rero"])])  # too short to be a part
