@@ -34,9 +34,9 @@ import time
 import numpy as np
 from scipy import stats
 
-from reconrisk.attacks.analytic import mse, simulate_attack, simulate_success
-from reconrisk.theory.analytic import rero_mse, rero_psnr
-from reconrisk.theory.analytic_laws import mse_law
+from reconrisk._src.attacks.analytic import mse, simulate_attack, simulate_success
+from reconrisk._src.theory.analytic import rero_mse, rero_psnr
+from reconrisk._src.theory.analytic_laws import mse_law
 
 
 def timed(fn, repeat: int = 3):

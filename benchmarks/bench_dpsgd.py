@@ -59,7 +59,7 @@ def _timeit(step, min_seconds: float, min_steps: int = 5) -> float:
 
 # -- reconrisk / JAX ---------------------------------------------------------------------
 def jax_models():
-    from reconrisk.train import models
+    from reconrisk._src.train import models
 
     return {
         "seed000 MLP 784-10-10": models.mlp((28, 28, 1), (10,)),
@@ -77,7 +77,7 @@ def bench_jax(model, x, y, seconds: float, naive: bool = False, scan: bool = Fal
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from reconrisk.train import dpsgd
+    from reconrisk._src.train import dpsgd
 
     cfg = dpsgd.StepConfig(1.0, CLIP, LR, "hard", None, float(BATCH))
     noise_std = jnp.float32(SIGMA * CLIP)
@@ -176,8 +176,8 @@ def bench_opacus(make_model, x, y, mode: str, seconds: float) -> float:
 
 # -- the audit loop --------------------------------------------------------------------------
 def bench_audit(trials: int) -> tuple[float, dict]:
-    from reconrisk.data import load_digits
-    from reconrisk.experiments.audit import calibrated_settings, run_setting
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.experiments.audit import calibrated_settings, run_setting
 
     data = load_digits()
     (s,) = calibrated_settings([4.0], trials=trials, attacks=("alg2",))
@@ -189,9 +189,9 @@ def bench_audit(trials: int) -> tuple[float, dict]:
 
 def profile_default_audit(trials: int) -> None:
     """The default ``reconrisk audit`` (4 ε) profiled: time to the certified bounds, compile, trial loop, compilations."""
-    from reconrisk.data import load_digits
-    from reconrisk.experiments import trials as tr
-    from reconrisk.experiments.audit import calibrated_settings, certify, run_setting
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.experiments import trials as tr
+    from reconrisk._src.experiments.audit import calibrated_settings, certify, run_setting
 
     t0 = time.perf_counter()
     data = load_digits()

@@ -11,7 +11,7 @@ gradient (``jax.jacfwd``: d JVPs) and the spectral norm by power iteration
     (d = 784, random pixels: the cost does not depend on the values).
 
 Part 2 — overhead of FIL accounting relative to plain DP-SGD training: the
-same jitted ``lax.scan`` of :func:`reconrisk.train.dpsgd.dpsgd_step` on the
+same jitted ``lax.scan`` of :func:`reconrisk._src.train.dpsgd.dpsgd_step` on the
 digits training split (n = 1347, q = 0.05, T = 200 steps), without and with
 the FIL step, timed after compilation, for each trace method on the route
 ``per_example_fil`` takes (first-layer reduction for MLPs, all-pixel tables
@@ -46,8 +46,8 @@ def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
     import jax
     import jax.numpy as jnp
 
-    from reconrisk.train import fil as F
-    from reconrisk.train import models
+    from reconrisk._src.train import fil as F
+    from reconrisk._src.train import models
 
     rows = []
     for shape in shapes:
@@ -62,7 +62,7 @@ def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
             timings = {}
             for method in ("plain_grad", "trace_sampled", "trace_exact", "spectral"):
                 if method == "plain_grad":
-                    from reconrisk.train.dpsgd import clipped_grad_sum
+                    from reconrisk._src.train.dpsgd import clipped_grad_sum
 
                     f = jax.jit(lambda p, x, y: clipped_grad_sum(model, p, x, y, 1.0, mode="gelu")[1])
                 else:
@@ -75,8 +75,8 @@ def per_example_costs(batches: dict, repeats: int, shapes) -> list[tuple]:
 
 def _fil_time(model, release, xtr, ytr, method: str, steps: int, repeats: int, route: str | None = None) -> float:
     """Seconds of ``train_dpsgd_with_fil`` (after compilation); ``route`` forces one path of ``per_example_fil``."""
-    from reconrisk.train import dpsgd
-    from reconrisk.train import fil as F
+    from reconrisk._src.train import dpsgd
+    from reconrisk._src.train import fil as F
 
     conf = F.FILConfig(method=method, learning_rate=0.5, momentum=0.0)
     real = F._route
@@ -98,10 +98,10 @@ def overhead(steps: int, repeats: int, names=("mlp", "cnn"), before_steps: int =
     import jax.numpy as jnp
 
     from reconrisk import Release
-    from reconrisk.experiments.fil import digits_split
-    from reconrisk.train import fil as F
-    from reconrisk.train import models
-    from reconrisk.train.dpsgd import dpsgd_step, make_step_config
+    from reconrisk._src.experiments.fil import digits_split
+    from reconrisk._src.train import fil as F
+    from reconrisk._src.train import models
+    from reconrisk._src.train.dpsgd import dpsgd_step, make_step_config
 
     xtr, ytr, _, _, shape = digits_split(0)
     rows = []

@@ -39,11 +39,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from reconrisk import Release
-    from reconrisk.analysis.privacy import PrivacyAnalysis
-    from reconrisk.analysis.calibrate import calibrate
-    from reconrisk.individual.privacy import IndividualFilter
-    from reconrisk.data import load_digits
-    from reconrisk.train import dpsgd, models
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.calibrate import calibrate
+    from reconrisk._src.individual.privacy import IndividualFilter
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.train import dpsgd, models
 
     d = load_digits()
     x, y, xt, yt = d.x[:1347], d.y[:1347], d.x[1347:], d.y[1347:]

@@ -1,6 +1,6 @@
 """Cost of recording per-example gradient norms in the DP-SGD trainer, on CPU (issue 26).
 
-The plain trainer (:func:`reconrisk.train.dpsgd.train`, no transcript) against the same run with
+The plain trainer (:func:`reconrisk._src.train.dpsgd.train`, no transcript) against the same run with
 ``record_norms`` = ``"batch"`` (the sampled rows' norms the step already computes), ``"epoch"`` (every
 example once per epoch, ⌈1/q⌉ steps, the other steps NaN) and ``"step"`` (every example every step: one
 extra forward/backward over the data per step), and filtered training (an ``IndividualFilter``: the
@@ -28,9 +28,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from reconrisk import Release
-    from reconrisk.individual.privacy import IndividualFilter
-    from reconrisk.data import load_digits
-    from reconrisk.train import dpsgd, models
+    from reconrisk._src.individual.privacy import IndividualFilter
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.train import dpsgd, models
 
     d = load_digits()
     x, y = d.x[:1347], d.y[:1347]

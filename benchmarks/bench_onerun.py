@@ -2,7 +2,7 @@
 
 One training run per noise level (full batch, T = 100, C = 0.1, |D₋| = 500 real digits, m = 1,000 canary slots
 of k = 10 sparse random binary candidates each); the transcript attack and the last-iterate attack audit the same
-run (reconrisk.experiments.onerun; the analysis is reconrisk.audit.onerun, Mahloujifar, Melis & Chaudhuri 2025
+run (reconrisk._src.experiments.onerun; the analysis is reconrisk._src.audit.onerun, Mahloujifar, Melis & Chaudhuri 2025
 with Steinke, Nasr & Jagielski 2023). Printed per row: correct guesses at each number of guesses, the one-run
 ε lower bound at δ = 1e-5 (no assumption on the curve) and μ lower bound (Gaussian curves), the certified
 replace-one ε and μ of the same release (exact for q = 1) and the release's add/remove ε; then wall seconds of
@@ -44,9 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-from reconrisk import noise_multiplier_for_epsilon
-from reconrisk.audit import onerun
-from reconrisk.release import Release
+from reconrisk._src.api import noise_multiplier_for_epsilon
+from reconrisk._src.audit import onerun
+from reconrisk._src.release import Release
 
 
 # The former O(c²) test, kept once as the suite's reference (tests/test_onerun_bounds.py): the baseline here.
@@ -131,8 +131,8 @@ def main() -> None:
     if a.analysis:
         analysis(a.old_max)
         return
-    from reconrisk.data import load_dataset
-    from reconrisk.experiments.onerun import OneRunSetting, run_onerun
+    from reconrisk._src.data import load_dataset
+    from reconrisk._src.experiments.onerun import OneRunSetting, run_onerun
 
     data = load_dataset("digits")
     print(f"CPU cores visible: {os.cpu_count()}; m = {a.canaries} canaries, k = {a.options} options, T = {a.steps}, "

@@ -66,8 +66,8 @@ def _run(data, sigma, batches, steps, canaries, options, seed, audit_on):
 def main() -> None:
     import torch
 
-    from reconrisk import noise_multiplier_for_epsilon
-    from reconrisk.data import load_digits
+    from reconrisk._src.api import noise_multiplier_for_epsilon
+    from reconrisk._src.data import load_digits
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--epsilons", nargs="+", type=float, default=[4.0, 32.0], help="add/remove ε of the release")

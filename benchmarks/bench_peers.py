@@ -25,7 +25,7 @@ import numpy as np
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk import tradeoff
+from reconrisk._src.api import tradeoff
 
 SETTINGS = [
     # (sigma, q, T, kappa)
@@ -193,7 +193,7 @@ def fixed_batch_section(settings=FIXED_SETTINGS) -> None:
     """Time of ε(1e-5) (two-sided) and the membership advantage of a fixed-batch release: now (the
     symmetrised composition) against before (the Poisson pair at σ/2, both directions — the number the
     library used to certify, which an adaptive replace-one adversary can exceed). No peer needed."""
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     print("fixed-size batches: eps(1e-5) two-sided + membership advantage, fresh analysis each")
     for sigma, q, T in settings:

@@ -44,13 +44,13 @@ CALIBRATE = ["calibrate", "--target-rero", "0.05", "--prior-size", "100", "--sam
 
 #: runs the CLI in-process with compose_segments wrapped, prints the count on stderr
 _COUNTING = r"""
-import sys, reconrisk.accounting.pld as pld
+import sys, reconrisk._src.accounting.pld as pld
 n = [0]; orig = pld.compose_segments
 def wrap(*a, **k):
     n[0] += 1
     return orig(*a, **k)
 pld.compose_segments = wrap
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 code = main(sys.argv[1:])
 print(f"COMPOSITIONS {n[0]}", file=sys.stderr)
 sys.exit(code or 0)
@@ -115,7 +115,7 @@ import json, sys, time
 from reconrisk import Release
 s, q, T, k = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 try:
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
     ask = lambda: PrivacyAnalysis(Release(s, q, T)).rero(k)
 except ImportError:  # a baseline before the analysis object
     import reconrisk as rr
@@ -130,9 +130,9 @@ import json, time
 t0 = time.perf_counter()
 try:
     try:
-        from reconrisk.analysis.calibrate import calibrate
+        from reconrisk._src.analysis.calibrate import calibrate
     except ImportError:  # a baseline before the one calibrator
-        from reconrisk.analysis.calibrate_risk import calibrate_risk
+        from reconrisk._src.analysis.calibrate_risk import calibrate_risk
         c = calibrate_risk("reconstruction", 6.753e-11, "sample-rate", noise_multiplier=0.8285, steps=3810,
                            kappa=1.437e-11)
         out = dict(sample_rate=c["sample_rate"], upper=c.get("upper"))

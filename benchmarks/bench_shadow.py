@@ -67,9 +67,9 @@ def main() -> None:
     ap.add_argument("--device-only", action="store_true", help="time the vectorised path only (no sequential loops)")
     args = ap.parse_args()
 
-    from reconrisk._jax import jax
-    from reconrisk.data import load_digits
-    from reconrisk.train.models import get_model
+    from reconrisk._src._jax import jax
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.train.models import get_model
 
     ds = load_digits()
     model = get_model("mlp", ds.image_shape)
@@ -85,9 +85,9 @@ def main() -> None:
 
 def measure(args, ds, model, fixed: int) -> str:
     """Time every path at |D⁻| = ``fixed``; print the figures; return a one-line summary."""
-    from reconrisk._jax import jax
-    from reconrisk.release import Release
-    from reconrisk.train import shadow as sh
+    from reconrisk._src._jax import jax
+    from reconrisk._src.release import Release
+    from reconrisk._src.train import shadow as sh
 
     rel = Release(2.0, 1.0, args.steps, clip_norm=1.0) if args.dp else None
     cfg = sh.ShadowConfig(steps=args.steps, release=rel)
@@ -110,7 +110,7 @@ def measure(args, ds, model, fixed: int) -> str:
     seq_programs: dict[str, int] = {}
     if not args.device_only:
         seq_programs["scan"] = min(args.sequential, args.models)
-        from reconrisk.train import shadow_dense
+        from reconrisk._src.train import shadow_dense
         if shadow_dense.supports(model, cfg.step_config(fixed + 1)):
             seq_programs["dense"] = min(args.sequential, args.models)
         seq_programs["steps"] = min(args.stepwise, args.models)

@@ -31,8 +31,8 @@ def main() -> None:
     ap.add_argument("--known-size", type=int, default=200)
     args = ap.parse_args()
 
-    from reconrisk.experiments.store import ResultStore
-    from reconrisk.experiments.sweep import load_sweep, run_chunk, run_sweep
+    from reconrisk._src.experiments.store import ResultStore
+    from reconrisk._src.experiments.sweep import load_sweep, run_chunk, run_sweep
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     try:
@@ -55,7 +55,7 @@ known_size = {args.known_size}
         print(f"sweep: 2 points × {args.trials} trials = {total}; T={args.steps}, |D₋|={args.known_size}, n=10, "
               f"chunk {args.chunk}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f} at start")
 
-        from reconrisk.experiments.sweep import configure_compile_cache
+        from reconrisk._src.experiments.sweep import configure_compile_cache
 
         configure_compile_cache(cache)
         t = time.perf_counter()
@@ -85,9 +85,9 @@ known_size = {args.known_size}
         timed("dask 2 workers", workers=2)
 
         # the audit's executor on one point (σ = 1), same sizes, compiled first
-        from reconrisk.data import load_dataset
-        from reconrisk.experiments.audit import AuditSetting
-        from reconrisk.experiments.trials import run_trials
+        from reconrisk._src.data import load_dataset
+        from reconrisk._src.experiments.audit import AuditSetting
+        from reconrisk._src.experiments.trials import run_trials
 
         data = load_dataset("digits")
         setting = AuditSetting.of(1.0, 1.0, args.steps, 0.1, prior_size=10, trials=args.trials,
@@ -107,7 +107,7 @@ known_size = {args.known_size}
                 s.add_trials(rows[lo:lo + args.chunk])
         write = (time.perf_counter() - t0) / len(rows)
         # compute alone: one chunk in this (warm) process, no store
-        from reconrisk.experiments.sweep import pending_tasks
+        from reconrisk._src.experiments.sweep import pending_tasks
 
         task = pending_tasks(sweep, set(), cache)[1]
         run_chunk(task)

@@ -43,7 +43,7 @@ def scipy_rate(p: int, kappa: float, n: int, timeout: float) -> str:
 
 
 def ours_rate(p: int, kappa: float, n: int) -> float:
-    from reconrisk.mechanisms.vmf import sample_vmf
+    from reconrisk._src.mechanisms.vmf import sample_vmf
 
     rng = np.random.default_rng(0)
     mu = rng.standard_normal(p)
@@ -57,7 +57,7 @@ def jax_rate(p: int, kappa: float, n: int) -> float:
     import jax
     import jax.numpy as jnp
 
-    from reconrisk.mechanisms.vmf import sample_vmf_jax
+    from reconrisk._src.mechanisms.vmf import sample_vmf_jax
 
     mu = jnp.zeros(p).at[0].set(1.0)
     f = jax.jit(jax.vmap(lambda k: sample_vmf_jax(k, mu, kappa)))
@@ -82,7 +82,7 @@ def main() -> None:
     args = ap.parse_args()
     from scipy import special
 
-    from reconrisk.mechanisms.vmf import log_iv
+    from reconrisk._src.mechanisms.vmf import log_iv
 
     print("1. VMF sampling (κ = 75)")
     for p, n_scipy in ((1000, 10), (2000, 10), (13700, 10)):

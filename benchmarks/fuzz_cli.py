@@ -253,11 +253,11 @@ def run_cases_fork(cases: list[Case], timeout: float, tmp_root: str, jobs: int):
 
     The child is a separate process (its crash, hang or memory blow-up cannot
     touch the harness): stdout/stderr go to files, the exit status is
-    ``reconrisk.cli.main``'s return value, and a child still running after
+    ``reconrisk._src.cli.main``'s return value, and a child still running after
     ``timeout`` is killed and counted as a hang. It saves the ~2 s interpreter
     and import start-up of every case, which matters on a loaded 2-core box.
     """
-    from reconrisk.cli import main as cli_main
+    from reconrisk._src.cli import main as cli_main
 
     pending = list(cases)
     running: dict[int, tuple] = {}

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_samplers import laplace_tradeoff, wor_exact_delta, wor_exact_rero  # noqa: E402
 
 from reconrisk import Release  # noqa: E402
-from reconrisk.analysis.privacy import PrivacyAnalysis  # noqa: E402
+from reconrisk._src.analysis.privacy import PrivacyAnalysis  # noqa: E402
 
 REL, ABS = 1e-9, 1e-12
 

@@ -14,16 +14,16 @@ import numpy as np
 from _reference import REFERENCE_OPTIONS, reference_jit  # noqa: F401  (re-exported for the route tests)
 
 def jvp_reference(fn):
-    """``fn`` with :func:`reconrisk.train.fil.per_example_fil` forced onto the per-example JVP path (the reference)."""
-    from reconrisk.train import fil as F
+    """``fn`` with :func:`reconrisk._src.train.fil.per_example_fil` forced onto the per-example JVP path (the reference)."""
+    from reconrisk._src.train import fil as F
 
     return reference_jit(fn, [(F, "_route", lambda *a: "jvp")])
 
 
 def fast_and_jvp(monkeypatch, model, params, x, y, **kw):
     """(FIL by the route ``per_example_fil`` picks, FIL by the per-example JVP path) with the same keys."""
-    from reconrisk._jax import jax
-    from reconrisk.train import fil as F
+    from reconrisk._src._jax import jax
+    from reconrisk._src.train import fil as F
 
     def run():
         return F.per_example_fil(model, params, x, y, noise_std=0.7, key=jax.random.PRNGKey(3), **kw)
@@ -36,7 +36,7 @@ def digits_head(n: int):
     """(image shape, first n digits as JAX arrays, their labels)."""
     import jax.numpy as jnp
 
-    from reconrisk.data import load_digits
+    from reconrisk._src.data import load_digits
 
     d = load_digits()
     return d.image_shape, jnp.asarray(d.x[:n]), jnp.asarray(d.y[:n])

@@ -25,7 +25,7 @@ def reference_jit(fn, patches=()):
     """
     import pytest
 
-    from reconrisk._jax import jax
+    from reconrisk._src._jax import jax
 
     compiled = jax.jit(lambda *a: fn(*a), compiler_options=REFERENCE_OPTIONS)
 
@@ -45,12 +45,12 @@ def shadow_reference(monkeypatch, model, cfg, n: int, program: str = "vmap"):
     targets), ``"dense"`` (the batched dense program, ``program="dense"`` or ``"auto"`` for dense models, and
     the sequential ``"dense"`` baseline), ``"scan"`` (``train_shadow_models_sequential(..., program="scan")``: ``_train_one`` for one
     target) or ``"steps"`` (``program="steps"``: the (init, step) pair of ``_step``) — the programs
-    :mod:`reconrisk.train.shadow` builds, compiled with :data:`REFERENCE_OPTIONS` and put in its cache for this
+    :mod:`reconrisk._src.train.shadow` builds, compiled with :data:`REFERENCE_OPTIONS` and put in its cache for this
     test (``monkeypatch`` removes them after); checked to be what the trainer's cache now serves. The trace
     happens at the first call, so patches active then (e.g. ``_plain_gradient``) are seen.
     """
-    from reconrisk._jax import jax
-    from reconrisk.train import shadow
+    from reconrisk._src._jax import jax
+    from reconrisk._src.train import shadow
 
     static = cfg.static(n)
     jit = lambda f: jax.jit(f, compiler_options=REFERENCE_OPTIONS)  # noqa: E731
@@ -59,7 +59,7 @@ def shadow_reference(monkeypatch, model, cfg, n: int, program: str = "vmap"):
         key, value, lookup = ("vmap", model, static), jit(jax.vmap(one, in_axes=(None, None, 0, 0, None, 0))), \
             lambda: shadow._vectorised(model, cfg, n, "vmap")
     elif program == "dense":
-        from reconrisk.train import shadow_dense
+        from reconrisk._src.train import shadow_dense
 
         key, value = ("dense", model, static), jit(shadow_dense.dense_program(model, static))
         lookup = lambda: shadow._vectorised(model, cfg, n, "dense")  # noqa: E731

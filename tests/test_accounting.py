@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import reconrisk as rr
-from reconrisk.accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
+from reconrisk._src.accounting.rdp import DEFAULT_ORDERS, subsampled_gaussian_rdp
 
 
 @pytest.mark.parametrize("sigma,q,T", [(1.0, 0.01, 1000), (0.6, 0.05, 100), (3.0, 0.3, 50), (10.812, 1.0, 100)])

@@ -11,13 +11,13 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk.analysis.privacy import PrivacyAnalysis
-from reconrisk.analysis.calibrate import calibrate, meets
-from reconrisk.analysis.calibrate_risk import calibrate_risk
-from reconrisk.cli import main
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.analysis.calibrate import calibrate, meets
+from reconrisk._src.analysis.calibrate_risk import calibrate_risk
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.riskreport import TRADEOFF_ALPHA, ReportConfig, calibration_entry, risk_report
-from reconrisk.results import Bound
+from reconrisk._src.experiments.riskreport import TRADEOFF_ALPHA, ReportConfig, calibration_entry, risk_report
+from reconrisk._src.results import Bound
 
 
 def _json(capsys, args):

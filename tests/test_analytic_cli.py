@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from reconrisk.theory.analytic import rero_mse
-from reconrisk.cli import main
+from reconrisk._src.theory.analytic import rero_mse
+from reconrisk._src.cli import main
 
 
 def run_json(capsys, *args) -> dict:
@@ -49,7 +49,7 @@ def test_bound_clip_variant_and_rows(capsys):
 def test_bound_with_clip_norm_only_is_the_c_variant(capsys):
     d = run_json(capsys, "bound", "--metric", "psnr", "--eta", "10", "--noise-multiplier", "0.5", "--dim", "8", "--clip-norm", "0.8")
     assert d["basis"] == "clip_norm" and "min_norm" not in d
-    from reconrisk.theory.analytic import rero_psnr
+    from reconrisk._src.theory.analytic import rero_psnr
 
     assert d["rero"] == pytest.approx(rero_psnr(10.0, 0.5, 8, clip_norm=0.8), rel=1e-12)
 
@@ -130,12 +130,12 @@ def test_simulate_writes_csv_and_figure(tmp_path, capsys):
 def test_simulate_table_and_digits_message(tmp_path, capsys):
     assert main(["analytic", "simulate", "--samples", "5", "--noise-multipliers", "1", "--out", str(tmp_path), "--no-figure"]) == 0
     assert "theory" in capsys.readouterr().out
-    from reconrisk.experiments.analytic import load_digits_or_none
+    from reconrisk._src.experiments.analytic import load_digits_or_none
 
     x = load_digits_or_none(10)
     code = main(["analytic", "simulate", "--data", "digits", "--samples", "10", "--noise-multipliers", "1", "--out", str(tmp_path / "d"), "--no-figure", "--json"])
     if x is None:
-        assert code == 2 and "reconrisk.data.load_digits" in capsys.readouterr().err
+        assert code == 2 and "reconrisk._src.data.load_digits" in capsys.readouterr().err
     else:
         assert code == 0 and x.shape == (10, 64) and 0 <= x.min() and x.max() <= 1
 
@@ -146,7 +146,7 @@ def test_figures_command(tmp_path, capsys):
         assert name in d["files"]
         for p in d["files"][name]:
             assert p.endswith((".png", ".svg")) and (tmp_path / p.split("/")[-1]).stat().st_size > 1000
-    from reconrisk.experiments.analytic import load_digits_or_none
+    from reconrisk._src.experiments.analytic import load_digits_or_none
 
     if load_digits_or_none(1) is None:
         assert d["skipped"] and "digits" in d["skipped"][0]
@@ -155,8 +155,8 @@ def test_figures_command(tmp_path, capsys):
 
 
 def test_figure_scale_demo_numbers(tmp_path):
-    from reconrisk.experiments.analytic import scale_demo
-    from reconrisk.report.analytic import figure_scale_demo
+    from reconrisk._src.experiments.analytic import scale_demo
+    from reconrisk._src.report.analytic import figure_scale_demo
 
     res = scale_demo(factor=10.0)
     paths = figure_scale_demo(res, out_dir=tmp_path)
@@ -167,7 +167,7 @@ def test_figure_scale_demo_numbers(tmp_path):
 
 def test_bound_command_does_not_import_jax_or_matplotlib():
     code = (
-        "import sys; from reconrisk.cli import main; "
+        "import sys; from reconrisk._src.cli import main; "
         "rc = main(['analytic','bound','--metric','mse','--eta','0.1','--noise-multiplier','1','--dim','4','--min-norm','1','--json']); "
         "assert rc == 0; bad = [m for m in ('jax','matplotlib') if m in sys.modules]; assert not bad, bad"
     )

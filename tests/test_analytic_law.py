@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from reconrisk.attacks.analytic import simulate_success
+from reconrisk._src.attacks.analytic import simulate_success
 from reconrisk.errors import ReconRiskError
 
 
@@ -79,7 +79,7 @@ def test_many_laws_at_once_are_the_per_law_floats_bit_for_bit():
     gammainc are compared; exact equality, so a reordered product (one ulp) fails. An invalid variance raises the
     per-law error.
     """
-    from reconrisk.theory.analytic_laws import MSELaw, PSNRLaw, mse_cdfs, psnr_means
+    from reconrisk._src.theory.analytic_laws import MSELaw, PSNRLaw, mse_cdfs, psnr_means
 
     rng = np.random.default_rng(4)
     v = 10.0 ** rng.uniform(-20, 20, 300)
@@ -98,7 +98,7 @@ def test_many_densities_at_once_are_the_per_law_floats_bit_for_bit():
     """The Fig. 2 background (one law per sample and σ) is evaluated as arrays (mse_pdfs, psnr_pdfs): the same
     floats as each law's pdf, including zeros below/above the support and far tails (exact equality: a one-ulp
     change in a per-law constant fails)."""
-    from reconrisk.theory.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
+    from reconrisk._src.theory.analytic_laws import MSELaw, PSNRLaw, mse_pdfs, psnr_pdfs
 
     rng = np.random.default_rng(5)
     v = 10.0 ** rng.uniform(-8, 4, 60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reconrisk.attacks import analytic as atk
+from reconrisk._src.attacks import analytic as atk
 from reconrisk.errors import ReconRiskError
 
 X = np.random.default_rng(3).random((3, 40))
@@ -71,7 +71,7 @@ def test_cli_repeats_and_law_mode(tmp_path):
 
     from typer.testing import CliRunner
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     res = CliRunner().invoke(app, ["analytic", "simulate", "--mode", "law", "--repeats", "3", "--samples", "4",
                                    "--dim", "8", "--noise-multipliers", "0.1", "--no-figure", "--json",

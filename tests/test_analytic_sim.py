@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from reconrisk.attacks import analytic as atk
-from reconrisk.attacks.analytic import (
+from reconrisk._src.attacks import analytic as atk
+from reconrisk._src.attacks.analytic import (
     SuboptimalRowsWarning,
     average_reconstructions,
     clip_norm_for_regime,
@@ -25,8 +25,8 @@ from reconrisk.attacks.analytic import (
     simulate_attack,
     simulate_success,
 )
-from reconrisk.theory.analytic import reconstruction_variance
-from reconrisk.theory.analytic_laws import MSELaw, psnr_law
+from reconrisk._src.theory.analytic import reconstruction_variance
+from reconrisk._src.theory.analytic_laws import MSELaw, psnr_law
 from reconrisk.errors import ReconRiskError
 
 SIGMA = 0.1
@@ -235,7 +235,7 @@ def test_pairwise_norm_is_float32_safe_where_a_plain_sum_drifts():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
-    from reconrisk.train.clipping import pairwise_sum
+    from reconrisk._src.train.clipping import pairwise_sum
 
     rng = np.random.default_rng(3)
     v = rng.uniform(0.3, 0.7, 4_000_000).astype(np.float32)

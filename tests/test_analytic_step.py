@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from _reference import REFERENCE_OPTIONS
-from reconrisk.attacks import analytic as atk
-from reconrisk.attacks import analytic_step as st
+from reconrisk._src.attacks import analytic as atk
+from reconrisk._src.attacks import analytic_step as st
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from reconrisk._validate import MAX_EPSILON
+from reconrisk._src._validate import MAX_EPSILON
 
-from reconrisk.theory.analytic import (
+from reconrisk._src.theory.analytic import (
     analytic_bound,
     analytic_calibration,
     averaged_variance,
@@ -27,7 +27,7 @@ from reconrisk.theory.analytic import (
     sample_ncc_decomposition,
     selection_probability,
 )
-from reconrisk.theory.analytic_laws import (
+from reconrisk._src.theory.analytic_laws import (
     MSELaw,
     PSNRLaw,
     log_gammainc,
@@ -37,7 +37,7 @@ from reconrisk.theory.analytic_laws import (
     psnr_law,
 )
 from reconrisk.errors import ReconRiskError
-from reconrisk.accounting.gaussian import (
+from reconrisk._src.accounting.gaussian import (
     gaussian_delta,
     gaussian_eps,
     gaussian_log_delta,

@@ -14,19 +14,21 @@ import math
 import numpy as np
 import pytest
 
-from reconrisk.analysis import calibrate as rr_calibrate
+from reconrisk._src.analysis import calibrate as rr_calibrate
 from scipy import integrate, stats
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
-from reconrisk import Release, accounting, rero_bound  # noqa: E402
-from reconrisk.attacks.prior_aware import attack_scores, observe_step, prior_aware_attack, top_k_count  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
-from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
-from reconrisk.metrics import SuccessRate, clopper_pearson  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
+from reconrisk import Release  # noqa: E402
+from reconrisk._src import accounting  # noqa: E402
+from reconrisk._src.api import rero_bound
+from reconrisk._src.attacks.prior_aware import attack_scores, observe_step, prior_aware_attack, top_k_count  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
+from reconrisk._src.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
+from reconrisk._src.metrics import SuccessRate, clopper_pearson  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
 
 
 @pytest.fixture(scope="module")

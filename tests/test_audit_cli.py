@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 pytest.importorskip("jax")
 
@@ -136,7 +136,7 @@ def test_uniform_prior_and_gradient_inversion(capsys, tmp_path):
 
 def test_cli_does_not_import_jax():
     code = (
-        "import sys; from reconrisk.cli import app; import reconrisk.cli.audit; "
+        "import sys; from reconrisk._src.cli import app; import reconrisk._src.cli.audit; "
         "assert 'jax' not in sys.modules and 'matplotlib' not in sys.modules, 'heavy import'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,9 +8,9 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.train import clipping, models  # noqa: E402
+from reconrisk._src.train import clipping, models  # noqa: E402
 
 reference = jax.jit(clipping.clipped_grad_sum, static_argnums=(0, 6))  # the clip norm traced: one compile per model
 feature_major = jax.jit(clipping.clipped_grad_sum_feature_major, static_argnums=(0, 6))

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from reconrisk import Release
 from reconrisk import calibrate
-from reconrisk import risk
+from reconrisk._src.api import risk
 from reconrisk.errors import ReconRiskError
 
 MEASURES = [("reconstruction", {"prior_size": 10}), ("membership_tpr", {"fpr": 0.01}), ("membership_advantage", {}),

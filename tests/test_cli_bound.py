@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 
 def run_json(capsys, args):
@@ -92,7 +92,7 @@ def test_curve_writes_png_svg_csv(tmp_path, capsys):
 
 def test_bound_never_imports_jax():
     code = (
-        "import sys; from reconrisk.cli import main; "
+        "import sys; from reconrisk._src.cli import main; "
         "rc = main(['bound','-s','1','-q','0.01','-T','100','-n','10','--json']); "
         "assert 'jax' not in sys.modules, 'jax imported'; "
         "assert 'dp_accounting' not in sys.modules, 'dp_accounting imported'; sys.exit(rc)"
@@ -103,7 +103,7 @@ def test_bound_never_imports_jax():
 
 def test_simulation_commands_without_jax_say_how_to_install_it():
     code = (
-        "import sys; sys.modules['jax'] = None; from reconrisk.cli import main; "
+        "import sys; sys.modules['jax'] = None; from reconrisk._src.cli import main; "
         "sys.exit(main(['audit', '--trials', '2', '--epsilon', '4', '--no-plot', '--json']))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconrisk.cli._common import deprecated_alias, pick, progress
+from reconrisk._src.cli._common import deprecated_alias, pick, progress
 from reconrisk.errors import ReconRiskError
 
 
@@ -59,7 +59,7 @@ def test_atomic_writes_follow_the_umask(tmp_path):
     import os
     import stat
 
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     old = os.umask(0o022)
     try:
@@ -78,10 +78,10 @@ def test_piped_tables_fit_the_pipe_width_and_are_never_cut():
     import subprocess
     import sys
 
-    from reconrisk.cli._common import PIPE_WIDTH
+    from reconrisk._src.cli._common import PIPE_WIDTH
 
     long = "membership-advantage " * 8
-    code = ("from reconrisk.cli._common import print_table; "
+    code = ("from reconrisk._src.cli._common import print_table; "
             f"print_table('t', ['quantity', 'value'], [[{long!r}, 0.5]], caption='c ' * 90)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "…" not in out and "┃" not in out
@@ -89,7 +89,7 @@ def test_piped_tables_fit_the_pipe_width_and_are_never_cut():
     assert ("c " * 90).strip() in " ".join(out.split())  # the caption wraps, whole
     assert PIPE_WIDTH <= 120 and max(len(line) for line in out.split("\n")) <= PIPE_WIDTH
     word = "y" * 200  # one word wider than the pipe: folded onto lines, not cut
-    code = f"from reconrisk.cli._common import print_table; print_table('t', ['quantity'], [[{word!r}]])"
+    code = f"from reconrisk._src.cli._common import print_table; print_table('t', ['quantity'], [[{word!r}]])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "…" not in out and word in "".join(out.split()) and max(map(len, out.split("\n"))) <= PIPE_WIDTH
 
@@ -115,8 +115,8 @@ def test_piped_report_fits_a_terminal_and_a_log(tmp_path):
 
 
 def test_ctrl_c_prints_one_line_naming_what_was_saved(monkeypatch, capsys, tmp_path):
-    import reconrisk.cli as cli
-    from reconrisk.cli._common import note_saved
+    import reconrisk._src.cli as cli
+    from reconrisk._src.cli._common import note_saved
 
     def interrupted_after_saving(**kwargs):
         note_saved(tmp_path / "results.partial.json", "2 of 5 settings finished", "results.json comes at the end")

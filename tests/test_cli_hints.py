@@ -26,12 +26,12 @@ import click
 import pytest
 import typer.main
 
-from reconrisk.cli import app, main
+from reconrisk._src.cli import app, main
 
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: modules a command may enter before its computation: the CLI, the core, the readers of a release
-CHECKING = ("reconrisk.cli", "reconrisk._", "reconrisk.errors", "reconrisk.priors", "reconrisk.release",
-            "reconrisk.results", "reconrisk.adapters", "reconrisk.experiments.release_source")
+CHECKING = ("reconrisk._src.cli", "reconrisk._", "reconrisk.errors", "reconrisk._src.priors", "reconrisk._src.release",
+            "reconrisk._src.results", "reconrisk._src.adapters", "reconrisk._src.experiments.release_source")
 
 
 def _commands(cmd=None, path=()):
@@ -132,7 +132,7 @@ def test_error_messages_name_only_the_commands_options(path, cmd, tmp_path, monk
 
 def test_the_sweep_catches_a_foreign_hint(monkeypatch):
     """The check can fail: a message naming --from-opacus from `reconrisk bound` (as before issue 40) is caught."""
-    from reconrisk.experiments import release_source
+    from reconrisk._src.experiments import release_source
 
     monkeypatch.setattr(release_source, "_ways", lambda options: "--release FILE.toml, or --from-opacus FILE")
     rc, _, err = _run(["bound"])

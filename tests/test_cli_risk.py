@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 REL = ["-s", "1", "-q", "0.01", "-T", "200"]
 

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconrisk.attacks.closed_form import (
+from reconrisk._src.attacks.closed_form import (
     closed_form_experiment,
     glm_reconstruct,
     linreg_reconstruct_no_intercept,
     noise_curve,
 )
 from reconrisk.errors import ReconRiskError
-from reconrisk.train.convex import augment, train_linear
+from reconrisk._src.train.convex import augment, train_linear
 
 
 @pytest.mark.parametrize("model", ["ridge", "logistic"])

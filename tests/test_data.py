@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.data import (
+from reconrisk._src.data import (
     load_cifar10,
     load_dataset,
     load_digits,

@@ -25,12 +25,12 @@ CASES = [
     ("from-import of a moved module", "", "from reconrisk.bounds import conversions"),
     ("from a moved module import a name", "", "from reconrisk.bounds.fano import fano_bound"),
     ("renamed function", "import reconrisk as rr", "rr.rero_gamma_psnr(10.0, 0.5, 8, min_norm=1.0)"),
-    ("renamed keyword", "from reconrisk.measures import conversions as C",
+    ("renamed keyword", "from reconrisk._src.measures import conversions as C",
      "C.dp_from_two_point_rero(0.6, gamma=0.7)"),
-    ("renamed attribute", "from reconrisk.theory import analytic as A\n"
+    ("renamed attribute", "from reconrisk._src.theory import analytic as A\n"
                           "b = A.analytic_bound('mse', 0.5, 8, eta=0.1, min_norm=1.0, clip_norm=0.8)",
      "b.rero_clip"),
-    ("CLI spelling of a measure", "from reconrisk.measures.risk import canonical_measure",
+    ("CLI spelling of a measure", "from reconrisk._src.measures.risk import canonical_measure",
      "canonical_measure('membership-advantage')"),
 ]
 
@@ -69,8 +69,8 @@ def test_under_the_default_filters_a_script_sees_an_old_import(tmp_path):
 
 
 def test_in_process_records_carry_the_callers_file_and_line():
-    from reconrisk.measures import conversions as C
-    from reconrisk.measures.risk import canonical_measure
+    from reconrisk._src.measures import conversions as C
+    from reconrisk._src.measures.risk import canonical_measure
 
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")

@@ -343,7 +343,7 @@ def _read_paths(argv: list[str]) -> dict[str, str]:
     import click
     import typer.main
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     cmd = typer.main.get_command(app)
     ctx = cmd.context_class(cmd, info_name="reconrisk")

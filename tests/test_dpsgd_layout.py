@@ -11,7 +11,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
-from reconrisk.train import clipping, dpsgd, models  # noqa: E402
+from reconrisk._src.train import clipping, dpsgd, models  # noqa: E402
 
 
 def _normal(seed, shape, scale=1.0):

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from reconrisk.audit.empirical import (
+from reconrisk._src.audit.empirical import (
     clopper_pearson_lower,
     dp_rero_ceiling,
     empirical_audit,
@@ -28,7 +28,7 @@ from reconrisk.audit.empirical import (
     rero_lower_bound,
 )
 from reconrisk.errors import ReconRiskError
-from reconrisk.results import Bound
+from reconrisk._src.results import Bound
 
 RUNS, TRIALS, LEVEL = 2000, 200, 0.95
 # violations of a correct 95 % bound over RUNS runs are ≤ Binomial(RUNS, 0.05); this threshold is passed with
@@ -140,9 +140,9 @@ def _gaussian_success(mu: float, k: int) -> float:
 
 
 def _mechanisms():
-    from reconrisk.accounting.gaussian import gaussian_eps
-    from reconrisk.measures.rero import closed_form
-    from reconrisk.release import Release
+    from reconrisk._src.accounting.gaussian import gaussian_eps
+    from reconrisk._src.measures.rero import closed_form
+    from reconrisk._src.release import Release
 
     out = []
     for eps in (0.5, 1.0, 2.0):  # k-ary RR, δ = 0: truth = certified = κ e^ε

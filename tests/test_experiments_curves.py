@@ -7,7 +7,7 @@ import pytest
 
 import reconrisk as rr
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.curves import bound_curve, curve_jobs, rero_curves
+from reconrisk._src.experiments.curves import bound_curve, curve_jobs, rero_curves
 
 
 def test_rows_carry_the_bound_commands_numbers_and_progress_counts_points():

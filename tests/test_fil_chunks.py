@@ -21,10 +21,10 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
 from reconrisk import Release  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
-from reconrisk.train import fil as F  # noqa: E402
-from reconrisk.train.sampling import sample_batch  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
+from reconrisk._src.train import fil as F  # noqa: E402
+from reconrisk._src.train.sampling import sample_batch  # noqa: E402
 
 N, RELEASE = 300, Release(1.1, 0.2, 6, clip_norm=0.8)
 CUTTINGS = ((None, None), (1, 1), (2, 3))  # (lead chunks, chunks per loop iteration); None: the defaults

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from reconrisk import Release
-from reconrisk.theory.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2
-from reconrisk.cli import main
+from reconrisk._src.theory.mse import GELU_CLIP_OVERSHOOT, release_rdp_alpha2
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 
 
@@ -42,7 +42,7 @@ def test_mse_bound_table(capsys):
 
 def test_mse_bound_never_imports_jax():
     code = (
-        "import sys; from reconrisk.cli import main; "
+        "import sys; from reconrisk._src.cli import main; "
         "rc = main(['mse-bound', '-e', '1', '--json']); "
         "assert rc == 0 and 'jax' not in sys.modules, 'jax imported'"
     )
@@ -117,9 +117,9 @@ def test_fil_dpsgd_single_configuration(capsys):
 
 
 def test_small_grid_writes_fig5(tmp_path):
-    from reconrisk.experiments.fil import dpsgd_grid, grid_configurations
-    from reconrisk.report.fil import grid_figures
-    from reconrisk.train.fil import FILConfig
+    from reconrisk._src.experiments.fil import dpsgd_grid, grid_configurations
+    from reconrisk._src.report.fil import grid_figures
+    from reconrisk._src.train.fil import FILConfig
 
     grid = {"steps": (int(T),), "noise_multiplier": (0.8, 4.0), "clip_norm": (float(C),)}
     res = dpsgd_grid(model="mlp:4", grid=grid, sample_rate=float(Q), config=FILConfig(num_coords=4, learning_rate=0.5))

@@ -19,8 +19,8 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from _fil_routes import digits_head, jvp_reference, reference_jit  # noqa: E402
-from reconrisk.train import fil as F  # noqa: E402
-from reconrisk.train import models  # noqa: E402
+from reconrisk._src.train import fil as F  # noqa: E402
+from reconrisk._src.train import models  # noqa: E402
 
 ESTIMATORS = (("trace_exact", 50), ("trace_sampled", 12))  # (method, m): all d coordinates; m = 12 ≥ h
 MODES = {"mlp:6,7": ("gelu", "hard"), "logistic": ("hard",)}
@@ -76,7 +76,7 @@ def test_reduction_only_where_it_is_exact_and_cheaper(data):
 
 def test_wrong_clip_derivative_would_be_caught(data):
     """Power: dropping the clip's derivative term changes the result well beyond the tolerance above."""
-    from reconrisk.train import fil_dense
+    from reconrisk._src.train import fil_dense
 
     _, _, _, _, fil, _, _ = _setting("mlp:6,7")
     good = _both("mlp:6,7", 0.05)["gelu", "trace_exact"][0]

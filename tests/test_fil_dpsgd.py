@@ -11,10 +11,10 @@ from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from _reference import reference_jit  # noqa: E402
 from reconrisk import Release  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
-from reconrisk.train import fil as F  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
+from reconrisk._src.train import fil as F  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -228,8 +228,8 @@ def test_trainer_seeds_kappa_runs_and_summary(setting_a, accounted_a):
     c = F.train_dpsgd_with_fil(model, release, x, y, config=_cfg_a(seed=2), chunk_steps=CHUNK_A)
     assert not np.allclose(a.fil, c.fil)
     # κ of Eq. 3 with δ = 1/(n·T) and sensitivity 2 × 1.11522 (GELU clip); the RDP ε uses σ/1.11522
-    from reconrisk.accounting.order2 import release_rdp_alpha2
-    from reconrisk.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
+    from reconrisk._src.accounting.order2 import release_rdp_alpha2
+    from reconrisk._src.accounting.subsampling import GELU_CLIP_OVERSHOOT, subsampling_factor_value
 
     assert a.subsampling.meets_target and a.subsampling.delta == pytest.approx(1 / (N_A * 8), rel=1e-9)
     assert a.subsampling_factor == pytest.approx(subsampling_factor_value(0.095, a.subsampling.step_epsilon))

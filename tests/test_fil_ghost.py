@@ -19,8 +19,8 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from _fil_routes import digits_head, jvp_reference, reference_jit  # noqa: E402
-from reconrisk.train import fil as F  # noqa: E402
-from reconrisk.train import fil_ghost, models  # noqa: E402
+from reconrisk._src.train import fil as F  # noqa: E402
+from reconrisk._src.train import fil_ghost, models  # noqa: E402
 
 CNN_CASE = ("cnn", "gelu", 0.05, "trace_sampled", 70)
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from reconrisk.attacks.glm import find_violations, glm_attack, glm_attack_mse
+from reconrisk._src.attacks.glm import find_violations, glm_attack, glm_attack_mse
 from reconrisk.errors import ReconRiskError
-from reconrisk.train import convex as C
+from reconrisk._src.train import convex as C
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def test_digits_attack_reconstructs_high_dfil_and_fails_on_low(digits01):
 
 
 def test_violations_are_flagged_when_a_bound_is_beaten():
-    from reconrisk.attacks.glm import GLMAttackResult
+    from reconrisk._src.attacks.glm import GLMAttackResult
 
     mse = np.array([0.5, 2.0, 0.01])
     r = GLMAttackResult(mse, np.full(3, 1e-3), np.array([0.4, 0.0, 0.009]), np.zeros((3, 2)), np.zeros(3, int), 100, 1.0, 0)

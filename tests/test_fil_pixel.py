@@ -20,8 +20,8 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from _fil_routes import digits_head, reference_jit  # noqa: E402
-from reconrisk.train import fil as F  # noqa: E402
-from reconrisk.train import fil_ghost, fil_pixel, models  # noqa: E402
+from reconrisk._src.train import fil as F  # noqa: E402
+from reconrisk._src.train import fil_ghost, fil_pixel, models  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,9 +32,10 @@ from flwr.serverapp.strategy import (  # noqa: E402
     DifferentialPrivacyClientSideFixedClipping, DifferentialPrivacyServerSideFixedClipping, FedAvg)
 from scipy import stats  # noqa: E402
 
-from reconrisk import PrivacyAnalysis, Release  # noqa: E402
-from reconrisk.theory.analytic_laws import MSELaw  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk import Release  # noqa: E402
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.theory.analytic_laws import MSELaw  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
 from reconrisk.integrations.flower import (  # noqa: E402
     ReconRiskAccountant, RiskTargetExceeded, StopBeforeBudget, calibrate_flower)

@@ -23,7 +23,8 @@ from flwr.serverapp import (  # noqa: E402
     GaussianPrivacyEvent, NeighboringRelation, PrivacyConfig, RdpAccountant, SamplingMethod)
 from scipy import integrate, optimize, stats  # noqa: E402
 
-from reconrisk import PrivacyAnalysis, Release  # noqa: E402
+from reconrisk import Release  # noqa: E402
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk.integrations.flower import ReconRiskAccountant, calibrate_flower  # noqa: E402
 
 

@@ -19,7 +19,7 @@ from flwr.serverapp.strategy import FedAvg  # noqa: E402
 from test_flower import DIM, N_CLIENTS, make_client_app, run  # noqa: E402
 
 from reconrisk.integrations.flower_local import LocalDpRiskMetrics, local_dp_bounds  # noqa: E402
-from reconrisk.theory.analytic import rero_mse  # noqa: E402
+from reconrisk._src.theory.analytic import rero_mse  # noqa: E402
 
 
 def test_a_clip_norm_aware_estimator_beats_the_analytic_law_on_every_update():

@@ -1,6 +1,6 @@
 """No input breaks it (issue 10): reproducers, property fuzz of the CLI and the API, hostile files.
 
-Every command is driven in-process through ``reconrisk.cli.main``; a bad
+Every command is driven in-process through ``reconrisk._src.cli.main``; a bad
 value must end as exit 2 with exactly one line on stderr, a good one as a
 valid result — never another exception, never a hang. Hostile files are
 generated here (nothing is downloaded) and must be answered with a
@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reconrisk as rr
-from reconrisk import _validate as v
-from reconrisk.cli import main
+from reconrisk._src import _validate as v
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 
 BIG = "1" * 401  # a 401-digit integer
@@ -229,7 +229,7 @@ def test_audit_out_checked_before_training(capsys, tmp_path):
 
 
 def test_atomic_writes_leave_no_partial_file(tmp_path, monkeypatch):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     path = _io.write_json({"a": 1}, tmp_path)
     assert json.loads(path.read_text()) == {"a": 1}
@@ -248,7 +248,7 @@ def test_atomic_writes_leave_no_partial_file(tmp_path, monkeypatch):
 
 
 def test_incremental_results_writer_keeps_finished_entries(tmp_path):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     w = _io.IncrementalResults(tmp_path, "partial.json", header={"command": "audit"})
     w.add({"epsilon": 1.0, "rate": 0.1})
@@ -260,7 +260,7 @@ def test_incremental_results_writer_keeps_finished_entries(tmp_path):
 
 
 def test_check_out_dir(tmp_path):
-    from reconrisk import _io
+    from reconrisk._src import _io
 
     assert _io.check_out_dir(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
     assert not (tmp_path / "new").exists()  # checked, not created
@@ -308,8 +308,8 @@ def test_kappa_from_points_huge_coordinates():
 
 def test_prior_larger_than_dataset_message():
     pytest.importorskip("jax")
-    from reconrisk.data import load_digits
-    from reconrisk.experiments.trials import split_dataset
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.experiments.trials import split_dataset
 
     small = load_digits().subset(np.arange(5))
     with pytest.raises(ReconRiskError) as exc:
@@ -373,7 +373,7 @@ def hostile(tmp_path):
 
 @pytest.mark.parametrize("name", ["nested.pkl", "shared_tuples.pkl", "big_bytes.pkl"])
 def test_hostile_pickles(hostile, name):
-    from reconrisk.data import read_cifar10_batch
+    from reconrisk._src.data import read_cifar10_batch
 
     with Budget(), pytest.raises(ReconRiskError) as exc:
         read_cifar10_batch(hostile[name])
@@ -382,7 +382,7 @@ def test_hostile_pickles(hostile, name):
 
 @pytest.mark.parametrize("name", ["bomb.gz", "overflow.idx", "huge_decl.idx"])
 def test_hostile_idx(hostile, name):
-    from reconrisk.data import read_idx
+    from reconrisk._src.data import read_idx
 
     with Budget(), pytest.raises(ReconRiskError) as exc:
         read_idx(hostile[name])
@@ -390,7 +390,7 @@ def test_hostile_idx(hostile, name):
 
 
 def test_cifar_bool_labels_refused(tmp_path):
-    from reconrisk.data import read_cifar10_batch
+    from reconrisk._src.data import read_cifar10_batch
 
     p = tmp_path / "b"
     p.write_bytes(pickle.dumps({"data": np.zeros((2, 3072), np.uint8), "labels": [True, 1]}, protocol=2))
@@ -401,9 +401,9 @@ def test_cifar_bool_labels_refused(tmp_path):
 def test_transcript_non_json_metadata(tmp_path):
     pytest.importorskip("jax")
     try:
-        from reconrisk.train.transcript import Transcript
+        from reconrisk._src.train.transcript import Transcript
     except ImportError:  # before the train/ split
-        from reconrisk.train.dpsgd import Transcript
+        from reconrisk._src.train.dpsgd import Transcript
     p = tmp_path / "t.npz"
     arrays = dict(thetas=np.zeros((3, 2), np.float32), grads=np.zeros((2, 2), np.float32), masks=np.zeros((2, 4), bool))
     for meta in ("{not json", "[1, 2]", "1e999999"):

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk.measures.conversions import rero_from_guarantee
-from reconrisk.analysis.guarantee import GuaranteeAnalysis, GuaranteeCurve
-from reconrisk.cli import main
+from reconrisk._src.measures.conversions import rero_from_guarantee
+from reconrisk._src.analysis.guarantee import GuaranteeAnalysis, GuaranteeCurve
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 
 
@@ -129,7 +129,7 @@ def test_the_envelope_is_above_a_known_concave_curve_and_tight():
 
 def test_vmf_risks_use_the_optimal_conversion():
     from reconrisk import Release
-    from reconrisk.measures.vmf_rero import rero_vmf
+    from reconrisk._src.measures.vmf_rero import rero_vmf
 
     g = GuaranteeAnalysis.vmf(50.0, 64, 1.0, 4)
     r = g.risk("reconstruction", kappa=0.01)
@@ -139,7 +139,7 @@ def test_vmf_risks_use_the_optimal_conversion():
     same = GuaranteeAnalysis.from_release(Release.vmf(50.0, 1.0, 4), dim=64)
     assert same.risk("reconstruction", kappa=0.01).upper == r.upper
     with pytest.raises(ReconRiskError, match="GuaranteeAnalysis.from_release"):
-        from reconrisk import risk
+        from reconrisk._src.api import risk
 
         risk(Release.vmf(50.0, 1.0, 4), "reconstruction", kappa=0.01)
 
@@ -209,7 +209,7 @@ def test_an_eps_delta_guarantee_at_its_own_delta_is_its_eps(e, d):
 def test_profile_eps_and_delta_match_a_dense_reading_of_the_curve():
     """A profile's δ(ε) and ε(δ) against the curve g = 1 − f evaluated on 2·10⁵ points (in logit t): never below,
     within 1e-7 of it; the profile's own pairs are read back exactly."""
-    from reconrisk.measures.fdp import dp_power
+    from reconrisk._src.measures.fdp import dp_power
 
     eps, dels = [1.0, 2.0, 5.0], [1e-3, 1e-5, 0.0]
     g = GuaranteeAnalysis("dp", epsilon=eps, delta=dels)
@@ -254,6 +254,6 @@ def test_rdp_guarantee_eps_at_tiny_delta_is_never_looser_than_the_classical_conv
         got = g.epsilon(dd).upper
         assert math.isfinite(got) and got <= classical * (1 + 1e-9)
     if args["source"] == "zcdp":  # the Gaussian with μ = 1 is 0.5-zCDP: its exact ε(1e-12) lies below
-        from reconrisk.accounting.gaussian import gaussian_eps
+        from reconrisk._src.accounting.gaussian import gaussian_eps
 
         assert gaussian_eps(1.0, 1e-12) <= g.epsilon(1e-12).upper

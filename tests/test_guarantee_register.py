@@ -1,6 +1,6 @@
 """The register of guarantees (docs/reference/guarantees.md) cannot drift from the code.
 
-* Every string constant of ``src/reconrisk`` that says "certif…" (case-insensitive; docstrings excluded,
+* Every string constant of ``src/reconrisk/_src`` that says "certif…" (case-insensitive; docstrings excluded,
   f-string pieces included) is listed in the page's table "Where the word appears": a row of the same file
   whose string equals the constant (whitespace normalised) or is a part of it of at least 12 characters that
   itself says "certif". A new "certified" key or label without a row fails here, naming file, line and string.
@@ -25,7 +25,7 @@ import pytest
 from scipy import optimize, special
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "src" / "reconrisk"
+SRC = ROOT / "src" / "reconrisk" / "_src"  # the implementation (the face holds no such string)
 PAGE = ROOT / "docs" / "reference" / "guarantees.md"
 WORD = re.compile(r"certif", re.IGNORECASE)
 MIN_PART = 12  # a row's string may be a part of a longer constant, at least this long and saying "certif"
@@ -49,7 +49,7 @@ def _docstring_ids(tree: ast.AST) -> set[int]:
 
 
 def certified_strings(root: Path = SRC) -> list[tuple[str, int, str]]:
-    """(file relative to src/reconrisk, line, normalised string) of every non-docstring constant saying certif…."""
+    """(file relative to src/reconrisk/_src, line, normalised string) of every non-docstring constant saying certif…."""
     out = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -155,7 +155,7 @@ def uncovered(strings, rows) -> list[str]:
     by_file: dict[str, list[str]] = {}
     for _, file, text, _ in rows:
         by_file.setdefault(file, []).append(text)
-    return [f"src/reconrisk/{f}:{line}: {s!r}" for f, line, s in strings
+    return [f"src/reconrisk/_src/{f}:{line}: {s!r}" for f, line, s in strings
             if not any(covers(t, s) for t in by_file.get(f, []))]
 
 
@@ -199,7 +199,7 @@ def test_the_check_can_fail(tmp_path):
     strings = certified_strings(pkg)
     assert strings == [("bounds/x.py", 2, "certified_foo"), ("bounds/x.py", 3, "certified bracket (")]
     rows = [(1, "bounds/x.py", "certified bracket (", ["rero"])]
-    assert uncovered(strings, rows) == ["src/reconrisk/bounds/x.py:2: 'certified_foo'"]
+    assert uncovered(strings, rows) == ["src/reconrisk/_src/bounds/x.py:2: 'certified_foo'"]
     assert uncovered(strings, rows + [(2, "bounds/y.py", "certified_foo", ["rero"])])  # another file's row
     assert not uncovered(strings, rows + [(2, "bounds/x.py", "certified_foo", ["rero"])])
     assert uncovered(strings, [(1, "bounds/x.py", "certified", ["rero"])])  # too short to be a part
@@ -278,9 +278,9 @@ def _gdp_rero(kappa: float, mu: float) -> float:
 @pytest.mark.parametrize("sigma, steps, n", [(4.9989, 100, 10), (1.3, 7, 1000), (20.0, 3, 2)])
 def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, steps, n):
     """The bound an audit prints before any trial and a sweep stores per point, at q = 1: μ = √T/σ."""
-    from reconrisk.experiments.audit import AuditSetting, certify
-    from reconrisk.experiments.sweep import certify_point
-    from reconrisk.release import Release
+    from reconrisk._src.experiments.audit import AuditSetting, certify
+    from reconrisk._src.experiments.sweep import certify_point
+    from reconrisk._src.release import Release
 
     mu = math.sqrt(steps) / sigma
     rero, eps = _gdp_rero(1 / n, mu), _gdp_epsilon(1e-5, mu)
@@ -296,9 +296,9 @@ def test_audit_and_sweep_certificates_are_the_closed_form_at_full_batch(sigma, s
 @pytest.mark.parametrize("sigma, steps", [(4.5, 20), (1.0, 1), (8.0, 300)])
 def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps):
     """Replace-one at q = 1: the clipped sum moves by at most 2C, so μ = 2√T/σ (both one-run audits)."""
-    from reconrisk.experiments.onerun import OneRunSetting
+    from reconrisk._src.experiments.onerun import OneRunSetting
     from reconrisk.integrations.opacus_audit import replace_one_epsilon
-    from reconrisk.release import Release
+    from reconrisk._src.release import Release
 
     mu = 2 * math.sqrt(steps) / sigma
     want = _gdp_epsilon(1e-5, mu)
@@ -313,8 +313,8 @@ def test_replace_one_epsilon_at_full_batch_is_the_gaussian_profile(sigma, steps)
 def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
     """``Release.shuffled(σ, E)``: given each example's batch, E Gaussian steps of replace-one sensitivity 2C (pairs);
     against the zero-out reference, E steps of sensitivity C (ReRo)."""
-    from reconrisk.analysis.privacy import PrivacyAnalysis
-    from reconrisk.release import Release
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.release import Release
 
     rel = Release.shuffled(sigma, epochs=epochs)
     assert rel.neighbouring == "replace_one"
@@ -333,7 +333,7 @@ def test_shuffled_stand_in_is_one_gaussian_step_per_epoch(sigma, epochs, n):
 def test_calibrated_noise_meets_the_closed_form_at_full_batch(target, steps, n):
     """At q = 1 the bound meets γ iff σ ≥ √T/(Φ⁻¹(γ) − Φ⁻¹(κ)); the calibrated σ is at least that and within
     the relative tolerance of it. The same for ε at δ: σ ≥ √T/μ with δ(ε; μ) = δ."""
-    from reconrisk.analysis.calibrate import calibrate, noise_multiplier_for_epsilon
+    from reconrisk._src.analysis.calibrate import calibrate, noise_multiplier_for_epsilon
 
     exact = math.sqrt(steps) / (special.ndtri(target) - special.ndtri(1 / n))
     cal = calibrate("reconstruction", target, sample_rate=1.0, steps=steps, prior_size=n)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from reconrisk import Release
-from reconrisk.analysis.privacy import PrivacyAnalysis
-from reconrisk.individual.privacy import (
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.individual.privacy import (
     IndividualFilter, bucket_index, individual_analysis, sensitivity_levels,
 )
 from reconrisk.errors import ReconRiskError
@@ -86,8 +86,8 @@ def test_two_level_composition_against_dp_accounting_and_the_engine():
 def test_fourier_composition_equals_the_engine_on_the_same_grid():
     """accounting/pld_batch.compose_counts (one exp and inverse FFT per row) against compose_segments (FFT powers
     and products) on the same grid: the same δ(ε) curve up to their certified slacks, both directions."""
-    from reconrisk.accounting.pld import compose_segments, step_pmf
-    from reconrisk.accounting.pld_batch import LevelSpectra, compose_counts
+    from reconrisk._src.accounting.pld import compose_segments, step_pmf
+    from reconrisk._src.accounting.pld_batch import LevelSpectra, compose_counts
 
     sigmas, q, h = (1.0, 1.6, 4.0), 0.2, 1e-3
     counts = np.array([[5, 0, 3], [1, 7, 0], [0, 0, 9]])

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("jax")
 
-from reconrisk.experiments.individual import PerExampleSetting, exposure_order, per_example_audit  # noqa: E402
-from reconrisk.experiments.individual_attack import decile_attacks, group_attack, group_members  # noqa: E402
-from reconrisk.release import Release  # noqa: E402
+from reconrisk._src.experiments.individual import PerExampleSetting, exposure_order, per_example_audit  # noqa: E402
+from reconrisk._src.experiments.individual_attack import decile_attacks, group_attack, group_members  # noqa: E402
+from reconrisk._src.release import Release  # noqa: E402
 
 TRIALS = 400
 
@@ -102,7 +102,7 @@ def test_groups_split_the_ranking():
 
 
 def test_report_files(audit, attacks, tmp_path):
-    from reconrisk.report.individual import CERTIFIED_TITLE, EX_POST_TITLE, write_individual
+    from reconrisk._src.report.individual import CERTIFIED_TITLE, EX_POST_TITLE, write_individual
 
     fake = dataclasses.replace(audit, dfil=np.linspace(0.01, 1.0, audit.n)[np.argsort(np.argsort(audit.rero))])
     files = write_individual(fake, tmp_path, attacks, config={"seed": 0})["files"]
@@ -124,9 +124,9 @@ def test_report_files(audit, attacks, tmp_path):
 def test_the_fil_relation_is_computed_once(audit, attacks, tmp_path, monkeypatch):
     """Spearman's ρ of ReRo_i against dFIL is computed with the result; the JSON, the page and the CLI's caption
     read that one number (no second Spearman)."""
-    import reconrisk.experiments.individual as E
-    from reconrisk.cli.audit_individual import _fil_caption
-    from reconrisk.report.individual import write_individual
+    import reconrisk._src.experiments.individual as E
+    from reconrisk._src.cli.audit_individual import _fil_caption
+    from reconrisk._src.report.individual import write_individual
 
     calls = []
     real = E.fil_relation
@@ -145,8 +145,8 @@ def test_the_fil_relation_is_computed_once(audit, attacks, tmp_path, monkeypatch
 def test_each_figure_drawn_once_and_nothing_certified_recomputed(audit, attacks, tmp_path, monkeypatch):
     """The page and the files share one drawing per figure; a filtered run's certified ReRo and what each
     example spent are the run's own numbers, which the page draws without asking the run's analysis again."""
-    import reconrisk.report.individual as R
-    from reconrisk.experiments.individual import FilteredRun
+    import reconrisk._src.report.individual as R
+    from reconrisk._src.experiments.individual import FilteredRun
 
     drawn = []
     real = R.matplotlib_svg

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 pytest.importorskip("jax")
 
@@ -44,7 +44,7 @@ def test_bad_input_one_line_exit_2(capsys, args, needle, tmp_path):
 
 
 def test_tables_and_json(capsys, tmp_path):
-    from reconrisk.report.individual import CERTIFIED_TITLE, EX_POST_TITLE
+    from reconrisk._src.report.individual import CERTIFIED_TITLE, EX_POST_TITLE
 
     code, out, err = run(capsys, [*SMALL, "--per-example-budget", "0.8", "--out", str(tmp_path)])
     assert code == 0, err

@@ -12,7 +12,7 @@
 Sizes: 12 examples over 30 steps at σ = 1, q = 0.2 (the budget of a ReRo target 0.3 at κ = 0.1 is ~20 steps
 at C, so examples near C are stopped mid-run and small-gradient ones are not): every branch of the admission
 test is taken. The direct recomputation sums the subsampled Gaussian's RDP step by step from
-reconrisk.accounting.rdp, without the filter's level table.
+reconrisk._src.accounting.rdp, without the filter's level table.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ import math
 
 from scipy import integrate, optimize, stats
 
-from reconrisk import PrivacyAnalysis, Release
-from reconrisk.accounting.rdp import subsampled_gaussian_rdp
-from reconrisk.individual.privacy import individual_analysis
-from reconrisk.individual.filter import MARGIN, IndividualFilter, _rdp_to_epsilon, _rdp_to_rero
-from reconrisk.measures.rdp_tradeoff import rdp_power
+from reconrisk import Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
+from reconrisk._src.individual.privacy import individual_analysis
+from reconrisk._src.individual.filter import MARGIN, IndividualFilter, _rdp_to_epsilon, _rdp_to_rero
+from reconrisk._src.measures.rdp_tradeoff import rdp_power
 from reconrisk.errors import ReconRiskError
 
 REL = Release(1.0, 0.2, 30, clip_norm=1.5)
@@ -131,8 +132,8 @@ def test_each_distinct_curve_converted_once_gives_each_rows_own_bound():
     """_rdp_to_rero converts each distinct spent curve once (cached on its bytes and κ): every row still gets
     exactly rdp_power of its own curve at the κ asked, whatever rows or κ came before (a cache that ignored κ,
     or mixed up rows, fails here); all-zero rows are κ."""
-    from reconrisk.individual.filter import FILTER_ORDERS
-    from reconrisk.measures.rdp_tradeoff import rdp_power
+    from reconrisk._src.individual.filter import FILTER_ORDERS
+    from reconrisk._src.measures.rdp_tradeoff import rdp_power
 
     rng = np.random.default_rng(3)
     curves = rng.uniform(0.0, 2.0, (3, FILTER_ORDERS.size)) * FILTER_ORDERS[None, :] / 10

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 
 def run_json(capsys, args):
@@ -147,6 +147,6 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, word):
 
 
 def test_convert_does_not_import_jax():
-    code = ("import sys; from reconrisk.cli import main; main(['convert', '--from', 'dp', '--epsilon', '1', "
+    code = ("import sys; from reconrisk._src.cli import main; main(['convert', '--from', 'dp', '--epsilon', '1', "
             "'--kappa', '0.1', '--json']); assert 'jax' not in sys.modules, 'jax imported'")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

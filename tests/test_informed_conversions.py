@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from reconrisk.measures.conversions import (
+from reconrisk._src.measures.conversions import (
     rero_from_guarantee,
     dp_from_two_point_rero,
     rero_from_dp,
@@ -18,7 +18,7 @@ from reconrisk.measures.conversions import (
     zcdp_optimal_order,
 )
 from reconrisk.errors import ReconRiskError
-from reconrisk.priors import log_kappa_gaussian, log_kappa_gaussian_dg, log_kappa_uniform_ball
+from reconrisk._src.priors import log_kappa_gaussian, log_kappa_gaussian_dg, log_kappa_uniform_ball
 
 # spec_002 §5.10 (printed to 8 decimals): we match to half a unit in the last printed place, 5e-9
 TABLE_RDP = [((0.01, 1.0, 2.0), 0.16487213), ((0.01, 1.0, 10.0), 0.03898208), ((1e-3, 2.0, 4.0), 0.02520239)]

@@ -1,4 +1,4 @@
-"""The CPU lowering of Threefry installed by ``reconrisk._jax`` computes JAX's own function, bit for bit."""
+"""The CPU lowering of Threefry installed by ``reconrisk._src._jax`` computes JAX's own function, bit for bit."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ KAT = [
 
 
 def test_installed_and_known_answers():
-    from reconrisk._jax import INSTALLED, jax
+    from reconrisk._src._jax import INSTALLED, jax
     import jax.numpy as jnp
     from jax.extend.random import threefry_2x32
 
@@ -33,7 +33,7 @@ def test_installed_and_known_answers():
 
 def test_unrolled_rule_is_fused_on_cpu():
     """The rule is really in use: a large draw lowers with no while loop (JAX's own CPU rule has one); a small one keeps it."""
-    from reconrisk._jax import UNROLL_MIN_SIZE, jax
+    from reconrisk._src._jax import UNROLL_MIN_SIZE, jax
 
     if jax.default_backend() != "cpu":
         pytest.skip("the rule is installed for CPU only")
@@ -45,7 +45,7 @@ def test_unrolled_rule_is_fused_on_cpu():
 
 _DRAWS = """
 import numpy as np
-from reconrisk._jax import jax, INSTALLED
+from reconrisk._src._jax import jax, INSTALLED
 k = jax.random.key(11)
 a = jax.jit(lambda k: jax.random.normal(k, (3, 1001)))(k)
 b = jax.random.uniform(jax.random.fold_in(k, 7), (513,))
@@ -59,7 +59,7 @@ _DRAW = "import sys; sys.path.insert(0, {src!r})" + _DRAWS + "print(INSTALLED)\n
 def test_draws_equal_jax_own_lowering(tmp_path):
     """The same draws in this process (the installed rule) and in a subprocess with JAX's own lowering
     (``RECONRISK_ROLLED_THREEFRY=1`` is read at import, hence the subprocess: one, not one per lowering)."""
-    from reconrisk._jax import INSTALLED, jax
+    from reconrisk._src._jax import INSTALLED, jax
 
     src = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, "src"))
     out = {}

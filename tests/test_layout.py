@@ -46,16 +46,21 @@ LAYERS = {
     "adapters": 0,
     # theory
     "mechanisms": 1, "accounting": 1, "release": 1,  # release: a Segment holds a typed mechanism
-    "measures": 2, "theory": 2, "analysis": 2, "audit": 2, "individual": 2, "api": 2, "": 2,  # "" is the root package (its __init__ re-exports the api)
+    "measures": 2, "theory": 2, "analysis": 2, "audit": 2, "individual": 2, "api": 2,
+    "": 0,  # "" is reconrisk._src itself (it imports nothing)
     # simulation
     "train": 3, "attacks": 3,
     # orchestration
     "experiments": 4, "reproduce": 4, "integrations": 4,
     "report": 5,
-    "cli": 6, "__main__": 6,
+    "cli": 6,
 }
+#: The face (layer 7): every module outside reconrisk._src — the root package (lazy names), ``__main__``,
+#: ``errors`` and the public ``integrations`` modules — may import anything below it; nothing imports it.
+FACE_LAYER = 7
 LAYER_NAMES = {0: "core", 1: "accounting/mechanisms", 2: "theory (measures, analysis, audit, individual)", 3: "train/attacks", 4: "experiments",
-               5: "report", 6: "cli"}
+               5: "report", 6: "cli", 7: "face"}
+PRIVATE = "reconrisk._src"
 
 
 def _modules() -> dict[str, Path]:
@@ -106,9 +111,19 @@ def _imports(module: str, path: Path, *, top_level_only: bool) -> list[tuple[int
     return found
 
 
+def _private_parts(module: str) -> list[str] | None:
+    """``reconrisk._src.a.b`` → ``["reconrisk", "a", "b"]`` (the path LAYERS speaks of); None for the face."""
+    if module != PRIVATE and not module.startswith(PRIVATE + "."):
+        return None
+    return ["reconrisk"] + module.split(".")[2:]
+
+
 def _layer(module: str) -> int | None:
-    """The layer of a module: its own entry in LAYERS ("package.module") if it has one, else its room's."""
-    parts = module.split(".")
+    """The layer of a module: its own entry in LAYERS ("package.module") if it has one, else its room's; the
+    face (anything outside reconrisk._src) is FACE_LAYER."""
+    parts = _private_parts(module)
+    if parts is None:
+        return FACE_LAYER if module == "reconrisk" or module.startswith("reconrisk.") else None
     own = ".".join(parts[1:3])
     if len(parts) > 2 and own in LAYERS:
         return LAYERS[own]
@@ -189,17 +204,17 @@ def heavy_modules() -> set[str]:
 
 def _lazy_allowed(module: str, target: str, heavy: set[str], slow: set[str]) -> bool:
     """May ``module`` import the project module ``target`` inside a function?"""
-    if target == "reconrisk" or target in heavy:  # the root package's lazy names; a heavy module
+    if target in ("reconrisk", PRIVATE) or target in heavy:  # the root package (its lazy names; reconrisk._src: its __version__); a heavy module
         return True
     # mechanisms/ is on `import reconrisk.release`'s numpy-only path (a Segment holds a typed mechanism): its
     # classes load the numeric engines (a module of layer <= 1 that loads scipy or dp_accounting) where a number is
     # computed
-    if module.startswith("reconrisk.mechanisms.") and target in slow and (_layer(target) or 0) <= 1:
+    if module.startswith("reconrisk._src.mechanisms.") and target in slow and (_layer(target) or 0) <= 1:
         return True
-    in_cli = module == "reconrisk.cli" or module.startswith("reconrisk.cli.")
+    in_cli = module == "reconrisk._src.cli" or module.startswith("reconrisk._src.cli.")
     # the CLI imports every command module at start: a command loads what it computes or reads (any module
     # outside cli/) when it runs, so that every command's start pays only for the CLI itself
-    return in_cli and not (target == "reconrisk.cli" or target.startswith("reconrisk.cli."))
+    return in_cli and not (target == "reconrisk._src.cli" or target.startswith("reconrisk._src.cli."))
 
 
 def lazy_import_violations(module: str, heavy: set[str], slow: set[str], path: Path | None = None) -> list[str]:
@@ -297,9 +312,9 @@ def test_no_import_circles_counting_imports_inside_functions():
 
 
 def _room(module: str) -> str | None:
-    parts = module.split(".")
-    if len(parts) < 2 or MODULES[module].name != "__init__.py" and len(parts) == 2:
-        return None  # the root package and the core modules beside it
+    parts = _private_parts(module)
+    if parts is None or len(parts) < 2 or MODULES[module].name != "__init__.py" and len(parts) == 2:
+        return None  # the face, reconrisk._src itself and the core modules beside the rooms
     return parts[1]
 
 
@@ -349,12 +364,12 @@ def test_no_import_circles():
 
 def test_the_checker_can_fail(tmp_path):
     """The resolver sees an upward lazy import (a report import inside an experiments function)."""
-    path = PKG / "experiments" / "fil.py"
+    path = PKG / "_src" / "experiments" / "fil.py"
     node = ast.parse("def f():\n    from ..report.fil import grid_figures\n").body[0].body[0]
-    (target,) = _resolve("reconrisk.experiments.fil", path, node)
-    assert target == "reconrisk.report.fil" and _layer(target) > _layer("reconrisk.experiments.fil")
+    (target,) = _resolve("reconrisk._src.experiments.fil", path, node)
+    assert target == "reconrisk._src.report.fil" and _layer(target) > _layer("reconrisk._src.experiments.fil")
     node = ast.parse("from .. import _validate as v").body[0]
-    assert _resolve("reconrisk.theory.mse", PKG / "bounds" / "mse.py", node) == ["reconrisk._validate"]
+    assert _resolve("reconrisk._src.theory.mse", PKG / "_src" / "theory" / "mse.py", node) == ["reconrisk._src._validate"]
 
 
 def test_the_circle_and_lazy_checks_can_fail(tmp_path):
@@ -362,23 +377,25 @@ def test_the_circle_and_lazy_checks_can_fail(tmp_path):
     one (JAX) and the root package's lazy names are not, and the CLI may load a command's computation lazily."""
     assert _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _strongly_connected({"a": {"b"}, "b": set()}) == []
-    assert "reconrisk._jax" in HEAVY and "reconrisk.release" not in HEAVY and "reconrisk.accounting.pld" not in HEAVY
+    assert "reconrisk._src._jax" in HEAVY and "reconrisk._src.release" not in HEAVY and "reconrisk._src.accounting.pld" not in HEAVY
     lib = tmp_path / "fake.py"
     lib.write_text("import numpy\n\ndef f():\n    from ..release import Release\n    from .._jax import jax\n"
                    "    from reconrisk import epsilon\n    import json\n    from scipy import stats\n"
                    "    from ..experiments.fil import run_fil\n")
-    assert lazy_import_violations("reconrisk.train.fake", HEAVY, SLOW, lib) == [
-        "fake.py:4 imports reconrisk.release inside a function", "fake.py:7 imports json inside a function",
-        "fake.py:9 imports reconrisk.experiments.fil inside a function"]
-    assert lazy_import_violations("reconrisk.cli.fake", HEAVY, SLOW, lib) == ["fake.py:7 imports json inside a function"]
+    assert lazy_import_violations("reconrisk._src.train.fake", HEAVY, SLOW, lib) == [
+        "fake.py:4 imports reconrisk._src.release inside a function", "fake.py:7 imports json inside a function",
+        "fake.py:9 imports reconrisk._src.experiments.fil inside a function"]
+    assert lazy_import_violations("reconrisk._src.cli.fake", HEAVY, SLOW, lib) == ["fake.py:7 imports json inside a function"]
     cli = tmp_path / "cmd.py"
     cli.write_text("def f():\n    from ._common import echo\n    from ..release import Release\n")
-    assert lazy_import_violations("reconrisk.cli.cmd", HEAVY, SLOW, cli) == [
-        "cmd.py:2 imports reconrisk.cli._common inside a function"]
+    assert lazy_import_violations("reconrisk._src.cli.cmd", HEAVY, SLOW, cli) == [
+        "cmd.py:2 imports reconrisk._src.cli._common inside a function"]
     assert _third_party(ast.parse("import numpy.linalg").body[0]) == ["numpy"]
     assert _third_party(ast.parse("from scipy import stats").body[0]) == ["scipy"]
     assert _third_party(ast.parse("from .. import errors").body[0]) == []
-    assert _layer("reconrisk.adapters.opacus_history") == 0 and _layer("reconrisk.integrations.opacus") == 4
+    assert _layer("reconrisk._src.adapters.opacus_history") == 0 and _layer("reconrisk._src.integrations.opacus") == 4
+    assert _layer("reconrisk.integrations.opacus") == _layer("reconrisk") == _layer("reconrisk.errors") == FACE_LAYER
+    assert _room("reconrisk._src.cli.bound") == "cli" and _room("reconrisk.integrations.opacus") is None
 
 
 DESIGN = SRC.parent / "DESIGN.md"

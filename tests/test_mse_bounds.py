@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from reconrisk import Release
-from reconrisk.theory import mse as M
+from reconrisk._src.theory import mse as M
 from reconrisk.errors import ReconRiskError
 
 

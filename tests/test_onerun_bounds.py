@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from reconrisk.audit import onerun
-from reconrisk.audit.onerun import (
+from reconrisk._src.audit import onerun
+from reconrisk._src.audit.onerun import (
     Guesses,
     dp_blowup_inverse,
     final_sum,
@@ -282,9 +282,9 @@ def test_pvalue_and_validation():
 
 def test_opacus_result_names_the_relation_and_says_vacuous():
     """OneRunAuditResult (the Opacus hook's answer) prints and writes the relation, and says when it is vacuous."""
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
     from reconrisk.integrations.opacus_audit import OneRunAuditResult, replace_one_epsilon
-    from reconrisk.release import Release
+    from reconrisk._src.release import Release
 
     rel = Release(1.0, 1.0, 10, 1.0)
     allright = Guesses(500, 10, (100, 500), (100, 500))

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from reconrisk.data import load_dataset
+from reconrisk._src.data import load_dataset
 from reconrisk.errors import ReconRiskError
-from reconrisk.release import Release
+from reconrisk._src.release import Release
 
 pytest.importorskip("jax")
 
-from reconrisk.experiments.onerun import OneRunSetting, run_onerun  # noqa: E402
+from reconrisk._src.experiments.onerun import OneRunSetting, run_onerun  # noqa: E402
 
 
 def _setting(sigma, **kw):

@@ -10,8 +10,9 @@ import warnings
 
 import pytest
 
-from reconrisk import Release, rero_bound
-from reconrisk.cli import main
+from reconrisk import Release
+from reconrisk._src.api import rero_bound
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 from reconrisk.integrations.opacus import ReconRiskAccountant, make_private_with_risk, release_from_opacus
 

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from reconrisk.audit.onerun import Guesses, onerun_lower_bounds
+from reconrisk._src.audit.onerun import Guesses, onerun_lower_bounds
 from reconrisk.errors import ReconRiskError
 from reconrisk.integrations.opacus_audit import OneRunAudit, _step_loglik, replace_one_epsilon
-from reconrisk.release import Release
+from reconrisk._src.release import Release
 
 opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install -e '.[test]', the README's test command)")
 torch = pytest.importorskip("torch")
@@ -113,8 +113,8 @@ def test_full_batch_matches_theory_and_stays_below_the_exact_certificate():
 
 
 def test_replace_one_certificate():
-    from reconrisk.accounting.gaussian import gaussian_eps
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.accounting.gaussian import gaussian_eps
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     full = replace_one_epsilon(Release(4.5, 1.0, 20), 1e-5)
     assert full.upper == full.lower == pytest.approx(gaussian_eps(4.5 / 2, 1e-5, steps=20))  # as the JAX audit

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from reconrisk.errors import ReconRiskError
-from reconrisk.release import Release
+from reconrisk._src.release import Release
 
 opacus = pytest.importorskip("opacus", reason="opacus is not installed (pip install -e '.[test]', the README's test command)")
 torch = pytest.importorskip("torch")
 
-from reconrisk.individual.filter import IndividualFilter  # noqa: E402
+from reconrisk._src.individual.filter import IndividualFilter  # noqa: E402
 from reconrisk.integrations.opacus_individual import IndividualFilterHook, PerSampleNorms, full_norms  # noqa: E402
 
 N, DIM, CLASSES, SIGMA, CLIP = 32, 8, 3, 1.0, 1.0

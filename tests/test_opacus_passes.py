@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconrisk import Release
-from reconrisk.adapters.opacus_loaders import LoaderPlan, worst_blocks
+from reconrisk._src.adapters.opacus_loaders import LoaderPlan, worst_blocks
 from reconrisk.errors import ReconRiskError
 
 torch = pytest.importorskip("torch")
@@ -28,7 +28,7 @@ from scipy.optimize import brentq
 from torch.utils.data import (BatchSampler, DataLoader, DistributedSampler, IterableDataset,  # noqa: E402
                               RandomSampler, SequentialSampler, SubsetRandomSampler, TensorDataset)
 
-from reconrisk.adapters.opacus_loaders import loader_plan  # noqa: E402
+from reconrisk._src.adapters.opacus_loaders import loader_plan  # noqa: E402
 from reconrisk.integrations.opacus import ReconRiskAccountant, make_private_with_risk  # noqa: E402
 
 
@@ -158,7 +158,7 @@ def test_issue_example_five_passes_per_loader_epoch():
     with pytest.warns(UserWarning, match="at most 5 passes.*Release.shuffled\\(noise_multiplier=2, epochs=5\\)"):
         rel = Release.from_opacus(_history_accountant([(2.0, 0.2, 5)]), data_loader=dl)
     assert rel == Release.shuffled(2.0, epochs=5)
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     a = PrivacyAnalysis(rel)
     assert a.epsilon(1e-5).upper == pytest.approx(gdp_epsilon(math.sqrt(5), 1e-5), rel=1e-6)
@@ -218,7 +218,7 @@ def test_saved_kind_without_its_loader():
     """A bare "sequential" (an older saved state: SequentialSampler, one pass per loader epoch) is read so and the
     note says so; a bare "shuffled" or "with_replacement" is refused: an older state said "shuffled" for any
     RandomSampler (num_samples=5N included) or DistributedSampler, so the passes are not known."""
-    from reconrisk.release import opacus_history_release
+    from reconrisk._src.release import opacus_history_release
 
     rel, note = opacus_history_release([(1.5, 0.25, 6)], "sequential")
     assert rel == Release.shuffled(1.5, epochs=2) and "SequentialSampler was assumed" in note
@@ -233,8 +233,8 @@ def test_the_issue_history_saved_without_its_loader_certifies_nothing(tmp_path, 
     give back ε 4.38 (one pass per loader epoch) through the saved-state doors: refused in one line, exit 2."""
     import json
 
-    from reconrisk.cli import main
-    from reconrisk.experiments.release_source import release_from_opacus_file
+    from reconrisk._src.cli import main
+    from reconrisk._src.experiments.release_source import release_from_opacus_file
 
     state = {"history": [[2.0, 0.2, 5]], "mechanism": "reconrisk", "batch_sampling": "shuffled"}
     path = tmp_path / "old.json"
@@ -279,7 +279,7 @@ def test_a_hostile_saved_loader_is_refused_in_one_line_at_once(fields, what, tmp
     import json
     import time
 
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     d = {"sampler": "RandomSampler", "n": 5, "num_samples": 15, "batch_size": 5, **fields}
     with pytest.raises(ReconRiskError, match=what):
@@ -319,7 +319,7 @@ def test_a_plan_without_iterations_says_the_steps_are_counted_in_the_loader_s_or
     """A history read with the loader's plan alone (Opacus's own accountant with data_loader=, a state saved before
     iterations were observed) is counted in the loader's order, and the note says so where the user sees it; the
     accountant itself warns that it counts the loader's iterations as the loop takes them."""
-    from reconrisk.release import opacus_history_release
+    from reconrisk._src.release import opacus_history_release
 
     dl = DataLoader(TensorDataset(torch.zeros(20, 1)), batch_size=5, shuffle=True)
     with pytest.warns(UserWarning, match=r"counted over the iterations of this loader object the loop takes \(each "
@@ -356,7 +356,7 @@ def test_a_loaded_history_is_not_recounted_by_the_next_loader():
 def test_a_saved_unknown_sampler_says_nothing_is_certified():
     """A ReconRiskAccountant state saying batch_sampling 'unknown' (its loader had no analysis) is refused with
     that reason, not as an unknown word."""
-    from reconrisk.release import opacus_history_release
+    from reconrisk._src.release import opacus_history_release
 
     with pytest.raises(ReconRiskError, match="no analysis reconrisk can prove .* nothing is certified"):
         opacus_history_release([(2.0, 0.2, 5)], "unknown")

@@ -165,7 +165,7 @@ def test_make_private_with_risk_calibrates_for_the_passes():
 def test_saved_state_keeps_the_loader(tmp_path):
     import json
 
-    from reconrisk.experiments.release_source import release_from_opacus_file
+    from reconrisk._src.experiments.release_source import release_from_opacus_file
 
     ds = _data(5)
     dl = DataLoader(ds, batch_size=5, sampler=RandomSampler(ds, num_samples=15))

@@ -28,7 +28,7 @@ from scipy.stats import norm
 
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset  # noqa: E402
 
-from reconrisk.adapters.opacus_loaders import LoaderPlan, LoaderRun, loader_plan  # noqa: E402
+from reconrisk._src.adapters.opacus_loaders import LoaderPlan, LoaderRun, loader_plan  # noqa: E402
 from reconrisk.integrations.opacus import ReconRiskAccountant  # noqa: E402
 
 DELTA = 1e-5
@@ -154,7 +154,7 @@ def test_a_full_epoch_loop_is_counted_as_before(make):
 
 
 def test_save_load_round_trip_keeps_the_iterations(tmp_path):
-    from reconrisk.experiments.release_source import release_from_opacus_file
+    from reconrisk._src.experiments.release_source import release_from_opacus_file
 
     acct, step, dl = _private(_shuffled())
     for _ in range(3):
@@ -198,7 +198,7 @@ def test_an_older_state_is_counted_in_the_loader_s_order_and_says_so(tmp_path):
 
 
 def test_a_step_without_a_new_batch_certifies_nothing(tmp_path):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     acct, step, dl = _private(_shuffled())
     batch = next(iter(dl))
@@ -268,7 +268,7 @@ def test_gradient_accumulation_is_refused():
     ({"iterations": [4] * 3, "loader": None}, "holds loader iterations but no loader"),
 ])
 def test_a_hostile_saved_list_is_refused_in_one_line(extra, what, tmp_path, capsys):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     state = {"history": [[2.0, 0.25, 10]], "mechanism": "reconrisk", "batch_sampling": "shuffled",
              "loader": LoaderPlan("RandomSampler", 20, 20, 5).to_dict(), **extra}

@@ -37,8 +37,9 @@ import pytest
 from scipy import special
 
 import reconrisk
-from reconrisk import GuaranteeAnalysis, PrivacyAnalysis, Release
-from reconrisk.accounting.rdp import subsampled_gaussian_rdp
+from reconrisk import GuaranteeAnalysis, Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
 
 G, P, L, S, C = dpa.GaussianDpEvent, dpa.PoissonSampledDpEvent, dpa.LaplaceDpEvent, dpa.SelfComposedDpEvent, dpa.ComposedDpEvent
 

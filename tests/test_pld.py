@@ -5,7 +5,7 @@ import pytest
 from scipy import special
 
 from reconrisk import Release
-from reconrisk.accounting.pld import compose_segments, step_pmf
+from reconrisk._src.accounting.pld import compose_segments, step_pmf
 
 
 def _brute_blowup(pmf, kappa, eps_grid):
@@ -62,7 +62,7 @@ def test_step_pmf_masses_sum_to_one():
 
 
 def test_cap_keeps_the_orderings_when_every_atom_is_above_it():
-    from reconrisk.accounting.pld import PMF
+    from reconrisk._src.accounting.pld import PMF
 
     p = PMF(0.1, 500, np.array([0.25, 0.5, 0.25]), 0.0, True)  # losses 50.0, 50.1, 50.2
     up = p.cap(10.0)

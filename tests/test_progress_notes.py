@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from reconrisk.cli import _common, main
-from reconrisk.results import Bound
+from reconrisk._src.cli import _common, main
+from reconrisk._src.results import Bound
 
 
 @pytest.fixture
 def no_draws(monkeypatch):
     """A stand-in for the Monte Carlo of ``bound`` (same signature, no draws) and of ``report``."""
-    import reconrisk.cli.bound as bound_cli
+    import reconrisk._src.cli.bound as bound_cli
 
     def fake(analysis, k, samples, seed, confidence, *, quiet):
         return Bound("reconstruction", 0.0, 1.0, estimate=0.5, method="mc", formula="stub")
@@ -72,7 +72,7 @@ def test_note_scales_with_the_work(capsys):
 
 def test_report_states_the_cost_and_json_stays_clean(capsys, tmp_path, monkeypatch):
     """``report`` runs the same Monte Carlo by default; its note is printed before the report is computed."""
-    import reconrisk.experiments.riskreport as rr
+    import reconrisk._src.experiments.riskreport as rr
 
     class Stop(Exception):
         pass
@@ -81,7 +81,7 @@ def test_report_states_the_cost_and_json_stays_clean(capsys, tmp_path, monkeypat
         raise Stop
 
     monkeypatch.setattr(rr, "risk_report", stop)
-    import reconrisk.cli.report as report_cli
+    import reconrisk._src.cli.report as report_cli
 
     monkeypatch.setattr(report_cli, "_early_draws", lambda *a, **k: None)
     base = ["report", "-s", "1", "-q", "0.01", "-T", "1000", "-n", "100", "--out", str(tmp_path)]

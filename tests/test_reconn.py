@@ -6,12 +6,12 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("optax")
 
-from reconrisk.attacks.reconstructor import ParamScaler, evaluate, run_reconn, train_reconstructor  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.attacks.reconstructor import ParamScaler, evaluate, run_reconn, train_reconstructor  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.release import Release  # noqa: E402
-from reconrisk.train.models import get_model  # noqa: E402
-from reconrisk.train.shadow import (  # noqa: E402
+from reconrisk._src.release import Release  # noqa: E402
+from reconrisk._src.train.models import get_model  # noqa: E402
+from reconrisk._src.train.shadow import (  # noqa: E402
     ShadowConfig,
     make_splits,
     train_shadow_models,
@@ -141,7 +141,7 @@ def test_cli_reconn_writes_grid_and_json(experiment, tmp_path, capsys):
     """The CLI on the fixture's sizes (its compiled programs are reused): files, JSON keys, chance level."""
     import json
 
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     args = ["informed", "reconn", "--shadow-models", "256", "--fixed-size", "50", "--targets", "64", "--steps",
             str(STEPS), "--epochs", "60", "--hidden", "128,128", "--out", str(tmp_path), "--json"]

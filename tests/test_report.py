@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 SAMPLES = "20000"  # Monte Carlo: small, the same in the report and in `bound --method mc`
 
@@ -122,7 +122,7 @@ def test_report_equals_mse_capacity_and_analytic(capsys, reports, key):
 
 def test_fano_entry_matches_the_closed_form_on_full_batch(reports):
     from reconrisk import Release
-    from reconrisk.theory.fano import fano_bound, gaussian_mutual_information
+    from reconrisk._src.theory.fano import fano_bound, gaussian_mutual_information
 
     f = reports["full-batch"]["fano"]
     # q = 1, T = 9, σ = 2: I ≤ min(T/(2σ²) = 1.125, closed form at Δ = 2C over 9 steps)
@@ -138,7 +138,7 @@ def test_fano_entry_matches_the_closed_form_on_full_batch(reports):
 
 
 def test_summary_is_computed_and_rounded_up(reports):
-    from reconrisk.report.html import _pct, summary_sentences
+    from reconrisk._src.report.html import _pct, summary_sentences
 
     for rep in reports.values():
         up = rep["rero"][rep["rero"]["headline"]]["upper"]
@@ -293,7 +293,7 @@ def test_report_does_not_import_jax(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from reconrisk.cli import main; "
+    code = ("import sys; from reconrisk._src.cli import main; "
             f"rc = main(['report', '-s', '1', '-q', '0.1', '-T', '5', '--samples', '0', '--out', {str(tmp_path)!r}]); "
             "assert rc == 0; assert 'jax' not in sys.modules, 'jax imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -322,7 +322,7 @@ def test_fano_curve_agrees_with_the_fano_entry(reports):
         assert all(1.0 / n <= f <= 1.0 for n, f in zip(p["prior_size"], p["fano"]))
         assert all(a >= b for a, b in zip(p["fano"], p["fano"][1:]))  # more candidates: never easier
     from reconrisk import Release
-    from reconrisk.experiments.riskreport import ReportConfig, fano_entry, rero_vs_prior
+    from reconrisk._src.experiments.riskreport import ReportConfig, fano_entry, rero_vs_prior
 
     rel = Release(2.0, 1.0, 9, 0.5)
     row = rero_vs_prior(rel, prior_sizes=(10,))
@@ -331,7 +331,7 @@ def test_fano_curve_agrees_with_the_fano_entry(reports):
 
 def test_unreachable_calibration_target_is_reported_not_raised():
     from reconrisk import Release
-    from reconrisk.experiments.riskreport import ReportConfig, calibration_entry
+    from reconrisk._src.experiments.riskreport import ReportConfig, calibration_entry
 
     # q = 0.001, T = 5: without noise the success is 1 − 0.999^5·0.9 ≈ 0.1045; a target of 0.2 needs no noise at all
     d = calibration_entry(Release(1.0, 0.001, 5), ReportConfig(prior_size=10, target_rero=0.2))
@@ -341,7 +341,7 @@ def test_unreachable_calibration_target_is_reported_not_raised():
 @settings(max_examples=60, deadline=None)
 @given(x=st.floats(1e-12, 1e6, allow_nan=False))
 def test_printed_upper_bounds_never_round_down(x):
-    from reconrisk.report.html import _down, _up
+    from reconrisk._src.report.html import _down, _up
 
     assert x <= _up(x) <= x * (1 + 1.01e-2) and x * (1 - 1.01e-2) <= _down(x) <= x
 
@@ -351,7 +351,7 @@ def test_infinite_epsilon_is_said_not_hidden(reports):
     # tested on a fixture report whose ε is set to inf)
     import copy
 
-    from reconrisk.report.html import summary_sentences
+    from reconrisk._src.report.html import summary_sentences
 
     rep = copy.deepcopy(reports["subsampled"])
     rep["summary"]["epsilon"] = math.inf
@@ -376,7 +376,7 @@ def test_independent_methods_agree_inside_the_report(reports):
 
 
 def test_kappa_only_prior_keeps_every_family_on_the_page(capsys, tmp_path):
-    from reconrisk.report.mathml import formula_html
+    from reconrisk._src.report.mathml import formula_html
 
     rep = make_report(capsys, tmp_path, ["-s", "1.5", "-q", "1", "-T", "4", "--kappa", "0.05"])
     assert rep["rero"]["kappa"] == 0.05 and rep["rero"]["prior_size"] is None
@@ -390,13 +390,13 @@ def test_kappa_only_prior_keeps_every_family_on_the_page(capsys, tmp_path):
 
 
 def test_the_report_starts_its_draws_before_scipy_is_imported(tmp_path):
-    """`import reconrisk.cli` and the Monte-Carlo sampler need numpy only, so `reconrisk report` can start its
+    """`import reconrisk._src.cli` and the Monte-Carlo sampler need numpy only, so `reconrisk report` can start its
     draws on the idle core while scipy and the rest load (issue 22); an eager import would undo that silently."""
     import subprocess
     import sys
 
-    code = ("import sys; import reconrisk.cli, reconrisk.measures.montecarlo, reconrisk.release, "
-            "reconrisk.experiments.release_source; "
+    code = ("import sys; import reconrisk._src.cli, reconrisk._src.measures.montecarlo, reconrisk._src.release, "
+            "reconrisk._src.experiments.release_source; "
             "heavy = sorted(m for m in ('scipy', 'matplotlib', 'jax', 'dp_accounting') if m in sys.modules); "
             "assert not heavy, heavy")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -406,7 +406,7 @@ def test_the_report_starts_its_draws_before_scipy_is_imported(tmp_path):
 def test_the_report_builds_its_release_once(capsys, tmp_path, monkeypatch):
     """`reconrisk report -s …` reads its release where the flags are parsed and carries it: the early draws,
     the analysis and the report use that one object (no second Release built from the same flags)."""
-    from reconrisk.release import Release
+    from reconrisk._src.release import Release
 
     made = []
     init = Release.__init__
@@ -420,7 +420,7 @@ def test_summary_is_text_rendered_once_to_html(reports, capsys, tmp_path):
     """The summary is made as text: the page escapes and emphasises its parts, the terminal prints the text."""
     import copy
 
-    from reconrisk.report.html import summary, summary_sentences
+    from reconrisk._src.report.html import summary, summary_sentences
 
     rep = copy.deepcopy(reports["full-batch"])
     rep["summary"].update(target_rero=0.15, meets_target_now=False, calibrated_noise_multiplier=3.5)

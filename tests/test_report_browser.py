@@ -23,8 +23,8 @@ TOGGLE = ("(function(){var b=document.getElementById('toggle-formulas'); b.click
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     from reconrisk import Release
-    from reconrisk.experiments.riskreport import ReportConfig, risk_report
-    from reconrisk.report.html import write_report
+    from reconrisk._src.experiments.riskreport import ReportConfig, risk_report
+    from reconrisk._src.report.html import write_report
 
     out = tmp_path_factory.mktemp("page")
     rep = risk_report(Release(1.5, 0.2, 10), ReportConfig(prior_size=10, samples=2000, target_rero=0.3, model_dim=10))

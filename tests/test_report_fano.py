@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from reconrisk import Release
-from reconrisk.theory.fano import (
+from reconrisk._src.theory.fano import (
     fano_bound,
     gaussian_mutual_information,
     kl_mutual_information,
@@ -59,7 +59,7 @@ def test_kl_step_q1_closed_form_and_quadrature_agree_near_q1():
 @pytest.mark.parametrize("sigma,q", [(0.8, 0.1), (1.5, 0.5), (0.6, 0.02)])
 def test_kl_step_against_monte_carlo_mean_of_the_privacy_loss(sigma, q):
     # independent: KL(μ‖ν) = E_μ[log μ/ν], sampled with the Monte-Carlo module's own sampler
-    from reconrisk.measures.montecarlo import sample_log_ratios
+    from reconrisk._src.measures.montecarlo import sample_log_ratios
 
     rel = Release(sigma, q, 1)
     rng = np.random.default_rng(0)
@@ -72,7 +72,7 @@ def test_kl_step_against_monte_carlo_mean_of_the_privacy_loss(sigma, q):
 @pytest.mark.parametrize("sigma,q", [(0.8, 0.1), (1.5, 0.5), (3.0, 1.0)])
 def test_kl_below_renyi_order_two(sigma, q):
     # KL = D_1 ≤ D_2 (Rényi divergences increase in the order): seed 000's "I ≤ ε of any (α, ε)-RDP"
-    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk._src.accounting.order2 import release_rdp_alpha2
 
     rel = Release(sigma, q, 7)
     kl, _ = kl_mutual_information(rel)

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconrisk import Release
-from reconrisk.experiments.riskreport import PRIOR_SIZES, ReportConfig, risk_report
-from reconrisk.report import html as H
-from reconrisk.report.mathml import formula_html, to_mathml
-from reconrisk.report.report_plots import prior_svg, tradeoff_svg
+from reconrisk._src.experiments.riskreport import PRIOR_SIZES, ReportConfig, risk_report
+from reconrisk._src.report import html as H
+from reconrisk._src.report.mathml import formula_html, to_mathml
+from reconrisk._src.report.report_plots import prior_svg, tradeoff_svg
 
 # three releases no issue names: full batch (exact curve), subsampled, and subsampled with few steps
 CASES = {

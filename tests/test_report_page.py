@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from reconrisk import Release
-from reconrisk.experiments.riskreport import ReportConfig, risk_report
-from reconrisk.report import html as H
-from reconrisk.report.mathml import formula_html
+from reconrisk._src.experiments.riskreport import ReportConfig, risk_report
+from reconrisk._src.report import html as H
+from reconrisk._src.report.mathml import formula_html
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_each_paper_is_referenced_in_full_once(rep):
 
 
 def test_audit_plot_legend_names_the_tick_marks(monkeypatch, tmp_path):
-    from reconrisk.report import audit as A
+    from reconrisk._src.report import audit as A
 
     seen = {}
 

@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.release_source import release_from_opacus_file
+from reconrisk._src.experiments.release_source import release_from_opacus_file
 
 FAST = ["--samples", "0"]
 

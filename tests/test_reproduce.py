@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.reproduce.recipes import recipe_names, row, run_recipe
+from reconrisk._src.reproduce.recipes import recipe_names, row, run_recipe
 
 CITATIONS = {"Hayes, Mahloujifar & Balle 2023", "Guo, Karrer, Chaudhuri & van der Maaten 2022",
              "Balle, Cherubin & Hayes 2022", "Riess et al. 2024", "Biswas et al. 2024"}

@@ -1,6 +1,6 @@
 """One result vocabulary: every certified number of a public result is read from a ``Bound``.
 
-* each public result class holds its certified numbers as :class:`reconrisk.results.Bound` fields, and no
+* each public result class holds its certified numbers as :class:`reconrisk._src.results.Bound` fields, and no
   dataclass in a public ``__all__`` stores one under a scalar ``*_upper`` / ``*_lower`` / ``*_bound`` name;
 * the scalar spellings of earlier releases still read, equal the Bound's end, and warn
   (:class:`DeprecationWarning`); ``to_dict`` keeps the keys users' JSON has;
@@ -23,20 +23,20 @@ import numpy as np
 import pytest
 
 import reconrisk as rr
-from reconrisk.analysis.calibrate import Calibration
-from reconrisk.analysis.calibrate_risk import calibrate_risk
-from reconrisk.audit.empirical import EmpiricalAudit, empirical_audit
+from reconrisk._src.analysis.calibrate import Calibration
+from reconrisk._src.analysis.calibrate_risk import calibrate_risk
+from reconrisk._src.audit.empirical import EmpiricalAudit, empirical_audit
 from reconrisk.errors import ReconRiskError
-from reconrisk.accounting.vmf import VmfEpsilon, vmf_epsilon
-from reconrisk.experiments.audit import AuditSetting, Certificate, certify
-from reconrisk.experiments.fil import LogRegExperiment, logreg_experiment
-from reconrisk.measures.tradeoff import TradeOff
-from reconrisk.train.convex import LogRegFIL, binary_digits, logreg_dfil
-from reconrisk.train.fil import FILAccounting, FILConfig
-from reconrisk.results import Bound
-from reconrisk.theory.analytic import AnalyticBound, AnalyticCalibration, analytic_bound, analytic_calibration
-from reconrisk.theory.fano import FanoBound, fano_bound
-from reconrisk.theory.mse import MseBound, mse_bound, rdp_mse
+from reconrisk._src.accounting.vmf import VmfEpsilon, vmf_epsilon
+from reconrisk._src.experiments.audit import AuditSetting, Certificate, certify
+from reconrisk._src.experiments.fil import LogRegExperiment, logreg_experiment
+from reconrisk._src.measures.tradeoff import TradeOff
+from reconrisk._src.train.convex import LogRegFIL, binary_digits, logreg_dfil
+from reconrisk._src.train.fil import FILAccounting, FILConfig
+from reconrisk._src.results import Bound
+from reconrisk._src.theory.analytic import AnalyticBound, AnalyticCalibration, analytic_bound, analytic_calibration
+from reconrisk._src.theory.fano import FanoBound, fano_bound
+from reconrisk._src.theory.mse import MseBound, mse_bound, rdp_mse
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "reconrisk"
 
@@ -198,7 +198,7 @@ def test_the_other_papers_numbers_are_their_bounds():
 
 
 def test_the_one_run_audit_reads_its_certified_numbers_as_bounds():
-    from reconrisk.experiments.onerun import OneRunResult, OneRunSetting
+    from reconrisk._src.experiments.onerun import OneRunResult, OneRunSetting
 
     s = OneRunSetting(rr.Release(4.0, 1.0, 25), delta=1e-5)
     r = OneRunResult(s, "transcript", None, {}, s.certified(), 0.0, 0.0, 0.0, float("nan"))

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk.errors import ReconRiskError
-from reconrisk.measures.reference import exact_zero_out
-from reconrisk.release import Release
+from reconrisk._src.measures.reference import exact_zero_out
+from reconrisk._src.release import Release
 
 
 def wor_exact_delta(eps: float, sigma: float, q: float) -> tuple[float, float]:

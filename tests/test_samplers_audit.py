@@ -9,8 +9,8 @@ pytest.importorskip("jax")
 
 from reconrisk import Release  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
-from reconrisk.train import dpsgd, sampling  # noqa: E402
+from reconrisk._src.experiments.audit import AuditSetting, calibrated_settings, run_setting  # noqa: E402
+from reconrisk._src.train import dpsgd, sampling  # noqa: E402
 
 
 def test_fixed_sampler_draws_exactly_the_batch_size():
@@ -48,7 +48,7 @@ def test_fixed_batch_calibration_is_twice_the_poisson_sigma():
     (f,) = calibrated_settings([1.0], sample_rate=0.1, steps=20, known_size=199, sampler="fixed")
     assert f.noise_multiplier == pytest.approx(2 * p.noise_multiplier) and f.release.sampler == "fixed"
     assert f.noise_multiplier == pytest.approx(FIXED_SIGMA[1.0], rel=1e-3)
-    from reconrisk.experiments.audit import certify
+    from reconrisk._src.experiments.audit import certify
 
     assert certify(f).rero.upper == pytest.approx(certify(p).rero.upper, rel=1e-6)
 
@@ -57,7 +57,7 @@ def test_fixed_batch_calibration_is_twice_the_poisson_sigma():
 def test_fixed_batch_audit_stays_below_its_certified_bound():
     """Batches of exactly 20 of the 200 training points (q = 0.1, known_size 199 + the target), T = 20,
     the default audit's ε grid: no attack's Clopper–Pearson lower end exceeds the fixed-batch bound."""
-    from reconrisk.data import load_digits
+    from reconrisk._src.data import load_digits
 
     digits = load_digits()
     settings = [AuditSetting.of(sigma, 0.1, 20, 0.1, sampler="fixed", epsilon=eps, known_size=199, prior_size=10,
@@ -72,7 +72,7 @@ def test_fixed_batch_audit_stays_below_its_certified_bound():
 
 
 def test_audit_cli_batch_size_flag_is_checked(capsys):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     assert main(["audit", "--batch-size", "20", "--sample-rate", "0.5", "--known-size", "199", "--no-plot"]) == 2
     err = capsys.readouterr().err.strip()

@@ -91,7 +91,7 @@ def _train(model, opt, loader, epochs):
 
 
 def _stand_in(sigma, epochs):
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     return PrivacyAnalysis(Release.shuffled(sigma, epochs=epochs))
 
@@ -115,7 +115,7 @@ def test_make_private_without_poisson_sampling_reports_the_stand_in(shuffle, kin
     assert acct.batch_sampling == kind
     _train(model, opt, loader, epochs=2)
     assert acct.history == [(1.0, 0.25, 8)]  # Opacus's record, as for a Poisson loader
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     ref = _stand_in(1.0, 2)
     assert acct.release == Release.shuffled(1.0, epochs=2)
@@ -212,7 +212,7 @@ def test_saved_state_of_a_sequential_run_reads_as_the_stand_in(tmp_path):
     "shuffled" is refused (an earlier accountant said so for RandomSampler(num_samples=…) too)."""
     import json
 
-    from reconrisk.experiments.release_source import release_from_opacus_file
+    from reconrisk._src.experiments.release_source import release_from_opacus_file
 
     p = tmp_path / "state.json"
     p.write_text(json.dumps({"history": [[1.0, 0.25, 8]], "mechanism": "reconrisk", "batch_sampling": "sequential"}))

@@ -8,11 +8,11 @@ import pytest
 pytest.importorskip("jax")
 
 from _reference import shadow_reference  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.release import Release  # noqa: E402
-from reconrisk.train import shadow, shadow_dense  # noqa: E402
-from reconrisk.train.models import get_model  # noqa: E402
+from reconrisk._src.release import Release  # noqa: E402
+from reconrisk._src.train import shadow, shadow_dense  # noqa: E402
+from reconrisk._src.train.models import get_model  # noqa: E402
 
 STEPS = 8
 # Compiled programs shared between the tests (a program is one (model, static configuration, chunk shape)):
@@ -97,7 +97,7 @@ def test_dp_dense_program_equals_the_generic_program_noise_bits_and_clipping_inc
 
 
 def test_direct_first_layer_equals_the_kernel_form_and_is_chosen_for_large_fixed_sets(data):
-    from reconrisk._jax import jax
+    from reconrisk._src._jax import jax
 
     d, (xf, yf, xt, yt) = data
     model = get_model("mlp:12,7", d.image_shape)
@@ -151,7 +151,7 @@ def test_chunks_on_several_threads_give_the_same_rows_in_order(data, monkeypatch
 
 
 def test_default_chunk_keeps_a_chunk_of_activations_cache_sized_on_cpu(data):
-    from reconrisk._jax import jax
+    from reconrisk._src._jax import jax
 
     d, _ = data
     cfg = shadow.ShadowConfig(steps=2)

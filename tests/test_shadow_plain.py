@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("jax")
 
 from _reference import shadow_reference  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
-from reconrisk.train import shadow  # noqa: E402
-from reconrisk.train.models import get_model  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
+from reconrisk._src.train import shadow  # noqa: E402
+from reconrisk._src.train.models import get_model  # noqa: E402
 
 
 def test_plain_gradient_equals_the_ghost_clipped_sum(monkeypatch):

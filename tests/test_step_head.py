@@ -16,9 +16,9 @@ import optax  # noqa: E402
 from _reference import reference_jit  # noqa: E402
 
 from reconrisk import Release  # noqa: E402
-from reconrisk.attacks.prior_aware import deduct_known, observe_step  # noqa: E402
+from reconrisk._src.attacks.prior_aware import deduct_known, observe_step  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
 
 
 def _step_program(model, cfg):

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from reconrisk.report.svgplot import LogChart, log_limits, power_label, svg_document
+from reconrisk._src.report.svgplot import LogChart, log_limits, power_label, svg_document
 
 
 def _chart(**kw):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import reconrisk
-from reconrisk.cli import main
-from reconrisk.experiments.store import ResultStore
-from reconrisk.experiments.sweep import load_sweep, run_sweep
+from reconrisk._src.cli import main
+from reconrisk._src.experiments.store import ResultStore
+from reconrisk._src.experiments.sweep import load_sweep, run_sweep
 
 pytest.importorskip("jax")
 pytestmark = pytest.mark.slow  # ~35 s on an idle 2-core machine: one compilation, six short-lived processes
@@ -82,7 +82,7 @@ def test_reference_run_is_complete_and_a_rerun_writes_nothing(sweep_env):
     for s in (1.0, 3.0):  # the certified bound holds (margin: ~2.5 binomial standard deviations)
         assert rate[s] <= upper[s] + 2.5 * (upper[s] * (1 - upper[s]) / 400) ** 0.5
     # issue 27: each point's summary carries what its successes refute, beside its certificate
-    from reconrisk.experiments.sweep import summarize
+    from reconrisk._src.experiments.sweep import summarize
 
     with ResultStore.open(sweep_env["ref"]) as s:
         points = summarize(s)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.sweep import (
+from reconrisk._src.experiments.sweep import (
     canonical_hash, check_backend, load_sweep, parse_sweep, pending_tasks, seed_sequence,
 )
 
@@ -155,7 +155,7 @@ def test_backend_choice_is_validated(args, words):
 
 def test_unreachable_scheduler_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     pytest.importorskip("dask.distributed")
-    import reconrisk.experiments.sweep as sweep_mod
+    import reconrisk._src.experiments.sweep as sweep_mod
 
     monkeypatch.setattr(sweep_mod, "CONNECT_TIMEOUT", "1s")
     f = tmp_path / "s.toml"
@@ -167,7 +167,7 @@ def test_unreachable_scheduler_is_one_line_exit_2(tmp_path, capsys, monkeypatch)
 
 @pytest.mark.parametrize("prior", ["data", "uniform"])
 def test_trial_inputs_are_a_function_of_the_trial_hash(prior):
-    from reconrisk.experiments.sweep import _trial_inputs
+    from reconrisk._src.experiments.sweep import _trial_inputs
 
     class Data:
         dim, num_classes = 6, 3

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.experiments.store import APPLICATION_ID, ResultStore
+from reconrisk._src.experiments.store import APPLICATION_ID, ResultStore
 
 
 def _row(point: str, rep: int, ok: int = 1) -> dict:

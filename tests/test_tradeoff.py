@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from scipy import optimize, special
 
 from reconrisk import Release
-from reconrisk.accounting.gaussian import gaussian_delta
-from reconrisk.measures.tradeoff import exact_beta, exact_power, gdp_curve, rdp_curve
-from reconrisk import tradeoff
+from reconrisk._src.accounting.gaussian import gaussian_delta
+from reconrisk._src.measures.tradeoff import exact_beta, exact_power, gdp_curve, rdp_curve
+from reconrisk._src.api import tradeoff
 from reconrisk.errors import ReconRiskError
 
 REL = 1e-9  # relative tolerance of the containment checks (the exact values carry ~1e-15 relative error)

@@ -15,11 +15,11 @@ import jax.numpy as jnp  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from reconrisk import Release  # noqa: E402
-from reconrisk.individual.privacy import IndividualFilter  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.individual.privacy import IndividualFilter  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
-from reconrisk.train.clipping import cross_entropy  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
+from reconrisk._src.train.clipping import cross_entropy  # noqa: E402
 
 N, C, LR = 200, 4.5, 0.5  # C near the median gradient norm at initialisation: some rows clipped, some not
 REL = Release(1.0, 0.05, 6, clip_norm=C)

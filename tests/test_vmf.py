@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from reconrisk.accounting import vmf as acc
-from reconrisk.theory import capacity as cap
+from reconrisk._src.accounting import vmf as acc
+from reconrisk._src.theory import capacity as cap
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms import vmf as mech
+from reconrisk._src.mechanisms import vmf as mech
 
 P = 13700
 GAMMA = 128 / 60000
@@ -259,7 +259,7 @@ def test_table_iv_gaussian_sigma(eps, sigma):
 @pytest.mark.parametrize("eps,sigma", [(0.49, 1.23), (10.9, 0.420), (173, 0.174)])
 def test_table_iv_gaussian_sigma_with_our_rdp_accountant(eps, sigma):
     # reconrisk's own RDP accountant (fractional orders, continuous minimisation; issue 9) against the same column
-    from reconrisk import noise_multiplier_for_epsilon
+    from reconrisk._src.api import noise_multiplier_for_epsilon
 
     assert noise_multiplier_for_epsilon(eps, GAMMA, 1406, DELTA, accountant="rdp") == pytest.approx(sigma, rel=0.01)
 

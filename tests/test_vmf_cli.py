@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 
 TABLE_I = ["--dim", "13700", "--sample-rate", "128/60000", "--compositions", "3", "--delta", "1/60000"]
 
@@ -56,7 +56,7 @@ def test_bad_input_one_line_exit_2(capsys, args, word):
 
 
 def test_capacity_and_vmf_do_not_import_jax():
-    code = ("import sys; from reconrisk.cli import main; main(['capacity','vmf','--concentration','3','--dim','3','--json']);"
+    code = ("import sys; from reconrisk._src.cli import main; main(['capacity','vmf','--concentration','3','--dim','3','--json']);"
             "main(['vmf','epsilon','--concentration','3','--dim','30','--sample-rate','0.1','--compositions','2','--delta','1e-5',"
             "'--json']); assert 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconrisk.accounting import vmf as acc
-from reconrisk.cli import main
+from reconrisk._src.accounting import vmf as acc
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.measures.vmf_rero import rero_vmf
-from reconrisk.mechanisms import vmf as mech
+from reconrisk._src.measures.vmf_rero import rero_vmf
+from reconrisk._src.mechanisms import vmf as mech
 
 mpmath.mp.dps = 60
 REL = 1e-12  # relative tolerance against mpmath

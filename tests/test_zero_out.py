@@ -1,11 +1,11 @@
 """Replace-one ReRo against the zero-out reference (issue 39, item 5): fixed batches, shuffling, cohorts.
 
-References, none of which reads the PLD engine or :mod:`reconrisk.measures.rero_zeroout`'s solver:
+References, none of which reads the PLD engine or :mod:`reconrisk._src.measures.rero_zeroout`'s solver:
 
 * q = 1 (a fixed batch of the whole data set, or a shuffle with K = epochs): Φ(Φ⁻¹(κ) + √K/σ), which
   two antipodal candidates attain at κ = ½ (checked by a Monte Carlo of the real mechanism as well);
 * T ≤ 2, q < 1: the revealed-selection pair's blow-up by maximising over the allocation directly
-  (:func:`reconrisk.measures.reference.exact_zero_out`);
+  (:func:`reconrisk._src.measures.reference.exact_zero_out`);
 * a Monte Carlo of the real mechanism — actual batches of B of N drawn without replacement, the other
   records' gradients known to the adversary, the likelihood-ratio (MAP) guess among the candidates — whose
   Clopper–Pearson lower end (99.9 %, explicit seeds) must not exceed the certified upper end.
@@ -21,12 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk import risk
-from reconrisk.analysis.privacy import PrivacyAnalysis
-from reconrisk.measures.reference import exact_zero_out
-from reconrisk.measures.rero_zeroout import zero_out_bracket
-from reconrisk.metrics import clopper_pearson
-from reconrisk.release import Release, Segment
+from reconrisk._src.api import risk
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.measures.reference import exact_zero_out
+from reconrisk._src.measures.rero_zeroout import zero_out_bracket
+from reconrisk._src.metrics import clopper_pearson
+from reconrisk._src.release import Release, Segment
 
 
 def gdp(kappa: float, mu: float) -> float:
@@ -240,7 +240,7 @@ def test_every_door_names_the_reference():
     labels its rows with it, so a fixed-batch table says which reference each row reads."""
     from typer.testing import CliRunner
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     a = PrivacyAnalysis(Release.fixed_batch(2.0, 50, 100, 20))
     for measure, kw in (("reconstruction", {"prior_size": 10}), ("reidentification", {"prior_size": 10}),
@@ -262,8 +262,8 @@ def test_every_door_names_the_reference():
 def test_the_reports_rero_rows_name_the_reference_and_meet_the_bracket():
     """The report's ReRo rows on fixed batches: the Monte-Carlo interval meets the certified bracket and every
     row names the reference it reads."""
-    from reconrisk.experiments.riskreport import ReportConfig, risk_report
-    from reconrisk.report.html import table_rows
+    from reconrisk._src.experiments.riskreport import ReportConfig, risk_report
+    from reconrisk._src.report.html import table_rows
 
     report = risk_report(Release.fixed_batch(2.0, 50, 100, 20), ReportConfig(prior_size=10, samples=20_000, seed=2))
     rr = report.rero

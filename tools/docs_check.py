@@ -4,7 +4,7 @@ Two kinds of fenced block are executable:
 
 * ```` ```console ```` — lines ``$ reconrisk ARGS`` (a trailing ``\\`` continues the
   line) each followed by the output it prints. The command runs in-process
-  (:func:`reconrisk.cli.main`, the ``reconrisk`` script's entry point) with
+  (:func:`reconrisk._src.cli.main`, the ``reconrisk`` script's entry point) with
   ``COLUMNS=100`` and no colour; the expected text is its stdout (stdout then
   stderr when the exit code is not 0, so an error example shows its one line).
 * ```` ```pycon ```` — ``>>>`` / ``...`` lines and their output, as in a doctest.
@@ -231,7 +231,7 @@ def _terminal(cwd: Path):
 
 def run_command(argv: list[str], cwd: Path) -> tuple[int, str]:
     """Run ``reconrisk ARGV`` in-process; return (exit code, what a reader of the docs sees)."""
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with _terminal(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -247,7 +247,7 @@ def parse_command(argv: list[str]) -> None:
     """Check a command against the CLI without running it: subcommand, flag names, value types."""
     import typer.main
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     cmd = typer.main.get_command(app)
     ctx = cmd.context_class(cmd, info_name="reconrisk")

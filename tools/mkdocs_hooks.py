@@ -5,14 +5,16 @@
   walked command by command): usage, help text, every visible option with its
   type, default and help — the same records ``--help`` prints.
 * ``<!-- reconrisk:python-api -->`` becomes one mkdocstrings ``:::`` block per
-  name in ``reconrisk.__all__``, pointed at the module that defines it (the
-  package loads most names lazily, which a static reader cannot follow).
-* ``<!-- reconrisk:layout -->`` becomes the table of the package's rooms, read
-  from the source tree with ``ast`` (nothing imported): each room's files and
-  lines, and the first line of its ``__init__`` docstring.
+  name in ``reconrisk.__all__`` (the face), in its order, pointed at the module
+  under ``reconrisk._src`` that defines it (the package loads its names lazily,
+  which a static reader cannot follow).
+* ``<!-- reconrisk:layout -->`` becomes the table of the package's rooms under
+  ``_src/``, read from the source tree with ``ast`` (nothing imported): each
+  room's files and lines, and the first line of its ``__init__`` docstring;
+  then the public modules of the face.
 
 * ``$…$`` (inline) and ``$$…$$`` (a display line) outside code become MathML (``<math>``), written by
-  :func:`reconrisk.report.mathml.to_mathml` from the same plain-text syntax as the report's formulas
+  :func:`reconrisk._src.report.mathml.to_mathml` from the same plain-text syntax as the report's formulas
   (``$B_kappa(mu, nu) = inf_eps [e^eps kappa + delta(eps)]$``). Browsers render MathML natively: no MathJax,
   no script, no network. Each formula is swapped for a placeholder before Markdown runs (so ``|``, ``_`` and
   ``*`` inside it never reach the Markdown parser) and put back into the page's HTML.
@@ -81,7 +83,7 @@ def cli_markdown() -> str:
     """The reference of every ``reconrisk`` command, generated from the Typer app."""
     import typer.main
 
-    from reconrisk.cli import app
+    from reconrisk._src.cli import app
 
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="reconrisk")
@@ -91,7 +93,7 @@ def cli_markdown() -> str:
 
 
 def public_names() -> list[tuple[str, str]]:
-    """``(name, defining module)`` for every name in ``reconrisk.__all__`` (``__version__`` aside)."""
+    """``(name, defining module)`` for every name in ``reconrisk.__all__`` (``__version__`` aside): the face."""
     import reconrisk
 
     found = []
@@ -100,9 +102,9 @@ def public_names() -> list[tuple[str, str]]:
             continue
         lazy = reconrisk._LAZY.get(name)
         if lazy == "api":  # re-exported by the public entry points: document it where it is defined
-            module = getattr(importlib.import_module("reconrisk.api"), name).__module__
+            module = getattr(importlib.import_module("reconrisk._src.api"), name).__module__
         elif lazy is not None:
-            module = f"reconrisk.{lazy}"
+            module = f"reconrisk._src.{lazy}"
         else:
             module = getattr(reconrisk, name).__module__
         found.append((name, module))
@@ -110,15 +112,11 @@ def public_names() -> list[tuple[str, str]]:
 
 
 def api_markdown() -> str:
-    """mkdocstrings blocks for the public API, grouped by defining module."""
-    by_module: dict[str, list[str]] = {}
-    for name, module in public_names():
-        by_module.setdefault(module, []).append(name)
+    """mkdocstrings blocks for the face, one per name in the order of ``reconrisk.__all__`` (its groups)."""
     out = []
-    for module in sorted(by_module):
-        out.append(f"## `{module}`\n")
-        for name in by_module[module]:
-            out.append(f"::: {module}.{name}\n")
+    for name, module in public_names():
+        out.append(f"### `reconrisk.{name}`\n")
+        out.append(f"::: {module}.{name}\n    options:\n      show_root_heading: false\n")
     return "\n".join(out)
 
 
@@ -133,15 +131,21 @@ def _summary(path: Path) -> str:
 
 
 def layout_markdown() -> str:
-    """The rooms of ``src/reconrisk`` (first-level packages) and the modules beside them, read from the tree."""
+    """The rooms of ``src/reconrisk/_src`` (first-level packages), the modules beside them, and the public modules
+    of the face, read from the tree."""
+    private = PKG / "_src"
     out = ["| room | files | lines | what it holds (its `__init__` docstring) |", "|---|---:|---:|---|"]
-    for room in sorted(p for p in PKG.iterdir() if (p / "__init__.py").is_file() and not p.name.startswith("_")):
+    for room in sorted(p for p in private.iterdir() if (p / "__init__.py").is_file() and not p.name.startswith("_")):
         files = sorted(room.rglob("*.py"))
-        out.append(f"| `{room.name}/` | {len(files)} | {sum(map(_lines, files)):,} | {_summary(room / '__init__.py')} |")
-    beside = sorted(p for p in PKG.glob("*.py"))
-    out += ["", "Beside the rooms (the core, the public entry points and the package itself):", "",
+        out.append(f"| `_src/{room.name}/` | {len(files)} | {sum(map(_lines, files)):,} | {_summary(room / '__init__.py')} |")
+    beside = sorted(p for p in private.glob("*.py"))
+    out += ["", "Beside the rooms (the core and the public entry points, under `_src/`):", "",
             "| module | lines | what it holds |", "|---|---:|---|"]
-    out += [f"| `{p.name}` | {_lines(p):,} | {_summary(p)} |" for p in beside]
+    out += [f"| `_src/{p.name}` | {_lines(p):,} | {_summary(p)} |" for p in beside]
+    face = sorted(p for p in PKG.rglob("*.py") if "_src" not in p.relative_to(PKG).parts)
+    out += ["", "The face (public; everything else is private):", "",
+            "| module | lines | what it holds |", "|---|---:|---|"]
+    out += [f"| `{p.relative_to(PKG).as_posix()}` | {_lines(p):,} | {_summary(p)} |" for p in face]
     return "\n".join(out) + "\n"
 
 
@@ -153,7 +157,7 @@ _FORMULAS: dict[str, list[str]] = {}  # page → its formulas' MathML, by placeh
 
 def math_markdown(markdown: str, key: str) -> str:
     """``$…$``/``$$…$$`` outside code → placeholders; their MathML is kept for :func:`math_html`."""
-    from reconrisk.report.mathml import to_mathml
+    from reconrisk._src.report.mathml import to_mathml
 
     found = _FORMULAS.setdefault(key, [])
 

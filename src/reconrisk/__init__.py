@@ -1,197 +1,135 @@
 """reconrisk: how likely is a reconstruction of a training example from a DP-SGD release?
 
-Theory (certified bounds, accounting, calibration) imports only numpy/scipy;
-the simulation layer (DP-SGD simulator, attacks) needs the ``sim`` extra (JAX)
-and is imported lazily.
+The face of the package: a few names (``__all__``), each loaded on first use (PEP 562), so ``import reconrisk``
+imports neither numpy nor scipy. Describe what was run (:class:`Release`), analyse it once (:func:`analyse`: its
+answer gives ``epsilon``, ``delta``, ``rero``, ``tradeoff``, ``risk``, ``gdp_mu``), calibrate it
+(:func:`calibrate`), or read the papers' own bounds. The implementation lives under ``reconrisk._src`` (private:
+its paths may change); names and module paths of earlier releases keep working with a ``DeprecationWarning``
+at the user's line that names the new spelling.
 """
 
 import importlib
+import importlib.util
 
-from . import _aliases
+from ._src import __version__, _aliases
+from ._src._deprecated import warn_at_caller
 from .errors import ReconRiskError
 
-_aliases.install()  # earlier releases' module paths (reconrisk.bounds.*, reconrisk.opacus, …)
+_aliases.install()  # reconrisk.<private path> → reconrisk._src.<path>, and earlier releases' renames
 
-__version__ = "0.1.0"
-
-# Names loaded on first use (PEP 562), so that `import reconrisk` — and with it
-# every CLI command — does not pay for scipy.stats and friends up front.
+# name → the module under reconrisk._src that defines it (loaded on first use)
 _LAZY = {
-    # the core API, also loaded on first use: `reconrisk report` starts its Monte-Carlo draws (numpy only)
-    # before scipy is imported, and `import reconrisk.errors` costs nothing
-    "PrivacyAnalysis": "api",
-    "analyse": "api",
-    "calibrate": "api",
-    "calibrate_noise": "api",
-    "epsilon": "api",
-    "noise_multiplier_for_epsilon": "api",
-    "rero_bound": "api",
-    "ReroBound": "measures.rero",  # (= results.Bound, kept importable for one release)
-    "Bound": "results",
-    "kappa_from_points": "priors",
-    "kappa_from_samples": "priors",
-    "kappa_uniform": "priors",
-    "log_kappa_coordinate_match": "priors",
-    "Release": "release",
-    "Segment": "release",
-    "analytic_bound": "theory.analytic",
-    "analytic_calibration": "theory.analytic",
-    "eta_for_rero": "theory.analytic",
-    "ncc_bound": "theory.analytic",
-    "optimal_num_rows": "theory.analytic",
-    "reconstruction_variance": "theory.analytic",
-    "rero_mse": "theory.analytic",
-    "rero_psnr": "theory.analytic",
-    "rero_gamma_mse": "theory.analytic",  # deprecated alias of rero_mse (one release)
-    "rero_gamma_psnr": "theory.analytic",  # deprecated alias of rero_psnr (one release)
-    "selection_probability": "theory.analytic",
-    "MSELaw": "theory.analytic_laws",
-    "PSNRLaw": "theory.analytic_laws",
-    "mse_law": "theory.analytic_laws",
-    "psnr_law": "theory.analytic_laws",
-    "mse_bound": "theory.mse",
-    "MseBound": "theory.mse",
-    "rdp_mse_lower_bound": "theory.mse",
-    "dfil_bound": "theory.mse",
-    "log_iv": "mechanisms.vmf",
-    "sample_vmf": "mechanisms.vmf",
-    "vmf_rdp": "accounting.vmf",
-    "vmf_delta": "accounting.vmf",
-    "vmf_epsilon": "accounting.vmf",
-    "concentration_for_epsilon": "accounting.vmf",
-    "log_bayes_capacity": "theory.capacity",
-    "log_capacity_vmf": "theory.capacity",
-    "log_capacity_gaussian": "theory.capacity",
-    "rero_from_guarantee": "measures.conversions",
+    # what was run, its one analysis, and every certified number's shape
+    "Release": "release", "Segment": "release", "Bound": "results",
+    "analyse": "api", "GuaranteeAnalysis": "analysis.guarantee",
+    "TradeOff": "measures.tradeoff", "RiskBound": "measures.risk",
+    # the accountant's drop-in (a float) and the one calibrator
+    "epsilon": "api", "calibrate": "analysis.calibrate", "Calibration": "analysis.calibrate",
+    # the prior: the baseline success probability κ
+    "kappa_uniform": "priors", "kappa_from_points": "priors", "kappa_from_samples": "priors",
+    "log_kappa_uniform_ball": "priors", "log_kappa_gaussian": "priors", "log_kappa_coordinate_match": "priors",
+    # one risk report for one release
+    "risk_report": "experiments.riskreport", "ReportConfig": "experiments.riskreport",
+    # the papers' own bounds: Riess et al. 2024 (laws, bound), Guo et al. 2022 (MSE), Biswas et al. 2024 (VMF,
+    # capacity), Balle, Cherubin & Hayes 2022 (two-point ReRo → DP)
+    "mse_law": "theory.analytic_laws", "psnr_law": "theory.analytic_laws", "analytic_bound": "theory.analytic",
+    "mse_bound": "theory.mse", "vmf_epsilon": "accounting.vmf", "concentration_for_epsilon": "accounting.vmf",
+    "log_bayes_capacity": "theory.capacity", "log_capacity_vmf": "theory.capacity",
     "dp_from_two_point_rero": "measures.conversions",
-    # the tightest conversions of a guarantee alone ((ε, δ)-DP, RDP, zCDP, VMF) to ReRo and trade-off curves
-    "rero_dp": "measures.fdp",
-    "tradeoff_dp": "measures.fdp",
-    "rero_rdp_curve": "measures.rdp_tradeoff",
-    "tradeoff_rdp_curve": "measures.rdp_tradeoff",
-    "rero_zcdp": "measures.rdp_tradeoff",
-    "tradeoff_zcdp": "measures.rdp_tradeoff",
-    "rero_vmf": "measures.vmf_rero",
-    "GuaranteeAnalysis": "analysis.guarantee",
-    "EventAnalysis": "analysis.events",
-    "log_kappa_uniform_ball": "priors",
-    "log_kappa_gaussian": "priors",
-    "closed_form_experiment": "attacks.closed_form",
-    "run_reconn": "attacks.reconstructor",
-    # the certified trade-off curve, the risk measures read off it, and calibration to them
-    "tradeoff": "api",
-    "TradeOff": "measures.tradeoff",
-    "risk": "api",
-    "RiskBound": "measures.risk",
-    "calibrate_risk": "analysis.calibrate_risk",
-    "ReconRiskAccountant": "integrations.opacus",
-    "make_private_with_risk": "integrations.opacus",
-    # sweeps at scale
-    "load_sweep": "experiments.sweep",
-    "run_sweep": "experiments.sweep",
-    "ResultStore": "experiments.store",
-    # one risk report for one release; Fano's bound (Hayes, Mahloujifar & Balle 2023, App. H)
-    "fano_bound": "theory.fano",
-    "risk_report": "experiments.riskreport",
-    "ReportConfig": "experiments.riskreport",
-    # paper reproductions (`reconrisk reproduce`)
-    "run_recipe": "reproduce.recipes",
-    "recipe_names": "reproduce.recipes",
+    # sweeps at scale and the papers' reproductions
+    "run_sweep": "experiments.sweep", "run_recipe": "reproduce.recipes",
+    # the tutorials' data
+    "load_digits": "data",
+}
+
+_ANALYSIS = "reconrisk.analyse(release).{}"
+_GUARANTEE = "reconrisk.GuaranteeAnalysis({}).{}"
+# names of earlier releases: name → (module under reconrisk._src that defines it, the spelling to use now)
+_DEPRECATED = {
+    "PrivacyAnalysis": ("api", "reconrisk.analyse(release)"),
+    "EventAnalysis": ("analysis.events", "reconrisk.analyse(event)"),
+    "rero_bound": ("api", _ANALYSIS.format("rero(kappa)")),
+    "ReroBound": ("measures.rero", "reconrisk.Bound"),
+    "tradeoff": ("api", _ANALYSIS.format("tradeoff(alphas)")),
+    "risk": ("api", _ANALYSIS.format("risk(measure)")),
+    "noise_multiplier_for_epsilon": ("api", "reconrisk.calibrate('epsilon', target, delta=...).noise_multiplier"),
+    "calibrate_noise": ("api", "reconrisk.calibrate('reconstruction', target, ...)"),
+    "calibrate_risk": ("analysis.calibrate_risk", "reconrisk.calibrate(measure, target, ...)"),
+    "rero_from_guarantee": ("measures.conversions", _GUARANTEE.format("kind, ...", "rero(kappa)")),
+    "rero_dp": ("measures.fdp", _GUARANTEE.format("'dp', epsilon=..., delta=...", "rero(kappa)")),
+    "tradeoff_dp": ("measures.fdp", _GUARANTEE.format("'dp', epsilon=..., delta=...", "tradeoff(alphas)")),
+    "rero_rdp_curve": ("measures.rdp_tradeoff", _GUARANTEE.format("'rdp', ...", "rero(kappa)")),
+    "tradeoff_rdp_curve": ("measures.rdp_tradeoff", _GUARANTEE.format("'rdp', ...", "tradeoff(alphas)")),
+    "rero_zcdp": ("measures.rdp_tradeoff", _GUARANTEE.format("'zcdp', rho=...", "rero(kappa)")),
+    "tradeoff_zcdp": ("measures.rdp_tradeoff", _GUARANTEE.format("'zcdp', rho=...", "tradeoff(alphas)")),
+    "rero_vmf": ("measures.vmf_rero", "reconrisk.GuaranteeAnalysis.vmf(...).rero(kappa)"),
+    "ReconRiskAccountant": ("integrations.opacus", "reconrisk.integrations.opacus.ReconRiskAccountant"),
+    "make_private_with_risk": ("integrations.opacus", "reconrisk.integrations.opacus.make_private_with_risk"),
+    "MSELaw": ("theory.analytic_laws", "reconrisk.mse_law(...)"),
+    "PSNRLaw": ("theory.analytic_laws", "reconrisk.psnr_law(...)"),
+    "MseBound": ("theory.mse", "reconrisk.mse_bound(...)"),
+    **{n: ("theory.analytic", None) for n in (
+        "analytic_calibration", "eta_for_rero", "ncc_bound", "optimal_num_rows", "reconstruction_variance",
+        "rero_mse", "rero_psnr", "rero_gamma_mse", "rero_gamma_psnr", "selection_probability")},
+    **{n: ("theory.mse", None) for n in ("rdp_mse_lower_bound", "dfil_bound")},
+    **{n: ("mechanisms.vmf", None) for n in ("log_iv", "sample_vmf")},
+    **{n: ("accounting.vmf", None) for n in ("vmf_rdp", "vmf_delta")},
+    "log_capacity_gaussian": ("theory.capacity", None),
+    "closed_form_experiment": ("attacks.closed_form", None),
+    "run_reconn": ("attacks.reconstructor", None),
+    "ResultStore": ("experiments.store", None),
+    "load_sweep": ("experiments.sweep", None),
+    "fano_bound": ("theory.fano", None),
+    "recipe_names": ("reproduce.recipes", None),
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'reconrisk' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"._src.{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _DEPRECATED:
+        module, instead = _DEPRECATED[name]
+        instead = instead or f"reconrisk._src.{module}.{name} (internal: no longer part of the public face)"
+        warn_at_caller(f"reconrisk.{name} is deprecated and will be removed in a later release; use {instead}")
+        return getattr(importlib.import_module(f"._src.{module}", __name__), name)  # not cached: warns each time
+    if importlib.util.find_spec(f"{__name__}._src.{name}") is not None:  # an old module path: the alias rule
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'reconrisk' has no attribute {name!r}")
 
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
-# The public names, grouped by concept (each group's order: what a reader reaches for first).
+
+# The face: every name a user of one of the papers needs (DESIGN.md, "The face"; docs/reference/python.md).
 __all__ = [
-    "__version__",
-    "ReconRiskError",
-    # one result shape: every certified number is a Bound
-    "Bound",
-    # a training run, its one analysis, and the questions it answers (ε, ReRo, trade-off curve, risk measures)
-    "Release",
-    "Segment",
-    "PrivacyAnalysis",
-    "EventAnalysis",
-    "GuaranteeAnalysis",
-    "analyse",
-    "epsilon",
-    "rero_bound",
-    "tradeoff",
-    "TradeOff",
-    "risk",
-    # calibration: the one calibrator, and its deprecated dictionary views
-    "calibrate",
-    "noise_multiplier_for_epsilon",
-    "calibrate_noise",
-    "calibrate_risk",
-    # priors: the baseline success probability κ
-    "kappa_from_points",
-    "kappa_from_samples",
-    "kappa_uniform",
+    # the package and its one exception
+    "__version__", "ReconRiskError",
+    # what was run
+    "Release", "Segment",
+    # its one analysis (a release, a dp_accounting event, or a guarantee alone)
+    "analyse", "GuaranteeAnalysis",
+    # the shapes of its answers: every certified number is a Bound
+    "Bound", "TradeOff", "RiskBound",
+    # the accountant's drop-in (a float) and the one calibrator
+    "epsilon", "calibrate", "Calibration",
+    # the prior: the baseline success probability κ
+    "kappa_uniform", "kappa_from_points", "kappa_from_samples", "log_kappa_uniform_ball", "log_kappa_gaussian",
     "log_kappa_coordinate_match",
-    "log_kappa_gaussian",
-    "log_kappa_uniform_ball",
-    # conversions of a guarantee alone ((ε, δ)-DP, RDP, zCDP, VMF) to ReRo and trade-off curves
-    "rero_from_guarantee",
-    "dp_from_two_point_rero",
-    "rero_dp",
-    "tradeoff_dp",
-    "rero_rdp_curve",
-    "tradeoff_rdp_curve",
-    "rero_zcdp",
-    "tradeoff_zcdp",
-    "rero_vmf",
-    # Riess et al. 2024: analytic gradient inversion
-    "analytic_bound",
-    "analytic_calibration",
-    "eta_for_rero",
-    "mse_law",
-    "MSELaw",
-    "ncc_bound",
-    "optimal_num_rows",
-    "psnr_law",
-    "PSNRLaw",
-    "reconstruction_variance",
-    "rero_mse",
-    "rero_psnr",
-    "selection_probability",
-    # Guo, Karrer, Chaudhuri & van der Maaten 2022: MSE lower bounds
-    "MseBound",
-    "dfil_bound",
+    # one risk report for one release
+    "risk_report", "ReportConfig",
+    # Riess et al. 2024: the analytic attack's laws and bound
+    "mse_law", "psnr_law", "analytic_bound",
+    # Guo, Karrer, Chaudhuri & van der Maaten 2022: the MSE lower bound
     "mse_bound",
-    "rdp_mse_lower_bound",
-    # Biswas et al. 2024: VMF mechanism and Bayes' capacity
-    "concentration_for_epsilon",
-    "log_bayes_capacity",
-    "log_capacity_gaussian",
-    "log_capacity_vmf",
-    "log_iv",
-    "sample_vmf",
-    "vmf_delta",
-    "vmf_epsilon",
-    "vmf_rdp",
-    # Balle, Cherubin & Hayes 2022: informed adversaries (attacks)
-    "closed_form_experiment",
-    "run_reconn",
-    # Opacus
-    "ReconRiskAccountant",
-    "make_private_with_risk",
-    # sweeps at scale
-    "load_sweep",
-    "run_sweep",
-    "ResultStore",
-    # paper reproductions (`reconrisk reproduce`)
-    "run_recipe",
-    "recipe_names",
+    # Biswas et al. 2024: the VMF mechanism's ε and Bayes' capacity
+    "vmf_epsilon", "concentration_for_epsilon", "log_bayes_capacity", "log_capacity_vmf",
+    # Balle, Cherubin & Hayes 2022: a two-point ReRo as a DP guarantee
+    "dp_from_two_point_rero",
+    # sweeps at scale and the papers' reproductions
+    "run_sweep", "run_recipe",
+    # the tutorials' data (a subset of scikit-learn's digits, shipped with the package)
+    "load_digits",
 ]

@@ -1,1 +1,0 @@
-"""Data files shipped with reconrisk (see :mod:`reconrisk.data` for provenance)."""

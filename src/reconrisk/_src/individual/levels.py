@@ -1,0 +1,123 @@
+"""Sensitivity levels: the grid per-example accounting rounds each clipped-gradient norm up onto.
+
+Shared by the ex-post per-example accounting (:mod:`reconrisk._src.individual.privacy`) and the individual
+Rényi filter (:mod:`reconrisk._src.individual.filter`). Rounding a sensitivity s/C **up** onto a level is sound:
+the Poisson-subsampled Gaussian pair at a smaller sensitivity is a post-processing of the pair at a larger
+one (scale by s′/s, add independent noise), so every composed privacy-loss distribution at s′ is dominated by
+the one at s (Feldman & Zrnic 2021, §5). An unobserved norm (NaN) is taken as C; the exact 0 is always a
+level. Equal levels are grouped: example i's composition is ``Release.schedule([(σ/u_k, q, c_ik), …])``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _validate as v
+from ..errors import ReconRiskError
+from ..release import Release, gaussian_release
+
+__all__ = ["DEFAULT_BUCKETS", "MIN_LEVEL", "sensitivity_levels", "bucket_index", "check_norms", "poisson_release",
+           "level_counts", "schedule_of"]
+
+#: Default number of positive sensitivity levels (besides the exact 0): geometric from MIN_LEVEL to 1.
+DEFAULT_BUCKETS = 32
+#: Smallest positive level (s/C); smaller non-zero norms are rounded up to it.
+MIN_LEVEL = 2.0**-8
+
+
+def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
+    """The grid of sensitivity levels u = s/C: ``[0, u_1, …, u_K = 1]``, increasing.
+
+    ``buckets`` an integer K ≥ 1: K levels geometric from ``MIN_LEVEL`` (2⁻⁸) to 1
+    (ratio (2⁸)^{1/(K−1)}, 19 % at K = 32); or an increasing array of levels in (0, 1]
+    ending at 1. The exact 0 is always a level (a zero gradient adds no loss).
+    """
+    if isinstance(buckets, (int, np.integer)) and not isinstance(buckets, bool):
+        k = v.integer("buckets", buckets, minimum=1, maximum=4096)
+        pos = np.array([1.0]) if k == 1 else np.geomspace(MIN_LEVEL, 1.0, k)
+        pos[-1] = 1.0
+    else:
+        try:
+            pos = np.asarray(buckets, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise ReconRiskError(f"buckets must be a number of levels or an increasing array of levels in (0, 1]; "
+                                 f"found {buckets!r:.60}") from None
+        if (pos.size == 0 or not np.all(np.isfinite(pos)) or np.any(pos <= 0) or np.any(np.diff(pos) <= 0)
+                or pos[-1] != 1.0):
+            raise ReconRiskError("buckets must be an increasing array of levels in (0, 1] ending at 1; found "
+                                 f"{pos.tolist()!r:.80}")
+    return np.concatenate([[0.0], pos])
+
+
+def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
+    """Index into ``levels`` of the smallest level ≥ min(C, norm)/C, elementwise (NaN → the top level, 1).
+
+    Rounding **up** only raises the number (module docstring), so the result is
+    monotone: a larger norm never gets a smaller level.
+    """
+    s = np.asarray(norms, dtype=float)
+    if np.any(s < 0):
+        raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
+                             f"{float(s[s < 0][0])!r}")
+    c = v.positive("clip_norm", clip_norm)
+    with np.errstate(invalid="ignore"):
+        u = np.where(np.isnan(s), 1.0, np.minimum(s / c, 1.0))
+    idx = np.searchsorted(levels, u, side="left")
+    return np.minimum(idx, levels.size - 1).astype(np.int64)
+
+
+def check_norms(norms, steps: int) -> np.ndarray:
+    try:
+        s = np.asarray(norms, dtype=float)
+    except (TypeError, ValueError):
+        raise ReconRiskError(f"norms must be a float array (n, T); found {type(norms).__name__}") from None
+    if s.ndim != 2 or s.shape[1] != steps or s.shape[0] < 1:
+        raise ReconRiskError(f"norms must be an array (n, T) with T = the release's steps ({steps}) and n >= 1; "
+                             f"found shape {s.shape}")
+    bad = (s < 0) | np.isneginf(s)
+    if np.any(bad):
+        raise ReconRiskError(f"norms must be >= 0 (NaN where not observed); found {float(s[bad][0])!r}")
+    return s
+
+
+def poisson_release(release) -> Release:
+    rel = gaussian_release(release, "per-example accounting")
+    if rel.as_run.sampler == "fixed":
+        raise ReconRiskError("per-example accounting is for Poisson (or full-batch) releases; found sampler='fixed' "
+                             "(replace-one: the replacement's norm is unknown)")
+    return rel
+
+
+def level_counts(norms, release: Release, levels: np.ndarray) -> np.ndarray:
+    """(n, segments, levels) counts: how many steps of each segment put example i at each level."""
+    rel = poisson_release(release)
+    s = check_norms(norms, rel.steps)
+    idx = bucket_index(s, rel.clip_norm, levels)
+    out = np.zeros((s.shape[0], len(rel.segments), levels.size), dtype=np.int64)
+    start = 0
+    rows = np.arange(s.shape[0])[:, None]
+    for j, seg in enumerate(rel.segments):
+        block = idx[:, start:start + seg.steps]
+        np.add.at(out[:, j], (np.broadcast_to(rows, block.shape), block), 1)
+        start += seg.steps
+    return out
+
+
+def schedule_of(release: Release, counts: np.ndarray, levels: np.ndarray) -> Release | None:
+    """The release example i sees: segment j at level u_k for c_jk steps is ``(σ_j/u_k, q_j, c_jk)``.
+
+    ``counts`` (segments, levels); None when every step is at level 0 (no loss at all). The
+    full-sensitivity segments come first, in the release's order, so an example at level 1 on
+    every step gets exactly the release's own schedule (and numbers).
+    """
+    segs = []
+    for k in range(levels.size - 1, 0, -1):
+        for j, seg in enumerate(release.segments):
+            c = int(counts[j, k])
+            if c:
+                segs.append((seg.noise_multiplier / levels[k], seg.sample_rate, c))
+    if not segs:
+        return None
+    return Release.schedule(segs, clip_norm=release.clip_norm)
