@@ -24,8 +24,8 @@ def fmt(rate) -> str:
 
 def main() -> None:
     import reconrisk as rr
-    from reconrisk.data import load_digits
-    from reconrisk.experiments.audit import AuditSetting, calibrated_settings, run_setting
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.experiments.audit import AuditSetting, calibrated_settings, run_setting
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=300)

@@ -14,13 +14,13 @@ import time
 
 import numpy as np
 
-from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_zcdp
-from reconrisk.measures.fdp import rero_dp
-from reconrisk.measures.rdp_tradeoff import release_rdp_power, rero_rdp_curve, tradeoff_release_rdp, zcdp_power
-from reconrisk.analysis.privacy_rero import rero_bounds
-from reconrisk.measures.vmf_rero import rero_vmf
-from reconrisk.release import Release
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_zcdp
+from reconrisk._src.measures.fdp import rero_dp
+from reconrisk._src.measures.rdp_tradeoff import release_rdp_power, rero_rdp_curve, tradeoff_release_rdp, zcdp_power
+from reconrisk._src.analysis.privacy_rero import rero_bounds
+from reconrisk._src.measures.vmf_rero import rero_vmf
+from reconrisk._src.release import Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 
 def timed(fn, reps=5):

@@ -1,6 +1,6 @@
 """Soundness scan of the certified ReRo bracket (issue 9): lower ≤ exact ≤ upper at random points.
 
-Exact references are independent of the PLD engine (reconrisk.measures.reference):
+Exact references are independent of the PLD engine (reconrisk._src.measures.reference):
 T = 1 closed form (any q), q = 1 closed form (any T, engine run directly since
 the public path short-cuts it), and T = 2 by 1-D quadrature. Points are drawn
 log-uniformly: σ ∈ [0.3, 200], q ∈ [1e-5, 0.9], κ ∈ [1e-12, 0.5]; the grid is
@@ -20,10 +20,10 @@ import time
 import numpy as np
 
 from reconrisk import Release
-from reconrisk.accounting.pld import compose_segments
-from reconrisk.measures import reference as ref
-from reconrisk.analysis.privacy_rero import pld_bracket
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.accounting.pld import compose_segments
+from reconrisk._src.measures import reference as ref
+from reconrisk._src.analysis.privacy_rero import pld_bracket
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9
 

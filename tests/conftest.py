@@ -192,7 +192,7 @@ def check_report_json(payload: dict) -> None:
     naming the path into the document and what was expected)."""
     import jsonschema
 
-    from reconrisk.report_model import report_schema
+    from reconrisk._src.report_model import report_schema
 
     validator = jsonschema.Draft202012Validator(report_schema())
     errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
@@ -208,9 +208,9 @@ REPORTS_CHECKED = []
 
 @pytest.fixture(scope="session", autouse=True)
 def _report_json_schema():
-    """Install :func:`check_report_json` in the report writer (``reconrisk.report.html.JSON_CHECKS``) for the whole
+    """Install :func:`check_report_json` in the report writer (``reconrisk._src.report.html.JSON_CHECKS``) for the whole
     run: ``reconrisk report`` in-process (the CLI tests, the docs pages) and ``write_report`` called directly."""
-    from reconrisk.report import html
+    from reconrisk._src.report import html
 
     def check(payload):
         check_report_json(payload)

@@ -10,8 +10,8 @@ import pytest
 
 import reconrisk
 from reconrisk import EventAnalysis, GuaranteeAnalysis, PrivacyAnalysis, Release, analyse
-from reconrisk.analysis import dispatch
-from reconrisk.analysis.base import QUESTIONS, Analysis, Support
+from reconrisk._src.analysis import dispatch
+from reconrisk._src.analysis.base import QUESTIONS, Analysis, Support
 from reconrisk.errors import ReconRiskError
 
 CONTRACT = ("epsilon", "delta", "rero", "tradeoff", "risk", "gdp_mu")
@@ -96,8 +96,8 @@ def test_a_release_refuses_a_closed_form_it_has_not():
 
 
 def test_the_measures_read_an_analysis_not_a_release():
-    from reconrisk.analysis.privacy_rero import rero_bounds
-    from reconrisk.analysis.risk import risk
+    from reconrisk._src.analysis.privacy_rero import rero_bounds
+    from reconrisk._src.analysis.risk import risk
 
     with pytest.raises(ReconRiskError, match="reconrisk.analyse"):
         rero_bounds(Release(1.0, 0.01, 100), 0.1)
@@ -119,9 +119,9 @@ def test_analyse_is_the_identity_on_an_analysis():
 
 
 def _count_walks(monkeypatch) -> list:
-    import reconrisk.analysis.events as events
-    import reconrisk.mechanisms.traverse as traverse
-    import reconrisk.release as release
+    import reconrisk._src.analysis.events as events
+    import reconrisk._src.mechanisms.traverse as traverse
+    import reconrisk._src.release as release
 
     calls = []
     real = traverse.steps

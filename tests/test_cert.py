@@ -1,6 +1,6 @@
 """Issue 9, "certified means certified": the bracket against independent exact values.
 
-References (reconrisk.measures.reference) never touch the PLD engine: closed
+References (reconrisk._src.measures.reference) never touch the PLD engine: closed
 forms for T = 1 (any q) and q = 1 (any T), 1-D quadrature for T = 2.
 """
 
@@ -14,11 +14,11 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import ReconRiskError, Release
-from reconrisk.accounting.pld import compose_segments, step_pmf
-from reconrisk.measures import reference as ref
-from reconrisk.analysis.privacy_rero import pld_bracket
-from reconrisk.measures.rero import analytic_bracket
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.accounting.pld import compose_segments, step_pmf
+from reconrisk._src.measures import reference as ref
+from reconrisk._src.analysis.privacy_rero import pld_bracket
+from reconrisk._src.measures.rero import analytic_bracket
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 REL = 1e-9
 
@@ -81,7 +81,7 @@ def test_optimistic_step_curve_is_below_the_exact_curve_pointwise():
         l = p.losses
         ys = np.exp(np.linspace(l[0] - 0.05, l[-1] + 0.05, 3001))
         mine = np.array([np.sum(p.probs * np.clip(1 - y * np.exp(-l), 0, None)) for y in ys])
-        from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
+        from reconrisk._src.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
 
         exact = _hockey_stick_remove(np.log(ys), s, q)
         assert np.all(mine - p.slack <= exact + 1e-15), (s, q, h, float(np.max(mine - exact)))
@@ -91,8 +91,8 @@ def test_optimistic_step_curve_is_below_the_exact_curve_pointwise():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 60.0), st.floats(1e-4, 0.9), st.sampled_from([2, 4, 8, 16]))
 def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
-    from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
-    from reconrisk.measures.rero import _loss_spread
+    from reconrisk._src.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
+    from reconrisk._src.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     p = step_pmf(s, q, h, pessimistic=False)
@@ -108,7 +108,7 @@ def test_optimistic_step_below_exact_at_coarse_grids(s, q, cells):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.floats(0.5, 100.0), st.floats(1e-5, 0.9), st.floats(1e-12, 0.5), st.sampled_from([1, 2, 4, 16]))
 def test_harness_single_step_at_coarse_grids(s, q, k, cells):
-    from reconrisk.measures.rero import _loss_spread
+    from reconrisk._src.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 1)), np.array([k]), discretization=h)
@@ -117,7 +117,7 @@ def test_harness_single_step_at_coarse_grids(s, q, k, cells):
 
 @pytest.mark.parametrize("s,q,k,cells", [(0.6, 1e-3, 1e-4, 2), (0.6, 1e-3, 0.05, 8), (2.0, 0.3, 1e-6, 4), (30.0, 1e-4, 1e-3, 1)])
 def test_two_steps_by_quadrature_at_coarse_grids(s, q, k, cells):
-    from reconrisk.measures.rero import _loss_spread
+    from reconrisk._src.measures.rero import _loss_spread
 
     h = min(0.05, _loss_spread(s, q) / cells)
     lo, up, _ = pld_bracket(PrivacyAnalysis(Release(s, q, 2)), np.array([k]), discretization=h)
@@ -151,8 +151,8 @@ def test_long_run_lower_end_is_as_tight_as_the_upper_end():
 
 
 def test_tangent_and_secant_values_lie_below_d():
-    from reconrisk.accounting.pld_optimistic import _tangent_values
-    from reconrisk.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
+    from reconrisk._src.accounting.pld_optimistic import _tangent_values
+    from reconrisk._src.accounting.pld_step import hockey_stick_remove as _hockey_stick_remove
 
     for s, q, h in [(0.6, 1e-3, 5e-4), (2.0, 0.05, 1e-3), (0.5, 0.5, 1e-3), (30.0, 1e-4, 1e-5)]:
         l0 = math.floor(math.log1p(-q) / h) * h
@@ -168,7 +168,7 @@ def test_tangent_and_secant_values_lie_below_d():
 @settings(max_examples=60, deadline=None)
 @given(st.integers(3, 400), st.integers(0, 2**31 - 1), st.booleans())
 def test_quickhull_matches_monotone_chain(n, seed, convexish):
-    from reconrisk.accounting.hull import _lower_hull, _monotone_chain
+    from reconrisk._src.accounting.hull import _lower_hull, _monotone_chain
 
     rng = np.random.default_rng(seed)
     x = np.unique(rng.uniform(0, 10, n))
@@ -177,7 +177,7 @@ def test_quickhull_matches_monotone_chain(n, seed, convexish):
 
 
 def test_vertex_polygon_excess_measures_a_wrong_vertex_set():
-    from reconrisk.accounting.pld_optimistic import _positive_jumps, _vertex_polygon_excess
+    from reconrisk._src.accounting.pld_optimistic import _positive_jumps, _vertex_polygon_excess
 
     y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     v = np.array([1.0, 0.4, 0.3, 0.05, 0.0])
@@ -190,8 +190,8 @@ def test_vertex_polygon_excess_measures_a_wrong_vertex_set():
 
 
 def test_saturated_shortcut_is_a_lower_bound():
-    from reconrisk.analysis.privacy_rero import _saturated_shortcut
-    from reconrisk.measures.rero import loss_cap
+    from reconrisk._src.analysis.privacy_rero import _saturated_shortcut
+    from reconrisk._src.measures.rero import loss_cap
 
     # q = 1 has an exact value at every T: the shortcut certifies at T' < T (B is non-decreasing in T)
     for s, T, k in [(0.5, 10_000, 1e-6), (1.0, 4000, 1e-3)]:
@@ -277,7 +277,7 @@ def test_unconverged_bracket_says_so():
 def test_cli_reports_width_and_converged(capsys):
     import json
 
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     main(["bound", "-s", "3", "-q", "1", "-T", "1", "--kappa", "1e-9", "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -292,7 +292,7 @@ def test_cli_reports_width_and_converged(capsys):
 # -- baselines are bounds ---------------------------------------------------------------
 @pytest.mark.parametrize("s,q,T,k", [(3, 1, 1, 1e-9), (0.4, 0.01, 1, 0.1), (1.0, 0.3, 1, 1e-4), (2.0, 1.0, 50, 0.01)])
 def test_baselines_are_at_least_the_exact_value(s, q, T, k):
-    from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp
+    from reconrisk._src.measures.conversions import rdp_rero_bound, rero_from_dp
 
     rel = Release(s, q, T)
     exact = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_full_batch(math.sqrt(T) / s, k)
@@ -312,7 +312,7 @@ def test_fractional_rdp_matches_quadrature_and_dp_accounting_series():
     from scipy import integrate
 
     from dp_accounting.rdp import rdp_privacy_accountant as ra
-    from reconrisk.accounting.rdp import subsampled_gaussian_rdp
+    from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
 
     s, q = 1.0, 0.01
     orders = [1.5, 2.5, 3.5, 10.5]
@@ -355,7 +355,7 @@ def test_calibration_full_batch_never_overshoots(k, frac, T):
 
 
 def test_analytic_calibration_never_overshoots():
-    from reconrisk.theory.analytic import analytic_calibration
+    from reconrisk._src.theory.analytic import analytic_calibration
 
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -411,7 +411,7 @@ def test_epsilon_small_sigma_has_no_value_discretization_message():
     ["calibrate", "-g", "0.2", "-q", "0.5", "-T", "10", "--kappa", "1e-300", "--json"],
 ])
 def test_cli_extremes_exit_cleanly(args, capsys):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     try:
         rc = main(args)
@@ -450,12 +450,12 @@ def test_fft_roundoff_allowance_covers_extended_precision_error(pess):
 def test_refined_low_frequency_allowance_covers_extended_precision_error(monkeypatch):
     # force the long-double recomputation of the amplified low frequencies on a small case and check
     # the per-frequency bound against a long-double composition; it must also beat the plain bound
-    from reconrisk.accounting import pmf as pmf_mod
+    from reconrisk._src.accounting import pmf as pmf_mod
 
     p = step_pmf(2.0, 0.05, 5e-3, pessimistic=True)
     plain = p.self_compose(64)
     monkeypatch.setattr(pmf_mod, "REFINE_ABOVE", 0.0)
-    from reconrisk.accounting import fft_roundoff
+    from reconrisk._src.accounting import fft_roundoff
 
     monkeypatch.setattr(fft_roundoff, "LOW_FREQ_TARGET", 1e-18)
     f = p.self_compose(64)
@@ -478,7 +478,7 @@ def test_long_run_small_risk_allowance_is_small():
 def test_window_guard_coarsens_to_a_certified_bracket(monkeypatch):
     # issue 22 part 5 (b): a window over the memory target no longer stops the bracket (nor, with an
     # explicit grid, raises): the engine composes on a coarser grid, still certified, and says which
-    from reconrisk.accounting import pmf as pmf_mod
+    from reconrisk._src.accounting import pmf as pmf_mod
 
     monkeypatch.setattr(pmf_mod, "MAX_WINDOW_ATOMS", 50)
     kk = np.array([1e-3])

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.analysis.dispatch import analyse
-from reconrisk.analysis.events import EventAnalysis
+from reconrisk._src.analysis.dispatch import analyse
+from reconrisk._src.analysis.events import EventAnalysis
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms.base import Step, by_name
-from reconrisk.mechanisms.discrete_gaussian import DiscreteGaussian
-from reconrisk.mechanisms.samplers import NoAmplification, Poisson
+from reconrisk._src.mechanisms.base import Step, by_name
+from reconrisk._src.mechanisms.discrete_gaussian import DiscreteGaussian
+from reconrisk._src.mechanisms.samplers import NoAmplification, Poisson
 
 mp.mp.dps = 50
 

@@ -14,9 +14,9 @@ from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from _reference import reference_jit  # noqa: E402
 from reconrisk import Release  # noqa: E402
-from reconrisk.data import load_digits  # noqa: E402
+from reconrisk._src.data import load_digits  # noqa: E402
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.train import dpsgd, models  # noqa: E402
+from reconrisk._src.train import dpsgd, models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -266,9 +266,9 @@ def test_seed000_model_size():
 def test_noise_registry_dispatches_on_release_noise(digits, logistic_runs, monkeypatch):
     from dataclasses import dataclass
 
-    from reconrisk.mechanisms import base as mbase
-    from reconrisk.mechanisms.gaussian import Gaussian
-    from reconrisk.train import noise
+    from reconrisk._src.mechanisms import base as mbase
+    from reconrisk._src.mechanisms.gaussian import Gaussian
+    from reconrisk._src.train import noise
 
     assert "gaussian" in noise.noise_families()
     with pytest.raises(ReconRiskError, match="noise"):

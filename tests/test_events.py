@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from reconrisk.analysis.privacy import PrivacyAnalysis
-from reconrisk.analysis.events import EventAnalysis
-from reconrisk.cli import main
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.analysis.events import EventAnalysis
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.release import Release
+from reconrisk._src.release import Release
 
 dpa = pytest.importorskip("dp_accounting")
 
@@ -77,9 +77,9 @@ def test_gdp_mu_of_events():
     # the pure-DP μ is sound: G_μ lies below the Laplace curve (one step) everywhere
     al = np.logspace(-9, math.log10(0.999), 300)
     assert np.all(special.ndtr(special.ndtri(1 - al) - mu1) <= laplace_tradeoff(al, 1 / b) + 1e-12)
-    from reconrisk.mechanisms.base import Step  # (a mixture's PLD takes about a minute: not built here)
-    from reconrisk.mechanisms.mixture_gaussians import MixtureOfGaussians
-    from reconrisk.mechanisms.samplers import NoAmplification
+    from reconrisk._src.mechanisms.base import Step  # (a mixture's PLD takes about a minute: not built here)
+    from reconrisk._src.mechanisms.mixture_gaussians import MixtureOfGaussians
+    from reconrisk._src.mechanisms.samplers import NoAmplification
 
     assert Step(MixtureOfGaussians(1.0, (0, 1), (0.5, 0.5)), NoAmplification()).gdp_mu_squared() is None  # upper None
 

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconrisk.analysis.dispatch import analyse
-from reconrisk.cli import main
+from reconrisk._src.analysis.dispatch import analyse
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
-from reconrisk.measures.conversions import rero_from_dp
-from reconrisk.measures.rdp_tradeoff import rero_release_rdp
-from reconrisk.release import Release
+from reconrisk._src.measures.conversions import rero_from_dp
+from reconrisk._src.measures.rdp_tradeoff import rero_release_rdp
+from reconrisk._src.release import Release
 
 TOL = 1e-9
 SETTINGS = settings(max_examples=10, deadline=None, derandomize=True,
@@ -101,8 +101,8 @@ def test_bound_cli_json_baselines_never_below_the_bracket(capsys):
 
 def test_a_baseline_below_the_bracket_is_shown_unavailable(monkeypatch, capsys):
     """Were a baseline to fail numerically again, the table, JSON and report say so instead of printing a bound."""
-    import reconrisk.measures.rdp_tradeoff as rt
-    from reconrisk.results import Bound
+    import reconrisk._src.measures.rdp_tradeoff as rt
+    from reconrisk._src.results import Bound
 
     def broken(release, kappa, **kw):
         return [Bound("reconstruction", None, float(kappa), method="rdp_optimal", formula="broken")]
@@ -116,8 +116,8 @@ def test_a_baseline_below_the_bracket_is_shown_unavailable(monkeypatch, capsys):
     cap = capsys.readouterr()
     assert "unavailable" in cap.out and "0.0100 " not in cap.out and "below the certified lower end" in cap.err
 
-    from reconrisk.experiments import riskreport
-    from reconrisk.report_model import BelowCertified
+    from reconrisk._src.experiments import riskreport
+    from reconrisk._src.report_model import BelowCertified
 
     monkeypatch.setattr(riskreport, "rero_release_rdp", broken)
     a = analyse(Release(noise_multiplier=1e-6, sample_rate=0.01, steps=1000))

@@ -26,11 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, signal, special
 
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk import risk
-from reconrisk.measures.reference import exact_zero_out
-from reconrisk.measures.rero_zeroout import zero_out_bracket
-from reconrisk.release import Release
+from reconrisk._src.measures.reference import exact_zero_out
+from reconrisk._src.measures.rero_zeroout import zero_out_bracket
+from reconrisk._src.release import Release
 
 
 # -- T = 1: the two real orientations and the hull ------------------------------------------------
@@ -177,7 +177,7 @@ def test_adaptive_orientation_epsilon_is_covered():
     assert e.lower <= e.upper and e.upper == pytest.approx(2.9255, abs=1e-3)  # the composition of C_q
     d = PrivacyAnalysis(rel).delta(2.8676, two_sided=True)
     assert d.upper > 1e-5 and d.lower <= d.upper
-    from reconrisk.analysis.accountant import epsilon
+    from reconrisk._src.analysis.accountant import epsilon
 
     assert epsilon(release=rel, delta=1e-5) == pytest.approx(e.upper, rel=1e-9)  # the plain accountant too
 
@@ -244,7 +244,7 @@ def test_event_analysis_of_steps_without_replacement_answers_pairs_symmetrised()
     pair's 0.9522 (σ 0.6 of the run = dp_accounting's 0.3, q 0.5, FPR 0.5), and ε agrees with the release route."""
     import dp_accounting as dpa
 
-    from reconrisk.analysis.events import EventAnalysis
+    from reconrisk._src.analysis.events import EventAnalysis
 
     one = dpa.SampledWithoutReplacementDpEvent(1000, 500, dpa.GaussianDpEvent(0.3))
     ev = EventAnalysis(one, value_discretization=1e-3)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconrisk.cli import main
+from reconrisk._src.cli import main
 from reconrisk.errors import ReconRiskError
 
 DEEP = 5000  # past Python's recursion limit (1000)
@@ -63,7 +63,7 @@ def test_integers_past_the_string_limit_are_one_line_in_every_loader(capsys, tmp
 
 
 def test_parse_text_refuses_in_python():
-    from reconrisk._io import MAX_NESTING, parse_text
+    from reconrisk._src._io import MAX_NESTING, parse_text
 
     for kind, text in (("json", "[" * DEEP + "]" * DEEP), ("toml", "a = " + "[" * DEEP + "]" * DEEP),
                        ("json", "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1)), ("json", HUGE_INT),
@@ -106,7 +106,7 @@ def test_file_options_refuse_unwritable_paths(capsys, tmp_path):
     one_line_error(capsys, ["sweep", "export", "--store", str(tmp_path / "none.db"), "--csv", str(tmp_path)],
                    "must be a file path")
 
-    from reconrisk._io import check_out_file
+    from reconrisk._src._io import check_out_file
 
     with pytest.raises(ReconRiskError, match="--store"):
         check_out_file(f / "x.db", "--store")
@@ -132,7 +132,7 @@ def _mixture(sd, sens, probs):
      "PoissonSampledDpEvent"),
 ])
 def test_degenerate_dp_accounting_events_are_refused(make, needle):
-    from reconrisk.analysis.dispatch import analyse
+    from reconrisk._src.analysis.dispatch import analyse
 
     with pytest.raises(ReconRiskError, match=needle):
         analyse(make()).epsilon(1e-5)
@@ -142,7 +142,7 @@ def test_valid_events_pass_the_checks():
     """The checks refuse only the degenerate (dp_accounting's mixture PLD takes minutes, so ε is not asked here)."""
     import dp_accounting as dpa
 
-    from reconrisk.mechanisms.traverse import steps
+    from reconrisk._src.mechanisms.traverse import steps
 
     for ev in (_mixture(1.0, [0, 1], [0.5, 0.5]), _mixture(0.3, [0, 1, 2], [0.2, 0.3, 0.5]),
                dpa.RandomizedResponseDpEvent(0.5, 4)):
@@ -177,8 +177,8 @@ def test_load_state_dict_hostile(state, needle):
 def test_step_counts_are_capped_everywhere(capsys, tmp_path):
     import dp_accounting as dpa
 
-    from reconrisk.analysis.dispatch import analyse
-    from reconrisk.release import Release
+    from reconrisk._src.analysis.dispatch import analyse
+    from reconrisk._src.release import Release
 
     for ev in (dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 10**30),
                dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(1.0), 10**30),

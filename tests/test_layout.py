@@ -206,7 +206,7 @@ def _lazy_allowed(module: str, target: str, heavy: set[str], slow: set[str]) -> 
     """May ``module`` import the project module ``target`` inside a function?"""
     if target in ("reconrisk", PRIVATE) or target in heavy:  # the root package (its lazy names; reconrisk._src: its __version__); a heavy module
         return True
-    # mechanisms/ is on `import reconrisk.release`'s numpy-only path (a Segment holds a typed mechanism): its
+    # mechanisms/ is on `import reconrisk._src.release`'s numpy-only path (a Segment holds a typed mechanism): its
     # classes load the numeric engines (a module of layer <= 1 that loads scipy or dp_accounting) where a number is
     # computed
     if module.startswith("reconrisk._src.mechanisms.") and target in slow and (_layer(target) or 0) <= 1:

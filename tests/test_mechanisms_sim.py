@@ -10,7 +10,7 @@ import pytest
 jax = pytest.importorskip("jax")
 
 from reconrisk.errors import ReconRiskError  # noqa: E402
-from reconrisk.mechanisms.vmf import vmf_mean_resultant, vmf_noise_jax  # noqa: E402
+from reconrisk._src.mechanisms.vmf import vmf_mean_resultant, vmf_noise_jax  # noqa: E402
 
 
 @pytest.mark.parametrize("p,kappa", [(3, 2.0), (500, 40.0)])
@@ -29,8 +29,8 @@ def test_jax_vmf_mean_cosine_within_3_se(p, kappa):
 def test_inverting_gradients_recovers_a_noiseless_batch():
     import jax.numpy as jnp
 
-    from reconrisk.attacks.gradient_inversion import inverting_gradients
-    from reconrisk.metrics import mse
+    from reconrisk._src.attacks.gradient_inversion import inverting_gradients
+    from reconrisk._src.metrics import mse
 
     # a linear softmax model on 4×4 images: the gradient determines a single image up to the label row
     rng = np.random.default_rng(0)
@@ -54,15 +54,15 @@ def test_inverting_gradients_recovers_a_noiseless_batch():
 
 
 def test_capacity_matched_sigma_inverts_theorem5():
-    from reconrisk.theory.capacity import log_capacity_gaussian
-    from reconrisk.experiments.mechanisms import gaussian_sigma_for_log_capacity
+    from reconrisk._src.theory.capacity import log_capacity_gaussian
+    from reconrisk._src.experiments.mechanisms import gaussian_sigma_for_log_capacity
 
     s = gaussian_sigma_for_log_capacity(42.57, 1.0, 4100)
     assert log_capacity_gaussian(s, 1.0, 4100) == pytest.approx(42.57, rel=1e-5)
 
 
 def test_compare_config_validates():
-    from reconrisk.experiments.mechanisms import CompareConfig
+    from reconrisk._src.experiments.mechanisms import CompareConfig
 
     with pytest.raises(ReconRiskError, match="epsilons"):
         CompareConfig(epsilons=(1.0, -2.0))
@@ -73,7 +73,7 @@ def test_compare_config_validates():
 @pytest.mark.slow
 def test_qualitative_claims_ci_size():
     """seed 004 §9: at matched ε Gaussian accuracy ≥ VMF accuracy and VMF MSE ≥ Gaussian MSE (digits, small run)."""
-    from reconrisk.experiments.mechanisms import CompareConfig, compare_mechanisms
+    from reconrisk._src.experiments.mechanisms import CompareConfig, compare_mechanisms
 
     res = compare_mechanisms(CompareConfig(epsilons=(8.0,), epochs=4, attack_iterations=150))
     g, vm = (next(p for p in res.points if p.mechanism == m) for m in ("gaussian", "vmf"))
@@ -85,10 +85,10 @@ def test_qualitative_claims_ci_size():
 
 def test_release_vmf_trains_in_the_shared_simulator():
     """Release.vmf(κ) runs through train/dpsgd.py's noise seam: the released gradient is a unit vector."""
-    from reconrisk.data import load_digits
-    from reconrisk.release import Release
-    from reconrisk.train.dpsgd import train
-    from reconrisk.train.models import get_model
+    from reconrisk._src.data import load_digits
+    from reconrisk._src.release import Release
+    from reconrisk._src.train.dpsgd import train
+    from reconrisk._src.train.models import get_model
 
     ds = load_digits().subset(np.arange(200))
     model = get_model("logistic", ds.image_shape)
@@ -98,7 +98,7 @@ def test_release_vmf_trains_in_the_shared_simulator():
     g = np.asarray(res.transcript.grads)
     assert np.allclose(np.linalg.norm(g.reshape(g.shape[0], -1), axis=1), 1.0, atol=1e-4)
     with pytest.raises(ReconRiskError, match="VMF"):
-        from reconrisk.analysis.accountant import epsilon
+        from reconrisk._src.analysis.accountant import epsilon
 
         epsilon(release=rel, delta=1e-5)
     with pytest.raises(ReconRiskError, match="concentration"):

@@ -13,8 +13,8 @@ import pytest
 from scipy import stats
 
 from reconrisk import Release
-from reconrisk.measures import montecarlo as M
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.measures import montecarlo as M
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 
 def _direct(rng, n, release, from_mu):
@@ -73,7 +73,7 @@ def test_cancel_and_errors_stop_the_threads():
 def test_a_started_sampler_is_used_only_for_its_own_draws():
     """``reconrisk report`` starts the draws before its imports and hands them over: the result is the same
     as drawing in place, and draws for another seed, size or release are cancelled and drawn anew."""
-    from reconrisk.analysis.privacy_rero import start_monte_carlo
+    from reconrisk._src.analysis.privacy_rero import start_monte_carlo
 
     rel = Release(1.0, 0.05, 200)
     direct = start_monte_carlo(PrivacyAnalysis(rel), 0.1, samples=3000, seed=5).bounds()[0]
@@ -88,7 +88,7 @@ def test_a_started_sampler_is_used_only_for_its_own_draws():
 
 def test_a_started_sampler_is_cancelled_when_the_arguments_are_refused():
     from reconrisk import ReconRiskError
-    from reconrisk.analysis.privacy_rero import start_monte_carlo
+    from reconrisk._src.analysis.privacy_rero import start_monte_carlo
 
     rel = Release(1.0, 0.01, 1000)
     early = M.LogRatioSampler(0, 50_000, rel.segments, threads=2)
@@ -102,7 +102,7 @@ def test_report_cli_draws_the_same_numbers_as_bound_mc(tmp_path, monkeypatch):
     report draws once: the early sampler is the one used."""
     import json
 
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     made = []
     real = M.LogRatioSampler
@@ -118,7 +118,7 @@ def test_report_cli_draws_the_same_numbers_as_bound_mc(tmp_path, monkeypatch):
     assert len(made) == 1
     monkeypatch.setattr(M, "LogRatioSampler", real)
     mc = json.loads((tmp_path / "report.json").read_text())["rero"]["mc"]
-    from reconrisk.analysis.privacy_rero import rero_bounds
+    from reconrisk._src.analysis.privacy_rero import rero_bounds
 
     ref = rero_bounds(PrivacyAnalysis(Release(1.0, 0.05, 50)), [0.1], method="mc", samples=2000, seed=0)[0]
     assert (mc["lower"], mc["upper"], mc["estimate"]) == (ref.lower, ref.upper, ref.estimate)

@@ -17,11 +17,11 @@ import pytest
 
 import reconrisk as rr
 from reconrisk import Release
-import reconrisk.accounting.epsilon  # noqa: F401  (the module, not the forwarded name)
-from reconrisk.analysis.accountant import SHARED_ANALYSES, shared_analysis
-from reconrisk.analysis.privacy import PrivacyAnalysis
+import reconrisk._src.accounting.epsilon  # noqa: F401  (the module, not the forwarded name)
+from reconrisk._src.analysis.accountant import SHARED_ANALYSES, shared_analysis
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
-eps_module = sys.modules["reconrisk.accounting.epsilon"]
+eps_module = sys.modules["reconrisk._src.accounting.epsilon"]
 SRC = Path(__file__).resolve().parents[1] / "src" / "reconrisk"
 
 
@@ -103,8 +103,8 @@ def test_no_composer_or_class_is_handed_down(path):
 
 
 def test_the_opacus_adapter_returns_plain_data():
-    from reconrisk.adapters import opacus_history as oh
-    from reconrisk.release import opacus_history_release
+    from reconrisk._src.adapters import opacus_history as oh
+    from reconrisk._src.release import opacus_history_release
 
     reading = oh.read_history([(1.0, 0.01, 30), (2.0, 0.01, 5)])
     assert reading == ("poisson", ((1.0, 0.01, 30), (2.0, 0.01, 5)), None, None, None)
@@ -120,16 +120,16 @@ def test_the_opacus_adapter_returns_plain_data():
 
 # -- each question lives with its analysis; measures are functions of curves ----------------------------------
 MOVED = [  # (old module, name, new module)
-    ("reconrisk.measures.rero", "pld_bracket", "reconrisk.analysis.privacy_rero"),
-    ("reconrisk.measures.rero", "rero_bounds", "reconrisk.analysis.privacy_rero"),
-    ("reconrisk.measures.rero", "start_monte_carlo", "reconrisk.analysis.privacy_rero"),
-    ("reconrisk.measures.tradeoff", "tradeoff", "reconrisk.analysis.privacy_rero"),
-    ("reconrisk.measures.risk", "risk", "reconrisk.analysis.risk"),
-    ("reconrisk.measures.risk", "reconstruction_risk", "reconrisk.analysis.risk"),
-    ("reconrisk.measures.risk", "all_risks", "reconrisk.analysis.risk"),
-    ("reconrisk.measures.risk", "release_total_variation", "reconrisk.analysis.privacy_risk"),
-    ("reconrisk.measures.risk", "event_prior_success", "reconrisk.analysis.events_risk"),
-    ("reconrisk.measures.risk_curves", "event_pair", "reconrisk.analysis.events_risk"),
+    ("reconrisk._src.measures.rero", "pld_bracket", "reconrisk._src.analysis.privacy_rero"),
+    ("reconrisk._src.measures.rero", "rero_bounds", "reconrisk._src.analysis.privacy_rero"),
+    ("reconrisk._src.measures.rero", "start_monte_carlo", "reconrisk._src.analysis.privacy_rero"),
+    ("reconrisk._src.measures.tradeoff", "tradeoff", "reconrisk._src.analysis.privacy_rero"),
+    ("reconrisk._src.measures.risk", "risk", "reconrisk._src.analysis.risk"),
+    ("reconrisk._src.measures.risk", "reconstruction_risk", "reconrisk._src.analysis.risk"),
+    ("reconrisk._src.measures.risk", "all_risks", "reconrisk._src.analysis.risk"),
+    ("reconrisk._src.measures.risk", "release_total_variation", "reconrisk._src.analysis.privacy_risk"),
+    ("reconrisk._src.measures.risk", "event_prior_success", "reconrisk._src.analysis.events_risk"),
+    ("reconrisk._src.measures.risk_curves", "event_pair", "reconrisk._src.analysis.events_risk"),
 ]
 
 
@@ -143,7 +143,7 @@ def test_moved_names_still_read_from_their_old_module(old, name, new):
 
 
 def test_the_old_accounting_door_forwards_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="moved to reconrisk.analysis.accountant.epsilon"):
+    with pytest.warns(DeprecationWarning, match="moved to reconrisk._src.analysis.accountant.epsilon"):
         e = eps_module.epsilon(1.3, 0.02, 700, 1e-5)
     assert e == rr.epsilon(1.3, 0.02, 700, 1e-5)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from reconrisk import Release
-from reconrisk.analysis import risk as R
+from reconrisk._src.analysis import risk as R
 from reconrisk import tradeoff
 from reconrisk import analyse
 

@@ -1,6 +1,6 @@
 """Issue 22 part 5, "precision where users look": tiny κ and α, coarsening instead of refusing, RAD lower end.
 
-References never touch the PLD engine (reconrisk.measures.reference: exact T = 1, q = 1, T = 2 by
+References never touch the PLD engine (reconrisk._src.measures.reference: exact T = 1, q = 1, T = 2 by
 quadrature); the engine's tilted compositions must contain them *and* be narrow.
 """
 
@@ -14,14 +14,14 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import Release
-from reconrisk.accounting import pmf as pmf_mod
-from reconrisk.accounting.pld import compose_segments, step_pmf
-from reconrisk.accounting.pld_tilt import tilt_for_kappa
-from reconrisk.measures import reference as ref
-from reconrisk.analysis import risk as R
-from reconrisk.analysis.privacy_rero import pld_bracket
-from reconrisk.measures.rero import _loss_spread, analytic_bracket, loss_cap
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.accounting import pmf as pmf_mod
+from reconrisk._src.accounting.pld import compose_segments, step_pmf
+from reconrisk._src.accounting.pld_tilt import tilt_for_kappa
+from reconrisk._src.measures import reference as ref
+from reconrisk._src.analysis import risk as R
+from reconrisk._src.analysis.privacy_rero import pld_bracket
+from reconrisk._src.measures.rero import _loss_spread, analytic_bracket, loss_cap
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 from reconrisk import analyse
 
 REL = 1e-9
@@ -71,7 +71,7 @@ def test_tradeoff_power_at_alpha_1e12_is_narrow():
 @given(st.floats(0.3, 20.0), st.floats(1e-6, 0.9), st.floats(-12.0, -0.5), st.sampled_from([1, 2]))
 def test_sampled_steps_upper_end_contains_the_exact_value(s, q, lk, T):
     # E_K[Φ(Φ⁻¹(κ) + √K/σ)] ≥ B_κ: against the exact T = 1 closed form (where it is exact) and T = 2 quadrature
-    from reconrisk.measures.rero import _sampled_gdp_upper
+    from reconrisk._src.measures.rero import _sampled_gdp_upper
 
     k = 10.0**lk
     ex = ref.exact_single_step(s, q, k) if T == 1 else ref.exact_two_steps(s, q, s, q, k)

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special
 
-from reconrisk.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp
-from reconrisk.measures.fdp import dp_power, dp_tradeoff, rero_dp, tradeoff_dp
-from reconrisk.measures.rdp_tradeoff import (
+from reconrisk._src.measures.conversions import rdp_rero_bound, rero_from_dp, rero_from_rdp, rero_from_zcdp
+from reconrisk._src.measures.fdp import dp_power, dp_tradeoff, rero_dp, tradeoff_dp
+from reconrisk._src.measures.rdp_tradeoff import (
     rdp_power,
     release_rdp_power,
     renyi_bernoulli,
@@ -25,10 +25,10 @@ from reconrisk.measures.rdp_tradeoff import (
     tradeoff_zcdp,
     zcdp_power,
 )
-from reconrisk.measures.vmf_rero import rero_vmf, vmf_rdp_curve
+from reconrisk._src.measures.vmf_rero import rero_vmf, vmf_rdp_curve
 from reconrisk.errors import ReconRiskError
-from reconrisk.release import Release
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.release import Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 
 def _bern(p, k):
@@ -157,8 +157,8 @@ def test_zcdp_never_looser_than_corollary4_and_sound_against_gaussian_dp(k, rho)
 
 
 def test_tiny_priors_keep_the_bound_in_log_space():
-    from reconrisk.measures.rdp_tradeoff import rero_zcdp
-    from reconrisk.priors import log_kappa_uniform_ball
+    from reconrisk._src.measures.rdp_tradeoff import rero_zcdp
+    from reconrisk._src.priors import log_kappa_uniform_ball
 
     lk = log_kappa_uniform_ball(784, 0.5)  # ≈ −543: κ underflows
     b = rero_zcdp(None, 10.0, log_kappa=lk)
@@ -208,7 +208,7 @@ KAPPAS = [1e-6, 1e-3, 0.05, 0.3, 0.7]
 
 @pytest.mark.parametrize("rel", GRID, ids=lambda r: f"s{r.noise_multiplier}-q{r.sample_rate}-T{r.steps}")
 def test_release_never_looser_than_balle2022_and_above_the_exact_risk(rel):
-    from reconrisk.analysis.privacy_rero import rero_bounds
+    from reconrisk._src.analysis.privacy_rero import rero_bounds
 
     old = rdp_rero_bound(rel.segments, KAPPAS)
     pld = rero_bounds(PrivacyAnalysis(rel), KAPPAS, method="pld")
@@ -223,7 +223,7 @@ def test_release_tradeoff_curve_is_a_lower_bound_on_the_exact_curve():
 
     rel = Release(1.0, 0.02, 300)
     a = np.array([1e-4, 1e-2, 0.1, 0.3, 0.6, 0.9])
-    from reconrisk.measures.rdp_tradeoff import tradeoff_release_rdp
+    from reconrisk._src.measures.rdp_tradeoff import tradeoff_release_rdp
 
     ours = tradeoff_release_rdp(rel, a)
     exact = tradeoff(rel, a, method="pld")
@@ -300,7 +300,7 @@ def test_subsampled_gaussian_kl_and_orders_near_one(sigma, q):
     """KL by an independent quadrature of μ log(μ/ν) in mpmath; orders in (1, 1.01) continuous with it and with 1.01."""
     import mpmath
 
-    from reconrisk.accounting.rdp import _log_a_frac, subsampled_gaussian_kl, subsampled_gaussian_rdp
+    from reconrisk._src.accounting.rdp import _log_a_frac, subsampled_gaussian_kl, subsampled_gaussian_rdp
 
     def f(z):
         mu = (1 - q) * mpmath.npdf(z, 0, sigma) + q * mpmath.npdf(z, 1, sigma)

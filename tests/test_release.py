@@ -55,8 +55,8 @@ def test_full_batch_property():
 def test_release_noise_families_are_the_mechanisms_registry():
     import warnings
 
-    from reconrisk import release as R
-    from reconrisk.mechanisms.base import by_name
+    from reconrisk._src import release as R
+    from reconrisk._src.mechanisms.base import by_name
 
     # a family is a registered mechanism a Segment can hold: the registry is the only table
     assert R.noise_families() == ("gaussian", "vmf")
@@ -77,7 +77,7 @@ def test_gaussian_only_computations_refuse_a_vmf_release():
     import pytest
 
     import reconrisk as rr
-    from reconrisk.accounting.order2 import release_rdp_alpha2
+    from reconrisk._src.accounting.order2 import release_rdp_alpha2
     from reconrisk import risk
     from reconrisk import tradeoff
     from reconrisk.errors import ReconRiskError

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from conftest import REPORTS_CHECKED, check_report_json
 from reconrisk import Release
-from reconrisk._io import dumps
+from reconrisk._src._io import dumps
 from reconrisk.errors import PLDRangeError, ReconRiskError
-from reconrisk.experiments.riskreport import ReportConfig, epsilon_entry, risk_report
-from reconrisk.report_model import (MC_PENDING, BelowCertified, Provenance, RiskReport, Unavailable, report_json,
+from reconrisk._src.experiments.riskreport import ReportConfig, epsilon_entry, risk_report
+from reconrisk._src.report_model import (MC_PENDING, BelowCertified, Provenance, RiskReport, Unavailable, report_json,
                                     report_schema)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def test_the_schema_rejects_a_broken_report(reports):
 def test_the_writer_validates_every_report_json(reports, tmp_path):
     """The hook of ``tests/conftest.py`` runs inside ``write_report``: a broken report is refused, a good one is
     counted (so a test that writes report.json, through the CLI or directly, is checked)."""
-    from reconrisk.report.html import write_report
+    from reconrisk._src.report.html import write_report
 
     n = len(REPORTS_CHECKED)
     write_report(reports["fixed"], tmp_path / "ok", PROV)
@@ -141,7 +141,7 @@ def test_the_writer_validates_every_report_json(reports, tmp_path):
 
 
 def test_the_cli_report_goes_through_the_schema_check(tmp_path, capsys):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
 
     n = len(REPORTS_CHECKED)
     assert main(["report", "-s", "1.5", "-q", "1", "-T", "3", "--samples", "0", "--out", str(tmp_path)]) == 0
@@ -177,15 +177,15 @@ def test_an_event_report_validates_and_names_the_event(tmp_path):
     tail = " reads a DP-SGD release (sigma, q, T); not defined for the event LaplaceDpEvent"
     assert rep.fano.reason == "Fano's bound" + tail and rep.calibration.reason == "calibration of sigma" + tail
     # the report words the analysis's own answer (asked before computing) about each family
-    from reconrisk.analysis.dispatch import analyse
+    from reconrisk._src.analysis.dispatch import analyse
 
     assert analyse(event).supports("mechanism").reason.endswith(tail)
     check_report_json(_json(rep))
 
 
 def test_the_rdp_fallback_asks_the_exception_type_not_its_message(monkeypatch):
-    from reconrisk.accounting import epsilon
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.accounting import epsilon
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     rel = Release(1.0, 0.1, 10)
     a = PrivacyAnalysis(rel)
@@ -210,11 +210,11 @@ def test_the_pld_accountant_raises_its_own_type(monkeypatch):
     """Where the grid cannot hold the per-step loss range the engine raises :class:`PLDRangeError` and the
     accountant says so in the user's terms with the same type (rare since the engine coarsens: the inner call is
     forced here); a plain error with the same words is not taken for it."""
-    from reconrisk.accounting import pld
+    from reconrisk._src.accounting import pld
 
     with pytest.raises(PLDRangeError, match="value_discretization must be >="):
         pld.step_pmf(0.001, 0.01, 1e-4)
-    from reconrisk.analysis.privacy import PrivacyAnalysis
+    from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
     def grid_fails(*a, **k):
         raise PLDRangeError("value_discretization must be >= 0.127 for noise_multiplier=0.001, sample_rate=0.01")
@@ -232,7 +232,7 @@ def test_the_pld_accountant_raises_its_own_type(monkeypatch):
 
 
 def test_a_guarantee_alone_is_refused_in_one_line():
-    from reconrisk.analysis.guarantee import GuaranteeAnalysis
+    from reconrisk._src.analysis.guarantee import GuaranteeAnalysis
 
     with pytest.raises(ReconRiskError, match="a guarantee alone has no release to report on"):
         risk_report(GuaranteeAnalysis("dp", epsilon=1.0, delta=1e-5), ReportConfig(samples=0))
@@ -244,7 +244,7 @@ def test_a_guarantee_alone_is_refused_in_one_line():
     ({"prior_size": 10, "kappa": 0.1}, ("prior_size", "kappa"), "(flags --prior-size, --kappa)"),
 ])
 def test_config_errors_name_python_parameters_and_the_cli_adds_its_flags(kwargs, names, flags, capsys, tmp_path):
-    from reconrisk.cli import main
+    from reconrisk._src.cli import main
     from reconrisk.errors import ParameterError
 
     with pytest.raises(ParameterError) as caught:

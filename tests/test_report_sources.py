@@ -84,7 +84,7 @@ def test_torch_refusal_reaches_the_user_whole(tmp_path, capsys):
 def test_a_reader_asks_the_error_type_not_its_message(tmp_path):
     """Text that is not JSON is :class:`SyntaxInvalid` (an Opacus file then goes to torch's weights-only loader);
     JSON nested too deeply is refused in one line as it is, never handed to torch."""
-    from reconrisk._io import MAX_NESTING, parse_text
+    from reconrisk._src._io import MAX_NESTING, parse_text
     from reconrisk.errors import SyntaxInvalid
 
     with pytest.raises(SyntaxInvalid, match="is not valid JSON"):
@@ -99,8 +99,8 @@ def test_a_reader_asks_the_error_type_not_its_message(tmp_path):
 def test_events_a_release_cannot_read_are_kept_as_the_event(tmp_path):
     """A file of Laplace events is the event (its own analysis) where events are welcome, refused in one line naming
     it elsewhere; a Gaussian event file is a Release either way (decided on the event's steps, not a message)."""
-    from reconrisk.experiments.release_source import release_from_mapping
-    from reconrisk.release import Release
+    from reconrisk._src.experiments.release_source import release_from_mapping
+    from reconrisk._src.release import Release
 
     laplace = {"events": [{"type": "laplace", "noise_multiplier": 2.0, "count": 3}]}
     event = release_from_mapping(laplace, "f", events=True)

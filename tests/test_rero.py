@@ -10,8 +10,8 @@ from scipy import special
 
 import reconrisk as rr
 from reconrisk import ReconRiskError, Release
-from reconrisk.analysis.privacy_rero import pld_bracket, rero_bounds
-from reconrisk.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.analysis.privacy_rero import pld_bracket, rero_bounds
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 
 # -- reproduction -------------------------------------------------------------------

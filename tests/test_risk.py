@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from scipy import optimize, special
 
 from reconrisk import Release
-from reconrisk.analysis import risk as R
-from reconrisk.measures import risk as M
-from reconrisk.measures.tradeoff import exact_power
+from reconrisk._src.analysis import risk as R
+from reconrisk._src.measures import risk as M
+from reconrisk._src.measures.tradeoff import exact_power
 from reconrisk import tradeoff
 from reconrisk.errors import ReconRiskError
 from reconrisk import analyse
@@ -120,7 +120,7 @@ def test_cherubin_baseline_is_exact_at_q1():
 
 
 def test_json_shape():
-    """Every risk is the one result shape (reconrisk.results.Bound): fixed fields, measure-specific details."""
+    """Every risk is the one result shape (reconrisk._src.results.Bound): fixed fields, measure-specific details."""
     b = R.risk(analyse(Release(1.0, 0.01, 100)), "reconstruction", prior_size=100)
     d = b.to_dict()
     for k in ("quantity", "method", "lower", "upper", "width", "estimate", "confidence", "converged", "formula",

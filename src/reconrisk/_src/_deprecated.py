@@ -149,7 +149,7 @@ def moved_names(module: str, package: str, moved: dict[str, str]) -> Callable[[s
     ``moved`` maps each old name to the module that now holds it, relative to ``package`` (the old module's
     package: ``"..analysis.privacy_rero"``), so the mapping survives a move of the whole tree. Reading the old
     name warns once per read (:func:`warn_at_caller`) and returns the very object (``is`` holds). Used where a
-    question moved up to the analysis room (:mod:`reconrisk.analysis`), which the old, lower module may not import.
+    question moved up to the analysis room (:mod:`reconrisk._src.analysis`), which the old, lower module may not import.
     """
     def __getattr__(name: str):
         if name not in moved:

@@ -82,7 +82,7 @@ def calibrate_noise(
     rel_tol: float = 1e-3,
 ) -> dict:
     """Deprecated: use :func:`calibrate` (``calibrate("reconstruction", target_rero, sample_rate=…, steps=…,
-    kappa=…)``), whose :class:`~reconrisk.analysis.calibrate.Calibration` holds the certified bound as a ``Bound``.
+    kappa=…)``), whose :class:`~reconrisk._src.analysis.calibrate.Calibration` holds the certified bound as a ``Bound``.
 
     Smallest noise multiplier with certified ReRo ≤ ``target_rero``, and the ε it implies: the one
     calibrator's answer as the dict of earlier releases — ``noise_multiplier``, ``rero`` (the certified bound
@@ -108,9 +108,9 @@ def calibrate_noise(
 def tradeoff(source, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
     """Certified bracket on the trade-off curve f(α) of ``source`` at every α (Dong, Roth & Su 2022).
 
-    ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
-    (:func:`analyse`); the curve is its analysis's :meth:`~reconrisk.analysis.base.Analysis.tradeoff`
-    (:func:`reconrisk.analysis.privacy_rero.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
+    ``source``: a :class:`~reconrisk._src.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
+    (:func:`analyse`); the curve is its analysis's :meth:`~reconrisk._src.analysis.base.Analysis.tradeoff`
+    (:func:`reconrisk._src.analysis.privacy_rero.tradeoff` for a release: ``method`` ``"auto"``, ``"pld"`` or
     ``"closed_form"``; ``tol`` the PLD bracket's absolute width, default 1e-3).
     """
     an = analyse(source)
@@ -121,8 +121,8 @@ def risk(source, measure: str, *, kappa: float | None = None, prior_size: int | 
          baseline: float | None = None, prior=None, fpr: float | None = None, tol: float = RISK_TOL):
     """Certified bracket on one risk measure of ``source`` (the ``reconrisk risk`` command).
 
-    ``source``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
-    (:func:`analyse`); the arguments are :func:`reconrisk.measures.risk.risk`'s.
+    ``source``: a :class:`~reconrisk._src.release.Release`, a ``dp_accounting`` ``DpEvent`` or any analysis
+    (:func:`analyse`); the arguments are :func:`reconrisk._src.measures.risk.risk`'s.
     """
     kw = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size, baseline=baseline, prior=prior, fpr=fpr).items()
           if x is not None}

@@ -16,7 +16,7 @@ ReconRiskError.__module__ = "reconrisk.errors"  # its public path (tracebacks an
 
 class PLDRangeError(ReconRiskError):
     """The PLD accountant's grid cannot hold a release's privacy-loss range (ε is enormous there); the RDP
-    accountant still answers. Raised by :func:`reconrisk.accounting.epsilon.pld_epsilon` (and the analyses that
+    accountant still answers. Raised by :func:`reconrisk._src.accounting.epsilon.pld_epsilon` (and the analyses that
     ask it), so that a caller falling back to RDP asks the type, not the message."""
 
 
@@ -30,5 +30,5 @@ class ParameterError(ReconRiskError):
 
 
 class SyntaxInvalid(ReconRiskError):
-    """A text is not valid JSON or TOML (:func:`reconrisk._io.parse_text`): a reader that may try another format
+    """A text is not valid JSON or TOML (:func:`reconrisk._src._io.parse_text`): a reader that may try another format
     (an Opacus file: JSON, else torch's weights-only loader) asks this type."""

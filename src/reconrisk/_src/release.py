@@ -53,10 +53,10 @@ def _register_noise_family(name: str) -> None:
 
 
 deprecated_module_attributes(__name__, {
-    "NOISE_FAMILIES": (noise_families, "reconrisk.release.noise_families()"),
-    "IMPLEMENTED_NOISE": (lambda: set(noise_families()), "reconrisk.release.noise_families()"),
+    "NOISE_FAMILIES": (noise_families, "reconrisk._src.release.noise_families()"),
+    "IMPLEMENTED_NOISE": (lambda: set(noise_families()), "reconrisk._src.release.noise_families()"),
     "register_noise_family": (lambda: renamed_function("register_noise_family", _register_noise_family),
-                              "reconrisk.mechanisms.base.register"),
+                              "reconrisk._src.mechanisms.base.register"),
 })
 
 
@@ -77,8 +77,8 @@ class Segment:
     sample_rate: float
     steps: int
     concentration: float | None = None
-    #: The typed mechanism of one step (:class:`~reconrisk.mechanisms.gaussian.Gaussian` or
-    #: :class:`~reconrisk.mechanisms.von_mises_fisher.VonMisesFisher`), built from the level given.
+    #: The typed mechanism of one step (:class:`~reconrisk._src.mechanisms.gaussian.Gaussian` or
+    #: :class:`~reconrisk._src.mechanisms.von_mises_fisher.VonMisesFisher`), built from the level given.
     mechanism: Mechanism = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -126,7 +126,7 @@ class Release:
     multiplier (reading :attr:`noise_multiplier` or :attr:`noise_std` raises
     :class:`~reconrisk.errors.ReconRiskError`); :attr:`noise_scale` is what the
     simulator's noise function reads (σC or κ), and the (ε, δ) accounting is
-    :func:`reconrisk.accounting.vmf.vmf_epsilon`, not the Gaussian one.
+    :func:`reconrisk._src.accounting.vmf.vmf_epsilon`, not the Gaussian one.
 
     ``stands_for`` is set only on a release built by :meth:`dominating`: the
     fixed-batch release this Poisson release is the exact dominating pair of
@@ -135,7 +135,7 @@ class Release:
     norm, noise and sampler are equal, whatever they stand for.
 
     ``zero_out_segments`` is set only where a fixed-batch release's segments do not give the noise the zero-out
-    reference reads (:mod:`reconrisk.measures.rero_zeroout`: noise std σC against a shift of C per participation):
+    reference reads (:mod:`reconrisk._src.measures.rero_zeroout`: noise std σC against a shift of C per participation):
     Flower's mixed ``no-amplification`` ledger enters its every-client rounds at 2σ, the pair reading of a shift
     of C (:func:`reconrisk.integrations.flower_release.cohort_release`), while their noise is σC. It holds the
     run's (σ, q, steps) for that reference; neither compared nor printed.
@@ -276,9 +276,9 @@ class Release:
         multiplier σ/2, :meth:`dominating`): ReRo, re-identification and attribute inference
         compose f_q (one reference law: the slot never sampled), or, where smaller, read the zero-out
         reference (the target's clipped gradient replaced by 0, sensitivity C:
-        :mod:`reconrisk.measures.rero_zeroout`); ε, δ, the trade-off curve and the membership measures
+        :mod:`reconrisk._src.measures.rero_zeroout`); ε, δ, the trade-off curve and the membership measures
         compose the symmetrised C_q = min{f_q, f_q⁻¹}** (pairs, either orientation at every
-        step; :attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair`).
+        step; :attr:`reconrisk._src.analysis.privacy.PrivacyAnalysis.pair`).
         """
         b = v.integer("batch_size", batch_size, minimum=1)
         n = v.integer("dataset_size", dataset_size, minimum=1)
@@ -299,10 +299,10 @@ class Release:
         batch_size = dataset_size — for pairs (ε, δ, membership). ``epochs`` counts passes, not loader
         epochs: a loader that shows an example m times in one step counts m² there (sensitivity 2mC), so
         ``epochs`` = K = Σ_t m_t² at the worst example (:meth:`LoaderPlan.passes
-        <reconrisk.adapters.opacus_loaders.LoaderPlan.passes>`, what :meth:`from_opacus` reads from a loader).
+        <reconrisk._src.adapters.opacus_loaders.LoaderPlan.passes>`, what :meth:`from_opacus` reads from a loader).
         Against the zero-out reference (the target's clipped gradient replaced by 0, one reference for every
         candidate) the same step moves the sum by mC, so ReRo and the one-reference measures are
-        Φ(Φ⁻¹(κ) + √epochs/σ) (:mod:`reconrisk.measures.rero_zeroout`). The bracket is certified for that model and an
+        Φ(Φ⁻¹(κ) + √epochs/σ) (:mod:`reconrisk._src.measures.rero_zeroout`). The bracket is certified for that model and an
         upper bound for the shuffled run; its lower end is not a lower bound on the shuffled run.
         """
         return cls(noise_multiplier, 1.0, v.integer("epochs", epochs, minimum=1), clip_norm, sampler="fixed")
@@ -322,14 +322,14 @@ class Release:
         cannot share one release (different neighbouring relations); a plain Gaussian
         step joins either (q = 1). Other events (Laplace, randomized response, …) are
         refused in one line naming the event: analyse them with
-        :meth:`reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event`.
+        :meth:`reconrisk._src.analysis.privacy.PrivacyAnalysis.from_dp_event`.
         """
         return cls.from_steps(event_steps(event), clip_norm=clip_norm)
 
     @classmethod
     def from_steps(cls, steps, *, clip_norm: float = 1.0) -> "Release":
-        """The release of a sequence of :class:`~reconrisk.mechanisms.base.Step` (what
-        :func:`reconrisk.mechanisms.traverse.steps` reads off an event; see :meth:`from_dp_event`);
+        """The release of a sequence of :class:`~reconrisk._src.mechanisms.base.Step` (what
+        :func:`reconrisk._src.mechanisms.traverse.steps` reads off an event; see :meth:`from_dp_event`);
         refused in one line where :func:`release_refusal` names a reason."""
         steps = tuple(steps)
         why = release_refusal(steps)
@@ -387,7 +387,7 @@ class Release:
           +Ce, the others −Ce); composed T times this is exactly the analysis of this release,
           so ReRo, re-identification and attribute inference (Hayes, Mahloujifar & Balle 2023,
           Cor. 4, one reference) are at most the numbers of this release, two-sided (they report
-          the smaller of these and the zero-out reference's, :mod:`reconrisk.measures.rero_zeroout`);
+          the smaller of these and the zero-out reference's, :mod:`reconrisk._src.measures.rero_zeroout`);
         * **a pair of neighbours** is *not* covered by f_q alone: T(M(D), M(D′)) ≥ f_q does not
           hold for every ordered replace-one pair — with the other gradients +Ce, the target's
           +Ce and the replacement's −Ce the target's run is the unshifted law and the
@@ -395,8 +395,8 @@ class Release:
           FPR 0.5 where f_q gives 0.7498), and an adaptive adversary picks the orientation at
           every step. Each step is C_q-DP, C_q = min{f_q, f_q⁻¹}** (symmetric), so ε, δ, the
           trade-off curve and the membership measures compose C_q
-          (:attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair`,
-          :func:`reconrisk.accounting.pld.symmetrised`), never this release's two directions.
+          (:attr:`reconrisk._src.analysis.privacy.PrivacyAnalysis.pair`,
+          :func:`reconrisk._src.accounting.pld.symmetrised`), never this release's two directions.
         """
         if self.sampler != "fixed":
             return self
@@ -425,7 +425,7 @@ class Release:
           not describe it, and no tight analysis of shuffling is known; a ``UserWarning`` says so in
           one line and the sound stand-in :meth:`shuffled` (σ, K) is returned, K the passes the loader
           can give one example over the steps taken, read from the loader
-          (:class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`) — never a silent Poisson number, never
+          (:class:`~reconrisk._src.adapters.opacus_loaders.LoaderPlan`) — never a silent Poisson number, never
           one pass per loader epoch by assumption — over the loader iterations the run took where a
           ``ReconRiskAccountant`` watched them (its ``loader_run``), else in the loader's order (said so);
         * any other loader (a custom sampler or batch sampler, an ``IterableDataset``): refused in one
@@ -435,7 +435,7 @@ class Release:
         :class:`~reconrisk.integrations.opacus.ReconRiskAccountant` learns it from ``make_private``), else the Poisson
         history is taken as it is (what the accountant assumed). Steps at sample rate 0 never touch the
         data and are dropped; a step without noise (noise multiplier 0) is refused (ε = ∞). The one
-        reading of a history: :func:`opacus_history_release` (:func:`reconrisk.adapters.opacus_history.read_history`).
+        reading of a history: :func:`opacus_history_release` (:func:`reconrisk._src.adapters.opacus_history.read_history`).
         """
         hist, kind = _opacus.accountant_history(privacy_engine_or_accountant, data_loader)
         rel, note = opacus_history_release(hist, kind, clip_norm=clip_norm)
@@ -484,7 +484,7 @@ class Release:
 
     @property
     def noise_scale(self) -> float:
-        """The scalar the simulator's noise function reads (:mod:`reconrisk.train.noise`): σC, or κ for VMF noise."""
+        """The scalar the simulator's noise function reads (:mod:`reconrisk._src.train.noise`): σC, or κ for VMF noise."""
         return self.concentration if self.noise == "vmf" else self.noise_std
 
     @classmethod
@@ -533,8 +533,8 @@ def gaussian_release(release, what: str) -> "Release":
 def opacus_history_release(history, batch_sampling="poisson", *, clip_norm: float = 1.0
                            ) -> tuple[Release, str | None]:
     """(release, note) an Opacus history ``[(σ, q, steps), …]`` accounts for, given how the batches were drawn
-    (``"poisson"``, or the loader's :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`;
-    :func:`reconrisk.adapters.opacus_history.read_history`: the reading and why it is sound).
+    (``"poisson"``, or the loader's :class:`~reconrisk._src.adapters.opacus_loaders.LoaderPlan`;
+    :func:`reconrisk._src.adapters.opacus_history.read_history`: the reading and why it is sound).
 
     The adapter returns plain data (the live ``(σ, q, steps)`` segments, then the sampler, σ, the passes K and a
     note); the release is built here from it, and ``Release.schedule`` validates the segments first (naming a

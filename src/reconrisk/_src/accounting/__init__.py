@@ -1,7 +1,7 @@
 """Privacy accounting: ε(σ, q, T, δ) and its inverses, privacy-loss distributions, RDP, Gaussian DP.
 
 * :mod:`.epsilon` — ε read off composed distributions (:func:`~.epsilon.epsilon_from_pmfs`), the closed forms
-  and the RDP conversion; the door ``reconrisk.epsilon`` is :func:`reconrisk.analysis.accountant.epsilon`, which
+  and the RDP conversion; the door ``reconrisk.epsilon`` is :func:`reconrisk._src.analysis.accountant.epsilon`, which
   asks the release's cached analysis (the name here forwards to it, deprecated);
 * :mod:`.pld` and its seams (:mod:`.pmf`, :mod:`.fft_roundoff`, :mod:`.pld_step`, :mod:`.pld_rounding`,
   :mod:`.pld_optimistic`, :mod:`.pld_tilt`, :mod:`.pld_batch`) — reconrisk's own privacy-loss-distribution

@@ -3,20 +3,20 @@
 Accountants (``accountant=``):
 
 ``"pld"`` (default)
-    reconrisk's privacy-loss-distribution accountant (:mod:`reconrisk.accounting.pld`):
+    reconrisk's privacy-loss-distribution accountant (:mod:`reconrisk._src.accounting.pld`):
     pessimistic connect-the-dots discretisation of the Poisson-subsampled
     Gaussian under add/remove adjacency, ε(δ) = max over the add and remove
     directions — the same algorithm as ``dp_accounting``'s ``PLDAccountant``
     (cross-checked in the tests) but without its import cost. For q = 1 the
     exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
-    (:mod:`reconrisk.accounting.gaussian`, evaluated in log space). Where δ is near or
+    (:mod:`reconrisk._src.accounting.gaussian`, evaluated in log space). Where δ is near or
     below what the PLD can certify (its infinity mass and FFT round-off allowance,
     ~1e-12 after a thousand steps: ε would be +∞ there), the RDP conversion below is
     taken too and the smaller upper end kept (``RDP_NEAR_FLOOR``), so ε is finite at
     every δ down to 1e-300.
 ``"rdp"``
     Rényi DP over a fine fractional grid of orders (1.01 … 1024, the orders of
-    dp_accounting and Opacus included; :mod:`reconrisk.accounting.rdp`) with the conversion
+    dp_accounting and Opacus included; :mod:`reconrisk._src.accounting.rdp`) with the conversion
     ε = min_α [ε_α + log((α−1)/α) − (log δ + log α)/(α−1)] used by
     ``dp_accounting``'s ``RdpAccountant``.
 ``"dp_accounting"``
@@ -205,5 +205,5 @@ def _dp_accounting_epsilon(release: "_rel.Release", delta: float) -> float:
 
 
 #: The accountant's door moved up to the analysis room, so that it reads the one composition cache
-#: (:func:`reconrisk.analysis.accountant.epsilon`; ``reconrisk.epsilon``); this path forwards, with a warning.
-epsilon = moved_function("reconrisk.accounting.epsilon", "..analysis.accountant", __package__, "epsilon")
+#: (:func:`reconrisk._src.analysis.accountant.epsilon`; ``reconrisk.epsilon``); this path forwards, with a warning.
+epsilon = moved_function("reconrisk._src.accounting.epsilon", "..analysis.accountant", __package__, "epsilon")

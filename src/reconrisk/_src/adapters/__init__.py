@@ -1,10 +1,10 @@
 """Adapters: other libraries' descriptions of a run, read into reconrisk's terms.
 
-* (``dp_accounting`` events are read by :mod:`reconrisk.mechanisms.traverse`, each event class by the mechanism or
+* (``dp_accounting`` events are read by :mod:`reconrisk._src.mechanisms.traverse`, each event class by the mechanism or
   sampler class that owns it.)
 * :mod:`.opacus_history` — an Opacus accountant's history and its data loader's sampler, read into
   segments (Poisson, or the sound stand-in of shuffled or sequential batches);
-  :meth:`Release.from_opacus <reconrisk.release.Release.from_opacus>` calls it.
+  :meth:`Release.from_opacus <reconrisk._src.release.Release.from_opacus>` calls it.
 * :mod:`.opacus_loaders` — what a non-Poisson PyTorch loader can do with one example
   (``LoaderPlan``: its passes, K = Σ over steps of its copies², at the worst example and sequence).
 

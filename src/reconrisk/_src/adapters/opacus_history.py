@@ -1,17 +1,17 @@
-"""The Opacus adapter of :class:`~reconrisk.release.Release`: reading an Opacus accountant's history.
+"""The Opacus adapter of :class:`~reconrisk._src.release.Release`: reading an Opacus accountant's history.
 
 Every Opacus accountant keeps ``history = [(noise_multiplier, sample_rate, num_steps), …]`` and assumes
 Poisson sampling. :func:`read_history` reads a history into what was run, as plain data — the segments as they
 are, or, for a
-loader that is not Poisson (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`: shuffled, sequential,
+loader that is not Poisson (:func:`~reconrisk._src.adapters.opacus_loaders.loader_plan`: shuffled, sequential,
 repeated passes, ``DistributedSampler``), the sound stand-in ``Release.shuffled(σ, K)``'s σ and K, K the passes
 the loader can give one example, with a one-line note (a :class:`HistoryReading`) — and :func:`accountant_history` finds the history of a
 ``PrivacyEngine`` or an accountant. What users call is :meth:`Release.from_opacus
-<reconrisk.release.Release.from_opacus>` (and :func:`reconrisk.integrations.opacus.release_from_opacus`).
+<reconrisk._src.release.Release.from_opacus>` (and :func:`reconrisk.integrations.opacus.release_from_opacus`).
 
 Neither Opacus nor torch is imported (class names and attributes only), and neither is
-:mod:`reconrisk.release`, nor handed to this module: it returns numbers, and the release builds itself from them
-(:func:`reconrisk.release.opacus_history_release`).
+:mod:`reconrisk._src.release`, nor handed to this module: it returns numbers, and the release builds itself from them
+(:func:`reconrisk._src.release.opacus_history_release`).
 """
 
 from __future__ import annotations
@@ -112,26 +112,26 @@ def live_segments(history, batch_sampling="poisson") -> list:
 def read_history(segments, batch_sampling="poisson") -> HistoryReading:
     """What an Opacus history ``[(σ, q, steps), …]`` says was run, given how the batches were drawn.
 
-    Plain data only: this module never sees :class:`~reconrisk.release.Release` nor calls it back.
+    Plain data only: this module never sees :class:`~reconrisk._src.release.Release` nor calls it back.
     :func:`live_segments` checks the history and drops the steps that never touch the data; the release
     validates those ``(σ, q, steps)`` (``Release.schedule``, which names a malformed entry); :func:`read_history`
-    reads the validated numbers into a :class:`HistoryReading`, from which :func:`reconrisk.release.opacus_history_release`
+    reads the validated numbers into a :class:`HistoryReading`, from which :func:`reconrisk._src.release.opacus_history_release`
     builds the release. ``batch_sampling`` is ``"poisson"`` — the history as it is
-    (Opacus's accountants assume Poisson sampling) — or the :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`
-    of the loader that drew the batches (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`). For a plan the
+    (Opacus's accountants assume Poisson sampling) — or the :class:`~reconrisk._src.adapters.opacus_loaders.LoaderPlan`
+    of the loader that drew the batches (:func:`~reconrisk._src.adapters.opacus_loaders.loader_plan`). For a plan the
     history (Opacus records q = 1/len(loader) per step whatever the loader) does not describe the run; the
     sound stand-in :meth:`Release.shuffled` (σ, K) is returned with a one-line note — the caller warns —
     where K = ``plan.passes(T)`` is the most any one example's gradient can weigh over the T steps taken
     (Σ_t m_t², m_t its copies in step t: a full pass per loader epoch for a plain ``DataLoader``, ⌈num_samples/n⌉
     for ``RandomSampler(num_samples=…)``, the padding of ``DistributedSampler``…; why that is exactly a
-    composition of Gaussian mechanisms of sensitivity 2C: :mod:`reconrisk.adapters.opacus_loaders`). Every step
+    composition of Gaussian mechanisms of sensitivity 2C: :mod:`reconrisk._src.adapters.opacus_loaders`). Every step
     must be one loader batch (q·len(loader) = 1: no gradient accumulation), else it is refused. A bare
     ``"sequential"`` (a saved state that names no loader) is read as a ``SequentialSampler`` over the data — one
     pass per loader epoch — and the note says that was assumed; a bare ``"shuffled"`` or ``"with_replacement"``
     is refused (an earlier state said ``"shuffled"`` for ``RandomSampler(num_samples=…)`` and
     ``DistributedSampler`` too: the passes are not known).
 
-    ``batch_sampling`` may also be a :class:`~reconrisk.adapters.opacus_loaders.LoaderRun`: the loader's plan and
+    ``batch_sampling`` may also be a :class:`~reconrisk._src.adapters.opacus_loaders.LoaderRun`: the loader's plan and
     the iterations the run actually took (each ``iter(loader)`` a fresh pass of the sampler); then K =
     ``run.passes(T)``, Σ over iterations of the plan's worst count for that iteration's batches — a loop that
     breaks out of the loader or restarts it (``next(iter(loader))`` every step) is counted as it ran. With a
@@ -187,10 +187,10 @@ def read_history(segments, batch_sampling="poisson") -> HistoryReading:
 
 def loader_sampler(data_loader) -> str:
     """How a (PyTorch/Opacus) data loader draws batches: ``"poisson"``, ``"shuffled"``, ``"sequential"`` or
-    ``"with_replacement"`` (the :class:`~reconrisk.adapters.opacus_loaders.LoaderPlan`'s kind).
+    ``"with_replacement"`` (the :class:`~reconrisk._src.adapters.opacus_loaders.LoaderPlan`'s kind).
 
     Read from class names and attributes only (no ``torch`` import). A loader whose participation cannot be
-    proved is refused in one line (:func:`~reconrisk.adapters.opacus_loaders.loader_plan`).
+    proved is refused in one line (:func:`~reconrisk._src.adapters.opacus_loaders.loader_plan`).
     """
     plan = loader_plan(data_loader)
     return "poisson" if plan is None else plan.kind

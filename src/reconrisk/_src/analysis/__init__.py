@@ -6,7 +6,7 @@
   bodies: :mod:`.privacy_rero` (the ReRo bracket and methods, the trade-off curve) and :mod:`.privacy_risk`
   (total variation, the best success over a prior);
 * :mod:`.events` — :class:`~.events.EventAnalysis`, any ``dp_accounting`` event (or steps) whose every step
-  has a privacy-loss distribution (each step's own, :mod:`reconrisk.mechanisms`); :mod:`.events_risk`, its total
+  has a privacy-loss distribution (each step's own, :mod:`reconrisk._src.mechanisms`); :mod:`.events_risk`, its total
   variation and best success over a prior;
 * :mod:`.guarantee` — :class:`~.guarantee.GuaranteeAnalysis`, what a guarantee alone certifies;
 * :mod:`.risk` — the risk measures of ``reconrisk risk``, asked of any analysis through the contract;
@@ -15,7 +15,7 @@
   release and ``reconrisk.epsilon``;
 * :mod:`.calibrate` (and the deprecated :mod:`.calibrate_risk`) — the one calibrator.
 
-Layer 2: imports the core, :mod:`reconrisk.accounting`, :mod:`reconrisk.mechanisms` and :mod:`reconrisk.measures`
+Layer 2: imports the core, :mod:`reconrisk._src.accounting`, :mod:`reconrisk._src.mechanisms` and :mod:`reconrisk._src.measures`
 (functions of distributions, curves and (σ, q, T), which never see an analysis nor import this package). Nothing here imports ``theory``,
 ``individual``, ``audit`` or anything above.
 """

@@ -1,8 +1,8 @@
 """The accountant's doors, answered by the one composition cache: :func:`shared_analysis` and :func:`epsilon`.
 
-Every door that asks about a :class:`~reconrisk.release.Release` by its numbers — ``reconrisk.epsilon``,
+Every door that asks about a :class:`~reconrisk._src.release.Release` by its numbers — ``reconrisk.epsilon``,
 ``noise_multiplier_for_epsilon``, :func:`reconrisk.analyse` — reads the release's
-:class:`~reconrisk.analysis.privacy.PrivacyAnalysis` from :func:`shared_analysis`, a bounded LRU of analyses
+:class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` from :func:`shared_analysis`, a bounded LRU of analyses
 keyed by the release (a frozen, hashable value: two equal releases are one key). So
 ``reconrisk.epsilon(σ, q, T, δ)`` asked twice composes once, and a question asked through another door finds
 the distributions the first one composed: ``PrivacyAnalysis.pmf`` stays the one place that composes.
@@ -32,7 +32,7 @@ def _cached(release: Release) -> PrivacyAnalysis:
 
 
 def shared_analysis(release: Release) -> PrivacyAnalysis:
-    """The :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` of ``release``, shared by every door that asks
+    """The :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` of ``release``, shared by every door that asks
     about it (an LRU of :data:`SHARED_ANALYSES` entries keyed by the release; its ``compositions`` count every
     composition any door caused). A release that is refused (not Gaussian, not a release) is refused in one line
     (:class:`~reconrisk.errors.ReconRiskError`), and nothing is kept."""
@@ -65,8 +65,8 @@ def epsilon(
     format it as a number. It is the upper end of the certified bracket: with ``accountant="pld"``,
     ``epsilon(release=r, delta=d) == PrivacyAnalysis(r).epsilon(d).upper`` to the last bit — read from the
     release's shared analysis (:func:`shared_analysis`), so asking twice composes once; that
-    :class:`~reconrisk.results.Bound` (lower end, method, formula) is the result to keep where the number is
-    reported. ``accountant="rdp"``: the RDP conversion (:mod:`reconrisk.accounting.epsilon`);
+    :class:`~reconrisk._src.results.Bound` (lower end, method, formula) is the result to keep where the number is
+    reported. ``accountant="rdp"``: the RDP conversion (:mod:`reconrisk._src.accounting.epsilon`);
     ``"dp_accounting"``: Google's ``PLDAccountant`` itself.
     """
     rel = _release(noise_multiplier, sample_rate, steps, release)

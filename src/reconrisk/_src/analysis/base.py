@@ -3,19 +3,19 @@
 Modelled on ``dp_accounting``'s ``PrivacyAccountant`` (an abstract base whose ``supports(event)`` says
 what it can account for) and on optax (one shape for every transform). Three analyses implement it:
 
-* :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` — a DP-SGD :class:`~reconrisk.release.Release`
+* :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` — a DP-SGD :class:`~reconrisk._src.release.Release`
   (σ, q, T and the sampler known: every question, two-sided);
-* :class:`~reconrisk.analysis.events.EventAnalysis` — a ``dp_accounting`` ``DpEvent`` with a privacy-loss
+* :class:`~reconrisk._src.analysis.events.EventAnalysis` — a ``dp_accounting`` ``DpEvent`` with a privacy-loss
   distribution (two-sided, no σ, q, T);
-* :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` — a guarantee alone ((ε, δ), RDP, zCDP, VMF's
+* :class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis` — a guarantee alone ((ε, δ), RDP, zCDP, VMF's
   curve): upper ends only.
 
 Each answers the same six questions with the same signatures — :meth:`Analysis.epsilon`,
 :meth:`Analysis.delta`, :meth:`Analysis.rero`, :meth:`Analysis.tradeoff`, :meth:`Analysis.risk`,
 :meth:`Analysis.gdp_mu` — and :meth:`Analysis.supports` says, in one line, where a question is not
 defined for it; the methods refuse such a question with that line (:class:`~reconrisk.errors.ReconRiskError`).
-The mathematics (:mod:`reconrisk.measures`) reads an analysis through this contract and never asks
-which of the three it holds. :func:`reconrisk.analysis.dispatch.analyse` turns a release, an event or an
+The mathematics (:mod:`reconrisk._src.measures`) reads an analysis through this contract and never asks
+which of the three it holds. :func:`reconrisk._src.analysis.dispatch.analyse` turns a release, an event or an
 analysis into its analysis.
 """
 
@@ -98,7 +98,7 @@ class Analysis(abc.ABC):
 
     @abc.abstractmethod
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
-        """The trade-off curve f(α) at every α, as a :class:`~reconrisk.measures.tradeoff.TradeOff`."""
+        """The trade-off curve f(α) at every α, as a :class:`~reconrisk._src.measures.tradeoff.TradeOff`."""
 
     @abc.abstractmethod
     def gdp_mu(self, alphas=None) -> Bound:
@@ -109,7 +109,7 @@ class Analysis(abc.ABC):
         """The one-line reason ``question`` is not defined here, or None where it is."""
 
     def risk(self, measure: str, **kwargs) -> Bound:
-        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk.analysis.risk.risk`)."""
+        """Certified bracket on one risk measure of ``reconrisk risk`` (:func:`reconrisk._src.analysis.risk.risk`)."""
         m = canonical_measure(measure)
         key = ("risk", m, tuple(sorted((k, hashable(x)) for k, x in kwargs.items())))
         return self._memoised(key, lambda: _risk(self, m, **kwargs))
@@ -127,7 +127,7 @@ class Analysis(abc.ABC):
     @abc.abstractmethod
     def prior_success(self, prior_values, counts, tol: float) -> tuple[float | None, float, float | None, dict]:
         """(lower, upper, log λ, details) of the best success S(π) over a finite prior (the RAD's reading,
-        :func:`reconrisk.analysis.risk.reconstruction_advantage`): distinct prior values and their counts."""
+        :func:`reconrisk._src.analysis.risk.reconstruction_advantage`): distinct prior values and their counts."""
 
     def supports(self, question: str) -> Support:
         """Whether ``question`` (a key of :data:`QUESTIONS`) is defined for this analysis, with a one-line reason
@@ -158,12 +158,12 @@ class Analysis(abc.ABC):
     # -- shared machinery ----------------------------------------------------------------------------
     @classmethod
     def from_dp_event(cls, event, *, value_discretization: float | None = None) -> "Analysis":
-        """The analysis of a ``dp_accounting`` ``DpEvent`` (:func:`reconrisk.analysis.dispatch.analyse_dp_event`)."""
+        """The analysis of a ``dp_accounting`` ``DpEvent`` (:func:`reconrisk._src.analysis.dispatch.analyse_dp_event`)."""
         return _ENTRY_POINTS["dp_event"](event, value_discretization=value_discretization)
 
     @staticmethod
     def from_guarantee(source: str, **guarantee) -> "Analysis":
-        """What a guarantee alone certifies (:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`)."""
+        """What a guarantee alone certifies (:class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis`)."""
         return _ENTRY_POINTS["guarantee"](source, **guarantee)
 
     def _memoised(self, key: tuple, compute: Callable[[], Any]):
@@ -181,7 +181,7 @@ class Analysis(abc.ABC):
         return {"analysis": type(self).__name__, **self.describe()}
 
 
-#: The dispatch's entry points, registered by :mod:`reconrisk.analysis.dispatch` (which imports the three
+#: The dispatch's entry points, registered by :mod:`reconrisk._src.analysis.dispatch` (which imports the three
 #: analyses; this module stays below them).
 _ENTRY_POINTS: dict[str, Callable[..., Analysis]] = {}
 

@@ -1,16 +1,16 @@
-"""One dispatch from what was run to its :class:`~reconrisk.analysis.base.Analysis`: :func:`analyse`.
+"""One dispatch from what was run to its :class:`~reconrisk._src.analysis.base.Analysis`: :func:`analyse`.
 
-* an :class:`~reconrisk.analysis.base.Analysis` — itself;
-* a :class:`~reconrisk.release.Release` — its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`;
-* a ``dp_accounting`` ``DpEvent`` — read **once** into steps (:func:`reconrisk.mechanisms.traverse.steps`);
-* a sequence of :class:`~reconrisk.mechanisms.base.Step` (a run described directly, e.g. a mechanism
+* an :class:`~reconrisk._src.analysis.base.Analysis` — itself;
+* a :class:`~reconrisk._src.release.Release` — its :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`;
+* a ``dp_accounting`` ``DpEvent`` — read **once** into steps (:func:`reconrisk._src.mechanisms.traverse.steps`);
+* a sequence of :class:`~reconrisk._src.mechanisms.base.Step` (a run described directly, e.g. a mechanism
   ``dp_accounting`` has no event for) — :func:`analyse_steps`.
 
 The steps choose: Gaussian steps of one sampler, in a release's range, become a
-:class:`~reconrisk.release.Release` (:meth:`~reconrisk.release.Release.from_steps`) and get the full analysis;
-steps that all have a privacy-loss distribution an :class:`~reconrisk.analysis.events.EventAnalysis` handed
+:class:`~reconrisk._src.release.Release` (:meth:`~reconrisk._src.release.Release.from_steps`) and get the full analysis;
+steps that all have a privacy-loss distribution an :class:`~reconrisk._src.analysis.events.EventAnalysis` handed
 those steps; if any step has none (an RDP-only mechanism), a
-:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of the composed RDP curve (the sum of the steps'
+:class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis` of the composed RDP curve (the sum of the steps'
 curves on ``DEFAULT_ORDERS``), whose results say "RDP curve (no privacy-loss distribution for …)".
 
 Modelled on ``dp_accounting``'s accountants, which traverse an event once and say with ``supports`` what
@@ -62,7 +62,7 @@ def analyse_steps(steps, *, source=None, value_discretization: float | None = No
     steps = tuple(steps)
     for s in steps:
         if not isinstance(s, Step):
-            raise ReconRiskError(f"steps must be reconrisk Steps (reconrisk.mechanisms.base.Step); found "
+            raise ReconRiskError(f"steps must be reconrisk Steps (reconrisk._src.mechanisms.base.Step); found "
                                  f"{type(s).__name__}")
     no_pld = [s for s in steps if not s.never_sampled and not s.mechanism.has_pld(s.sampler)]
     if no_pld:
@@ -84,7 +84,7 @@ def analyse_dp_event(event, *, value_discretization: float | None = None) -> Ana
 
 
 def analyse_guarantee(source: str, **guarantee) -> GuaranteeAnalysis:
-    """What a guarantee alone certifies: :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` (``reconrisk convert``'s
+    """What a guarantee alone certifies: :class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis` (``reconrisk convert``'s
     inputs: ``"dp"``, ``"rdp"`` or ``"zcdp"`` and their parameters)."""
     return GuaranteeAnalysis(source, **guarantee)
 

@@ -1,15 +1,15 @@
 """Certified answers for any ``dp_accounting`` ``DpEvent`` that has a privacy-loss distribution.
 
 :class:`EventAnalysis` is what :meth:`PrivacyAnalysis.from_dp_event
-<reconrisk.analysis.privacy.PrivacyAnalysis.from_dp_event>` returns for events
-that are not Gaussian DP-SGD (those become a :class:`~reconrisk.release.Release`
+<reconrisk._src.analysis.privacy.PrivacyAnalysis.from_dp_event>` returns for events
+that are not Gaussian DP-SGD (those become a :class:`~reconrisk._src.release.Release`
 and get the full analysis). It composes, on a loss grid ``h``, a pessimistic
 and an optimistic privacy-loss distribution (PLD) of the event, both
-directions, and answers what :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+directions, and answers what :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`
 answers for a release — ``epsilon``, ``delta``, ``rero``, ``tradeoff`` (a
-:class:`~reconrisk.measures.tradeoff.TradeOff`), ``risk`` (every measure of
-``reconrisk risk``, through :mod:`reconrisk.measures.risk`) and ``gdp_mu`` — as
-two-sided :class:`~reconrisk.results.Bound` s.
+:class:`~reconrisk._src.measures.tradeoff.TradeOff`), ``risk`` (every measure of
+``reconrisk risk``, through :mod:`reconrisk._src.measures.risk`) and ``gdp_mu`` — as
+two-sided :class:`~reconrisk._src.results.Bound` s.
 
 **Refinement.** The first grid is ``value_discretization`` (default
 ``EVENT_DISCRETIZATION``); a question whose bracket is wider than its target
@@ -22,10 +22,10 @@ certified either way).
 Where the distributions come from:
 
 * Gaussian steps (plain, Poisson-sampled, sampled without replacement): the
-  reconrisk engine (:func:`reconrisk.accounting.pld.step_pmf`, the
+  reconrisk engine (:func:`reconrisk._src.accounting.pld.step_pmf`, the
   without-replacement step being the Poisson pair at the event's noise
-  multiplier, see :meth:`Release.dominating <reconrisk.release.Release.dominating>`);
-* every other mechanism: its own module's ``pld`` (:mod:`reconrisk.mechanisms`): finite supports
+  multiplier, see :meth:`Release.dominating <reconrisk._src.release.Release.dominating>`);
+* every other mechanism: its own module's ``pld`` (:mod:`reconrisk._src.mechanisms`): finite supports
   (discrete Laplace, randomized response) exactly, losses rounded up or down; Laplace,
   Poisson-sampled Laplace and mixtures of Gaussians from ``dp_accounting``'s public privacy-loss
   classes, connect-the-dots when pessimistic and losses rounded down when optimistic (every
@@ -88,8 +88,8 @@ def relation_of(steps) -> str:
 class EventAnalysis(Analysis):
     """Two-sided certified (ε, δ), ReRo, trade-off and risk values of a ``DpEvent`` (see the module docstring).
 
-    ``steps``: the event already read by :func:`reconrisk.mechanisms.traverse.steps` (what
-    :func:`reconrisk.analysis.dispatch.analyse` passes, so the event is walked once); read here otherwise.
+    ``steps``: the event already read by :func:`reconrisk._src.mechanisms.traverse.steps` (what
+    :func:`reconrisk._src.analysis.dispatch.analyse` passes, so the event is walked once); read here otherwise.
     ``event`` may be None when ``steps`` are given (a run described by steps alone).
 
     >>> import dp_accounting as dpa
@@ -113,7 +113,7 @@ class EventAnalysis(Analysis):
                 raise ReconRiskError(f"steps must be reconrisk Steps; found {type(s).__name__}")
             if not s.never_sampled and not s.mechanism.has_pld(s.sampler):
                 raise ReconRiskError(f"{s.event_name} has no privacy-loss distribution (analyse it through its RDP "
-                                     "curve: reconrisk.analysis.dispatch.analyse)")
+                                     "curve: reconrisk._src.analysis.dispatch.analyse)")
         self.relation = relation_of(self.steps)
         self.h = EVENT_DISCRETIZATION if value_discretization is None else v.positive(
             "value_discretization", value_discretization)
@@ -131,11 +131,11 @@ class EventAnalysis(Analysis):
 
         Without steps sampled without replacement: the analysis itself. With them (replace-one): a view in which
         each such step contributes the PLD of the symmetrised curve C_q = min{f_q, f_q⁻¹}** (Dong, Roth & Su
-        2022, Thm 4.2; :func:`reconrisk.accounting.pld.symmetrised`), because a replace-one pair reaches both
+        2022, Thm 4.2; :func:`reconrisk._src.accounting.pld.symmetrised`), because a replace-one pair reaches both
         orientations of the step's pair and may switch between them adaptively; the event's other replace-one
         steps (plain Gaussian, randomized response) have symmetric curves already, so their remove PLD stands
         for both. ReRo keeps the one-reference argument of :meth:`rero` (the run in which the target's slot is
-        never sampled), as :attr:`reconrisk.analysis.privacy.PrivacyAnalysis.pair` does for releases.
+        never sampled), as :attr:`reconrisk._src.analysis.privacy.PrivacyAnalysis.pair` does for releases.
         """
         if self.symmetric or not any(isinstance(s.sampler, FixedBatch) for s in self.steps):
             return self
@@ -347,7 +347,7 @@ class EventAnalysis(Analysis):
 
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
         """Bracket on the trade-off curve f(α) = 1 − B_α of the remove pair (Dong, Roth & Su 2022), as a
-        :class:`~reconrisk.measures.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``).
+        :class:`~reconrisk._src.measures.tradeoff.TradeOff`; refined until its width is ≤ ``tol`` (default ``CURVE_TOL``).
         ``method``: ``"auto"`` or ``"pld"`` (the closed forms read σ, q, T: refused)."""
         method = options.pop("method", "auto")
         if options:
@@ -370,11 +370,11 @@ class EventAnalysis(Analysis):
                         {"discretization": h, "max_width": w, "target_width": tol, "converged": ok})
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.events_risk.event_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk._src.analysis.events_risk.event_total_variation`)."""
         return event_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.events_risk.event_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk._src.analysis.events_risk.event_prior_success`)."""
         return event_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

@@ -1,9 +1,9 @@
 """An event's own readings for the δ-based risk measures: total variation and the best success over a prior.
 
-:class:`~reconrisk.analysis.events.EventAnalysis` answers ``total_variation`` and ``prior_success`` here: its
+:class:`~reconrisk._src.analysis.events.EventAnalysis` answers ``total_variation`` and ``prior_success`` here: its
 pessimistic distributions of both directions and its optimistic one, refined by :func:`event_pair` (the loop that
-asks :meth:`EventAnalysis.pmf <reconrisk.analysis.events.EventAnalysis.pmf>` for each grid), read as curves
-(:mod:`reconrisk.measures.risk_curves`) by the formulas of :mod:`reconrisk.measures.risk`.
+asks :meth:`EventAnalysis.pmf <reconrisk._src.analysis.events.EventAnalysis.pmf>` for each grid), read as curves
+(:mod:`reconrisk._src.measures.risk_curves`) by the formulas of :mod:`reconrisk._src.measures.risk`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def event_pair(analysis, tol: float, width_fn):
 
 
 def event_total_variation(an, tol: float) -> tuple[float, float, dict]:
-    """TV of an event (:meth:`EventAnalysis.total_variation <reconrisk.analysis.events.EventAnalysis.total_variation>`):
+    """TV of an event (:meth:`EventAnalysis.total_variation <reconrisk._src.analysis.events.EventAnalysis.total_variation>`):
     δ(0) of its pessimistic and optimistic distributions."""
     zero = np.zeros(1)
     up, lo, det = event_pair(an, tol, lambda u, l: u.delta(zero)[0] - l.delta(zero)[0])

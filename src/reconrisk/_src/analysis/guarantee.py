@@ -4,15 +4,15 @@ Federated frameworks, TensorFlow Privacy and published models state a guarantee,
 (ε, δ) pair (or a privacy profile of several), pure ε-DP, an RDP curve (points (order, ε)) or ρ-zCDP —
 the inputs of ``reconrisk convert``. The von Mises–Fisher mechanism (Biswas et al. 2024) has only its RDP
 curve in reconrisk. A :class:`GuaranteeAnalysis` answers the questions a
-:class:`~reconrisk.analysis.privacy.PrivacyAnalysis` answers for a release — :meth:`rero`,
+:class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` answers for a release — :meth:`rero`,
 :meth:`tradeoff`, :meth:`risk` (every measure of ``reconrisk risk``), :meth:`delta`, :meth:`epsilon` —
 from the tightest trade-off curve f the guarantee implies:
 
 * (ε, δ) and pure ε-DP: f_{ε,δ}(α) = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)), both branches (Kairouz,
-  Oh & Viswanath 2015; Dong, Roth & Su 2022, Prop. 2.5; :mod:`reconrisk.measures.fdp`), the pointwise
+  Oh & Viswanath 2015; Dong, Roth & Su 2022, Prop. 2.5; :mod:`reconrisk._src.measures.fdp`), the pointwise
   maximum for a profile;
 * an RDP curve, ρ-zCDP and VMF's curve: the binary reduction of Riess et al. 2026, the optimal RDP →
-  trade-off conversion (:mod:`reconrisk.measures.rdp_tradeoff`, :mod:`reconrisk.measures.vmf_rero`).
+  trade-off conversion (:mod:`reconrisk._src.measures.rdp_tradeoff`, :mod:`reconrisk._src.measures.vmf_rero`).
 
 **One-sided, honestly.** A guarantee bounds a risk from above only: every result has ``lower = None``.
 The upper ends of the curve measures (reconstruction, re-identification, attribute, membership TPR) are
@@ -34,7 +34,7 @@ prior the RAD is read off the curve directly (S = g(1/N), Jensen's equality), no
 
 Two readings bypass the grid. An (ε, δ) guarantee or profile: g is piecewise linear, so :meth:`delta`,
 :meth:`epsilon` and the total variation are read at its breakpoints exactly
-(:func:`~reconrisk.measures.fdp.dp_profile_delta`, :func:`~reconrisk.measures.fdp.dp_profile_epsilon`): the
+(:func:`~reconrisk._src.measures.fdp.dp_profile_delta`, :func:`~reconrisk._src.measures.fdp.dp_profile_epsilon`): the
 guarantee's ε at its own δ is ε, pure ε-DP at δ = 1e-300 is ε. An RDP-type guarantee: the grid's first
 point t_0 ≈ 3e-20 makes its reading loose at tiny δ, so ε and δ are also converted at each given order by
 ε(α) + log((α−1)/α) − (log δ + log α)/(α − 1) (Canonne, Kamath & Steinke 2020, Prop. 12; the conversion of
@@ -228,7 +228,7 @@ class GuaranteeAnalysis(Analysis):
     """Every risk a guarantee alone certifies, from its tightest trade-off curve (see the module docstring).
 
     ``GuaranteeAnalysis(source, epsilon=…, delta=…, order=…, rho=…, symmetric=True)`` takes the arguments
-    of :func:`reconrisk.measures.conversions.rero_from_guarantee` (``reconrisk convert``): ``"dp"`` with
+    of :func:`reconrisk._src.measures.conversions.rero_from_guarantee` (``reconrisk convert``): ``"dp"`` with
     ``epsilon`` (and ``delta``, default 0; sequences for a profile), ``"rdp"`` with ``order`` and
     ``epsilon`` (the points of a curve; order 1 is the KL, ``inf`` pure DP), ``"zcdp"`` with ``rho``.
     ``symmetric=False``: an RDP/zCDP curve known for one direction of the pair only. VMF:
@@ -264,7 +264,7 @@ class GuaranteeAnalysis(Analysis):
     @classmethod
     def vmf(cls, concentration, dim, sample_rate=1.0, compositions=1, *, max_order: int = 256) -> "GuaranteeAnalysis":
         """The VMF mechanism's RDP curve (Biswas et al. 2024, Prop. 1; Zhu–Wang subsampling when q < 1),
-        composed ``compositions`` times, through the optimal conversion (:mod:`reconrisk.measures.vmf_rero`)."""
+        composed ``compositions`` times, through the optimal conversion (:mod:`reconrisk._src.measures.vmf_rero`)."""
         o, e, e_of = vmf_rdp_curve(concentration, dim, sample_rate, compositions, max_order=max_order)
         self = cls.__new__(cls)
         self.kind, self.symmetric, self._o, self._e, self._memo, self._curve = "vmf", True, o, e, {}, None
@@ -275,7 +275,7 @@ class GuaranteeAnalysis(Analysis):
 
     @classmethod
     def from_release(cls, release, *, dim: int) -> "GuaranteeAnalysis":
-        """The analysis of a VMF :class:`~reconrisk.release.Release` (one segment) in dimension ``dim``."""
+        """The analysis of a VMF :class:`~reconrisk._src.release.Release` (one segment) in dimension ``dim``."""
         if not isinstance(release, Release) or release.noise != "vmf":
             raise ReconRiskError("from_release reads a VMF release (Release.vmf); analyse a Gaussian one with "
                                  f"PrivacyAnalysis; found {type(release).__name__}"
@@ -339,7 +339,7 @@ class GuaranteeAnalysis(Analysis):
         return self._curve
 
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
-        """f(α) at every α as a :class:`~reconrisk.measures.tradeoff.TradeOff`: ``beta_lower`` = the guarantee's curve,
+        """f(α) at every α as a :class:`~reconrisk._src.measures.tradeoff.TradeOff`: ``beta_lower`` = the guarantee's curve,
         ``beta_upper`` the trivial 1 − α (a guarantee bounds f from below only). The curve is read exactly at
         every α (``tol`` is checked, and met); ``method``: ``"auto"`` only."""
         if tol is not None:
@@ -504,7 +504,7 @@ class GuaranteeAnalysis(Analysis):
         return float(min(1.0, math.exp(min(0.0, float(np.min(ld)))) * (1 + 1e-12))) if ld.size else 1.0
 
     def total_variation(self, tol: float) -> tuple[None, float, dict]:
-        """(None, upper end of TV = δ_f(0), details) for the δ-based measures of :mod:`reconrisk.measures.risk`."""
+        """(None, upper end of TV = δ_f(0), details) for the δ-based measures of :mod:`reconrisk._src.measures.risk`."""
         key = ("tv",)
         if key not in self._memo and self.kind == "dp":
             self._memo[key] = (None, dp_profile_delta(0.0, self._e, self._d),
@@ -517,7 +517,7 @@ class GuaranteeAnalysis(Analysis):
 
     def prior_success(self, prior_values, counts, tol: float):
         """(None, upper, log λ, details) of the best success S(π) over a finite prior (upper only: S = g(1/N) for a
-        uniform prior, else the dual of :mod:`reconrisk.measures.risk` on this curve, refined where the best λ reads it)."""
+        uniform prior, else the dual of :mod:`reconrisk._src.measures.risk` on this curve, refined where the best λ reads it)."""
         vals = np.asarray(prior_values, dtype=float)
         lp = np.log(vals)
         _, _, det = self.total_variation(tol)

@@ -2,7 +2,7 @@
 
 Modelled on ``dp_accounting``'s ``PLDAccountant`` (events are composed once,
 then asked many questions) and on riskcal's "build the PLD once, query it many
-times". Built from a :class:`~reconrisk.release.Release`, the analysis
+times". Built from a :class:`~reconrisk._src.release.Release`, the analysis
 
 * composes the pessimistic and optimistic privacy-loss distributions (PLDs)
   of the release **lazily and once per discretisation level** — every
@@ -13,7 +13,7 @@ times". Built from a :class:`~reconrisk.release.Release`, the analysis
 * uses the exact closed forms where they apply (every q = 1: Gaussian DP with
   μ = √(Σ T_i/σ_i²); T = 1: the subsampled Gaussian's exact curve);
 * answers every question reconrisk asks of a release, each as a
-  :class:`~reconrisk.results.Bound`: :meth:`epsilon` (δ) and :meth:`delta`
+  :class:`~reconrisk._src.results.Bound`: :meth:`epsilon` (δ) and :meth:`delta`
   (ε) with a certified two-sided range, :meth:`rero` (κ) (Hayes, Mahloujifar &
   Balle 2023, Cor. 4), the whole trade-off curve :meth:`tradeoff` (α)
   (Dong, Roth & Su 2022), every risk measure of ``reconrisk risk``
@@ -63,7 +63,7 @@ MIN_LOSS_CAP = 40.0 - math.log(1e-12)
 
 
 class PrivacyAnalysis(Analysis):
-    """Everything reconrisk certifies about one :class:`~reconrisk.release.Release`, composed once.
+    """Everything reconrisk certifies about one :class:`~reconrisk._src.release.Release`, composed once.
 
     >>> from reconrisk import Release
     >>> a = PrivacyAnalysis(Release(1.0, 0.01, 1000))
@@ -76,7 +76,7 @@ class PrivacyAnalysis(Analysis):
 
     def __init__(self, release: Release, *, _symmetric: bool = False) -> None:
         #: the Poisson-subsampled Gaussian release whose remove pair is the per-step reference pair of
-        #: ``source`` (:meth:`~reconrisk.release.Release.dominating`): itself, or σ/2 for fixed-size batches
+        #: ``source`` (:meth:`~reconrisk._src.release.Release.dominating`): itself, or σ/2 for fixed-size batches
         self.release = gaussian_release(release, "a privacy analysis")  # (refuses anything but a Gaussian Release)
         #: the release as it was run (its sampler included)
         self.source = release.as_run
@@ -108,7 +108,7 @@ class PrivacyAnalysis(Analysis):
           has trade-off ≥ f_q = q·G_{2/σ} + (1 − q)·Id (Dong, Roth & Su 2022, Thm 4.2) — the Poisson
           remove pair at σ/2, composed T times: this analysis (``self``). A second reference is sound
           too: the target's slot kept and its clipped gradient replaced by 0 (the *zero-out*
-          reference, sensitivity C, the selection revealed: :mod:`reconrisk.measures.rero_zeroout`);
+          reference, sensitivity C, the selection revealed: :mod:`reconrisk._src.measures.rero_zeroout`);
           :meth:`rero` and the one-reference risks report the smaller of the two
           (``details["reference"]``).
         * **Pairs** — ε, δ, the trade-off curve, membership TPR, membership advantage, Bayes
@@ -119,7 +119,7 @@ class PrivacyAnalysis(Analysis):
           reference's the mixture), chosen step by step from what was released so far. Each step is
           C_q-DP with C_q = min{f_q, f_q⁻¹}** symmetric (Dong, Roth & Su 2022, Thm 4.2), so the
           adaptive composition theorem (their Thm 3.2) makes the run C_q^{⊗T}-DP: this view composes
-          the symmetrised PLD (:func:`reconrisk.accounting.pld.symmetrised`).
+          the symmetrised PLD (:func:`reconrisk._src.accounting.pld.symmetrised`).
 
         Both ends of a pair bracket are certified for C_q^{⊗T}, the tightest curve that holds for
         every pair and every adaptive choice of orientation under this analysis; the upper ends bound
@@ -138,19 +138,19 @@ class PrivacyAnalysis(Analysis):
         """The analysis of a ``dp_accounting`` ``DpEvent``.
 
         Gaussian DP-SGD events (Gaussian, Poisson-sampled or sampled-without-replacement
-        Gaussian, self-composed, composed) become a :class:`~reconrisk.release.Release`
+        Gaussian, self-composed, composed) become a :class:`~reconrisk._src.release.Release`
         and get the full analysis; other events ``dp_accounting`` can turn into a
         privacy-loss distribution (Laplace, Poisson-sampled Laplace, randomized
         response, discrete Laplace, mixtures of Gaussians) get an
-        :class:`~reconrisk.analysis.events.EventAnalysis` (pessimistic and optimistic
+        :class:`~reconrisk._src.analysis.events.EventAnalysis` (pessimistic and optimistic
         distributions, so brackets stay two-sided); anything else is refused in one
-        line naming the event. The event is walked once (:func:`reconrisk.analysis.dispatch.analyse_dp_event`).
+        line naming the event. The event is walked once (:func:`reconrisk._src.analysis.dispatch.analyse_dp_event`).
         """
         return Analysis.from_dp_event(event, value_discretization=value_discretization)
 
     @staticmethod
     def from_guarantee(source: str, **guarantee) -> Analysis:
-        """What a guarantee alone certifies (no mechanism): a :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`.
+        """What a guarantee alone certifies (no mechanism): a :class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis`.
 
         ``source`` ``"dp"`` (``epsilon``, ``delta``), ``"rdp"`` (``order``, ``epsilon``: the points of a curve)
         or ``"zcdp"`` (``rho``), as ``reconrisk convert``; the same questions (``rero``, ``tradeoff``, ``risk``,
@@ -249,9 +249,9 @@ class PrivacyAnalysis(Analysis):
 
     def epsilon_on_grid(self, delta: float, h: float, *, two_sided: bool = False):
         """``(lower, upper, method, h)`` of ε(δ) with the loss grid ``h`` (coarsened where a step would need over a
-        million atoms, :func:`~reconrisk.accounting.epsilon.pld_grid`): the closed forms where no grid is needed,
+        million atoms, :func:`~reconrisk._src.accounting.epsilon.pld_grid`): the closed forms where no grid is needed,
         else the distributions composed here (:meth:`pmf`, cached) read by
-        :func:`~reconrisk.accounting.epsilon.epsilon_from_pmfs`, and below the PLD's floor the RDP conversion.
+        :func:`~reconrisk._src.accounting.epsilon.epsilon_from_pmfs`, and below the PLD's floor the RDP conversion.
         ``lower`` is None unless ``two_sided`` (or exact). The calibrator's first guess reads a coarse grid."""
         exact = epsilon_without_grid(self.release, delta)
         if exact is not None:
@@ -320,7 +320,7 @@ class PrivacyAnalysis(Analysis):
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
-        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk.analysis.privacy_rero.rero_bounds`.
+        """Certified ReRo at κ (Hayes, Mahloujifar & Balle 2023, Cor. 4); see :func:`reconrisk._src.analysis.privacy_rero.rero_bounds`.
 
         ``options``: ``method`` (``"pld"``, default; ``"closed_form"``, ``"rdp"``, ``"mc"``), ``rel_tol``, ``tol``,
         and for Monte Carlo ``samples``, ``seed``, ``confidence``, ``progress``.
@@ -346,7 +346,7 @@ class PrivacyAnalysis(Analysis):
         return rero_bounds(self, kappas, method=method, **kw)
 
     def tradeoff(self, alphas, *, tol: float | None = None, **options):
-        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk.analysis.privacy_rero.tradeoff`);
+        """Certified bracket on the trade-off curve f(α) at every α (:func:`reconrisk._src.analysis.privacy_rero.tradeoff`);
         ``options``: ``method`` (``"auto"``, ``"pld"``, ``"closed_form"``)."""
         method = options.pop("method", "auto")
         if options:
@@ -354,11 +354,11 @@ class PrivacyAnalysis(Analysis):
         return release_tradeoff(self.pair, alphas, method=method, tol=tol)  # a pair question (see :attr:`pair`)
 
     def total_variation(self, tol: float) -> tuple[float, float, dict]:
-        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk.analysis.privacy_risk.release_total_variation`)."""
+        """[lower, upper, details] of TV = δ(0) (:func:`reconrisk._src.analysis.privacy_risk.release_total_variation`)."""
         return release_total_variation(self, tol)
 
     def prior_success(self, prior_values, counts, tol: float):
-        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk.analysis.privacy_risk.release_prior_success`)."""
+        """The best success S(π) over a finite prior, bracketed (:func:`reconrisk._src.analysis.privacy_risk.release_prior_success`)."""
         return release_prior_success(self, prior_values, counts, tol)
 
     def gdp_mu(self, alphas=None) -> Bound:

@@ -1,17 +1,17 @@
-"""ReRo and the trade-off curve of a release, asked of its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`.
+"""ReRo and the trade-off curve of a release, asked of its :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`.
 
 The questions' bodies live here, beside the analysis that answers them: the certified PLD bracket on
 B_κ (Hayes, Mahloujifar & Balle 2023, Cor. 4) refined over a ladder of loss grids (:func:`pld_bracket`), its
 upper end alone (:func:`pld_upper`), every ReRo method (:func:`rero_bounds`: ``pld``, ``closed_form``, ``rdp``,
 ``mc``, the Monte Carlo started in the background by :func:`start_monte_carlo`) and the whole trade-off curve
 (:func:`tradeoff`, Dong, Roth & Su 2022). Each loop here asks the analysis for its composed distributions
-(:meth:`PrivacyAnalysis.pmf <reconrisk.analysis.privacy.PrivacyAnalysis.pmf>`, composed once per grid and cached)
-and reads them with functions of mathematical objects: a PMF's blow-up (:meth:`reconrisk.accounting.pmf.PMF.blowup`),
-the closed forms and the analytic bracket of (σ, q, T) (:mod:`reconrisk.measures.rero`,
-:mod:`reconrisk.measures.rero_analytic`), the zero-out reference's exact mixture
-(:mod:`reconrisk.measures.rero_zeroout`) and the grid choices (:mod:`reconrisk.measures.rero_grid`). Nothing in
-:mod:`reconrisk.measures` holds an analysis or calls one back. The method descriptions are
-:mod:`reconrisk.measures.rero`'s.
+(:meth:`PrivacyAnalysis.pmf <reconrisk._src.analysis.privacy.PrivacyAnalysis.pmf>`, composed once per grid and cached)
+and reads them with functions of mathematical objects: a PMF's blow-up (:meth:`reconrisk._src.accounting.pmf.PMF.blowup`),
+the closed forms and the analytic bracket of (σ, q, T) (:mod:`reconrisk._src.measures.rero`,
+:mod:`reconrisk._src.measures.rero_analytic`), the zero-out reference's exact mixture
+(:mod:`reconrisk._src.measures.rero_zeroout`) and the grid choices (:mod:`reconrisk._src.measures.rero_grid`). Nothing in
+:mod:`reconrisk._src.measures` holds an analysis or calls one back. The method descriptions are
+:mod:`reconrisk._src.measures.rero`'s.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def pld_bracket(
     ``max_width``, ``max_rel_width``, whether the target was met
     (``converged``) and the number of grids tried (``rounds``).
 
-    The distributions come from the release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+    The distributions come from the release's :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`
     ``analysis`` (``reconrisk.analyse(release)``): grids are a ladder h₀·2⁻ᵏ from
     :func:`first_discretization`, so a second question about the same release
     finds the grids the first one composed.
@@ -196,7 +196,7 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
 
     Untilted groups get a round-off allowance affordable without extra work: a tenth of the target
     width at the smallest certified lower end (B ≥ a_lo ≥ κ), so it never decides convergence.
-    Tilted groups (θ > 0) compose p·e^{θl} (:meth:`reconrisk.accounting.pmf.PMF.tilted`), whose
+    Tilted groups (θ > 0) compose p·e^{θl} (:meth:`reconrisk._src.accounting.pmf.PMF.tilted`), whose
     round-off is relative to the tail near the threshold of their κ; their steps keep a Gaussian
     tail of at most 1e-3·rel_tol·κ/T (≥ 1e-40) outside the grid (it goes to +∞ on the upper end). ``info``
     (a dict) receives the error each end charged (``err_upper``, ``err_lower``) and the grid
@@ -300,10 +300,10 @@ def rero_bounds(
     rel_tol: float = DEFAULT_REL_TOL,
     progress: Callable[[int], None] | None = None,
 ) -> list[Bound]:
-    """ReRo bounds of a release, read from its :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
+    """ReRo bounds of a release, read from its :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`
     (``reconrisk.analyse(release)``), for one or many κ (vectorised).
 
-    Each result is a :class:`~reconrisk.results.Bound` with ``quantity="reconstruction"`` and
+    Each result is a :class:`~reconrisk._src.results.Bound` with ``quantity="reconstruction"`` and
     ``details["kappa"]``.
     """
     analysis = _release_analysis(analysis, "rero_bounds")
@@ -355,14 +355,14 @@ def rero_bounds(
 
 def _zero_out_applies(analysis) -> bool:
     """A replace-one release's one-reference questions (not the pair view): the zero-out reference applies
-    (:mod:`reconrisk.measures.rero_zeroout`), and the smaller of it and the never-sampled reference is reported."""
+    (:mod:`reconrisk._src.measures.rero_zeroout`), and the smaller of it and the never-sampled reference is reported."""
     source = getattr(analysis, "source", None)
     return (source is not None and source.sampler == "fixed" and not getattr(analysis, "symmetric", False))
 
 
 class MonteCarloBounds:
     """The ``mc`` method of :func:`rero_bounds`, started: its draws run on background threads until
-    :meth:`bounds` (which helps, then returns the list of :class:`~reconrisk.results.Bound`) or :meth:`cancel`."""
+    :meth:`bounds` (which helps, then returns the list of :class:`~reconrisk._src.results.Bound`) or :meth:`cancel`."""
 
     def __init__(self, job, kappas: np.ndarray, samples: int, seed, confidence: float, zero_out=None) -> None:
         self._job, self._kappas = job, kappas
@@ -400,7 +400,7 @@ def start_monte_carlo(analysis: "PrivacyAnalysis", kappa, *, samples: int | None
     """``rero_bounds(..., method="mc")`` started in the background (same arguments, same numbers):
     ``start_monte_carlo(...).bounds()`` equals it; the report overlaps the draws with its other families.
 
-    ``sampler``: a :class:`~reconrisk.measures.montecarlo.LogRatioSampler` the caller started earlier with
+    ``sampler``: a :class:`~reconrisk._src.measures.montecarlo.LogRatioSampler` the caller started earlier with
     this seed, sample count and release (``reconrisk report`` starts it before its other imports); used if it
     is those draws, cancelled and replaced otherwise. On an invalid argument it is cancelled too."""
     try:
@@ -422,8 +422,8 @@ def _start_monte_carlo(analysis, kappa, samples, seed, confidence, progress, sam
     return MonteCarloBounds(job, kappas, samples, seed, confidence, zero_out)
 def tradeoff(analysis, alphas, *, method: str = "auto", tol: float | None = None) -> TradeOff:
     """Certified two-sided bracket on the trade-off curve f(α) of a release, all α at once, read from its
-    :class:`~reconrisk.analysis.privacy.PrivacyAnalysis` ``analysis`` (what
-    :meth:`PrivacyAnalysis.tradeoff <reconrisk.analysis.privacy.PrivacyAnalysis.tradeoff>` and
+    :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` ``analysis`` (what
+    :meth:`PrivacyAnalysis.tradeoff <reconrisk._src.analysis.privacy.PrivacyAnalysis.tradeoff>` and
     ``reconrisk.tradeoff`` answer; the latter takes a release, an event or any analysis).
 
     ``alphas``: one or many type-I errors in (0, 1) (e.g. ``np.logspace(-12,

@@ -1,11 +1,11 @@
 """A release's own readings for the δ-based risk measures: total variation and the best success over a prior.
 
-:class:`~reconrisk.analysis.privacy.PrivacyAnalysis` answers ``total_variation`` and ``prior_success`` here
-(what :mod:`reconrisk.analysis.risk` reads for membership advantage, Bayes security and the reconstruction
+:class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` answers ``total_variation`` and ``prior_success`` here
+(what :mod:`reconrisk._src.analysis.risk` reads for membership advantage, Bayes security and the reconstruction
 advantage): the closed forms of (σ, q, T) where they exist, the analytic bracket at extreme noise, else the
 analysis's own composed distributions, refined by :func:`pmf_pair` (the loop that asks
-:meth:`PrivacyAnalysis.pmf <reconrisk.analysis.privacy.PrivacyAnalysis.pmf>` for each grid) and read as curves
-(:mod:`reconrisk.measures.risk_curves`) by the formulas of :mod:`reconrisk.measures.risk`.
+:meth:`PrivacyAnalysis.pmf <reconrisk._src.analysis.privacy.PrivacyAnalysis.pmf>` for each grid) and read as curves
+(:mod:`reconrisk._src.measures.risk_curves`) by the formulas of :mod:`reconrisk._src.measures.risk`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def pmf_pair(analysis, cap: float, tol: float, width_fn) -> tuple[_Pmf, _Pmf, di
 
 
 def release_total_variation(an, tol: float) -> tuple[float, float, dict]:
-    """TV of a release (:meth:`PrivacyAnalysis.total_variation <reconrisk.analysis.privacy.PrivacyAnalysis.total_variation>`):
+    """TV of a release (:meth:`PrivacyAnalysis.total_variation <reconrisk._src.analysis.privacy.PrivacyAnalysis.total_variation>`):
     the closed forms (every q = 1, one step), the analytic bracket at extreme noise, else δ(0) of its PLDs."""
     release = an.release
     if release.full_batch:
@@ -65,7 +65,7 @@ def release_total_variation(an, tol: float) -> tuple[float, float, dict]:
 
 def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
     """(lower, upper, log λ, details) of S(π) for a release (:meth:`PrivacyAnalysis.prior_success
-    <reconrisk.analysis.privacy.PrivacyAnalysis.prior_success>`; module docstring)."""
+    <reconrisk._src.analysis.privacy.PrivacyAnalysis.prior_success>`; module docstring)."""
     release = an.release
     b = float(vals.max())
     if _extreme(release):  # the analytic ReRo bracket: S ≤ B(max π) (Jensen), S ≥ B(1/n) (t_z = 1/n for all z)
@@ -97,4 +97,4 @@ def release_prior_success(an, vals: np.ndarray, counts: np.ndarray, tol: float):
     return lo, up, u, det
 
 
-_pmf_pair = pmf_pair  # (the name it had in reconrisk.measures.risk_curves)
+_pmf_pair = pmf_pair  # (the name it had in reconrisk._src.measures.risk_curves)

@@ -1,12 +1,12 @@
-"""The risk measures of ``reconrisk risk``, asked of any :class:`~reconrisk.analysis.base.Analysis`.
+"""The risk measures of ``reconrisk risk``, asked of any :class:`~reconrisk._src.analysis.base.Analysis`.
 
-:meth:`Analysis.risk <reconrisk.analysis.base.Analysis.risk>` answers here. Each measure reads the analysis
-through its contract — its ReRo bracket at the measure's baseline (:meth:`~reconrisk.analysis.base.Analysis.rero`),
+:meth:`Analysis.risk <reconrisk._src.analysis.base.Analysis.risk>` answers here. Each measure reads the analysis
+through its contract — its ReRo bracket at the measure's baseline (:meth:`~reconrisk._src.analysis.base.Analysis.rero`),
 its total variation and its best success over a finite prior (``total_variation``, ``prior_success``, computed
-beside each analysis: :mod:`reconrisk.analysis.privacy_risk`, :mod:`reconrisk.analysis.events_risk`,
-:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`), and its pair view for the pair measures — and never
+beside each analysis: :mod:`reconrisk._src.analysis.privacy_risk`, :mod:`reconrisk._src.analysis.events_risk`,
+:class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis`), and its pair view for the pair measures — and never
 asks which analysis it holds. The formulas (the measures' names, the curve's dual and primal readings, the closed
-forms, the module docstring's derivations) are :mod:`reconrisk.measures.risk`'s: functions of a curve or of
+forms, the module docstring's derivations) are :mod:`reconrisk._src.measures.risk`'s: functions of a curve or of
 (σ, q, T), never of an analysis. Their old names there still read, deprecated.
 """
 
@@ -25,7 +25,7 @@ from ..results import Bound
 
 
 def _check_release(analysis) -> "Analysis":
-    """``analysis`` checked to be an :class:`~reconrisk.analysis.base.Analysis` (``reconrisk.risk`` and
+    """``analysis`` checked to be an :class:`~reconrisk._src.analysis.base.Analysis` (``reconrisk.risk`` and
     ``reconrisk.analyse`` take a release or an event and analyse it first)."""
     if not callable(getattr(analysis, "supports", None)):
         raise ReconRiskError(f"the risk measures read an analysis (reconrisk.analyse(release_or_event)); "
@@ -36,10 +36,10 @@ def _check_release(analysis) -> "Analysis":
 def _pair_view(analysis):
     """The analysis that answers a question about pairs of neighbours (membership TPR, advantage, Bayes
     security): for a fixed-batch release the symmetrised composition
-    (:attr:`~reconrisk.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
+    (:attr:`~reconrisk._src.analysis.privacy.PrivacyAnalysis.pair`), for anything else the analysis itself.
     The reconstruction, re-identification, attribute and RAD bounds keep the one-reference analysis:
     they compare the run with the target against one reference for every candidate, the smaller of the
-    never-sampled and the zero-out reference's bounds (:mod:`reconrisk.measures.rero_zeroout`)."""
+    never-sampled and the zero-out reference's bounds (:mod:`reconrisk._src.measures.rero_zeroout`)."""
     return analysis.pair
 
 
@@ -153,9 +153,9 @@ def risk(analysis, measure: str, *, kappa: float | None = None, prior_size: int 
     The baseline is given as ``kappa``, ``prior_size`` (κ = 1/N), ``baseline``
     (b) or ``prior`` (b = max prior) for the curve measures, ``fpr`` for
     ``membership_tpr``; ``prior``/``prior_size`` for ``rad``. ``release`` is an
-    :class:`~reconrisk.analysis.base.Analysis`: a release's :class:`~reconrisk.analysis.privacy.PrivacyAnalysis`
-    (whose distributions are then reused), an event's :class:`~reconrisk.analysis.events.EventAnalysis`
-    (two-sided too), or a :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` (a guarantee alone: upper
+    :class:`~reconrisk._src.analysis.base.Analysis`: a release's :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis`
+    (whose distributions are then reused), an event's :class:`~reconrisk._src.analysis.events.EventAnalysis`
+    (two-sided too), or a :class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis` (a guarantee alone: upper
     ends only, ``method`` naming the conversion). ``reconrisk.risk`` takes a release or an event as well and
     analyses it first (:func:`reconrisk.analyse`).
     """

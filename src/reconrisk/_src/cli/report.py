@@ -14,7 +14,7 @@ from . import app
 from ._common import command_options, echo, monte_carlo_note, print_json, print_table, progress
 
 
-#: The stages :func:`reconrisk.experiments.riskreport.risk_report` announces through its ``progress`` callback.
+#: The stages :func:`reconrisk._src.experiments.riskreport.risk_report` announces through its ``progress`` callback.
 REPORT_STAGES = ("epsilon", "ReRo", "trade-off curve", "risk measures", "Fano, MSE, analytic, capacity", "calibration",
                  "attack")
 
@@ -24,10 +24,10 @@ def _early_draws(release, samples: int, seed: int, progress):
 
     They need only the release's segments, the seed and the sample count (numpy, no scipy), so they run on the
     idle core while the rest of the report is imported and computed; the report checks they are its own draws
-    and uses them (:func:`~reconrisk.analysis.privacy_rero.start_monte_carlo`). None for a ``dp_accounting`` event (no
-    Monte Carlo), for fixed-size batches (analysed at σ/2, :meth:`~reconrisk.release.Release.dominating`: the
+    and uses them (:func:`~reconrisk._src.analysis.privacy_rero.start_monte_carlo`). None for a ``dp_accounting`` event (no
+    Monte Carlo), for fixed-size batches (analysed at σ/2, :meth:`~reconrisk._src.release.Release.dominating`: the
     report draws those itself), and for values the Monte Carlo's own checks
-    (:func:`~reconrisk.measures.montecarlo.check_draws`) refuse, which the report's validation says in one line.
+    (:func:`~reconrisk._src.measures.montecarlo.check_draws`) refuse, which the report's validation says in one line.
     """
     from ..errors import ReconRiskError
     from ..release import Release

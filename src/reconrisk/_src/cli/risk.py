@@ -35,7 +35,7 @@ def measure_kwargs(prior_size, kappa, baseline, prior, fpr) -> dict:
 
 
 def guarantee_analysis(source, epsilon, delta, order, curve, rho, one_sided):
-    """The :class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
+    """The :class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis` of ``--from dp|rdp|zcdp`` and the guarantee's
     flags, read as ``reconrisk convert`` reads them."""
     from .. import _validate as v
     from ..analysis.guarantee import SOURCES, GuaranteeAnalysis
@@ -238,7 +238,7 @@ def tradeoff_cmd(
 def calibrate_measure(measure, target, solve, noise_multiplier, sample_rate, steps, target_rero, baseline_args,
                       json_out, delta: float = 1e-5, batch_size=None, dataset_size=None):
     """``reconrisk calibrate`` — both routes (``--target-rero`` and ``--measure M --target X``) call this, and it
-    calls the one calibrator, :func:`reconrisk.analysis.calibrate.calibrate`."""
+    calls the one calibrator, :func:`reconrisk._src.analysis.calibrate.calibrate`."""
     from ..analysis.accountant import shared_analysis
     from ..analysis.calibrate import calibrate
     from ..measures.risk import CLI_NAMES, canonical_measure

@@ -1,7 +1,7 @@
 """One risk report for one release: every bound family side by side (computation only; ``report/html.py`` draws).
 
-:func:`risk_report` takes a :class:`~reconrisk.release.Release` and a prior (κ, or a uniform prior over N
-candidates) and returns one typed :class:`~reconrisk.report_model.RiskReport` (its ``to_dict()`` is
+:func:`risk_report` takes a :class:`~reconrisk._src.release.Release` and a prior (κ, or a uniform prior over N
+candidates) and returns one typed :class:`~reconrisk._src.report_model.RiskReport` (its ``to_dict()`` is
 ``report.json`` without the provenance). Each family calls **the same function, with the same defaults,
 as the command that prints it alone**, so the numbers equal that command's ``--json`` output
 (``tests/test_report.py`` checks this field by field):
@@ -24,13 +24,13 @@ calibrated σ                  ``calibrate`` (+ the certified bound at σ)      
 empirical attack (--attack)   ``experiments.audit.run_setting``                          ``audit``
 ============================  =========================================================  ==========================
 
-Each entry carries its formula/source and its error: a certified bracket (a :class:`~reconrisk.results.Bound`), a
+Each entry carries its formula/source and its error: a certified bracket (a :class:`~reconrisk._src.results.Bound`), a
 confidence interval (Monte Carlo, attacks), or ``exact``. Families whose assumptions fail for this release
-are kept as :class:`~reconrisk.report_model.Unavailable` with the reason (``"applicable": false`` in the JSON),
+are kept as :class:`~reconrisk._src.report_model.Unavailable` with the reason (``"applicable": false`` in the JSON),
 never dropped silently.
 
 A ``dp_accounting`` event that is not DP-SGD with Gaussian noise (a release file of Laplace events) gets
-its :class:`~reconrisk.analysis.events.EventAnalysis`: ε, the ReRo bracket, the trade-off curve and every
+its :class:`~reconrisk._src.analysis.events.EventAnalysis`: ε, the ReRo bracket, the trade-off curve and every
 operational risk are certified two-sided from the event's distributions; the families that read σ, q, T
 (RDP baseline, Monte Carlo, Fano, MSE, analytic attack, capacity, calibration, attack) say in one line that
 they are not defined for the event, naming it.
@@ -112,7 +112,7 @@ def rero_entry(analysis: PrivacyAnalysis, cfg: ReportConfig, eps: EpsilonEntry,
     """Every ReRo method of ``bound`` at κ, with the ε-based baselines.
 
     ``mc``: the Monte Carlo already started (:func:`start_monte_carlo_entry`); its row is then
-    :data:`~reconrisk.report_model.MC_PENDING` until :func:`finish_monte_carlo_entry` fills it in, so the draws run
+    :data:`~reconrisk._src.report_model.MC_PENDING` until :func:`finish_monte_carlo_entry` fills it in, so the draws run
     while the other families are computed."""
     analysis = analyse(analysis)
     k = cfg.kappa_value
@@ -152,7 +152,7 @@ def start_monte_carlo_entry(analysis: PrivacyAnalysis, cfg: ReportConfig,
                             progress: Callable[[int], None] | None = None, sampler=None):
     """``bound --method mc`` at the report's κ, started on background threads (None when ``samples`` is 0).
 
-    ``sampler``: the draws already started by the caller (see :func:`~reconrisk.analysis.privacy_rero.start_monte_carlo`)."""
+    ``sampler``: the draws already started by the caller (see :func:`~reconrisk._src.analysis.privacy_rero.start_monte_carlo`)."""
     if not cfg.samples or not analysis.supports("rero_mc"):  # an event without a Gaussian reading: no Monte Carlo
         if sampler is not None:
             sampler.cancel()
@@ -344,17 +344,17 @@ def risk_report(release, config: ReportConfig | None = None, *,
                 before_monte_carlo: Callable[[RiskReport], None] | None = None, sampler=None) -> RiskReport:
     """Every bound family for one release and prior (see the module docstring); ``progress(stage)`` names each.
 
-    ``release``: a :class:`~reconrisk.release.Release`, a ``dp_accounting`` event or their analysis
-    (:func:`~reconrisk.analysis.privacy.analyse`: a release is wrapped once, never rebuilt). Every family asks the
+    ``release``: a :class:`~reconrisk._src.release.Release`, a ``dp_accounting`` event or their analysis
+    (:func:`~reconrisk._src.analysis.privacy.analyse`: a release is wrapped once, never rebuilt). Every family asks the
     one analysis, so the release's privacy-loss distributions are composed at most once per discretisation
     level; ``report.compositions`` says how many were made.
 
     The Monte-Carlo draws start first, on background threads, and run while the other families are computed
     (numbers as ``bound --method mc``: they depend on the seed only). ``before_monte_carlo(report)``, if given,
     is called with the report whose Monte-Carlo row is not in yet (``report.rero.mc`` is
-    :data:`~reconrisk.report_model.MC_PENDING`), before waiting for it — the CLI draws the figures there, which do
+    :data:`~reconrisk._src.report_model.MC_PENDING`), before waiting for it — the CLI draws the figures there, which do
     not show that row. ``sampler``: those draws already started by the caller
-    (:class:`~reconrisk.measures.montecarlo.LogRatioSampler`; used when it is this release's, seed's and sample
+    (:class:`~reconrisk._src.measures.montecarlo.LogRatioSampler`; used when it is this release's, seed's and sample
     count's, otherwise cancelled and drawn anew).
     """
     try:
@@ -387,7 +387,7 @@ _RELEASE_FAMILIES = (("fano", "Fano's bound"), ("mse", "Guo et al.'s MSE bound")
 
 
 def _families(analysis: PrivacyAnalysis, cfg: ReportConfig, progress, mc) -> RiskReport:
-    """Every family in the page's order. An :class:`~reconrisk.analysis.events.EventAnalysis` (no σ, q, T) gets
+    """Every family in the page's order. An :class:`~reconrisk._src.analysis.events.EventAnalysis` (no σ, q, T) gets
     the families its distributions answer, and one line naming the event for each family that reads σ, q, T."""
     mechanism = analysis.supports("mechanism")  # σ, q and T known: a DP-SGD release
     release = analysis.release

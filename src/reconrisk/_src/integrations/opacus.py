@@ -111,7 +111,7 @@ class ReconRiskAccountant:
     told it, with the loader's :class:`~reconrisk._src.adapters.opacus_loaders.LoaderPlan` in ``loader``; every
     number it reports is for that sampler: the history as it is for Poisson, the sound stand-in
     ``Release.shuffled(σ, K)`` otherwise, K the passes the loader can give one example over the steps
-    recorded (:func:`reconrisk.adapters.opacus_history.read_history`). A loader whose passes cannot be
+    recorded (:func:`reconrisk._src.adapters.opacus_history.read_history`). A loader whose passes cannot be
     proved (``batch_sampling == "unknown"``) trains, and nothing is certified.
 
     A non-Poisson loader it is told is watched (:mod:`reconrisk._src.integrations.opacus_watch`): each
@@ -380,7 +380,7 @@ class ReconRiskAccountant:
         return self.analysis.rero(kappa, prior_size=prior_size)
 
     def tradeoff(self, alphas):
-        """Certified trade-off curve of the history so far (:func:`reconrisk.analysis.privacy_rero.tradeoff`)."""
+        """Certified trade-off curve of the history so far (:func:`reconrisk._src.analysis.privacy_rero.tradeoff`)."""
         if self._noiseless:
             raise ReconRiskError("the history holds a step without noise (noise_multiplier 0): the trade-off curve "
                                  "is 0 at every α (no membership test is ruled out)")

@@ -191,7 +191,7 @@ class _Blocks:
 def check_draws(samples, seed, steps: int) -> tuple[int, int | None]:
     """The validated (samples, seed) of ``samples`` draws of ``steps`` coordinates per side, or ReconRiskError.
 
-    The one place these limits live: :func:`reconrisk.analysis.privacy_rero.start_monte_carlo` and ``reconrisk report``'s
+    The one place these limits live: :func:`reconrisk._src.analysis.privacy_rero.start_monte_carlo` and ``reconrisk report``'s
     early start (which draws before the rest of the report is imported) both ask it.
     """
     samples = v.integer("samples", samples, minimum=100)

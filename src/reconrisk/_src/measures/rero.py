@@ -5,12 +5,12 @@ Eq. 3); μ is the T-fold product of (1−q)N(0,σ²) + qN(1,σ²) and ν = N(0,�
 The bound depends only on (σ, q, T, κ) — not on the clip norm, the model or
 the data. Replace-one releases (fixed-size batches, shuffling) report, for ``pld`` and ``closed_form``,
 the smaller of this bound for the never-sampled reference (the pair at σ/2) and the zero-out
-reference's (:mod:`reconrisk.measures.rero_zeroout`), ``details["reference"]`` naming the one that won.
+reference's (:mod:`reconrisk._src.measures.rero_zeroout`), ``details["reference"]`` naming the one that won.
 
 This module holds what the bound is a function of — (σ, q, T, κ): the closed forms, the loss cap, the formulas,
 the analytic bracket and the grid choices it re-exports. The questions' bodies — the refinement loops that ask a
 release's analysis for its composed distributions, every method's dispatch, the Monte Carlo's start — live
-beside the analysis (:mod:`reconrisk.analysis.privacy_rero`); their old names here still read, deprecated.
+beside the analysis (:mod:`reconrisk._src.analysis.privacy_rero`); their old names here still read, deprecated.
 Methods:
 
 ``closed_form``
@@ -19,7 +19,7 @@ Methods:
     B = (1−q)κ + qΦ(Φ⁻¹(κ) + 1/σ). Exact; ``lower == upper``.
 ``pld`` (default)
     A certified bracket from pessimistic and optimistic privacy-loss
-    distributions (:mod:`reconrisk.accounting.pld`):
+    distributions (:mod:`reconrisk._src.accounting.pld`):
     B_κ = inf_ε [e^ε κ + δ_{μ‖ν}(ε)], the infimum taken exactly over ε
     (not on a grid). The discretisation is refined until the bracket's
     *relative* width (upper − lower)/upper is ≤ ``rel_tol`` (default 1 %;
@@ -28,10 +28,10 @@ Methods:
     certified and says so: ``converged`` is False. For q = 1 the exact
     closed form is used.
 ``mc``
-    Hayes, Mahloujifar & Balle 2023, Algorithm 1, corrected (:mod:`reconrisk.measures.montecarlo`), with
+    Hayes, Mahloujifar & Balle 2023, Algorithm 1, corrected (:mod:`reconrisk._src.measures.montecarlo`), with
     a confidence interval at level ``confidence``.
 ``rdp``
-    The Rényi-DP baseline (:mod:`reconrisk.measures.conversions`): an upper bound only
+    The Rényi-DP baseline (:mod:`reconrisk._src.measures.conversions`): an upper bound only
     (``lower`` is ``None``).
 """
 
@@ -57,7 +57,7 @@ METHODS = ("pld", "closed_form", "mc", "rdp")
 DEFAULT_TOL = None
 
 
-#: The result of every ReRo method: a :class:`reconrisk.results.Bound` with ``quantity="reconstruction"``
+#: The result of every ReRo method: a :class:`reconrisk._src.results.Bound` with ``quantity="reconstruction"``
 #: (κ, the prior size and the method's details in ``details``; ``b.kappa`` reads them).
 ReroBound = Bound
 
@@ -76,7 +76,7 @@ def closed_form(release: Release, kappa: np.ndarray, *, symmetric: bool = False)
     """Exact B_κ where a closed form exists (all q = 1, or a single step).
 
     ``symmetric``: 1 − C(κ) of the symmetrised curve (the pair view of a fixed-batch release,
-    :func:`reconrisk.measures.rero_analytic.symmetric_step_power`); q = 1 is the same Gaussian-DP curve.
+    :func:`reconrisk._src.measures.rero_analytic.symmetric_step_power`); q = 1 is the same Gaussian-DP curve.
     """
     segs = release.segments
     if release.full_batch:
@@ -128,7 +128,7 @@ def _which(never_up, z_lo, z_up) -> dict:
                               "(the Poisson remove pair at sigma/2)"}
 
 
-#: The questions' bodies moved beside the analysis that answers them (:mod:`reconrisk.analysis.privacy_rero`):
+#: The questions' bodies moved beside the analysis that answers them (:mod:`reconrisk._src.analysis.privacy_rero`):
 #: a measure here is a function of (σ, q, T, κ) or of a distribution, never of an analysis. The old names still
 #: read, with a :class:`DeprecationWarning`.
 __getattr__ = moved_names(__name__, __package__, {

@@ -29,8 +29,8 @@ succeeds with probability Φ(√T/σ) = B_½. ∎
 
 The previous reference — the run in which the target's slot is never sampled — moves the clipped sum
 by up to 2C (another record fills the slot) and gives the Poisson remove pair at σ/2
-(:meth:`reconrisk.release.Release.dominating`), amplified by sampling but at twice the sensitivity. Both
-are sound, so :func:`reconrisk.analysis.privacy_rero.rero_bounds` reports the smaller (``details["reference"]``
+(:meth:`reconrisk._src.release.Release.dominating`), amplified by sampling but at twice the sensitivity. Both
+are sound, so :func:`reconrisk._src.analysis.privacy_rero.rero_bounds` reports the smaller (``details["reference"]``
 names which won): the zero-out reference wins at large q (q = 1: μ = √T/σ against 2√T/σ); at small q
 the amplified one can (σ 3, q 0.05, T 1, κ 0.01: 0.0119 against 0.0153).
 
@@ -135,7 +135,7 @@ class ZeroOutCurve:
     """The mixture of μ_K-GDP curves (revealed selection), on the law :func:`mu_law` gives for one side.
 
     ``delta`` (hockey-stick δ(ε)), ``nu_tail`` (ν(L > ε)), ``blowup`` (B_t): the interface of the curves
-    :mod:`reconrisk.measures.risk` reads; ``pessimistic`` True gives every value from above, False from below.
+    :mod:`reconrisk._src.measures.risk` reads; ``pessimistic`` True gives every value from above, False from below.
     """
 
     def __init__(self, segments, *, pessimistic: bool) -> None:

@@ -2,18 +2,18 @@
 
 One curve for a Poisson or full-batch release; for fixed-size batches the pair measures read the symmetrised
 replace-one curve and the reconstruction measures the smaller of two one-reference bounds (never-sampled,
-zero-out: :mod:`reconrisk.measures.rero_zeroout`).
+zero-out: :mod:`reconrisk._src.measures.rero_zeroout`).
 
-Let f be the trade-off curve of :mod:`reconrisk.measures.tradeoff` (μ: output
+Let f be the trade-off curve of :mod:`reconrisk._src.measures.tradeoff` (μ: output
 with the target, ν: without) and g(t) = 1 − f(t) = B_t(μ, ν) its complement.
 
-The same functions read the curve of any :class:`~reconrisk.analysis.base.Analysis` (the contract; the
+The same functions read the curve of any :class:`~reconrisk._src.analysis.base.Analysis` (the contract; the
 functions never ask which one they hold): a release's privacy-loss distributions (two-sided), a ``dp_accounting``
-event's (:class:`~reconrisk.analysis.events.EventAnalysis`, two-sided, both
+event's (:class:`~reconrisk._src.analysis.events.EventAnalysis`, two-sided, both
 directions' pessimistic δ for the upper ends) or a guarantee's tightest curve
-(:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis`: upper ends only, ``lower``
+(:class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis`: upper ends only, ``lower``
 None, ``method`` and ``details["conversion"]`` naming the conversion). The curve
-adapters and their refinement loops are :mod:`reconrisk.measures.risk_curves`.
+adapters and their refinement loops are :mod:`reconrisk._src.measures.risk_curves`.
 
 ``reconstruction`` / ``reidentification`` / ``attribute``
     Any attack whose blind-guess success is b succeeds with probability at
@@ -111,7 +111,7 @@ def canonical_measure(measure, *, cli: bool = False) -> str:
     raise ReconRiskError(f"measure must be one of {names}; found {measure!r}")
 
 
-#: Kept for one release: the risk result is the one :class:`~reconrisk.results.Bound`.
+#: Kept for one release: the risk result is the one :class:`~reconrisk._src.results.Bound`.
 RiskBound = Bound
 
 
@@ -146,12 +146,12 @@ def normalize_prior(prior) -> np.ndarray:
 
 
 _CITE_CURVE = "Hayes, Mahloujifar & Balle 2023, Cor. 4; Kulynych et al. 2025"
-#: The details of a fixed-batch ReRo bound naming the reference that gave it (:func:`reconrisk.measures.rero._which`).
+#: The details of a fixed-batch ReRo bound naming the reference that gave it (:func:`reconrisk._src.measures.rero._which`).
 _REFERENCE_KEYS = ("reference", "zero_out_upper", "zero_out_lower", "never_sampled_upper")
 
 
 #: Noise multipliers outside this range skip the PLD engine (σ² would under- or overflow) and get the
-#: engine's analytic bracket (:func:`reconrisk.measures.rero.analytic_bracket`).
+#: engine's analytic bracket (:func:`reconrisk._src.measures.rero.analytic_bracket`).
 _SIGMA_RANGE = (1e-100, 1e100)
 _KAPPA_GRID = np.logspace(-15, -1e-3, 400)
 
@@ -251,8 +251,8 @@ def _primal_lower(curve, vals: np.ndarray, counts: np.ndarray) -> float:
 
 
 #: The measures as questions (each takes an analysis and asks it) live beside the analyses
-#: (:mod:`reconrisk.analysis.risk`, and each analysis's own readings in :mod:`reconrisk.analysis.privacy_risk`,
-#: :mod:`reconrisk.analysis.events_risk`, :mod:`reconrisk.analysis.guarantee`); here stay the formulas, functions
+#: (:mod:`reconrisk._src.analysis.risk`, and each analysis's own readings in :mod:`reconrisk._src.analysis.privacy_risk`,
+#: :mod:`reconrisk._src.analysis.events_risk`, :mod:`reconrisk._src.analysis.guarantee`); here stay the formulas, functions
 #: of a curve or of (σ, q, T). The old names still read, with a :class:`DeprecationWarning`.
 _MOVED = {name: "..analysis.risk" for name in (
     "reconstruction_risk", "reidentification_risk", "attribute_risk", "membership_tpr", "total_variation",

@@ -1,7 +1,7 @@
 """The curves the δ-based risk measures read (membership advantage, Bayes security, RAD).
 
 Each is seen through three functions of ε or t: δ(ε) = sup_t (g(t) − e^ε t) (the hockey-stick
-divergence; g = 1 − f), the ν-tails ν(L > ε) and the blow-up g(t). :mod:`reconrisk.measures.risk` reads
+divergence; g = 1 − f), the ν-tails ν(L > ε) and the blow-up g(t). :mod:`reconrisk._src.measures.risk` reads
 
 * :class:`_Gdp` — the exact curve of μ-GDP (every q = 1);
 * :class:`_Pmf` — a discretised privacy-loss distribution (pessimistic: every δ and g from above;
@@ -10,9 +10,9 @@ divergence; g = 1 − f), the ν-tails ν(L > ε) and the blow-up g(t). :mod:`re
   ``dp_accounting`` event: sound whichever order its relation makes the worst);
 
 functions of a distribution or of μ only. The refinement loops that ask an analysis for its distributions grid
-after grid live beside the analyses (:func:`reconrisk.analysis.privacy_risk.pmf_pair`,
-:func:`reconrisk.analysis.events_risk.event_pair`). A guarantee's curve
-(:class:`~reconrisk.analysis.guarantee.GuaranteeCurve`) has δ only: a guarantee bounds from above.
+after grid live beside the analyses (:func:`reconrisk._src.analysis.privacy_risk.pmf_pair`,
+:func:`reconrisk._src.analysis.events_risk.event_pair`). A guarantee's curve
+(:class:`~reconrisk._src.analysis.guarantee.GuaranteeCurve`) has δ only: a guarantee bounds from above.
 """
 
 from __future__ import annotations

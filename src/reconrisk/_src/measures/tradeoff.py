@@ -7,7 +7,7 @@ training set, ν = output law without it — the trade-off function is
 
 the smallest type-II error (missed membership) of any test whose type-I error
 (false alarm) is at most α. Its complement is the blow-up function of Hayes, Mahloujifar & Balle 2023, Eq. 3: **1 − f(α) = B_α(μ, ν)** (Kaissis et al. 2023; Kulynych et al.
-2025), so the certified ReRo bracket of :func:`reconrisk.analysis.privacy_rero.pld_bracket`
+2025), so the certified ReRo bracket of :func:`reconrisk._src.analysis.privacy_rero.pld_bracket`
 — vectorised over κ — is a certified bracket on the whole curve at once:
 
     β_lower(α) = 1 − B_upper(α),   β_upper(α) = 1 − B_lower(α).
@@ -140,7 +140,7 @@ def exact_power(release: Release, alpha: np.ndarray, *, symmetric: bool = False)
     """Exact 1 − f(α) where a closed form exists (all q = 1, or a single step).
 
     ``symmetric``: the symmetrised curve C = min{f_q, f_q⁻¹}** of a single step (fixed-size batches, pairs;
-    :func:`reconrisk.measures.rero_analytic.symmetric_step_power`); q = 1 is Gaussian DP either way."""
+    :func:`reconrisk._src.measures.rero_analytic.symmetric_step_power`); q = 1 is Gaussian DP either way."""
     segs = release.segments
     if all(s.sample_rate == 1.0 for s in segs):
         return special.ndtr(special.ndtri(alpha) + release_gdp_mu(release))
@@ -206,6 +206,6 @@ def rdp_curve(release: Release, alphas) -> np.ndarray:
     return 1.0 - rdp_rero_bound(release.segments, a)
 
 
-#: The curve of a release is asked of its analysis (:func:`reconrisk.analysis.privacy_rero.tradeoff`); the old
+#: The curve of a release is asked of its analysis (:func:`reconrisk._src.analysis.privacy_rero.tradeoff`); the old
 #: name still reads, with a :class:`DeprecationWarning`.
 __getattr__ = moved_names(__name__, __package__, {"tradeoff": "..analysis.privacy_rero"})

@@ -15,9 +15,9 @@
   :mod:`.as_stated`'s sampler where the guarantee is stated for the whole step; :mod:`.checks` holds the one-line
   checks of events handed to ``dp_accounting``'s constructors (mixture of Gaussians).
 
-Layer 1: imports the core and :mod:`reconrisk.accounting` (JAX through :mod:`reconrisk._jax`, inside functions).
-Importing the package registers the classes a :class:`~reconrisk.release.Release` can hold (numpy only: ``import
-reconrisk.release`` loads no scipy); :func:`.traverse.steps` imports (and so registers) every other mechanism
+Layer 1: imports the core and :mod:`reconrisk._src.accounting` (JAX through :mod:`reconrisk._src._jax`, inside functions).
+Importing the package registers the classes a :class:`~reconrisk._src.release.Release` can hold (numpy only: ``import
+reconrisk._src.release`` loads no scipy); :func:`.traverse.steps` imports (and so registers) every other mechanism
 module the first time it reads an event.
 """
 

@@ -3,7 +3,7 @@
 Events such as ``ZCDpEvent``, ``SingleEpochTreeAggregationDpEvent`` or ``RepeatAndSelectDpEvent`` state their
 guarantee for what was released, sampling (if any) already inside it; reconrisk applies no amplification on top.
 Its ``relation`` is ``None`` (the mechanism says which relation its guarantee is stated for, see
-:meth:`~reconrisk.mechanisms.base.Mechanism.relation`) and its ``rate`` 1.
+:meth:`~reconrisk._src.mechanisms.base.Mechanism.relation`) and its ``rate`` 1.
 """
 
 from __future__ import annotations

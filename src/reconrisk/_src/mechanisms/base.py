@@ -65,7 +65,7 @@ class Mechanism(abc.ABC):
 
     name: ClassVar[str] = ""
     event_types: ClassVar[tuple[str, ...]] = ()
-    #: The name of the one number a :class:`~reconrisk.release.Segment` holds for a DP-SGD release with this noise
+    #: The name of the one number a :class:`~reconrisk._src.release.Segment` holds for a DP-SGD release with this noise
     #: (``"noise_multiplier"``, ``"concentration"``), ``None`` for a mechanism a release cannot have.
     level_name: ClassVar[str | None] = None
     #: The JAX noise function of the simulator (:func:`attach_simulator`), ``None`` until one is attached.

@@ -1,13 +1,13 @@
 """The Gaussian mechanism: :class:`Gaussian` (noise multiplier s, in units of the relation's sensitivity).
 
-This module is on ``import reconrisk.release``'s numpy-only path (a :class:`~reconrisk.release.Segment` holds a
+This module is on ``import reconrisk._src.release``'s numpy-only path (a :class:`~reconrisk._src.release.Segment` holds a
 :class:`Gaussian`): the engines it reads (scipy) are imported where a number is computed.
 
 Under :class:`~.samplers.NoAmplification` and :class:`~.samplers.Poisson` its privacy-loss distribution is the
-reconrisk engine's (:func:`reconrisk.accounting.pld.step_pmf`; s = 0 is the exact noiseless step
+reconrisk engine's (:func:`reconrisk._src.accounting.pld.step_pmf`; s = 0 is the exact noiseless step
 :func:`noiseless_pmf`). Under :class:`~.samplers.FixedBatch` (replace-one, ``dp_accounting``'s units) the
 one-reference reading is the Poisson pair at the event's noise multiplier (:meth:`Release.dominating
-<reconrisk.release.Release.dominating>`), and a pair question reads the symmetrised curve C_q = min{f_q, f_q⁻¹}**
+<reconrisk._src.release.Release.dominating>`), and a pair question reads the symmetrised curve C_q = min{f_q, f_q⁻¹}**
 (Dong, Roth & Su 2022, Thm 4.2; ``direction="symmetric"``). Under :class:`~.samplers.Shuffled` (K passes) the
 K full-batch steps compose exactly to one Gaussian step of noise multiplier s/√K.
 """
@@ -79,7 +79,7 @@ class Gaussian(Mechanism):
         return _pld.step_pmf(s, sampler.rate, h, pessimistic=pessimistic, direction=d)
 
     def rdp(self, sampler: Sampler, orders) -> np.ndarray:
-        """α/(2s²) amplified: Poisson by :func:`~reconrisk.accounting.rdp.subsampled_gaussian_rdp` (Mironov, Talwar
+        """α/(2s²) amplified: Poisson by :func:`~reconrisk._src.accounting.rdp.subsampled_gaussian_rdp` (Mironov, Talwar
         & Zhang 2019); without replacement by Wang, Balle & Kasiviswanathan 2019's bound as ``dp_accounting``
         computes it (its module-level helper; RDP composes adaptively, so either orientation is covered)."""
         from ..accounting.rdp import subsampled_gaussian_rdp

@@ -1,5 +1,5 @@
 """Privacy-loss distributions a mechanism module builds for itself, as reconrisk's
-:class:`~reconrisk.accounting.pmf.PMF` (pessimistic: every loss rounded up, optimistic: down — the PMF contract).
+:class:`~reconrisk._src.accounting.pmf.PMF` (pessimistic: every loss rounded up, optimistic: down — the PMF contract).
 
 * :func:`atoms_pmf` — a finite support (randomized response, discrete Laplace, the discrete Gaussian, the
   noiseless step): each atom's loss rounded to the grid, the mass the caller truncated put at +∞ when

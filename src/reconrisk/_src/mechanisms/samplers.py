@@ -11,7 +11,7 @@ every mechanism module, so one place to import them from keeps the room's arrows
 * :class:`NoAmplification` — the mechanism sees the whole data set (q = 1); it amplifies nothing, so it joins
   either relation;
 * :class:`Shuffled` — ``passes`` full-batch replace-one steps: the sound stand-in for shuffled batches that
-  :meth:`Release.shuffled <reconrisk.release.Release.shuffled>` uses (no tight analysis of shuffling is known).
+  :meth:`Release.shuffled <reconrisk._src.release.Release.shuffled>` uses (no tight analysis of shuffling is known).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def _read(event, count: int, dpa) -> list[Step]:
 
 def register_all() -> None:
     """Import (so register) every mechanism module: the readers of events (scipy; off the numpy-only path of
-    ``import reconrisk.release``, so imported here, when an event is read). A new mechanism adds one name."""
+    ``import reconrisk._src.release``, so imported here, when an event is read). A new mechanism adds one name."""
     from . import discrete_gaussian, discrete_laplace, laplace, mixture_gaussians, randomized_response  # noqa: F401
     from . import repeat_select, tree_aggregation, truncated_poisson, zcdp  # noqa: F401
 

@@ -16,7 +16,7 @@ The analysis (arXiv:2508.15089, §4.3 of ``dp_accounting``'s PLD supplement; as 
 
 Revealing which case occurred can only add information, so the step is dominated by the mixture of the two
 pairs' privacy-loss distributions with weights τ and 1 − τ (δ(ε) = τ·δ₂(ε) + (1 − τ)·δ₁(ε)). reconrisk builds
-both on its own grid: the Poisson part by :func:`~reconrisk.accounting.pld.step_pmf`, the replace-one part by
+both on its own grid: the Poisson part by :func:`~reconrisk._src.accounting.pld.step_pmf`, the replace-one part by
 connect-the-dots (pessimistic: each loss cell's P- and Q-mass split onto its end atoms) and by rounding each cell
 down to its lower end with μ-mass min(P, e^{l}Q) (optimistic; O(h) rather than the Poisson part's O(h²)), the
 round-off charged relative to the tail as for the Poisson pair (:func:`_replace_scale`). The
@@ -203,7 +203,7 @@ def _replace_hockey_stick(l: np.ndarray, s: float, p: float) -> tuple[np.ndarray
 
 
 def _replace_scale(grid: np.ndarray, s: float, p: float) -> tuple[float, float]:
-    """(1 + 32u·c, absolute slack) for the replace-one part, as :func:`reconrisk.accounting.pld_rounding.
+    """(1 + 32u·c, absolute slack) for the replace-one part, as :func:`reconrisk._src.accounting.pld_rounding.
     pessimistic_scale` for the Poisson pair: the cell masses are ndtr differences on the tail side (relative error
     α ≤ 4u), so rounding moves δ(ε) by at most 8α·μ(L > ε) ≤ 32u·c·δ(ε), c ≥ μ(L > ε)/δ(ε) bounded on coarse
     intervals of the grid; where c is past 1e9 (or δ unresolved) the error is charged as an absolute 32u."""
@@ -307,7 +307,7 @@ def truncated_poisson_rdp(sigma: float, sampler: TruncatedPoisson, orders) -> np
 def replace_one_rdp(s: float, p: float, orders) -> np.ndarray:
     """D_α of the replace-one pair (noise std ``s``, probability ``p``; both orientations coincide): the smaller
     of log ∫P^αQ^{1−α}/(α − 1) by adaptive quadrature in log space with its error estimate added (as
-    :mod:`reconrisk.accounting.rdp` does for fractional orders) and the joint-convexity bound
+    :mod:`reconrisk._src.accounting.rdp` does for fractional orders) and the joint-convexity bound
     log(1 − p + p·e^{(α−1)·2α/s²})/(α − 1)."""
     from scipy import integrate
 

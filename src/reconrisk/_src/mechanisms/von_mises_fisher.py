@@ -1,12 +1,12 @@
 """The von Mises–Fisher mechanism as a step: :class:`VonMisesFisher` (concentration κ, optional dimension p).
 
 The law itself (log I_ν, the normaliser, Wood's sampler) is :mod:`.vmf`; the RDP curve is
-:func:`reconrisk.accounting.vmf.vmf_rdp` (Biswas et al. 2024, Prop. 1), which needs the dimension p: without it
+:func:`reconrisk._src.accounting.vmf.vmf_rdp` (Biswas et al. 2024, Prop. 1), which needs the dimension p: without it
 the curve is unknown (+inf). No privacy-loss distribution is built (``pld`` None: the analysis answers from
 the RDP curve). Under Poisson sampling the unsampled curve is kept (sound: Rényi divergence is jointly
 quasi-convex, so sampling never raises it; the Zhu–Wang amplified curve is
-:class:`~reconrisk.analysis.guarantee.GuaranteeAnalysis.vmf`'s). A DP-SGD release with this noise is
-``Release(concentration=κ, …)`` (:class:`~reconrisk.release.Segment` holds one).
+:class:`~reconrisk._src.analysis.guarantee.GuaranteeAnalysis.vmf`'s). A DP-SGD release with this noise is
+``Release(concentration=κ, …)`` (:class:`~reconrisk._src.release.Segment` holds one).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class VonMisesFisher(Mechanism):
         return "add_remove"
 
     def rdp(self, sampler: Sampler, orders) -> np.ndarray:
-        from ..accounting.vmf import vmf_rdp  # (scipy: off import reconrisk.release's numpy-only path)
+        from ..accounting.vmf import vmf_rdp  # (scipy: off import reconrisk._src.release's numpy-only path)
 
         o = np.asarray(orders, dtype=float)
         if self.dim is None:

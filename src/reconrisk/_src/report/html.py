@@ -1,10 +1,10 @@
 """``reconrisk report``'s page: one self-contained HTML file and ``report.json`` (drawing only).
 
-:func:`write_report` takes the :class:`~reconrisk.report_model.RiskReport` of
-:func:`reconrisk.experiments.riskreport.risk_report` (or ``report.json`` read back) and writes
+:func:`write_report` takes the :class:`~reconrisk._src.report_model.RiskReport` of
+:func:`reconrisk._src.experiments.riskreport.risk_report` (or ``report.json`` read back) and writes
 ``report.html`` (inline CSS, the plots as inline responsive SVG written by :mod:`.report_plots`, no matplotlib —
 no external URL, no network, a print stylesheet) and ``report.json`` (the same numbers, plus provenance), each
-atomically (:mod:`reconrisk._io`). Every piece of user-supplied text (file paths, the command line) is escaped
+atomically (:mod:`reconrisk._src._io`). Every piece of user-supplied text (file paths, the command line) is escaped
 with :func:`html.escape`.
 
 The page opens with a headline that states the prior ("at most 19.5% reconstruction success with a 1-in-10
@@ -457,7 +457,7 @@ def _references(page_text: str = "") -> str:
 
 def render_html(report: RiskReport, provenance: Provenance, figures: tuple[str, str] | None = None) -> str:
     """The whole page as one string (no external resource). ``figures``: the two inline SVGs of
-    :func:`reconrisk.report.report_plots.figures` when already drawn (they depend on the report only)."""
+    :func:`reconrisk._src.report.report_plots.figures` when already drawn (they depend on the report only)."""
     from .. import __version__
 
     report, provenance = RiskReport.from_dict(report), Provenance.from_dict(provenance)
@@ -502,8 +502,8 @@ JSON_CHECKS: list = []
 
 def write_report(report: RiskReport, out_dir, provenance: Provenance,
                  figures: tuple[str, str] | None = None) -> dict:
-    """Write ``report.html`` and ``report.json`` (:func:`~reconrisk.report_model.report_json`: the same numbers +
-    provenance) into ``out_dir``, atomically. ``provenance``: a :class:`~reconrisk.report_model.Provenance` (or its
+    """Write ``report.html`` and ``report.json`` (:func:`~reconrisk._src.report_model.report_json`: the same numbers +
+    provenance) into ``out_dir``, atomically. ``provenance``: a :class:`~reconrisk._src.report_model.Provenance` (or its
     dict); an empty ``reconrisk_version`` is this version's."""
     from .. import __version__
 

@@ -14,7 +14,7 @@ draw all its randomness from ``key``.
 Gaussian (Hayes, Mahloujifar & Balle 2023, §1.1)
     ``summed + N(0, scale² I)``.
 
-The functions are attached to their mechanism classes (:func:`reconrisk.mechanisms.base.attach_simulator`),
+The functions are attached to their mechanism classes (:func:`reconrisk._src.mechanisms.base.attach_simulator`),
 so the mechanisms registry is the only table of noise families: a new family is a mechanism module (registered,
 with a ``level_name``) plus one ``attach_simulator(ThatMechanism, fn)`` call here.
 """
@@ -55,8 +55,8 @@ attach_simulator(VonMisesFisher, vmf)
 
 
 def register_noise(name: str, fn: NoiseFn) -> None:
-    """Deprecated: attach ``fn`` to the registered mechanism ``name`` (:func:`~reconrisk.mechanisms.base.attach_simulator`)."""
-    warn_renamed("register_noise()", "reconrisk.mechanisms.base.attach_simulator()", "reconrisk")
+    """Deprecated: attach ``fn`` to the registered mechanism ``name`` (:func:`~reconrisk._src.mechanisms.base.attach_simulator`)."""
+    warn_renamed("register_noise()", "reconrisk._src.mechanisms.base.attach_simulator()", "reconrisk")
     attach_simulator(by_name(name), fn)
 
 

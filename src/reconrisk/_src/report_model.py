@@ -1,11 +1,11 @@
 """The risk report as a typed object: what ``reconrisk report`` computes, built once, rendered three ways.
 
-:func:`reconrisk.experiments.riskreport.risk_report` builds one :class:`RiskReport`; the page
-(:mod:`reconrisk.report.html`), its figures and the terminal table (``reconrisk report``) read its attributes,
+:func:`reconrisk._src.experiments.riskreport.risk_report` builds one :class:`RiskReport`; the page
+(:mod:`reconrisk._src.report.html`), its figures and the terminal table (``reconrisk report``) read its attributes,
 and :meth:`RiskReport.to_dict` is ``report.json`` without its provenance (:class:`Provenance`). Each family is
 one of:
 
-* a certified number, a :class:`~reconrisk.results.Bound` (or a section holding Bounds and the inputs they are
+* a certified number, a :class:`~reconrisk._src.results.Bound` (or a section holding Bounds and the inputs they are
   for);
 * an estimate, named so: the Monte-Carlo row is a Bound with a ``confidence`` (:attr:`ReroSection.mc`);
 * :class:`Unavailable` — not computed for this release, with its one-line reason (a baseline that fell below
@@ -135,7 +135,7 @@ class PriorProvenance:
 @dataclass(frozen=True)
 class Provenance:
     """Where a report came from: the reconrisk version, the command line, the release's source (flags, a file
-    and its SHA-256, an Opacus state …, as :func:`reconrisk.experiments.release_source.resolve_source` says) and
+    and its SHA-256, an Opacus state …, as :func:`reconrisk._src.experiments.release_source.resolve_source` says) and
     the prior (None where the caller did not say whether it was defaulted)."""
 
     command: str = ""
@@ -175,7 +175,7 @@ _FAMILIES = {"fano": FanoEntry, "mse": MseEntry, "analytic": AnalyticEntry, "cap
 
 @dataclass(frozen=True)
 class RiskReport:
-    """Every bound family for one release and prior (:func:`reconrisk.experiments.riskreport.risk_report`).
+    """Every bound family for one release and prior (:func:`reconrisk._src.experiments.riskreport.risk_report`).
 
     ``release``: the release as run (``Release.to_dict()``) or the ``dp_accounting`` event (``dp_event``,
     ``relation``); ``compositions``: how many privacy-loss distributions the one analysis composed."""
@@ -221,7 +221,7 @@ class RiskReport:
                    compositions=d["analysis"]["compositions"])
 
     def __getitem__(self, key: str):
-        """``report["rero"]`` as when :func:`~reconrisk.experiments.riskreport.risk_report` returned a dict
+        """``report["rero"]`` as when :func:`~reconrisk._src.experiments.riskreport.risk_report` returned a dict
         (deprecated: read the attributes, or ``to_dict()``)."""
         warn_at_caller("risk_report(...) returns a RiskReport: read its attributes (report.rero.pld.upper) or "
                        "report.to_dict()[...] instead of report[...]")
@@ -239,4 +239,4 @@ SCHEMA_FILE = "report.schema.json"
 
 def report_schema() -> dict:
     """The JSON Schema (draft 2020-12) of ``report.json``, parsed (a fresh dict on every call)."""
-    return json.loads(resources.files("reconrisk._data").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+    return json.loads(resources.files("reconrisk._src._data").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))

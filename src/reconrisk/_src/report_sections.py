@@ -1,4 +1,4 @@
-"""The sections of the risk report (:class:`reconrisk.report_model.RiskReport`): one frozen dataclass per bound
+"""The sections of the risk report (:class:`reconrisk._src.report_model.RiskReport`): one frozen dataclass per bound
 family, each with ``to_dict`` (its part of ``report.json``, keys in the order the report has always written them)
 and ``from_dict`` (that part read back). A family not computed for a release is :class:`Unavailable`.
 """
@@ -14,12 +14,12 @@ _BOUND_FIELDS = ("quantity", "method", "lower", "upper", "estimate", "confidence
 
 
 def _real(x: Any) -> Any:
-    """A number read from JSON: the strings "inf"/"-inf" (how :func:`reconrisk._io.jsonable` writes them) as floats."""
+    """A number read from JSON: the strings "inf"/"-inf" (how :func:`reconrisk._src._io.jsonable` writes them) as floats."""
     return float(x) if x in ("inf", "-inf") else x
 
 
 def bound_from_dict(d: Mapping[str, Any]) -> Bound:
-    """The :class:`~reconrisk.results.Bound` whose ``to_dict()`` is ``d`` (its details in their order)."""
+    """The :class:`~reconrisk._src.results.Bound` whose ``to_dict()`` is ``d`` (its details in their order)."""
     return Bound(d["quantity"], _real(d["lower"]), _real(d["upper"]), estimate=d.get("estimate"),
                  confidence=d.get("confidence"), method=d.get("method", ""), formula=d.get("formula", ""),
                  converged=d.get("converged"),
@@ -51,7 +51,7 @@ class Unavailable:
 @dataclass(frozen=True)
 class BelowCertified(Unavailable):
     """An upper-only baseline below a certified lower end of the same quantity: a numerical failure of its method,
-    not shown as a bound (:func:`reconrisk.results.below_certified`); ``value`` is what it gave."""
+    not shown as a bound (:func:`reconrisk._src.results.below_certified`); ``value`` is what it gave."""
 
     value: float | None = None
     method: str | None = None
