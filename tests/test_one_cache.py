@@ -22,7 +22,7 @@ from reconrisk._src.analysis.accountant import SHARED_ANALYSES, shared_analysis
 from reconrisk._src.analysis.privacy import PrivacyAnalysis
 
 eps_module = sys.modules["reconrisk._src.accounting.epsilon"]
-SRC = Path(__file__).resolve().parents[1] / "src" / "reconrisk"
+SRC = Path(__file__).resolve().parents[1] / "src" / "reconrisk" / "_src"
 
 
 def test_epsilon_twice_composes_once_through_the_shared_analysis():

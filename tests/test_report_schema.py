@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from conftest import REPORTS_CHECKED, check_report_json
 from reconrisk import Release
 from reconrisk._src._io import dumps
-from reconrisk.errors import PLDRangeError, ReconRiskError
+from reconrisk._src.errors import PLDRangeError, ReconRiskError
 from reconrisk._src.experiments.riskreport import ReportConfig, epsilon_entry, risk_report
 from reconrisk._src.report_model import (MC_PENDING, BelowCertified, Provenance, RiskReport, Unavailable, report_json,
                                     report_schema)
@@ -55,7 +55,7 @@ def test_the_schema_ships_and_is_a_draft_2020_12_schema():
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["additionalProperties"] is False and set(schema["required"]) == set(schema["properties"])
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["reconrisk"]
-    assert "_data/*.json" in data  # shipped in the wheel beside the digits
+    assert "_src/_data/*.json" in data  # shipped in the wheel beside the digits
     assert report_schema() is not schema  # a fresh dict each call: a caller's edit never reaches the next
 
 
@@ -245,7 +245,7 @@ def test_a_guarantee_alone_is_refused_in_one_line():
 ])
 def test_config_errors_name_python_parameters_and_the_cli_adds_its_flags(kwargs, names, flags, capsys, tmp_path):
     from reconrisk._src.cli import main
-    from reconrisk.errors import ParameterError
+    from reconrisk._src.errors import ParameterError
 
     with pytest.raises(ParameterError) as caught:
         ReportConfig(**kwargs)

@@ -85,7 +85,7 @@ def test_a_reader_asks_the_error_type_not_its_message(tmp_path):
     """Text that is not JSON is :class:`SyntaxInvalid` (an Opacus file then goes to torch's weights-only loader);
     JSON nested too deeply is refused in one line as it is, never handed to torch."""
     from reconrisk._src._io import MAX_NESTING, parse_text
-    from reconrisk.errors import SyntaxInvalid
+    from reconrisk._src.errors import SyntaxInvalid
 
     with pytest.raises(SyntaxInvalid, match="is not valid JSON"):
         parse_text("{", "json", "x")
