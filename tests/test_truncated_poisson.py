@@ -21,7 +21,7 @@ from reconrisk.accounting.pld import step_pmf
 from reconrisk.accounting.rdp import subsampled_gaussian_rdp
 from reconrisk.errors import ReconRiskError
 from reconrisk.mechanisms import base
-from reconrisk.mechanisms.as_stated import AsStated
+from reconrisk.mechanisms.samplers import NoAmplification
 from reconrisk.mechanisms.truncated_poisson import (
     TruncatedPoisson,
     TruncatedSubsampledGaussian,
@@ -174,7 +174,7 @@ def test_mechanism_reads_and_writes_its_event():
     with pytest.raises(ReconRiskError, match="noise_multiplier"):
         TruncatedSubsampledGaussian(-1.0)
     with pytest.raises(ReconRiskError, match="truncated Poisson sampler"):
-        base.Step(TruncatedSubsampledGaussian(1.0), AsStated())
+        base.Step(TruncatedSubsampledGaussian(1.0), NoAmplification())
 
 
 @settings(max_examples=60, deadline=None)

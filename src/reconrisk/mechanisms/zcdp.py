@@ -6,7 +6,8 @@ and says so) and no μ-GDP bound (ρ-zCDP does not imply √(2ρ)-GDP). With ρ 
 D_∞ ≤ ξ: the step is ξ-DP (its pure ε); with ρ = ξ = 0 it reveals nothing.
 
 The guarantee is stated for whatever neighbouring relation its author proved it for; reconrisk reads it under
-the sampler :class:`~reconrisk.mechanisms.as_stated.AsStated` (relation ``None``: it joins either).
+the sampler :class:`~reconrisk.mechanisms.samplers.NoAmplification` (relation ``None``: it joins either) and refuses
+any sampler that would amplify it again.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..results import Support
-from .as_stated import AsStated, stated_only
 from .base import Mechanism, Step, register
+from .samplers import NoAmplification, stated_only
 
 
 @register
@@ -57,7 +58,7 @@ class ZCDP(Mechanism):
 
     @classmethod
     def from_dp_event(cls, event, read) -> list[Step]:
-        return [Step(cls(event.rho, event.xi), AsStated())]
+        return [Step(cls(event.rho, event.xi), NoAmplification())]
 
     def label(self, sampler) -> str:
         return f"zCDP (rho={self.rho:g}, xi={self.xi:g})"
