@@ -171,5 +171,6 @@ class RepeatAndSelect(Mechanism):
     def from_dp_event(cls, event, read) -> list[Step]:
         return [Step(cls(tuple(read(event.event)), event.mean, event.shape), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"repeat and select (mean {self.mean:g}, shape {self.shape:g}) of {len(self.inner)} step kinds"
+    def event_label(self, sampler) -> str:
+        inner = " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}" for s in self.inner)
+        return f"RepeatAndSelectDpEvent({inner}, mean={self.mean:g}, shape={self.shape:g})"

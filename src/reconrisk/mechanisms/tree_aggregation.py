@@ -77,6 +77,10 @@ class TreeAggregation(Mechanism):
     def relation(self, sampler) -> str:
         return "add_remove"
 
+    def has_pld(self, sampler) -> bool:
+        """False only where :meth:`pld` builds none: noise below the PLD engine's range (the RDP curve answers)."""
+        return self.depth == 0 or self.noise_multiplier == 0.0 or self.effective_noise_multiplier >= v.MIN_NOISE
+
     def pld(self, sampler, h: float, *, pessimistic: bool, direction: str):
         if direction not in (*DIRECTIONS, "symmetric"):
             raise ReconRiskError(f"direction must be one of {(*DIRECTIONS, 'symmetric')}; found {direction!r}")
@@ -118,5 +122,5 @@ class TreeAggregation(Mechanism):
     def from_dp_event(cls, event, read) -> list[Step]:
         return [Step(cls(event.noise_multiplier, event.step_counts), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"tree aggregation (sigma={self.noise_multiplier:g}, depth {self.depth})"
+    def event_label(self, sampler) -> str:
+        return f"SingleEpochTreeAggregationDpEvent(s={self.noise_multiplier:g}, depth={self.depth})"

@@ -39,7 +39,7 @@ class ZCDP(Mechanism):
         object.__setattr__(self, "xi", v.in_range("ZCDpEvent.xi", self.xi, 0.0, math.inf, low_open=False))
 
     def supports(self, sampler) -> Support:
-        return stated_only("a zCDP guarantee", sampler)
+        return stated_only("zCDP", sampler)
 
     def rdp(self, sampler, orders) -> np.ndarray:
         orders = np.asarray(orders, dtype=float)
@@ -60,5 +60,5 @@ class ZCDP(Mechanism):
     def from_dp_event(cls, event, read) -> list[Step]:
         return [Step(cls(event.rho, event.xi), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"zCDP (rho={self.rho:g}, xi={self.xi:g})"
+    def event_label(self, sampler) -> str:
+        return f"ZCDpEvent(rho={self.rho:g}, xi={self.xi:g})"
