@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from scipy import special
 
 from reconrisk.errors import ReconRiskError
-from reconrisk._src.mechanisms import base
-from reconrisk._src.mechanisms.as_stated import AsStated
-from reconrisk._src.mechanisms.checks import mixture_of_gaussians
-from reconrisk._src.mechanisms.repeat_select import RepeatAndSelect, repeat_and_select_rdp, tnb_gamma, tnb_mean
-from reconrisk._src.mechanisms.tree_aggregation import TreeAggregation, tree_depth
-from reconrisk._src.mechanisms.zcdp import ZCDP
+from reconrisk.mechanisms import base
+from reconrisk.mechanisms.samplers import NoAmplification
+from reconrisk.mechanisms.checks import mixture_of_gaussians
+from reconrisk.mechanisms.repeat_select import RepeatAndSelect, repeat_and_select_rdp, tnb_gamma, tnb_mean
+from reconrisk.mechanisms.tree_aggregation import TreeAggregation, tree_depth
+from reconrisk.mechanisms.zcdp import ZCDP
 
 dpa = pytest.importorskip("dp_accounting")
 E = dpa.dp_event
@@ -55,7 +55,7 @@ class _Gauss(base.Mechanism):
 def _read(event):
     """A small reader standing in for the traversal: Gaussian, zCDP, tree aggregation, Composed, SelfComposed."""
     if isinstance(event, E.GaussianDpEvent):
-        return [base.Step(_Gauss(event.noise_multiplier), AsStated())]
+        return [base.Step(_Gauss(event.noise_multiplier), NoAmplification())]
     if isinstance(event, E.ZCDpEvent):
         return ZCDP.from_dp_event(event, _read)
     if isinstance(event, E.SingleEpochTreeAggregationDpEvent):
@@ -77,10 +77,10 @@ def test_zcdp_rdp_is_dp_accountings(rho, xi):
 
 
 def test_zcdp_pure_epsilon_gdp_and_refusals():
-    assert ZCDP(0.0, 0.4).pure_epsilon(AsStated()) == 0.4  # every order bounded by ξ: D_∞ ≤ ξ
-    assert ZCDP(0.1, 0.0).pure_epsilon(AsStated()) == math.inf
-    assert ZCDP(0.1).gdp_mu(AsStated()) is None and ZCDP(0.0).gdp_mu(AsStated()) == 0.0
-    assert ZCDP(0.1).pld(AsStated(), 1e-3, pessimistic=True, direction="remove") is None
+    assert ZCDP(0.0, 0.4).pure_epsilon(NoAmplification()) == 0.4  # every order bounded by ξ: D_∞ ≤ ξ
+    assert ZCDP(0.1, 0.0).pure_epsilon(NoAmplification()) == math.inf
+    assert ZCDP(0.1).gdp_mu(NoAmplification()) is None and ZCDP(0.0).gdp_mu(NoAmplification()) == 0.0
+    assert ZCDP(0.1).pld(NoAmplification(), 1e-3, pessimistic=True, direction="remove") is None
     for bad, needle in [((-0.1, 0.0), "ZCDpEvent.rho"), ((0.1, -1.0), "ZCDpEvent.xi"), ((float("nan"), 0), "rho")]:
         with pytest.raises(ReconRiskError, match=needle):
             ZCDP(*bad)
@@ -100,7 +100,7 @@ def test_tree_aggregation_rdp_is_dp_accountings(sigma, counts):
 def test_tree_depth_and_gdp():
     assert [tree_depth(c) for c in ([0], [1], [2], [3], [4], [7], [8], 1000, [5, 1023])] == [0, 1, 2, 2, 3, 3, 4, 10, 10]
     m = TreeAggregation(1.5, [6])
-    assert m.gdp_mu(AsStated()) == pytest.approx(math.sqrt(3) / 1.5, rel=1e-15)
+    assert m.gdp_mu(NoAmplification()) == pytest.approx(math.sqrt(3) / 1.5, rel=1e-15)
     for bad, needle in [((-1.0, [3]), "noise_multiplier"), ((1.0, []), "step_counts"), ((1.0, [-2]), "step_counts"),
                         ((1.0, [1.5]), "step_counts")]:
         with pytest.raises(ReconRiskError, match=needle):
@@ -120,16 +120,16 @@ def test_tree_aggregation_pld_brackets_the_gaussian(sigma, counts):
     eps = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 3.0])
     exact = _gaussian_delta(mu, eps)
     for d in ("remove", "add"):
-        hi = m.pld(AsStated(), 1e-3, pessimistic=True, direction=d).delta(eps)
+        hi = m.pld(NoAmplification(), 1e-3, pessimistic=True, direction=d).delta(eps)
         assert np.all(hi >= exact * (1 - 1e-9)) and np.all(hi <= exact * 1.05 + 1e-12)
-    lo = m.pld(AsStated(), 1e-3, pessimistic=False, direction="remove").delta(eps)
+    lo = m.pld(NoAmplification(), 1e-3, pessimistic=False, direction="remove").delta(eps)
     assert np.all(lo <= exact * (1 + 1e-9)) and np.all(lo >= exact * 0.95 - 1e-12)
 
 
 def test_tree_aggregation_degenerate_plds():
-    none = TreeAggregation(1.0, [0]).pld(AsStated(), 1e-3, pessimistic=True, direction="remove")
+    none = TreeAggregation(1.0, [0]).pld(NoAmplification(), 1e-3, pessimistic=True, direction="remove")
     assert none.delta(np.array([0.0]))[0] == pytest.approx(0.0, abs=1e-15)
-    revealed = TreeAggregation(0.0, [3]).pld(AsStated(), 1e-3, pessimistic=True, direction="add")
+    revealed = TreeAggregation(0.0, [3]).pld(NoAmplification(), 1e-3, pessimistic=True, direction="add")
     assert revealed.delta(np.array([5.0]))[0] == 1.0
 
 
@@ -185,15 +185,15 @@ def test_repeat_and_select_refusals():
 
 
 def test_registry_reads_the_new_events():
-    from reconrisk._src.mechanisms import truncated_poisson
+    from reconrisk.mechanisms import truncated_poisson
 
     assert base.for_event("ZCDpEvent") is ZCDP
     assert base.for_event("SingleEpochTreeAggregationDpEvent") is TreeAggregation
     assert base.for_event("RepeatAndSelectDpEvent") is RepeatAndSelect
     assert base.for_event("TruncatedSubsampledGaussianDpEvent") is truncated_poisson.TruncatedSubsampledGaussian
-    assert base.by_name("as_stated") is AsStated and base.by_name("truncated_poisson") is truncated_poisson.TruncatedPoisson
-    assert ZCDP(0.3, 0.1).to_dp_event(AsStated()) == E.ZCDpEvent(0.3, 0.1)
-    assert TreeAggregation(1.0, [3, 4]).to_dp_event(AsStated()) == E.SingleEpochTreeAggregationDpEvent(1.0, [3, 4])
+    assert base.by_name("none") is NoAmplification and base.by_name("truncated_poisson") is truncated_poisson.TruncatedPoisson
+    assert ZCDP(0.3, 0.1).to_dp_event(NoAmplification()) == E.ZCDpEvent(0.3, 0.1)
+    assert TreeAggregation(1.0, [3, 4]).to_dp_event(NoAmplification()) == E.SingleEpochTreeAggregationDpEvent(1.0, [3, 4])
 
 
 # -- mixture of Gaussians checks ----------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_mixture_checks_are_one_line(sd, sens, probs, needle):
     E.MixtureOfGaussiansDpEvent(1.0, [-1.0, 1.0], [0.5, 0.5]),
 ])
 def test_mixture_events_refused_in_one_line_through_analyse(event):
-    from reconrisk._src.analysis.dispatch import analyse
+    from reconrisk.analysis.dispatch import analyse
 
     with pytest.raises(ReconRiskError) as info:
         analyse(event).epsilon(1e-5)
@@ -227,11 +227,11 @@ def test_mixture_events_refused_in_one_line_through_analyse(event):
 
 
 def test_stated_guarantees_are_not_amplified_again():
-    from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson
+    from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson
 
     poisson_like = TruncatedPoisson(0.1, 100, 100)
     for m in (ZCDP(0.1), TreeAggregation(1.0, [3])):
         assert not m.supports(poisson_like) and "as stated" in m.supports(poisson_like).reason
         with pytest.raises(ReconRiskError, match="states its guarantee"):
             base.Step(m, poisson_like)
-        assert m.supports(AsStated())
+        assert m.supports(NoAmplification())

@@ -12,7 +12,7 @@
 * the ``dp_accounting`` events once refused, one module each: :mod:`.truncated_poisson`
   (``TruncatedSubsampledGaussianDpEvent``: the ``TruncatedPoisson`` sampler and its Gaussian step's PLD),
   :mod:`.tree_aggregation` (DP-FTRL), :mod:`.repeat_select` (private tuning), :mod:`.zcdp`, read under
-  :mod:`.as_stated`'s sampler where the guarantee is stated for the whole step; :mod:`.checks` holds the one-line
+  the no-amplification sampler where the guarantee is stated for the whole step (never amplified again); :mod:`.checks` holds the one-line
   checks of events handed to ``dp_accounting``'s constructors (mixture of Gaussians).
 
 Layer 1: imports the core and :mod:`reconrisk._src.accounting` (JAX through :mod:`reconrisk._src._jax`, inside functions).

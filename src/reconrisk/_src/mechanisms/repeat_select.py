@@ -24,8 +24,8 @@ import numpy as np
 from .. import _validate as v
 from ..errors import ReconRiskError
 from ..results import Support
-from .as_stated import AsStated, stated_only
 from .base import Mechanism, Step, register
+from .samplers import NoAmplification, stated_only
 
 
 def _expm1_over_x(x: float) -> float:
@@ -158,9 +158,19 @@ class RepeatAndSelect(Mechanism):
         orders = np.asarray(orders, dtype=float)
         return repeat_and_select_rdp(orders, self.inner_rdp(orders), self.mean, self.shape)
 
+    def to_dp_event(self, sampler):
+        """``RepeatAndSelectDpEvent`` of the inner steps' events (one, or their composition; counts self-composed)."""
+        from dp_accounting import dp_event
+
+        parts = [s.mechanism.to_dp_event(s.sampler) for s in self.inner]
+        parts = [e if s.count == 1 else dp_event.SelfComposedDpEvent(e, s.count) for e, s in zip(parts, self.inner)]
+        inner = parts[0] if len(parts) == 1 else dp_event.ComposedDpEvent(parts)
+        return dp_event.RepeatAndSelectDpEvent(inner, self.mean, self.shape)
+
     @classmethod
     def from_dp_event(cls, event, read) -> list[Step]:
-        return [Step(cls(tuple(read(event.event)), event.mean, event.shape), AsStated())]
+        return [Step(cls(tuple(read(event.event)), event.mean, event.shape), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"repeat and select (mean {self.mean:g}, shape {self.shape:g}) of {len(self.inner)} step kinds"
+    def event_label(self, sampler) -> str:
+        inner = " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}" for s in self.inner)
+        return f"RepeatAndSelectDpEvent({inner}, mean={self.mean:g}, shape={self.shape:g})"

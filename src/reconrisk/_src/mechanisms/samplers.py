@@ -9,7 +9,9 @@ every mechanism module, so one place to import them from keeps the room's arrows
 * :class:`FixedBatch` — a uniformly random batch of exactly ``batch_size`` of ``dataset_size`` examples, without
   replacement (replace-one neighbours; ``SampledWithoutReplacementDpEvent``; Dong, Roth & Su 2022, Thm 4.2);
 * :class:`NoAmplification` — the mechanism sees the whole data set (q = 1); it amplifies nothing, so it joins
-  either relation;
+  either relation. A guarantee stated for a whole step (zCDP, tree aggregation, repeat-and-select: sampling, if
+  any, already inside it) is read under it and refuses every other sampler (:func:`stated_only`), so it is never
+  amplified again;
 * :class:`Shuffled` — ``passes`` full-batch replace-one steps: the sound stand-in for shuffled batches that
   :meth:`Release.shuffled <reconrisk._src.release.Release.shuffled>` uses (no tight analysis of shuffling is known).
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from ..results import Support
 from .base import Sampler, Step, register
 
 
@@ -138,3 +141,12 @@ class Shuffled(Sampler):
 
     def describe(self) -> str:
         return f"shuffled, {self.passes} passes"
+
+
+def stated_only(what: str, sampler: Sampler) -> Support:
+    """The support of a mechanism whose guarantee is stated for the whole step: :class:`NoAmplification` only, since
+    reconrisk applies no amplification on top of a stated guarantee (a sampled event wrapping it is refused)."""
+    if isinstance(sampler, NoAmplification):
+        return Support(True)
+    return Support(False, f"{what} states its guarantee for the whole step; it is analysed as stated, not under "
+                          f"{sampler.describe()}")

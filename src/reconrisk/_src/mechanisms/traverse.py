@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import _validate as v
 from ..errors import ReconRiskError
+from . import repeat_select, zcdp  # noqa: F401  (numpy only: registered on import, as the layout rule asks)
 from .base import Mechanism, Step, for_event, registered
 
 
@@ -54,10 +55,11 @@ def _read(event, count: int, dpa) -> list[Step]:
 
 
 def register_all() -> None:
-    """Import (so register) every mechanism module: the readers of events (scipy; off the numpy-only path of
-    ``import reconrisk._src.release``, so imported here, when an event is read). A new mechanism adds one name."""
+    """Import (so register) every mechanism module: the readers of events that load scipy or dp_accounting (off
+    the numpy-only path of ``import reconrisk.release``, so imported here, when an event is read; the numpy-only
+    readers are imported at the top). A new mechanism adds one name."""
     from . import discrete_gaussian, discrete_laplace, laplace, mixture_gaussians, randomized_response  # noqa: F401
-    from . import repeat_select, tree_aggregation, truncated_poisson, zcdp  # noqa: F401
+    from . import tree_aggregation, truncated_poisson  # noqa: F401
 
 
 def steps(event) -> tuple[Step, ...]:

@@ -9,6 +9,7 @@ accountant composes for this event), μ-GDP with μ = √depth/σ, and — the w
 the privacy-loss distribution of the Gaussian step at noise multiplier σ/√depth, which reconrisk builds on its
 own PLD engine (pessimistic and optimistic).
 
+The pair is symmetric, so one distribution (the engine's remove direction) stands for both directions.
 ``dp_accounting`` states the guarantee for its REPLACE_SPECIAL relation (an example replaced by a special one
 contributing zero); removing the example's contribution is the same pair, so the step is read under
 ``add_remove``.
@@ -26,8 +27,8 @@ from ..accounting.pld import step_pmf
 from ..accounting.pmf import PMF
 from ..errors import ReconRiskError
 from ..results import Support
-from .as_stated import AsStated, stated_only
 from .base import DIRECTIONS, Mechanism, Step, register
+from .samplers import NoAmplification, stated_only
 
 
 def tree_depth(step_counts) -> int:
@@ -76,9 +77,13 @@ class TreeAggregation(Mechanism):
     def relation(self, sampler) -> str:
         return "add_remove"
 
+    def has_pld(self, sampler) -> bool:
+        """False only where :meth:`pld` builds none: noise below the PLD engine's range (the RDP curve answers)."""
+        return self.depth == 0 or self.noise_multiplier == 0.0 or self.effective_noise_multiplier >= v.MIN_NOISE
+
     def pld(self, sampler, h: float, *, pessimistic: bool, direction: str):
-        if direction not in DIRECTIONS:
-            raise ReconRiskError(f"direction must be one of {DIRECTIONS}; found {direction!r}")
+        if direction not in (*DIRECTIONS, "symmetric"):
+            raise ReconRiskError(f"direction must be one of {(*DIRECTIONS, 'symmetric')}; found {direction!r}")
         if self.depth == 0:  # no example enters a node: both worlds see the same output
             return PMF(h, 0, np.ones(1), 0.0, bool(pessimistic), 0.0)
         if self.noise_multiplier == 0.0:  # noiseless: the example is revealed
@@ -86,7 +91,9 @@ class TreeAggregation(Mechanism):
         sigma = self.effective_noise_multiplier
         if sigma < v.MIN_NOISE:
             return None  # below the PLD engine's range: the RDP curve answers
-        return step_pmf(sigma, 1.0, h, pessimistic=pessimistic, direction=direction)
+        # the unsampled Gaussian pair N(0, s²) vs N(1, s²) is symmetric: its add, remove and symmetrised PLDs are one
+        # (so the engine's remove direction, which it builds on both sides, answers every direction)
+        return step_pmf(sigma, 1.0, h, pessimistic=pessimistic, direction="remove")
 
     def rdp(self, sampler, orders) -> np.ndarray:
         orders = np.asarray(orders, dtype=float)
@@ -113,7 +120,7 @@ class TreeAggregation(Mechanism):
 
     @classmethod
     def from_dp_event(cls, event, read) -> list[Step]:
-        return [Step(cls(event.noise_multiplier, event.step_counts), AsStated())]
+        return [Step(cls(event.noise_multiplier, event.step_counts), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"tree aggregation (sigma={self.noise_multiplier:g}, depth {self.depth})"
+    def event_label(self, sampler) -> str:
+        return f"SingleEpochTreeAggregationDpEvent(s={self.noise_multiplier:g}, depth={self.depth})"

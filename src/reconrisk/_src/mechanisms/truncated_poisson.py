@@ -331,8 +331,11 @@ def replace_one_rdp(s: float, p: float, orders) -> np.ndarray:
         peak = float(xs[int(np.argmax(vals))])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            val, err = integrate.quad(lambda x: math.exp(float(log_f(x)) - shift), lo_x, hi_x,
-                                      points=[peak, -1.0, 0.0, 1.0], limit=500, epsabs=0.0, epsrel=1e-11)
+            try:
+                val, err = integrate.quad(lambda x: math.exp(float(log_f(x)) - shift), lo_x, hi_x,
+                                          points=[peak, -1.0, 0.0, 1.0], limit=500, epsabs=0.0, epsrel=1e-11)
+            except OverflowError:  # a peak narrower than the sampling grid (tiny noise): the convex bound stands
+                continue
         if not caught and val > 0 and math.isfinite(val):  # a warned quadrature's error may be underestimated
             out[i] = min(out[i], (shift + math.log(val + abs(err) + 1e-14 * val)) / (a - 1))
     return np.maximum(out, 0.0)
@@ -348,7 +351,14 @@ def _mix_rdp(orders, d1, d2, tau):
 @register
 @dataclass(frozen=True)
 class TruncatedSubsampledGaussian(Mechanism):
-    """The Gaussian step of noise multiplier σ under :class:`TruncatedPoisson` sampling."""
+    """The Gaussian step of noise multiplier σ under :class:`TruncatedPoisson` sampling.
+
+    A class of its own rather than :class:`~.gaussian.Gaussian` under a :class:`TruncatedPoisson` sampler: one class
+    per ``dp_accounting`` event class (``TruncatedSubsampledGaussianDpEvent`` names the noise and the sampler
+    together, so its reader is a mechanism), and the Gaussian class — which a :class:`~reconrisk.release.Release`
+    holds on ``import reconrisk.release``'s numpy-only path — stays free of this scipy-built mixture and of the
+    release paths (``release_refusal``, the Gaussian-only optimistic directions) that would have to exclude it.
+    """
 
     noise_multiplier: float
 
@@ -365,6 +375,10 @@ class TruncatedSubsampledGaussian(Mechanism):
             return Support(False, f"a truncated subsampled Gaussian step needs a truncated Poisson sampler; found "
                                   f"{sampler.describe()}")
         return Support(True)
+
+    def has_pld(self, sampler) -> bool:
+        """False only where :meth:`pld` builds none: noise below the PLD engine's range (the RDP curve answers)."""
+        return sampler.never_samples or self.noise_multiplier == 0.0 or self.noise_multiplier >= v.MIN_NOISE
 
     def pld(self, sampler, h: float, *, pessimistic: bool, direction: str):
         if sampler.never_samples:
@@ -395,5 +409,6 @@ class TruncatedSubsampledGaussian(Mechanism):
         sampler = TruncatedPoisson(event.sampling_probability, event.dataset_size, event.truncated_batch_size)
         return [Step(cls(event.noise_multiplier), sampler)]
 
-    def label(self, sampler) -> str:
-        return f"Gaussian (sigma={self.noise_multiplier:g}, {sampler.describe()})"
+    def event_label(self, sampler) -> str:
+        return (f"TruncatedSubsampledGaussianDpEvent(s={self.noise_multiplier:g}, q={sampler.sampling_probability:g}, "
+                f"n={sampler.dataset_size}, B={sampler.truncated_batch_size})")

@@ -6,7 +6,8 @@ and says so) and no μ-GDP bound (ρ-zCDP does not imply √(2ρ)-GDP). With ρ 
 D_∞ ≤ ξ: the step is ξ-DP (its pure ε); with ρ = ξ = 0 it reveals nothing.
 
 The guarantee is stated for whatever neighbouring relation its author proved it for; reconrisk reads it under
-the sampler :class:`~reconrisk._src.mechanisms.as_stated.AsStated` (relation ``None``: it joins either).
+the sampler :class:`~reconrisk.mechanisms.samplers.NoAmplification` (relation ``None``: it joins either) and refuses
+any sampler that would amplify it again.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from .. import _validate as v
 from ..results import Support
-from .as_stated import AsStated, stated_only
 from .base import Mechanism, Step, register
+from .samplers import NoAmplification, stated_only
 
 
 @register
@@ -38,7 +39,7 @@ class ZCDP(Mechanism):
         object.__setattr__(self, "xi", v.in_range("ZCDpEvent.xi", self.xi, 0.0, math.inf, low_open=False))
 
     def supports(self, sampler) -> Support:
-        return stated_only("a zCDP guarantee", sampler)
+        return stated_only("zCDP", sampler)
 
     def rdp(self, sampler, orders) -> np.ndarray:
         orders = np.asarray(orders, dtype=float)
@@ -57,7 +58,7 @@ class ZCDP(Mechanism):
 
     @classmethod
     def from_dp_event(cls, event, read) -> list[Step]:
-        return [Step(cls(event.rho, event.xi), AsStated())]
+        return [Step(cls(event.rho, event.xi), NoAmplification())]
 
-    def label(self, sampler) -> str:
-        return f"zCDP (rho={self.rho:g}, xi={self.xi:g})"
+    def event_label(self, sampler) -> str:
+        return f"ZCDpEvent(rho={self.rho:g}, xi={self.xi:g})"
