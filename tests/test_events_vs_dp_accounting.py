@@ -86,7 +86,7 @@ def dp_accounting_epsilons(event, delta):
 @pytest.mark.parametrize("name", sorted(EVENTS))
 def test_certified_epsilon_and_rero_at_most_dp_accountings(name, count):
     import reconrisk
-    from reconrisk.measures.baselines import rero_from_dp
+    from reconrisk._src.measures.baselines import rero_from_dp
 
     event = EVENTS[name](count)
     theirs = dp_accounting_epsilons(event, DELTA)

@@ -17,24 +17,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconrisk.analysis.dispatch import StepsRdpAnalysis, analyse
-from reconrisk.analysis.events import EventAnalysis
-from reconrisk.analysis.guarantee import GuaranteeAnalysis
-from reconrisk.accounting.rdp import DEFAULT_ORDERS
+from reconrisk._src.analysis.dispatch import StepsRdpAnalysis, analyse
+from reconrisk._src.analysis.events import EventAnalysis
+from reconrisk._src.analysis.guarantee import GuaranteeAnalysis
+from reconrisk._src.accounting.rdp import DEFAULT_ORDERS
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms.base import Mechanism, Step, attach_simulator, registered
-from reconrisk.mechanisms.discrete_laplace import DiscreteLaplace
-from reconrisk.mechanisms.gaussian import Gaussian
-from reconrisk.mechanisms.laplace import Laplace
-from reconrisk.mechanisms.mixture_gaussians import MixtureOfGaussians
-from reconrisk.mechanisms.randomized_response import RandomizedResponse
-from reconrisk.mechanisms.samplers import FixedBatch, NoAmplification, Poisson, Shuffled
-from reconrisk.mechanisms.repeat_select import RepeatAndSelect
-from reconrisk.mechanisms.traverse import register_all, steps
-from reconrisk.mechanisms.tree_aggregation import TreeAggregation
-from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
-from reconrisk.mechanisms.zcdp import ZCDP
-from reconrisk.release import Release, Segment
+from reconrisk._src.mechanisms.base import Mechanism, Step, attach_simulator, registered
+from reconrisk._src.mechanisms.discrete_laplace import DiscreteLaplace
+from reconrisk._src.mechanisms.gaussian import Gaussian
+from reconrisk._src.mechanisms.laplace import Laplace
+from reconrisk._src.mechanisms.mixture_gaussians import MixtureOfGaussians
+from reconrisk._src.mechanisms.randomized_response import RandomizedResponse
+from reconrisk._src.mechanisms.samplers import FixedBatch, NoAmplification, Poisson, Shuffled
+from reconrisk._src.mechanisms.repeat_select import RepeatAndSelect
+from reconrisk._src.mechanisms.traverse import register_all, steps
+from reconrisk._src.mechanisms.tree_aggregation import TreeAggregation
+from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
+from reconrisk._src.mechanisms.zcdp import ZCDP
+from reconrisk._src.release import Release, Segment
 
 dpa = pytest.importorskip("dp_accounting")
 SRC = Path(__file__).resolve().parents[1] / "src" / "reconrisk"
@@ -129,7 +129,7 @@ def test_segments_hold_typed_mechanisms_and_read_as_before():
 
 def test_the_simulator_is_attached_to_its_mechanism():
     pytest.importorskip("jax")
-    from reconrisk.train import noise
+    from reconrisk._src.train import noise
 
     assert noise.noise_fn("gaussian") is Gaussian.simulator is noise.gaussian
     assert set(noise.noise_families()) == {"gaussian", "vmf"}

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from scipy import special
 
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms import base
-from reconrisk.mechanisms.samplers import NoAmplification
-from reconrisk.mechanisms.checks import mixture_of_gaussians
-from reconrisk.mechanisms.repeat_select import RepeatAndSelect, repeat_and_select_rdp, tnb_gamma, tnb_mean
-from reconrisk.mechanisms.tree_aggregation import TreeAggregation, tree_depth
-from reconrisk.mechanisms.zcdp import ZCDP
+from reconrisk._src.mechanisms import base
+from reconrisk._src.mechanisms.samplers import NoAmplification
+from reconrisk._src.mechanisms.checks import mixture_of_gaussians
+from reconrisk._src.mechanisms.repeat_select import RepeatAndSelect, repeat_and_select_rdp, tnb_gamma, tnb_mean
+from reconrisk._src.mechanisms.tree_aggregation import TreeAggregation, tree_depth
+from reconrisk._src.mechanisms.zcdp import ZCDP
 
 dpa = pytest.importorskip("dp_accounting")
 E = dpa.dp_event
@@ -185,7 +185,7 @@ def test_repeat_and_select_refusals():
 
 
 def test_registry_reads_the_new_events():
-    from reconrisk.mechanisms import truncated_poisson
+    from reconrisk._src.mechanisms import truncated_poisson
 
     assert base.for_event("ZCDpEvent") is ZCDP
     assert base.for_event("SingleEpochTreeAggregationDpEvent") is TreeAggregation
@@ -218,7 +218,7 @@ def test_mixture_checks_are_one_line(sd, sens, probs, needle):
     E.MixtureOfGaussiansDpEvent(1.0, [-1.0, 1.0], [0.5, 0.5]),
 ])
 def test_mixture_events_refused_in_one_line_through_analyse(event):
-    from reconrisk.analysis.dispatch import analyse
+    from reconrisk._src.analysis.dispatch import analyse
 
     with pytest.raises(ReconRiskError) as info:
         analyse(event).epsilon(1e-5)
@@ -227,7 +227,7 @@ def test_mixture_events_refused_in_one_line_through_analyse(event):
 
 
 def test_stated_guarantees_are_not_amplified_again():
-    from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson
+    from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson
 
     poisson_like = TruncatedPoisson(0.1, 100, 100)
     for m in (ZCDP(0.1), TreeAggregation(1.0, [3])):

@@ -3,7 +3,7 @@
 Each certified ε (and ReRo) is at most dp_accounting's best accountant for the event (the minimum of its PLD and
 RDP accountants where each supports it) plus a stated tolerance, and at least a sound lower reference (an exact
 value of a pair the event dominates, or reconrisk's own optimistic side), read through the one traversal
-(``reconrisk.mechanisms.traverse``).
+(``reconrisk._src.mechanisms.traverse``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ def _gaussian_eps(mu, delta):
 
 
 def _rero_ceiling(kappa, eps_of_delta):
-    from reconrisk.measures.baselines import rero_from_dp
+    from reconrisk._src.measures.baselines import rero_from_dp
 
     return min(float(rero_from_dp(kappa, eps_of_delta(d), d)[0]) for d in (1e-3, 1e-5, 1e-7))
 
 
 @pytest.mark.parametrize("n,q,b,sigma,T", [(2000, 75 / 2000, 90, 1.1, 300), (500, 0.1, 45, 1.5, 50)])
 def test_truncated_poisson_end_to_end(n, q, b, sigma, T):
-    from reconrisk.mechanisms.truncated_poisson import TruncatedPoisson, truncated_poisson_pld
+    from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson, truncated_poisson_pld
 
     event = E.SelfComposedDpEvent(E.TruncatedSubsampledGaussianDpEvent(n, q, b, sigma), T)
     a = _analyse(event)

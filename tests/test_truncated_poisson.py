@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from reconrisk.accounting.pld import step_pmf
-from reconrisk.accounting.rdp import subsampled_gaussian_rdp
+from reconrisk._src.accounting.pld import step_pmf
+from reconrisk._src.accounting.rdp import subsampled_gaussian_rdp
 from reconrisk.errors import ReconRiskError
-from reconrisk.mechanisms import base
-from reconrisk.mechanisms.samplers import NoAmplification
-from reconrisk.mechanisms.truncated_poisson import (
+from reconrisk._src.mechanisms import base
+from reconrisk._src.mechanisms.samplers import NoAmplification
+from reconrisk._src.mechanisms.truncated_poisson import (
     TruncatedPoisson,
     TruncatedSubsampledGaussian,
     truncated_poisson_pld,
@@ -180,7 +180,7 @@ def test_mechanism_reads_and_writes_its_event():
 @settings(max_examples=60, deadline=None)
 @given(s=st.floats(0.2, 20.0), p=st.floats(1e-6, 1.0), x=st.floats(-3.0, 3.0))
 def test_replace_one_loss_inverts(s, p, x):
-    from reconrisk.mechanisms.truncated_poisson import _replace_loss, _x_of_replace_loss
+    from reconrisk._src.mechanisms.truncated_poisson import _replace_loss, _x_of_replace_loss
 
     lam = _replace_loss(np.array([x]), s, p)
     back = float(_x_of_replace_loss(lam, s, p)[0])
@@ -191,7 +191,7 @@ def test_replace_one_loss_inverts(s, p, x):
 def test_replace_one_part_brackets_its_exact_curve(s, p):
     """The replace-one pair's exact δ(ε) (log_ndtr closed form, itself checked by quadrature) lies between the
     optimistic and pessimistic discretisations, down to δ ≈ 1e-12 (round-off charged relative to the tail)."""
-    from reconrisk.mechanisms.truncated_poisson import _replace_hockey_stick, replace_one_pmf
+    from reconrisk._src.mechanisms.truncated_poisson import _replace_hockey_stick, replace_one_pmf
 
     eps = np.linspace(0.0, 12.0, 25)
     exact, _, _ = _replace_hockey_stick(eps, s, p)

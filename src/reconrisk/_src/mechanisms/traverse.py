@@ -56,7 +56,7 @@ def _read(event, count: int, dpa) -> list[Step]:
 
 def register_all() -> None:
     """Import (so register) every mechanism module: the readers of events that load scipy or dp_accounting (off
-    the numpy-only path of ``import reconrisk.release``, so imported here, when an event is read; the numpy-only
+    the numpy-only path of ``import reconrisk._src.release``, so imported here, when an event is read; the numpy-only
     readers are imported at the top). A new mechanism adds one name."""
     from . import discrete_gaussian, discrete_laplace, laplace, mixture_gaussians, randomized_response  # noqa: F401
     from . import tree_aggregation, truncated_poisson  # noqa: F401

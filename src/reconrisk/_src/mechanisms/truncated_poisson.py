@@ -355,8 +355,8 @@ class TruncatedSubsampledGaussian(Mechanism):
 
     A class of its own rather than :class:`~.gaussian.Gaussian` under a :class:`TruncatedPoisson` sampler: one class
     per ``dp_accounting`` event class (``TruncatedSubsampledGaussianDpEvent`` names the noise and the sampler
-    together, so its reader is a mechanism), and the Gaussian class — which a :class:`~reconrisk.release.Release`
-    holds on ``import reconrisk.release``'s numpy-only path — stays free of this scipy-built mixture and of the
+    together, so its reader is a mechanism), and the Gaussian class — which a :class:`~reconrisk._src.release.Release`
+    holds on ``import reconrisk._src.release``'s numpy-only path — stays free of this scipy-built mixture and of the
     release paths (``release_refusal``, the Gaussian-only optimistic directions) that would have to exclude it.
     """
 

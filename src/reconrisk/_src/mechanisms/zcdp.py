@@ -6,7 +6,7 @@ and says so) and no μ-GDP bound (ρ-zCDP does not imply √(2ρ)-GDP). With ρ 
 D_∞ ≤ ξ: the step is ξ-DP (its pure ε); with ρ = ξ = 0 it reveals nothing.
 
 The guarantee is stated for whatever neighbouring relation its author proved it for; reconrisk reads it under
-the sampler :class:`~reconrisk.mechanisms.samplers.NoAmplification` (relation ``None``: it joins either) and refuses
+the sampler :class:`~reconrisk._src.mechanisms.samplers.NoAmplification` (relation ``None``: it joins either) and refuses
 any sampler that would amplify it again.
 """
 
