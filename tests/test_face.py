@@ -18,7 +18,7 @@ from reconrisk._src import _aliases
 
 ROOT = Path(__file__).resolve().parents[1]
 #: slots of the face kept for the mechanism and sampler nouns (Gaussian, Poisson, Step, …) added beside these
-NOUN_SLOTS = 8
+NOUN_SLOTS = 0  # the mechanism and sampler nouns are in the face now
 
 
 def _deprecations(got) -> list:

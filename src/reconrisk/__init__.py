@@ -21,6 +21,10 @@ _aliases.install()  # reconrisk.<private path> → reconrisk._src.<path>, and ea
 _LAZY = {
     # what was run, its one analysis, and every certified number's shape
     "Release": "release", "Segment": "release", "Bound": "results",
+    # its parts: a step is a mechanism under a sampler (the rest of the registry: reconrisk._src.mechanisms)
+    "Step": "mechanisms.base", "Gaussian": "mechanisms.gaussian", "Laplace": "mechanisms.laplace",
+    "VonMisesFisher": "mechanisms.von_mises_fisher", "Poisson": "mechanisms.samplers",
+    "FixedBatch": "mechanisms.samplers", "NoAmplification": "mechanisms.samplers",
     "analyse": "api", "GuaranteeAnalysis": "analysis.guarantee",
     "TradeOff": "measures.tradeoff", "RiskBound": "measures.risk",
     # the accountant's drop-in (a float) and the one calibrator
@@ -107,8 +111,8 @@ def __dir__():
 __all__ = [
     # the package and its one exception
     "__version__", "ReconRiskError",
-    # what was run
-    "Release", "Segment",
+    # what was run, and its parts: a step is a mechanism under a sampler (analyse([Step(...), ...]))
+    "Release", "Segment", "Step", "Gaussian", "Laplace", "VonMisesFisher", "Poisson", "FixedBatch", "NoAmplification",
     # its one analysis (a release, a dp_accounting event, or a guarantee alone)
     "analyse", "GuaranteeAnalysis",
     # the shapes of its answers: every certified number is a Bound
