@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 
 from ._src import __version__, _aliases
-from ._src._deprecated import warn_at_caller
+from ._src._deprecated import warn_once_per_statement
 from .errors import ReconRiskError
 
 _aliases.install()  # reconrisk.<private path> → reconrisk._src.<path>, and earlier releases' renames
@@ -96,7 +96,9 @@ def __getattr__(name: str):
     if name in _DEPRECATED:
         module, instead = _DEPRECATED[name]
         instead = instead or f"reconrisk._src.{module}.{name} (internal: no longer part of the public face)"
-        warn_at_caller(f"reconrisk.{name} is deprecated and will be removed in a later release; use {instead}")
+        # once per statement: ``from reconrisk import name`` reads it twice (the import system's hasattr, then the name)
+        warn_once_per_statement(f"reconrisk.{name} is deprecated and will be removed in a later release; use {instead}",
+                                f"reconrisk.{name}")
         return getattr(importlib.import_module(f"._src.{module}", __name__), name)  # not cached: warns each time
     if importlib.util.find_spec(f"{__name__}._src.{name}") is not None:  # an old module path: the alias rule
         return importlib.import_module(f"{__name__}.{name}")

@@ -4,8 +4,9 @@ The implementation lives under ``reconrisk._src``; public are only the face (``r
 ``reconrisk.integrations`` and its public modules, and ``python -m reconrisk``. A finder at the front of
 ``sys.meta_path`` answers any other ``reconrisk.<path>`` whose ``reconrisk._src.<path>`` exists with that module
 itself — the same object, registered in ``sys.modules`` under both names, so ``isinstance`` and monkeypatching
-agree — and one ``DeprecationWarning`` at the user's import line (:func:`~reconrisk._src._deprecated.warn_at_caller`;
-``import reconrisk.analysis.privacy`` passes two names through the finder and warns once).
+agree — and one ``DeprecationWarning`` at the user's import line
+(:func:`~reconrisk._src._deprecated.warn_once_per_statement`; ``import reconrisk.analysis.privacy`` passes two
+names through the finder and warns once).
 
 Paths of releases before the rooms were redrawn (``reconrisk.bounds.*``, ``reconrisk.opacus``, …) are first
 renamed by :data:`RENAMED` to the module that holds them now, then follow the same rule.
@@ -19,7 +20,7 @@ import importlib.util
 import sys
 from importlib.machinery import PathFinder
 
-from ._deprecated import user_frame, warn_at_caller
+from ._deprecated import warn_once_per_statement
 
 ROOT = "reconrisk"
 PRIVATE = "reconrisk._src"
@@ -72,7 +73,6 @@ def _public_integration(name: str) -> bool:
 class _PrivatePaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self) -> None:
         self._specs: dict[str, object] = {}
-        self._warned: tuple | None = None  # (user frame, instruction, name) of the last alias: one warning a statement
 
     def find_spec(self, name, path=None, target=None):
         if name in OLD_PACKAGES:
@@ -92,13 +92,9 @@ class _PrivatePaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if spec.name in OLD_PACKAGES:
             return None  # a fresh, empty package
         new = private_path(spec.name)
-        frame = user_frame()
-        last, self._warned = self._warned, (frame, None if frame is None else frame.f_lasti, spec.name)
-        # one statement (the same frame, at the same instruction) passing a parent and its child warns once
-        if last is None or frame is None or last[0] is not frame or last[1] != frame.f_lasti \
-                or not spec.name.startswith(last[2] + "."):
-            warn_at_caller(f"{spec.name} moved to {new}; the old path will be removed in a later release "
-                           "(the public names are in reconrisk, reconrisk.errors and reconrisk.integrations)")
+        # one statement passing a parent and its child (or then a moved name of the child) warns once
+        warn_once_per_statement(f"{spec.name} moved to {new}; the old path will be removed in a later release (the "
+                                "public names are in reconrisk, reconrisk.errors and reconrisk.integrations)", new)
         module = importlib.import_module(new)
         self._specs[spec.name] = module.__spec__
         return module

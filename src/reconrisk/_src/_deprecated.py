@@ -83,6 +83,32 @@ def warn_at_caller(message: str, category: type[Warning] = DeprecationWarning) -
     warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
+#: (id of the user's frame, its code, line, instruction, subject) of the last warning :func:`warn_once_per_statement`
+#: gave, so that the next one of the same statement is recognised
+_LAST_STATEMENT: list = [None]
+
+
+def warn_once_per_statement(message: str, subject: str) -> None:
+    """:func:`warn_at_caller`, unless the user's statement being run already warned about ``subject`` or a module
+    above it (``subject`` is a dotted path, ``reconrisk._src.measures.rero.rero_bounds``).
+
+    One statement can pass several deprecated spellings: an old module path and its parent (``import`` of
+    ``reconrisk.<room>.<module>``: one instruction), an old path and then a moved name of it (``from`` the old
+    ``measures.rero`` ``import rero_bounds``: a later instruction of the same line), ``from reconrisk import PrivacyAnalysis`` the same dropped name twice
+    (the import system's ``hasattr``, then the ``IMPORT_FROM``). The user is warned once, at the first. The same line
+    run again (a loop, a second call) is at an earlier instruction, or is a different frame, and warns again.
+    """
+    frame = user_frame()
+    here = None if frame is None else (id(frame), frame.f_code, frame.f_lineno, frame.f_lasti, subject)
+    last = _LAST_STATEMENT[0]
+    if here is not None and last is not None and last[:3] == here[:3] and (
+            here[4] == last[4] and here[3] > last[3] or here[4].startswith(last[4] + ".") and here[3] >= last[3]):
+        _LAST_STATEMENT[0] = last[:3] + (here[3], last[4])  # the same statement, further on
+        return
+    _LAST_STATEMENT[0] = here
+    warn_at_caller(message)
+
+
 def warn_renamed(old: str, new: str, where: str, stacklevel: int | None = None) -> None:
     """Emit ``where: OLD is deprecated and will be removed in the next release; use NEW (why)``, at the user's line.
 
@@ -155,8 +181,8 @@ def moved_names(module: str, package: str, moved: dict[str, str]) -> Callable[[s
         if name not in moved:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         new = importlib.import_module(moved[name], package)
-        warn_at_caller(f"{module}.{name} moved to {new.__name__}.{name}; the old path will be removed in a later "
-                       "release")
+        warn_once_per_statement(f"{module}.{name} moved to {new.__name__}.{name}; the old path will be removed in a "
+                                "later release", f"{module}.{name}")
         return getattr(new, name)
 
     return __getattr__

@@ -2,8 +2,8 @@
 
 :func:`reconrisk._src.experiments.riskreport.risk_report` builds one :class:`RiskReport`; the page
 (:mod:`reconrisk._src.report.html`), its figures and the terminal table (``reconrisk report``) read its attributes,
-and :meth:`RiskReport.to_dict` is ``report.json`` without its provenance (:class:`Provenance`). Each family is
-one of:
+and :meth:`RiskReport.to_dict` is ``report.json`` (plain JSON types, infinities as ``"inf"``), its provenance
+(:class:`Provenance`) that of a report built in Python unless the writer gave one. Each family is one of:
 
 * a certified number, a :class:`~reconrisk._src.results.Bound` (or a section holding Bounds and the inputs they are
   for);
@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from . import _validate as v
 from ._deprecated import warn_at_caller
+from ._io import jsonable
 from .errors import ParameterError, ReconRiskError
 from .priors import resolve_kappa
 from .report_sections import (  # noqa: F401  (the sections are re-exported: one import for the whole report)
@@ -195,6 +196,9 @@ class RiskReport:
     attack: AttackEntry | Unavailable
     summary: Summary
     compositions: int
+    #: where it came from: a report built in Python says so (``release_source = {"source": "python"}``); the CLI's
+    #: command line and release file are given to :func:`report_json` / ``write_report``
+    provenance: Provenance = field(default_factory=lambda: python_provenance())
 
     @property
     def is_event(self) -> bool:
@@ -202,12 +206,13 @@ class RiskReport:
         return "dp_event" in self.release
 
     def to_dict(self) -> dict:
-        """``report.json`` without its provenance."""
+        """``report.json``: plain JSON types (infinities as ``"inf"``), valid against :func:`report_schema`."""
         out = {"release": dict(self.release), "config": self.config.to_dict(), "epsilon": self.epsilon.to_dict(),
                "rero": self.rero.to_dict(), "rero_vs_prior": self.rero_vs_prior.to_dict(),
                "tradeoff": self.tradeoff.to_dict(), "risks": [r.to_dict() for r in self.risks]}
         out.update((k, getattr(self, k).to_dict()) for k in _FAMILIES)
-        return {**out, "summary": self.summary.to_dict(), "analysis": {"compositions": self.compositions}}
+        return jsonable({**out, "summary": self.summary.to_dict(), "analysis": {"compositions": self.compositions},
+                         "provenance": self.provenance.to_dict()})
 
     @classmethod
     def from_dict(cls, d: "Mapping[str, Any] | RiskReport") -> "RiskReport":
@@ -218,7 +223,8 @@ class RiskReport:
                    ReroSection.from_dict(d["rero"]), PriorCurve.from_dict(d["rero_vs_prior"]),
                    TradeoffEntry.from_dict(d["tradeoff"]), tuple(RiskRow.from_dict(r) for r in d["risks"]),
                    **{k: _entry(d[k], c) for k, c in _FAMILIES.items()}, summary=Summary.from_dict(d["summary"]),
-                   compositions=d["analysis"]["compositions"])
+                   compositions=d["analysis"]["compositions"],
+                   provenance=Provenance.from_dict(d["provenance"]) if "provenance" in d else python_provenance())
 
     def __getitem__(self, key: str):
         """``report["rero"]`` as when :func:`~reconrisk._src.experiments.riskreport.risk_report` returned a dict
@@ -228,9 +234,18 @@ class RiskReport:
         return self.to_dict()[key]
 
 
-def report_json(report: RiskReport, provenance: "Provenance | Mapping[str, Any]") -> dict:
-    """``report.json``: the report's :meth:`~RiskReport.to_dict` and its provenance."""
-    return {**report.to_dict(), "provenance": Provenance.from_dict(provenance).to_dict()}
+def report_json(report: RiskReport, provenance: "Provenance | Mapping[str, Any] | None" = None) -> dict:
+    """``report.json``: the report's :meth:`~RiskReport.to_dict`, with ``provenance`` (when given) as its own."""
+    if provenance is None:
+        return report.to_dict()
+    return {**report.to_dict(), "provenance": jsonable(Provenance.from_dict(provenance).to_dict())}
+
+
+def python_provenance() -> Provenance:
+    """The provenance of a report built in Python (``risk_report(...)``): this version, no command line."""
+    from . import __version__
+
+    return Provenance("", {"source": "python"}, None, __version__)
 
 
 #: Where the JSON Schema of ``report.json`` ships (package data).

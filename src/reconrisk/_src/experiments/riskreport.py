@@ -362,7 +362,8 @@ def risk_report(release, config: ReportConfig | None = None, *,
         cfg = config or ReportConfig()
         if not analysis.supports("mechanism") and not analysis.supports("two_sided"):
             raise ReconRiskError("the risk report reads a DP-SGD release or a dp_accounting event; a guarantee alone "
-                                 "has no release to report on (reconrisk.Analysis.from_guarantee answers its risks)")
+                                 "has no release to report on (reconrisk.GuaranteeAnalysis(kind, ...) answers "
+                                 "its risks)")
     except BaseException:
         if sampler is not None:
             sampler.cancel()
