@@ -8,11 +8,11 @@ its paths may change); names and module paths of earlier releases keep working w
 at the user's line that names the new spelling.
 """
 
-import importlib
-import importlib.util
+import importlib as _importlib
+import importlib.util as _importlib_util
 
 from ._src import __version__, _aliases
-from ._src._deprecated import warn_once_per_statement
+from ._src._deprecated import warn_once_per_statement as _warn_once
 from .errors import ReconRiskError
 
 _aliases.install()  # reconrisk.<private path> → reconrisk._src.<path>, and earlier releases' renames
@@ -90,18 +90,18 @@ _DEPRECATED = {
 
 def __getattr__(name: str):
     if name in _LAZY:
-        value = getattr(importlib.import_module(f"._src.{_LAZY[name]}", __name__), name)
+        value = getattr(_importlib.import_module(f"._src.{_LAZY[name]}", __name__), name)
         globals()[name] = value
         return value
     if name in _DEPRECATED:
         module, instead = _DEPRECATED[name]
         instead = instead or f"reconrisk._src.{module}.{name} (internal: no longer part of the public face)"
         # once per statement: ``from reconrisk import name`` reads it twice (the import system's hasattr, then the name)
-        warn_once_per_statement(f"reconrisk.{name} is deprecated and will be removed in a later release; use {instead}",
-                                f"reconrisk.{name}")
-        return getattr(importlib.import_module(f"._src.{module}", __name__), name)  # not cached: warns each time
-    if importlib.util.find_spec(f"{__name__}._src.{name}") is not None:  # an old module path: the alias rule
-        return importlib.import_module(f"{__name__}.{name}")
+        _warn_once(f"reconrisk.{name} is deprecated and will be removed in a later release; use {instead}",
+                   f"reconrisk.{name}")
+        return getattr(_importlib.import_module(f"._src.{module}", __name__), name)  # not cached: warns each time
+    if _importlib_util.find_spec(f"{__name__}._src.{name}") is not None:  # an old module path: the alias rule
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'reconrisk' has no attribute {name!r}")
 
 

@@ -14,7 +14,9 @@ import re
 import sys
 import warnings
 
-import typer
+with warnings.catch_warnings():  # typer < 0.21 imports two names click 8.5 deprecates (third party; -W error)
+    warnings.filterwarnings("ignore", r"'click\.utils\.get_(text|binary)_stream' is deprecated", DeprecationWarning)
+    import typer
 
 try:  # newer typer vendors click; its exceptions live there
     from typer.core import _click as click
