@@ -7,9 +7,8 @@ For each event with a reference, under every ``NeighboringRelation`` whose accou
 conversion is the optimal one); a two-sided lower end is at most that reference (the truth lies below it); ReRo at
 κ ∈ {0.5, 1e-2, 1e-6} is at most what that (ε, δ) certifies, min(1, κe^ε + δ) (Balle, Cherubin & Hayes 2022);
 the trade-off curve lies above the (ε, δ) curve and membership TPR at FPR 0.05 below e^ε·0.05 + δ.
-``dp_accounting``'s accountants ignore or misread the count of ``SelfComposedDpEvent(RandomizedResponseDpEvent)``
-(its PLD returns one step's ε, its RDP less than the exact 6-fold ε), so randomized response is referenced by
-``RdpAccountant.compose(event, count)``. Where ``dp_accounting`` accounts for nothing, one ``ReconRiskError`` line
+``dp_accounting``'s PLD accountant ignores the count of ``SelfComposedDpEvent(RandomizedResponseDpEvent)`` (one
+step's ε), so randomized response is referenced by ``RdpAccountant.compose(event, count)`` alone. Where ``dp_accounting`` accounts for nothing, one ``ReconRiskError`` line
 naming the event; every hostile input, one line naming the parameter.
 """
 
