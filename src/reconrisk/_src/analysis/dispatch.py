@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.rdp import DEFAULT_ORDERS
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from ..mechanisms.base import Step
 from ..mechanisms.traverse import steps as event_steps
 from ..release import Release, release_refusal
@@ -67,12 +67,25 @@ def analyse_steps(steps, *, source=None, value_discretization: float | None = No
     no_pld = [s for s in steps if not s.never_sampled and not s.mechanism.has_pld(s.sampler)]
     if no_pld:
         names = sorted({s.mechanism.name for s in no_pld})
-        curve = sum(s.rdp(DEFAULT_ORDERS) for s in steps)
-        return StepsRdpAnalysis(steps, DEFAULT_ORDERS, np.asarray(curve, dtype=float),
-                                f"RDP curve (no privacy-loss distribution for {', '.join(names)})")
+        return _rdp_analysis(steps, f"RDP curve (no privacy-loss distribution for {', '.join(names)})")
     if value_discretization is None and release_refusal(steps) is None:
         return PrivacyAnalysis(Release.from_steps(steps))
-    return EventAnalysis(source, value_discretization=value_discretization, steps=steps)
+    analysis = EventAnalysis(source, value_discretization=value_discretization, steps=steps)
+    if value_discretization is not None:
+        return analysis
+    try:  # the first grid's distribution (cached: the first question reads it); noise far below the grid's range
+        analysis.pmf(pessimistic=True)  # has no PLD there, as dp_accounting's RDP accountant still answers
+    except PLDRangeError as exc:
+        try:
+            return _rdp_analysis(steps, f"RDP curve (the privacy-loss range exceeds the grid {analysis.h:g})")
+        except ReconRiskError:
+            raise exc from None
+    return analysis
+
+
+def _rdp_analysis(steps, via: str) -> "StepsRdpAnalysis":
+    curve = sum(s.rdp(DEFAULT_ORDERS) for s in steps)
+    return StepsRdpAnalysis(steps, DEFAULT_ORDERS, np.asarray(curve, dtype=float), via)
 
 
 def analyse_dp_event(event, *, value_discretization: float | None = None) -> Analysis:

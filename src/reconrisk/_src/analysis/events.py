@@ -51,7 +51,7 @@ import numpy as np
 from scipy import special
 
 from .. import _validate as v
-from ..accounting.epsilon import RDP_NEAR_FLOOR, pld_floor
+from ..accounting.epsilon import pld_floor
 from ..accounting.pmf import PMF
 from ..accounting.rdp import DEFAULT_ORDERS
 from ..errors import ReconRiskError
@@ -237,9 +237,7 @@ class EventAnalysis(Analysis):
             return self.pair.delta(eps, two_sided=two_sided, rel_tol=rel_tol)
 
         def at(h):
-            up = self._both(lambda p: float(p.delta([eps])[0]), True, h)
-            if up < RDP_NEAR_FLOOR * self._floor(h):
-                up = min(up, self._alt_delta(eps))
+            up = min(self._both(lambda p: float(p.delta([eps])[0]), True, h), self._alt_delta(eps))
             lo = min(self._both(lambda p: float(p.delta([eps])[0]), False, h), up)
             return lo, up, up - lo
 
@@ -261,9 +259,7 @@ class EventAnalysis(Analysis):
             return self.pair.epsilon(d, two_sided=two_sided, rel_tol=rel_tol)
 
         def at(h):
-            up = self._both(lambda p: p.epsilon(d), True, h)
-            if d < RDP_NEAR_FLOOR * self._floor(h):
-                up = min(up, self._alt_epsilon(d))
+            up = min(self._both(lambda p: p.epsilon(d), True, h), self._alt_epsilon(d))
             lo = min(self._both(lambda p: p.epsilon(d), False, h), up)
             return lo, up, up - lo
 
@@ -401,6 +397,6 @@ class EventAnalysis(Analysis):
                      details={"alphas": int(t.alpha.size), "discretization": t.details["discretization"]})
 
 
-_ALT_NOTE = ("; where delta is near the PLDs' floor (infinity mass, round-off) the upper end is also the basic composition "
-             "of pure-DP steps and the RDP conversion min_a eps(a) + log((a-1)/a) - (log delta + log a)/(a-1) "
+_ALT_NOTE = ("; the upper end is also the basic composition of pure-DP steps and the RDP conversion (the only "
+             "answer near the PLDs' floor: infinity mass, round-off) min_a eps(a) + log((a-1)/a) - (log delta + log a)/(a-1) "
              "(Canonne, Kamath & Steinke 2020, Prop. 12), the smallest kept")

@@ -54,7 +54,6 @@ from ..mechanisms.vmf import vmf_noise_jax
 from ..metrics import mse as _mse, ssim as _ssim
 from ..theory.capacity import log_capacity_gaussian, log_capacity_vmf
 
-MECHANISMS = ("gaussian", "vmf")
 VMF_COUNTS = ("steps", "epochs")
 HIDDEN = (50, 15)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from ..results import Support
 from . import checks
 from .base import Mechanism, Sampler, Step, register
@@ -55,6 +55,9 @@ class MixtureOfGaussians(Mechanism):
                                                   list(self.sampling_probs), pessimistic_estimate=pessimistic,
                                                   log_mass_truncation_bound=-50, adjacency_type=adj)
             return continuous_pmf(loss, h, pessimistic)
+        except MemoryError:  # dp_accounting's grid for noise tiny against the sensitivities
+            raise PLDRangeError(f"{self.event_label(sampler)}: value_discretization {h:g} is too fine for the "
+                                "privacy-loss range of this mixture (dp_accounting ran out of memory)") from None
         except RecursionError as exc:  # dp_accounting's inverse loss on sensitivities tiny against the noise
             raise checks.constructor_failure(self.to_dp_event(sampler), exc) from None
         except ValueError as exc:

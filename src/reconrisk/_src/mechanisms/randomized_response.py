@@ -52,7 +52,17 @@ class RandomizedResponse(Mechanism):
         return math.log1p(k * (1 - p) / p)
 
     def rdp(self, sampler: Sampler, orders) -> np.ndarray:
-        return pure_dp_rdp(self.pure_epsilon(sampler), orders)
+        """The exact Rényi divergence of the three-atom pair (symmetric), (1/(α−1)) log Σ P^α Q^(1−α) (as
+        ``dp_accounting``'s RDP accountant), never above the pure-DP curve it replaces."""
+        p, k = self.noise_parameter, self.num_buckets
+        a = np.asarray(orders, dtype=float)
+        if p >= 1.0:
+            return np.zeros(a.shape)
+        hi, lo = math.log(1 - p + p / k), math.log(p / k)
+        terms = np.stack([a * hi + (1 - a) * lo, a * lo + (1 - a) * hi, np.full(a.shape, math.log((k - 2) * p / k)
+                                                                                  if k > 2 else -np.inf)])
+        exact = np.logaddexp.reduce(terms, axis=0) / (a - 1)
+        return np.minimum(np.maximum(exact, 0.0), pure_dp_rdp(self.pure_epsilon(sampler), orders))
 
     def gdp_mu(self, sampler: Sampler) -> float:
         return pure_dp_mu(self.pure_epsilon(sampler))

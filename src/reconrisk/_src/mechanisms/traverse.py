@@ -29,25 +29,34 @@ def _name(event) -> str:
     return type(event).__name__ + (f"({type(inner).__name__})" if inner is not None else "")
 
 
-def _read(event, count: int, dpa) -> list[Step]:
+#: The deepest nesting of Composed/SelfComposed/sampling events read (deeper is refused in one line, not left to
+#: Python's recursion limit).
+MAX_DEPTH = 200
+
+
+def _read(event, count: int, dpa, depth: int = 0) -> list[Step]:
     if count > v.MAX_STEPS:
         raise _too_many(count)
+    if depth > MAX_DEPTH:
+        raise ReconRiskError(f"an event may nest at most {MAX_DEPTH} composed or sampled events; this one nests deeper")
     if not isinstance(event, dpa.DpEvent):
         raise ReconRiskError(f"event must be a dp_accounting DpEvent; found {type(event).__name__}")
     if isinstance(event, dpa.NoOpDpEvent) or count == 0:
         return []
     if isinstance(event, dpa.SelfComposedDpEvent):
         n = v.integer("SelfComposedDpEvent.count", event.count, minimum=0)
-        return _read(event.event, count * n, dpa) if n else []
+        return _read(event.event, count * n, dpa, depth + 1) if n else []
     if isinstance(event, dpa.ComposedDpEvent):
-        return [s for e in event.events for s in _read(e, count, dpa)]
+        if not isinstance(event.events, (list, tuple)):
+            raise ReconRiskError(f"ComposedDpEvent.events must be a list of DpEvents; found {type(event.events).__name__}")
+        return [s for e in event.events for s in _read(e, count, dpa, depth + 1)]
     cls = for_event(type(event).__name__)
     if cls is None:
         known = sorted({e for c in registered().values() for e in getattr(c, "event_types", ())})
         raise ReconRiskError(f"{_name(event)} is not read by reconrisk (it reads ComposedDpEvent, SelfComposedDpEvent, "
                              f"NoOpDpEvent, {', '.join(known)})")
     try:
-        found = cls.from_dp_event(event, lambda e: _read(e, 1, dpa))
+        found = cls.from_dp_event(event, lambda e: _read(e, 1, dpa, depth + 1))
     except ReconRiskError as exc:
         name = _name(event)
         raise (exc if str(exc).startswith(name) else ReconRiskError(f"{name}: {exc}")) from None

@@ -31,9 +31,16 @@ from .base import DIRECTIONS, Mechanism, Step, register
 from .samplers import NoAmplification, stated_only
 
 
+def _as_list(counts) -> list:
+    return np.ravel(counts).tolist() if isinstance(counts, np.ndarray) else list(counts)
+
+
 def tree_depth(step_counts) -> int:
     """⌈log₂(max(step_counts) + 1)⌉: the most tree nodes one example enters (0 for trees of no step)."""
-    counts = [step_counts] if np.isscalar(step_counts) else list(step_counts)
+    if not np.isscalar(step_counts) and not isinstance(step_counts, (list, tuple, np.ndarray)):
+        raise ReconRiskError("SingleEpochTreeAggregationDpEvent.step_counts must be an integer or a non-empty list of "
+                             f"integers >= 0; found {type(step_counts).__name__}")
+    counts = [step_counts] if np.isscalar(step_counts) else _as_list(step_counts)
     if not counts:
         raise ReconRiskError("SingleEpochTreeAggregationDpEvent.step_counts must be a non-empty list of integers "
                              ">= 0; found []")
@@ -56,8 +63,8 @@ class TreeAggregation(Mechanism):
     def __post_init__(self) -> None:
         s = v.in_range("SingleEpochTreeAggregationDpEvent.noise_multiplier", self.noise_multiplier, 0.0, v.MAX_NOISE,
                        low_open=False, high_open=False)
-        counts = (self.step_counts,) if np.isscalar(self.step_counts) else tuple(self.step_counts)
-        tree_depth(counts)  # validates
+        tree_depth(self.step_counts)  # validates (an integer or a non-empty list of them)
+        counts = (self.step_counts,) if np.isscalar(self.step_counts) else tuple(_as_list(self.step_counts))
         object.__setattr__(self, "noise_multiplier", s)
         object.__setattr__(self, "step_counts", tuple(int(c) for c in counts))
 

@@ -42,7 +42,7 @@ from ..accounting.pld import step_pmf
 from ..accounting.pld_step import STEP_TAIL, cell_masses, loss_range
 from ..accounting.pmf import PMF, ROUNDOFF_PER_ATOM, UNIT
 from ..accounting.rdp import subsampled_gaussian_rdp
-from ..errors import ReconRiskError
+from ..errors import PLDRangeError, ReconRiskError
 from ..results import Support
 from .base import DIRECTIONS, Mechanism, Sampler, Step, register
 
@@ -169,7 +169,7 @@ def replace_one_pmf(s: float, p: float, h: float, *, pessimistic: bool, tail_mas
         x = float(_x_of_replace_loss(np.array([-MAX_LOSS]), s, p)[0])
         p_below = float((1 - p) * special.ndtr(-x / s) + p * special.ndtr(-(x + 1) / s))
     if (lam_hi - lam_lo) / h > MAX_ATOMS:
-        raise ReconRiskError(f"value_discretization must be >= {(lam_hi - lam_lo) / MAX_ATOMS:.3g} for the truncated "
+        raise PLDRangeError(f"value_discretization must be >= {(lam_hi - lam_lo) / MAX_ATOMS:.3g} for the truncated "
                              f"step's replace-one part (noise {2 * s:g}, probability {p:g}); found {h:g}")
     k0 = math.floor(lam_lo / h)
     k1 = max(math.ceil(lam_hi / h), k0 + 1)
@@ -239,7 +239,7 @@ def _poisson_add_optimistic(sigma: float, q: float, h: float) -> PMF:
     lam_lo, lam_hi, _, _ = loss_range(sigma, q, "add")
     lam_hi = min(lam_hi, MAX_LOSS)
     if (lam_hi - lam_lo) / h > MAX_ATOMS:
-        raise ReconRiskError(f"value_discretization must be >= {(lam_hi - lam_lo) / MAX_ATOMS:.3g} for "
+        raise PLDRangeError(f"value_discretization must be >= {(lam_hi - lam_lo) / MAX_ATOMS:.3g} for "
                              f"noise_multiplier={sigma:g}, sample_rate={q:g}; found {h:g}")
     k0 = math.floor(lam_lo / h)
     k1 = max(math.ceil(lam_hi / h), k0 + 1)
