@@ -30,8 +30,11 @@ from reconrisk._src.cli import app, main
 
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 #: modules a command may enter before its computation: the CLI, the core, the readers of a release
-CHECKING = ("reconrisk._src.cli", "reconrisk._", "reconrisk.errors", "reconrisk._src.priors", "reconrisk._src.release",
-            "reconrisk._src.results", "reconrisk._src.adapters", "reconrisk._src.experiments.release_source")
+CHECKING = ("reconrisk._src.cli", "reconrisk._src._", "reconrisk.errors", "reconrisk._src.errors", "reconrisk._src.priors",
+            "reconrisk._src.release", "reconrisk._src.results", "reconrisk._src.adapters", "reconrisk._src.mechanisms",
+            "reconrisk._src.report_model", "reconrisk._src.experiments.release_source")
+# (not "reconrisk._": since the move under reconrisk._src that prefix is the whole implementation, so a command
+# would compute under the trace instead of stopping at its first computation)
 
 
 def _commands(cmd=None, path=()):
