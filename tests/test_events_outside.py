@@ -181,13 +181,36 @@ def test_what_dp_accounting_cannot_account_is_refused_in_one_line_naming_it(name
     assert "\n" not in str(exc.value) and str(exc.value).startswith(name.split("(")[0]), str(exc.value)
 
 
-def test_a_non_private_event_is_refused_in_one_line_naming_it():
-    """dp_accounting "supports" NonPrivateDpEvent (ε = +∞); reconrisk has no step of infinite loss yet and says so
-    in one line (a known gap: the answer would be ε = ∞, ReRo = 1)."""
-    assert dpa.rdp.RdpAccountant().supports(E.NonPrivateDpEvent())
-    with pytest.raises(ReconRiskError, match=r"^NonPrivateDpEvent is not read by reconrisk") as exc:
-        rr.analyse(E.ComposedDpEvent([G(2.0), E.NonPrivateDpEvent()]))
-    assert "\n" not in str(exc.value)
+@pytest.mark.parametrize("event", [E.NonPrivateDpEvent(), E.ComposedDpEvent([G(2.0), E.NonPrivateDpEvent()]),
+                                   E.SelfComposedDpEvent(E.PoissonSampledDpEvent(0.1, G(1.0)), 3)])
+def test_a_non_private_step_is_analysed_as_certifying_nothing(event):
+    """dp_accounting's accountants answer ε = ∞ for a composition holding NonPrivateDpEvent; so does reconrisk
+    (analysed, not refused): ε = ∞ at every δ < 1, ReRo = 1, δ(ε) = 1, the trade-off curve 0."""
+    has = "NonPrivate" in repr(event)
+    if not has:
+        event = E.ComposedDpEvent([event, E.NonPrivateDpEvent()])
+    for acc in (dpa.rdp.RdpAccountant(), dpa.pld.PLDAccountant()):
+        assert acc.supports(event)
+        acc.compose(event)
+        assert acc.get_epsilon(1e-6) == math.inf
+    a = rr.analyse(event)
+    assert a.epsilon(1e-6).upper == math.inf and a.rero(1e-3).upper == 1.0 and a.delta(50.0).upper == 1.0
+    assert "NonPrivateDpEvent" in a.describe()["steps"]
+
+
+@pytest.mark.parametrize("event", [E.NoOpDpEvent(), E.SelfComposedDpEvent(G(1.0), 0),
+                                   E.ComposedDpEvent([E.NoOpDpEvent(), E.SelfComposedDpEvent(E.NonPrivateDpEvent(), 0)])])
+def test_an_event_that_runs_nothing_is_perfectly_private(event):
+    """No step touches the data: dp_accounting answers ε = 0; reconrisk ε = 0 and ReRo = κ (the blind guess, up to
+    round-off upward). (dp_accounting refuses a SelfComposed count of 0 in its PLD accountant, and reads
+    SelfComposed(NonPrivate, 0) as non-private; reconrisk reads a count of 0 as no step, as its RDP accountant does.)"""
+    if isinstance(event, E.NoOpDpEvent):
+        acc = dpa.pld.PLDAccountant()
+        acc.compose(event)
+        assert acc.get_epsilon(1e-6) == 0.0
+    a = rr.analyse(event)
+    assert a.epsilon(1e-6).upper == 0.0 and a.rero(0.01).upper == pytest.approx(0.01, rel=1e-12)
+    assert a.rero(0.01).upper >= 0.01
 
 
 def _deep(n, sc):

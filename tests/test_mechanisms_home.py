@@ -33,7 +33,7 @@ from reconrisk._src.mechanisms.repeat_select import RepeatAndSelect
 from reconrisk._src.mechanisms.traverse import register_all, steps
 from reconrisk._src.mechanisms.tree_aggregation import TreeAggregation
 from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
-from reconrisk._src.mechanisms.zcdp import ZCDP
+from reconrisk._src.mechanisms.zcdp import ZCDP, NonPrivate
 from reconrisk._src.release import Release, Segment
 
 dpa = pytest.importorskip("dp_accounting")
@@ -49,6 +49,7 @@ EXAMPLES = {
     "truncated_subsampled_gaussian": [(TruncatedSubsampledGaussian(1.1), TruncatedPoisson(0.05, 1000, 60))],
     "tree_aggregation": [(TreeAggregation(1.5, (15, 7)), NoAmplification())],
     "zcdp": [(ZCDP(0.2, 0.01), NoAmplification())],
+    "non_private": [(NonPrivate(), NoAmplification())],
     "repeat_and_select": [
         (RepeatAndSelect((Step(Gaussian(1.0), Poisson(0.01), 100),), 5.0, 1.0), NoAmplification()),
         (RepeatAndSelect((Step(ZCDP(0.1), NoAmplification(), 1), Step(Laplace(2.0), NoAmplification(), 3)), 4.0,

@@ -26,6 +26,7 @@ from ..accounting.rdp import DEFAULT_ORDERS
 from ..errors import PLDRangeError, ReconRiskError
 from ..mechanisms.base import Step
 from ..mechanisms.traverse import steps as event_steps
+from ..mechanisms.zcdp import NonPrivate
 from ..release import Release, release_refusal
 from .accountant import shared_analysis
 from .base import Analysis, register_entry_points, with_details
@@ -57,6 +58,30 @@ class StepsRdpAnalysis(GuaranteeAnalysis):
         return with_details(super()._rero(k, lk), via=self.via)
 
 
+class StepsWithoutGuarantee(GuaranteeAnalysis):
+    """Steps of which one states no guarantee (``NonPrivateDpEvent``): the composition is (0, 1)-DP and nothing
+    better — ε = ∞ at every δ < 1, ReRo = 1, the trade-off curve 0 — as ``dp_accounting`` answers (ε = ∞). With
+    ``nothing_run`` (no step at all: only ``NoOpDpEvent``, or counts of 0) it is the opposite: (0, 0)-DP, ε = 0,
+    ReRo = κ (the blind guess), as ``dp_accounting`` answers (ε = 0)."""
+
+    def __init__(self, steps, *, nothing_run: bool = False) -> None:
+        super().__init__("dp", epsilon=0.0, delta=0.0 if nothing_run else 1.0)
+        self.steps = tuple(steps)
+        self.via = ("no step uses the data (only NoOpDpEvent or counts of 0): the output is independent of it"
+                    if nothing_run else "a non-private step (NonPrivateDpEvent): the composition certifies nothing")
+
+    @property
+    def formula(self) -> str:
+        return f"{self.via}: " + super().formula
+
+    def describe(self) -> dict:
+        return {**super().describe(), "steps": " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}"
+                                                           for s in self.steps), "via": self.via}
+
+    def _rero(self, k, lk):
+        return with_details(super()._rero(k, lk), via=self.via)
+
+
 def analyse_steps(steps, *, source=None, value_discretization: float | None = None) -> Analysis:
     """The analysis of ``steps`` (see the module docstring); ``source`` is what they were read from (an event)."""
     steps = tuple(steps)
@@ -64,6 +89,10 @@ def analyse_steps(steps, *, source=None, value_discretization: float | None = No
         if not isinstance(s, Step):
             raise ReconRiskError(f"steps must be reconrisk Steps (reconrisk._src.mechanisms.base.Step); found "
                                  f"{type(s).__name__}")
+    if any(isinstance(s.mechanism, NonPrivate) and s.count for s in steps):
+        return StepsWithoutGuarantee(steps)
+    if not any(s.count for s in steps):
+        return StepsWithoutGuarantee(steps, nothing_run=True)
     no_pld = [s for s in steps if not s.never_sampled and not s.mechanism.has_pld(s.sampler)]
     if no_pld:
         names = sorted({s.mechanism.name for s in no_pld})

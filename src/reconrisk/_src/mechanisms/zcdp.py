@@ -62,3 +62,30 @@ class ZCDP(Mechanism):
 
     def event_label(self, sampler) -> str:
         return f"ZCDpEvent(rho={self.rho:g}, xi={self.xi:g})"
+
+
+@register
+@dataclass(frozen=True)
+class NonPrivate(Mechanism):
+    """A step that states no guarantee at all (``dp_accounting``'s ``NonPrivateDpEvent``): the weakest stated
+    guarantee, (0, 1)-DP — δ(ε) = 1 at every ε. A composition holding one certifies nothing (ε = ∞, ReRo = 1, the
+    trade-off curve 0), which is what ``dp_accounting``'s accountants answer (ε = ∞); reconrisk analyses it so, in
+    one line of explanation, instead of refusing it."""
+
+    name = "non_private"
+    event_types = ("NonPrivateDpEvent",)
+
+    def supports(self, sampler) -> Support:
+        return stated_only("a non-private step", sampler)
+
+    def to_dp_event(self, sampler):
+        from dp_accounting import dp_event
+
+        return dp_event.NonPrivateDpEvent()
+
+    @classmethod
+    def from_dp_event(cls, event, read) -> list[Step]:
+        return [Step(cls(), NoAmplification())]
+
+    def event_label(self, sampler) -> str:
+        return "NonPrivateDpEvent()"
