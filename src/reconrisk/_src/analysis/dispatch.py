@@ -68,7 +68,7 @@ class StepsWithoutGuarantee(GuaranteeAnalysis):
         super().__init__("dp", epsilon=0.0, delta=0.0 if nothing_run else 1.0)
         self.steps = tuple(steps)
         self.via = ("no step uses the data (only NoOpDpEvent or counts of 0): the output is independent of it"
-                    if nothing_run else "a non-private step (NonPrivateDpEvent): the composition certifies nothing")
+                    if nothing_run else "a non-private step (NonPrivateDpEvent): the composition guarantees nothing")
 
     @property
     def formula(self) -> str:
