@@ -35,7 +35,25 @@ from .guarantee import GuaranteeAnalysis
 from .privacy import PrivacyAnalysis
 
 
-class StepsRdpAnalysis(GuaranteeAnalysis):
+class _StepsGuarantee(GuaranteeAnalysis):
+    """A guarantee read off steps (``steps``), every result naming why (``via``)."""
+
+    steps: tuple = ()
+    via: str = ""
+
+    @property
+    def formula(self) -> str:
+        return f"{self.via}: " + super().formula
+
+    def describe(self) -> dict:
+        return {**super().describe(), "steps": " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}"
+                                                           for s in self.steps), "via": self.via}
+
+    def _rero(self, k, lk):
+        return with_details(super()._rero(k, lk), via=self.via)
+
+
+class StepsRdpAnalysis(_StepsGuarantee):
     """The composed RDP curve of steps of which some have no privacy-loss distribution, read as a guarantee
     (upper ends only, the optimal RDP → trade-off conversion); every result names why (``via``)."""
 
@@ -46,19 +64,8 @@ class StepsRdpAnalysis(GuaranteeAnalysis):
         super().__init__("rdp", order=orders[ok], epsilon=curve[ok])
         self.steps, self.via = tuple(steps), via
 
-    @property
-    def formula(self) -> str:
-        return f"{self.via}: " + super().formula
 
-    def describe(self) -> dict:
-        return {**super().describe(), "steps": " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}"
-                                                           for s in self.steps), "via": self.via}
-
-    def _rero(self, k, lk):
-        return with_details(super()._rero(k, lk), via=self.via)
-
-
-class StepsWithoutGuarantee(GuaranteeAnalysis):
+class StepsWithoutGuarantee(_StepsGuarantee):
     """Steps of which one states no guarantee (``NonPrivateDpEvent``): the composition is (0, 1)-DP and nothing
     better — ε = ∞ at every δ < 1, ReRo = 1, the trade-off curve 0 — as ``dp_accounting`` answers (ε = ∞). With
     ``nothing_run`` (no step at all: only ``NoOpDpEvent``, or counts of 0) it is the opposite: (0, 0)-DP, ε = 0,
@@ -69,17 +76,6 @@ class StepsWithoutGuarantee(GuaranteeAnalysis):
         self.steps = tuple(steps)
         self.via = ("no step uses the data (only NoOpDpEvent or counts of 0): the output is independent of it"
                     if nothing_run else "a non-private step (NonPrivateDpEvent): the composition guarantees nothing")
-
-    @property
-    def formula(self) -> str:
-        return f"{self.via}: " + super().formula
-
-    def describe(self) -> dict:
-        return {**super().describe(), "steps": " + ".join(f"{s.count}×{s.mechanism.event_label(s.sampler)}"
-                                                           for s in self.steps), "via": self.via}
-
-    def _rero(self, k, lk):
-        return with_details(super()._rero(k, lk), via=self.via)
 
 
 def analyse_steps(steps, *, source=None, value_discretization: float | None = None) -> Analysis:
