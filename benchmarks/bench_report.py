@@ -44,13 +44,18 @@ CALIBRATE = ["calibrate", "--target-rero", "0.05", "--prior-size", "100", "--sam
 
 #: runs the CLI in-process with compose_segments wrapped, prints the count on stderr
 _COUNTING = r"""
-import sys, reconrisk._src.accounting.pld as pld
+import importlib, sys
+try:  # this tree (the implementation under reconrisk._src) or a baseline from before the move  # src_move: keep
+    pld = importlib.import_module("reconrisk._src.accounting.pld")
+    main = importlib.import_module("reconrisk._src.cli").main
+except ModuleNotFoundError:
+    pld = importlib.import_module("reconrisk.accounting.pld")  # src_move: keep
+    main = importlib.import_module("reconrisk.cli").main  # src_move: keep
 n = [0]; orig = pld.compose_segments
 def wrap(*a, **k):
     n[0] += 1
     return orig(*a, **k)
 pld.compose_segments = wrap
-from reconrisk._src.cli import main
 code = main(sys.argv[1:])
 print(f"COMPOSITIONS {n[0]}", file=sys.stderr)
 sys.exit(code or 0)
