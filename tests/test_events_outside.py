@@ -314,3 +314,13 @@ def test_string_switches_on_mechanism_names_are_the_listed_ones():
              if str(p.relative_to(src)) != "mechanisms/base.py" and (n := _string_switches(p.read_text(), families))}
     assert found == STRING_SWITCHES
     assert _string_switches('if noise == "vmf" or kind in ("laplace",):\n    pass\n', families) == 2  # it can fail
+
+
+@pytest.mark.parametrize("source, words", [([], "non-empty sequence of reconrisk.Step; found an empty sequence"),
+                                           ((), "non-empty sequence of reconrisk.Step; found an empty sequence"),
+                                           ([rr.Step(rr.Gaussian(1.0), rr.Poisson(0.1), 3), 3],
+                                            "steps must be reconrisk.Step objects .*; found int")])
+def test_a_sequence_that_is_not_steps_is_refused_in_one_line_naming_what_was_found(source, words):
+    with pytest.raises(ReconRiskError, match=words) as exc:
+        rr.analyse(source)
+    assert "\n" not in str(exc.value) and "_src" not in str(exc.value)

@@ -83,7 +83,7 @@ def analyse_steps(steps, *, source=None, value_discretization: float | None = No
     steps = tuple(steps)
     for s in steps:
         if not isinstance(s, Step):
-            raise ReconRiskError(f"steps must be reconrisk Steps (reconrisk._src.mechanisms.base.Step); found "
+            raise ReconRiskError(f"steps must be reconrisk.Step objects (a mechanism under a sampler, a count); found "
                                  f"{type(s).__name__}")
     if any(isinstance(s.mechanism, NonPrivate) and s.count for s in steps):
         return StepsWithoutGuarantee(steps)
@@ -139,7 +139,10 @@ def analyse(source) -> Analysis:
         return source
     if type(source).__module__.startswith("dp_accounting"):
         return analyse_dp_event(source)
-    if isinstance(source, (list, tuple)) and source and all(isinstance(s, Step) for s in source):
+    if isinstance(source, (list, tuple)):  # a run described as steps (analyse_steps names a wrong element)
+        if not source:
+            raise ReconRiskError("source must be a Release, a dp_accounting event, an analysis or a non-empty sequence "
+                                 "of reconrisk.Step; found an empty sequence")
         return analyse_steps(source)
     if isinstance(source, Release):  # the shared analysis: one composition cache for every door
         return shared_analysis(source)
