@@ -186,3 +186,13 @@ def test_rero_bound_reads_the_shared_analysis():
     n = an.composition_count
     assert n > 0 and rr.rero_bound(release=rel, kappa=0.05) == b and an.composition_count == n
     assert b == PrivacyAnalysis(rel).rero(0.05)
+
+
+def test_a_dp_sgd_event_reads_the_same_shared_analysis_as_its_release():
+    """A dp_accounting event that is one DP-SGD release is answered by the shared analysis of that release, so
+    asking the event and the release composes once (the one cache every door uses)."""
+    import dp_accounting as dpa
+
+    release = Release(1.7, 0.03, 321)
+    event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.03, dpa.GaussianDpEvent(1.7)), 321)
+    assert rr.analyse(event) is rr.analyse(release)

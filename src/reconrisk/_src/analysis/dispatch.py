@@ -94,7 +94,7 @@ def analyse_steps(steps, *, source=None, value_discretization: float | None = No
         names = sorted({s.mechanism.name for s in no_pld})
         return _rdp_analysis(steps, f"RDP curve (no privacy-loss distribution for {', '.join(names)})")
     if value_discretization is None and release_refusal(steps) is None:
-        return PrivacyAnalysis(Release.from_steps(steps))
+        return shared_analysis(Release.from_steps(steps))  # (the one composition cache, as analyse(release))
     analysis = EventAnalysis(source, value_discretization=value_discretization, steps=steps)
     if value_discretization is not None:
         return analysis
