@@ -139,8 +139,8 @@ def analyse(source) -> Analysis:
         return source
     if type(source).__module__.startswith("dp_accounting"):
         return analyse_dp_event(source)
-    if isinstance(source, (list, tuple)):  # a run described as steps (analyse_steps names a wrong element)
-        if not source:
+    if isinstance(source, (list, tuple)) and (not source or any(isinstance(s, Step) for s in source)):
+        if not source:  # a run described as steps (analyse_steps names a wrong element); numbers: refused below
             raise ReconRiskError("source must be a Release, a dp_accounting event, an analysis or a non-empty sequence "
                                  "of reconrisk.Step; found an empty sequence")
         return analyse_steps(source)
