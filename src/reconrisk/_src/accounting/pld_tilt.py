@@ -15,16 +15,19 @@ from scipy import special
 from .pld import step_pmf
 from .pld_step import MAX_LOSS, STEP_TAIL, loss_range
 
-def step_moments(segments, thetas: np.ndarray, h: float | None = None, tail_mass: float = STEP_TAIL):
+def step_moments(segments, thetas: np.ndarray, h: float | None = None, tail_mass: float = STEP_TAIL,
+                 direction: str = "remove"):
     """Σ T_i·(K_i, K_i′, K_i″)(θ) for each θ: the log-MGF E_μ[e^{θL}] of the composed loss and its first
-    two derivatives (the tilted mean and variance), from coarse pessimistic step PMFs. Grid choice only."""
+    two derivatives (the tilted mean and variance), from coarse pessimistic step PMFs of ``direction``
+    (``"remove"``, ``"add"``, ``"symmetric"``). Grid choice only."""
     k0 = np.zeros(thetas.size)
     k1 = np.zeros(thetas.size)
     k2 = np.zeros(thetas.size)
     for seg in segments:
         lo, hi, _, _ = loss_range(seg.noise_multiplier, seg.sample_rate, "remove", tail_mass)
         hc = max(h or 0.0, (min(hi, MAX_LOSS) - lo) / 4000.0)
-        p = step_pmf(seg.noise_multiplier, seg.sample_rate, hc, pessimistic=True, tail_mass=tail_mass)
+        p = step_pmf(seg.noise_multiplier, seg.sample_rate, hc, pessimistic=True, tail_mass=tail_mass,
+                     direction=direction)
         l = p.losses
         pos = p.probs > 0
         lp = np.log(p.probs[pos])

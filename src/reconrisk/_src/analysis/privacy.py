@@ -56,6 +56,7 @@ from ..results import Bound
 from .base import Analysis, with_details
 from .privacy_rero import rero_bounds, tradeoff as release_tradeoff
 from .privacy_risk import release_prior_success, release_total_variation
+from .privacy_tiny import tiny_delta, tiny_epsilon
 
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
@@ -86,6 +87,7 @@ class PrivacyAnalysis(Analysis):
         self._pair: PrivacyAnalysis | None = None
         self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
         self._memo: dict[tuple, Any] = {}
+        self._tiny_details: dict[tuple, dict] = {}  # the tilts of the tiny-δ questions (details of their bounds)
         #: compositions made, per (h, pessimistic, direction, options, round-off threshold)
         self.compositions: Counter = Counter()
 
@@ -260,13 +262,26 @@ class PrivacyAnalysis(Analysis):
         try:
             pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
             up, floor = epsilon_from_pmfs(pess, delta)
-            up, method = rdp_below_floor(self.release, delta, up, floor)
+            if delta < RDP_NEAR_FLOOR * floor:  # near or below the untilted floor: tilted compositions
+                return self._tiny_epsilon(delta, h, two_sided, up)
             if not two_sided:
-                return None, up, method, h
+                return None, up, "pld", h
             opt = self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
         except ReconRiskError as exc:
             raise grid_refusal(self.release, exc) from None
-        return optimistic_epsilon(opt, delta, up), up, method, h
+        return optimistic_epsilon(opt, delta, up), up, "pld", h
+
+    def _tiny_epsilon(self, delta: float, h: float, two_sided: bool, untilted: float):
+        """ε(δ) near or below the untilted PLD's floor: the tilted compositions' bracket
+        (:func:`~reconrisk._src.analysis.privacy_tiny.tiny_epsilon`), its upper end also held against the untilted
+        one and the RDP conversion (a second opinion: the smallest certified upper end is kept)."""
+        try:
+            lo, up, det = tiny_epsilon(self, delta, h, two_sided)
+        except ReconRiskError:  # no tilted composition fits (an extreme corner): the untilted and RDP ends
+            lo, up, det = (0.0 if two_sided else None), math.inf, {}
+        self._tiny_details[("epsilon", delta)] = det
+        up, method = rdp_below_floor(self.release, delta, min(up, untilted), math.inf)
+        return (None if lo is None else min(lo, up)), up, method, h
 
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
         lo, up, method, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=two_sided)
@@ -279,6 +294,12 @@ class PrivacyAnalysis(Analysis):
         det = {"delta": delta, "accountant": "pld"}
         if h is not None:
             det["discretization"] = h
+        tiny = self._tiny_details.get(("epsilon", delta))
+        if tiny:  # below the untilted floor: the tilted compositions' tilts and per-step tail
+            det.update(tiny)
+            if method == "pld":
+                formula = ("smallest eps with delta(eps) <= delta on exponentially tilted pessimistic (upper) and "
+                           "optimistic (lower) PLDs, untilted with their log-normaliser (round-off relative to delta)")
         return Bound("epsilon", lo, up, method=method, formula=formula, converged=True, details=det)
 
     def delta(self, epsilon: float, *, two_sided: bool = False, rel_tol: float | None = None) -> Bound:
@@ -307,16 +328,28 @@ class PrivacyAnalysis(Analysis):
         pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
         up = max(float(p.delta([eps])[0]) for p in pess)
         method, formula = "pld", "hockey-stick divergence of the pessimistic (upper) and optimistic (lower) PLDs"
-        if up < RDP_NEAR_FLOOR * max(pld_floor(p) for p in pess) and rdp_applies(self.release):
-            rdp = rdp_delta(self.release, eps)  # near the PLD's floor (infinity mass, round-off allowance)
-            if rdp < up:
-                up, method = rdp, "rdp"
-                formula = ("upper: min over orders a of exp((a-1)(eps(a) - eps + log(1 - 1/a)) - log a) (Canonne, Kamath & "
-                           "Steinke 2020, Prop. 12), below the PLD's floor; lower: the optimistic PLD")
+        det: dict[str, Any] = {"epsilon": eps, "discretization": h}
         lo = (float(self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP).delta([eps])[0])
               if two_sided else None)
+        if up < RDP_NEAR_FLOOR * max(pld_floor(p) for p in pess):  # near the untilted floor: tilted compositions
+            try:
+                t_lo, t_up, tiny = tiny_delta(self, eps, h, two_sided)
+            except ReconRiskError:  # no tilted composition fits (an extreme corner): the untilted ends and RDP
+                t_lo, t_up, tiny = lo, up, {}
+            if t_up < up:
+                up = t_up
+                det.update(tiny)
+                formula = ("hockey-stick divergence of exponentially tilted pessimistic (upper) and optimistic (lower) "
+                           "PLDs, untilted with their log-normaliser (round-off relative to delta)")
+            lo = None if lo is None else max(lo, t_lo if t_lo is not None else 0.0)
+            if rdp_applies(self.release):
+                rdp = rdp_delta(self.release, eps)  # a second opinion: both are certified upper ends
+                if rdp < up:
+                    up, method = rdp, "rdp"
+                    formula = ("upper: min over orders a of exp((a-1)(eps(a) - eps + log(1 - 1/a)) - log a) (Canonne, "
+                               "Kamath & Steinke 2020, Prop. 12), below the PLD's floor; lower: the optimistic PLD")
         return Bound("delta", None if lo is None else min(lo, up), up, method=method, converged=True,
-                     formula=formula, details={"epsilon": eps, "discretization": h})
+                     formula=formula, details=det)
 
     # -- ReRo, the trade-off curve and the risk measures ---------------------------------------
     def rero(self, kappa: float | None = None, *, prior_size: int | None = None, **options) -> Bound:
