@@ -219,20 +219,24 @@ def test_reconstruction_is_the_smaller_of_the_two_one_reference_pairs():
 
 @pytest.mark.parametrize("delta", [1e-12, 1e-40, 1e-300])
 def test_fixed_batch_epsilon_is_finite_below_the_pld_floor(delta):
-    """Below the symmetrised PLD's floor (its infinity mass and round-off) the PLD alone says ε = ∞; the upper
-    end then comes from the without-replacement RDP bound (Wang, Balle & Kasiviswanathan 2019), which the test
-    recomputes with dp_accounting's own replace-one RDP accountant."""
+    """Below the symmetrised PLD's untilted floor (its infinity mass and round-off) the untilted PLD says ε = ∞;
+    the tilted compositions (tests/test_tiny_delta.py) then answer where their per-step tail fits below δ, and
+    the without-replacement RDP bound (Wang, Balle & Kasiviswanathan 2019, recomputed here with dp_accounting's
+    own replace-one RDP accountant) is a second opinion: the upper end is never above it, and is it at 1e-300."""
     import dp_accounting as dpa
     from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
 
     rel = Release.fixed_batch(1.0, 10, 1000, 1000)
     b = PrivacyAnalysis(rel).epsilon(delta, two_sided=True)
-    assert math.isfinite(b.upper) and b.method == "rdp"
+    assert math.isfinite(b.upper) and b.method == ("rdp" if delta == 1e-300 else "pld")
     acc = rdp_acc.RdpAccountant(list(range(2, 65)) + [80, 100, 128, 160, 200, 256, 320, 400, 512, 700, 1000,
                                                       1500, 2000], dpa.NeighboringRelation.REPLACE_ONE)
     acc.compose(dpa.SelfComposedDpEvent(dpa.SampledWithoutReplacementDpEvent(1000, 10, dpa.GaussianDpEvent(0.5)),
                                         1000))
-    assert b.upper == pytest.approx(acc.get_epsilon(delta), rel=1e-9)
+    rdp = acc.get_epsilon(delta)
+    assert b.upper <= rdp * (1 + 1e-9)
+    if delta == 1e-300:  # the per-step tail cannot go below 1e-300: the +∞ atom exceeds δ, RDP answers
+        assert b.upper == pytest.approx(rdp, rel=1e-9)
     assert b.lower <= b.upper
     d = PrivacyAnalysis(rel).delta(60.0)
     assert 0.0 < d.upper < 1e-15
