@@ -44,6 +44,7 @@ and made small relative to δ by the tilt.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -65,7 +66,18 @@ def tiny_tail(delta: float, steps: int) -> float:
     return float(min(STEP_TAIL, max(MIN_TAIL, TAIL_FRACTION * delta / max(steps, 1))))
 
 
+#: Round-off allowance a tilted composition may keep without recomputing its amplified low frequencies
+#: (``slack_budget`` of :meth:`~reconrisk._src.accounting.pmf.PMF.self_compose`; charged either way, so a
+#: choice of cost only): in the tilted norm, i.e. ~1e-6 relative to δ near the tilted mean.
+TILT_SLACK_BUDGET = 1e-8
+
+
 def _moments(segments, direction: str, tail_mass: float):
+    return _moments_cached(tuple(segments), direction, float(tail_mass))
+
+
+@lru_cache(maxsize=32)
+def _moments_cached(segments, direction, tail_mass):
     return step_moments(segments, _THETAS, tail_mass=tail_mass, direction=direction)
 
 

@@ -61,6 +61,11 @@ from .privacy_tiny import tiny_delta, tiny_epsilon
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
 MIN_LOSS_CAP = 40.0 - math.log(1e-12)
+#: Below this δ ε is read from tilted compositions without composing the untilted ones first (whose floor,
+#: their infinity mass and round-off allowance, is ~1e-11 or more: they could only say +∞ here).
+TILT_BELOW = 1e-9
+#: A two-sided tiny-δ bracket narrower than this (relative) is not held against RDP (which could gain < its width).
+RDP_SKIP_WIDTH = 1e-4
 
 
 class PrivacyAnalysis(Analysis):
@@ -260,6 +265,8 @@ class PrivacyAnalysis(Analysis):
             return exact[0], exact[0], exact[1], None
         h = pld_grid(self.release, h)
         try:
+            if delta < TILT_BELOW and not self._untilted_cached(h):  # certainly below the floor: tilted only
+                return self._tiny_epsilon(delta, h, two_sided, math.inf)
             pess = [self.pmf(h, pessimistic=True, direction=d, loss_cap=EPSILON_CAP) for d in ("remove", "add")]
             up, floor = epsilon_from_pmfs(pess, delta)
             if delta < RDP_NEAR_FLOOR * floor:  # near or below the untilted floor: tilted compositions
@@ -280,8 +287,15 @@ class PrivacyAnalysis(Analysis):
         except ReconRiskError:  # no tilted composition fits (an extreme corner): the untilted and RDP ends
             lo, up, det = (0.0 if two_sided else None), math.inf, {}
         self._tiny_details[("epsilon", delta)] = det
-        up, method = rdp_below_floor(self.release, delta, min(up, untilted), math.inf)
+        up = min(up, untilted)
+        if lo is not None and up - lo <= RDP_SKIP_WIDTH * up:
+            # RDP is an upper end of the true ε ≥ lo, so it could lower ``up`` by less than the width: not asked
+            return lo, up, "pld", h
+        up, method = rdp_below_floor(self.release, delta, up, math.inf)
         return (None if lo is None else min(lo, up)), up, method, h
+
+    def _untilted_cached(self, h: float) -> bool:
+        return any(k[0] == float(h) and k[1] and k[3] == () for k in self._pmfs)
 
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
         lo, up, method, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=two_sided)

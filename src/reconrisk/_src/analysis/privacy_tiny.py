@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ..accounting.epsilon import EPSILON_CAP
-from ..accounting.epsilon_tilt import (lower_epsilon, rounded_tilt, tilt_for_delta, tilt_for_epsilon, tiny_tail,
-                                       upper_epsilon)
+from ..accounting.epsilon_tilt import (TILT_SLACK_BUDGET, lower_epsilon, rounded_tilt, tilt_for_delta,
+                                       tilt_for_epsilon, tiny_tail, upper_epsilon)
 from ..errors import ReconRiskError
 
 #: Re-tilt when the ε read lies more than this many tilted standard deviations from the tilted mean.
@@ -25,7 +25,7 @@ def _directions(analysis) -> tuple[str, ...]:
 
 def _tilted(analysis, h: float, pessimistic: bool, direction: str, theta: float, tail: float):
     return analysis.pmf(h, pessimistic=pessimistic, direction=direction, loss_cap=EPSILON_CAP,
-                        tilt=rounded_tilt(theta), tail_mass=tail)
+                        slack_budget=TILT_SLACK_BUDGET, tilt=rounded_tilt(theta), tail_mass=tail)
 
 
 def tiny_epsilon(analysis, delta: float, h: float, two_sided: bool) -> tuple[float | None, float, dict]:
@@ -39,7 +39,8 @@ def tiny_epsilon(analysis, delta: float, h: float, two_sided: bool) -> tuple[flo
     for d in _directions(analysis):
         th, mean, sd = tilt_for_delta(segs, delta, d, tail)
         e = upper_epsilon(_tilted(analysis, h, True, d, th, tail), delta)
-        if math.isfinite(e) and abs(e - mean) > RETILT_SD * max(sd, h):
+        # re-tilting only tightens; a direction already below the other's upper end cannot raise the maximum
+        if math.isfinite(e) and e > up and abs(e - mean) > RETILT_SD * max(sd, h):
             th, mean, sd, _ = tilt_for_epsilon(segs, e, d, tail)
             e = min(e, upper_epsilon(_tilted(analysis, h, True, d, th, tail), delta))
         thetas[d] = rounded_tilt(th)
