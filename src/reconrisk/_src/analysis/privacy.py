@@ -288,7 +288,7 @@ class PrivacyAnalysis(Analysis):
             lo, up, det = (0.0 if two_sided else None), math.inf, {}
         self._tiny_details[("epsilon", delta)] = det
         up = min(up, untilted)
-        if lo is not None and up - lo <= RDP_SKIP_WIDTH * up:
+        if lo is not None and math.isfinite(up) and up - lo <= RDP_SKIP_WIDTH * up:
             # RDP is an upper end of the true ε ≥ lo, so it could lower ``up`` by less than the width: not asked
             return lo, up, "pld", h
         up, method = rdp_below_floor(self.release, delta, up, math.inf)

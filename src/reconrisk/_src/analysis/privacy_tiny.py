@@ -35,7 +35,13 @@ def tiny_epsilon(analysis, delta: float, h: float, two_sided: bool) -> tuple[flo
     at the ε it read if that lies more than ``RETILT_SD`` tilted spreads from the tilted mean."""
     segs = analysis.release.segments
     tail = tiny_tail(delta, analysis.release.steps)
-    up, thetas, first = 0.0, {}, None
+    # the pessimistic +∞ atom alone would exceed δ (δ near 1e-300): no upper end here; the lower end from the
+    # untilted optimistic composition (as before the tilt: it drops its tails, so it has no floor)
+    no_upper = tail * analysis.release.steps >= delta
+    if no_upper:
+        opt = analysis.pmf(h, pessimistic=False, direction=_directions(analysis)[0], loss_cap=EPSILON_CAP)
+        return (lower_epsilon(opt, delta) if two_sided else None), math.inf, {}
+    up, thetas, first = 0.0, {}, _directions(analysis)[0]
     for d in _directions(analysis):
         th, mean, sd = tilt_for_delta(segs, delta, d, tail)
         e = upper_epsilon(_tilted(analysis, h, True, d, th, tail), delta)
@@ -44,11 +50,10 @@ def tiny_epsilon(analysis, delta: float, h: float, two_sided: bool) -> tuple[flo
             th, mean, sd, _ = tilt_for_epsilon(segs, e, d, tail)
             e = min(e, upper_epsilon(_tilted(analysis, h, True, d, th, tail), delta))
         thetas[d] = rounded_tilt(th)
-        first = first or d
         up = max(up, e)
     lo = None
     if two_sided:
-        th = thetas[first] if math.isfinite(up) else tilt_for_delta(segs, delta, first, tail)[0]
+        th = thetas[first] if first in thetas and math.isfinite(up) else tilt_for_delta(segs, delta, first, tail)[0]
         try:
             lo = min(lower_epsilon(_tilted(analysis, h, False, first, th, tail), delta), up)
         except ReconRiskError:
