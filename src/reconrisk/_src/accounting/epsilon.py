@@ -10,10 +10,12 @@ Accountants (``accountant=``):
     (cross-checked in the tests) but without its import cost. For q = 1 the
     exact Gaussian-DP curve δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) is used
     (:mod:`reconrisk._src.accounting.gaussian`, evaluated in log space). Where δ is near or
-    below what the PLD can certify (its infinity mass and FFT round-off allowance,
-    ~1e-12 after a thousand steps: ε would be +∞ there), the RDP conversion below is
-    taken too and the smaller upper end kept (``RDP_NEAR_FLOOR``), so ε is finite at
-    every δ down to 1e-300.
+    below what the untilted PLD can certify (its infinity mass and FFT round-off allowance,
+    ~1e-11 after a thousand steps: ε would be +∞ there; ``RDP_NEAR_FLOOR``), the analysis reads
+    exponentially tilted compositions of the same PLDs instead
+    (:mod:`reconrisk._src.accounting.epsilon_tilt`: a two-sided bracket down to δ 1e-15 and
+    beyond), and the RDP conversion below is a second opinion (the smaller upper end kept), so ε
+    is finite at every δ down to 1e-300.
 ``"rdp"``
     Rényi DP over a fine fractional grid of orders (1.01 … 1024, the orders of
     dp_accounting and Opacus included; :mod:`reconrisk._src.accounting.rdp`) with the conversion

@@ -258,7 +258,9 @@ class PrivacyAnalysis(Analysis):
         """``(lower, upper, method, h)`` of ε(δ) with the loss grid ``h`` (coarsened where a step would need over a
         million atoms, :func:`~reconrisk._src.accounting.epsilon.pld_grid`): the closed forms where no grid is needed,
         else the distributions composed here (:meth:`pmf`, cached) read by
-        :func:`~reconrisk._src.accounting.epsilon.epsilon_from_pmfs`, and below the PLD's floor the RDP conversion.
+        :func:`~reconrisk._src.accounting.epsilon.epsilon_from_pmfs`; near or below the untilted PLD's floor (and below
+        ``TILT_BELOW`` without composing the untilted ones) tilted compositions
+        (:func:`~reconrisk._src.analysis.privacy_tiny.tiny_epsilon`), the RDP conversion a second opinion.
         ``lower`` is None unless ``two_sided`` (or exact). The calibrator's first guess reads a coarse grid."""
         exact = epsilon_without_grid(self.release, delta)
         if exact is not None:
