@@ -52,7 +52,7 @@ def level_weights(release: Release, levels: np.ndarray) -> np.ndarray:
     """(S, K) weight of N_jk = #steps of segment j at level ≥ u_k: w_jk − w_j,k−1, w = q²·expm1(u²/σ²) > 0."""
     out = []
     for seg in release.segments:
-        w = seg.sample_rate**2 * np.expm1(np.minimum((levels / seg.noise_multiplier) ** 2, 700.0))
+        w = seg.sample_rate**2 * np.expm1(np.minimum((levels / seg.noise_multiplier) ** 2, 50.0))
         out.append(np.diff(w))
     return np.maximum(np.array(out), 1e-300)
 

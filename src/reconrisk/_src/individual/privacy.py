@@ -24,6 +24,15 @@ computation, and every composition goes through the one engine,
 per-example number is the upper end of that schedule's composition, *as if* the
 schedule had been fixed in advance — which it was not (next paragraph).
 
+**At scale.** With random norms every example's count vector is distinct, so the cost grew
+with the examples. The norms are counted chunk by chunk (an array, an ``np.memmap`` or an
+iterator of blocks: :func:`~reconrisk._src.individual.levels.level_counts`), and above
+``max_compositions`` distinct vectors the schedules are coarsened
+(:mod:`reconrisk._src.individual.coarsen`): each example is charged a dominating schedule
+(its upper-cumulative counts rounded up; never below its own number) shared with its
+neighbours, and the lower end of a dominated one is reported beside it
+(``ex_post_*_lower``), so the number of compositions is bounded whatever the examples.
+
 **What the numbers mean.** Without a filter these are *ex-post* estimates of who
 is exposed (the labels say so: ``ex_post_epsilon``, ``ex_post_rero``): the norms are
 data-dependent, so the per-example number is not itself a differential-privacy
@@ -111,9 +120,10 @@ class IndividualPrivacy:
         flat = self.counts.reshape(self.n, -1)
         exact, inverse = unique_rows(flat)
         #: the coarsened schedules (individual/coarsen.py) when the distinct count vectors are more than
-        #: ``max_compositions``; None: every example's own schedule is composed (the exact path)
+        #: ``max_compositions`` (Poisson releases; a full-batch one is composed exactly); None: every example's own
+        #: schedule is composed (the exact path)
         self.coarsening = None
-        if max_compositions is not None and self.method == "fourier":
+        if max_compositions is not None and self.method == "fourier" and not release.full_batch:
             self.coarsening = coarsen(exact.reshape((-1,) + self.counts.shape[1:]), release, self.levels,
                                       max_compositions)
         if self.coarsening is None:  # one set under both names: the lower end is the number itself
