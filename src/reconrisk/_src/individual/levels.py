@@ -65,7 +65,7 @@ def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
         raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
                              f"{float(s[s < 0][0])!r}")
     c = v.positive("clip_norm", clip_norm)
-    u = np.minimum(s / c, 1.0)  # NaN stays NaN
+    u = np.array(np.minimum(s / c, 1.0))  # NaN stays NaN (an array even for one norm)
     np.copyto(u, 1.0, where=np.isnan(u))
     # the smallest level ≥ each cell's start, then up one level while u is above (exact; a searchsorted's answer
     # at a few passes over the array instead of a binary search per element)
