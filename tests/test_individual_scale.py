@@ -172,3 +172,16 @@ def test_rounding_is_monotone_and_dominates(c, k, spacing):
         moved[0, 0, k] -= 1
         moved[0, 0, k + 1] += 1
         assert np.all(C._cumulative(C.round_schedules(moved, sp, steps, up=True)) >= up)
+
+
+def test_a_release_of_two_segments_is_coarsened_per_segment():
+    rel = Release.schedule([(1.0, 0.02, 40), (1.5, 0.04, 30)], clip_norm=1.0)
+    norms = np.random.default_rng(5).uniform(0.0, 1.3, size=(150, 70))
+    exact = individual_analysis(rel, norms, max_compositions=None)
+    coarse = individual_analysis(rel, norms, max_compositions=30)
+    assert coarse.coarsened and coarse.compositions <= 30
+    assert np.all(coarse.coarsening.upper[:, 0].sum(axis=1) == 40)
+    assert np.all(coarse.coarsening.lower[:, 1].sum(axis=1) == 30)
+    ex = exact.ex_post_epsilon(1e-5)
+    assert np.all(coarse.ex_post_epsilon(1e-5) >= ex - 1e-12)
+    assert np.all(coarse.ex_post_epsilon_lower(1e-5) <= ex + 1e-12)
