@@ -19,7 +19,7 @@ from ..errors import ReconRiskError
 from ..release import Release, gaussian_release
 
 __all__ = ["DEFAULT_BUCKETS", "MIN_LEVEL", "sensitivity_levels", "bucket_index", "check_norms", "poisson_release",
-           "level_counts", "schedule_of"]
+           "level_counts", "schedule_of", "BLOCKS", "CHUNK_ROWS"]
 
 #: Default number of positive sensitivity levels (besides the exact 0): geometric from MIN_LEVEL to 1.
 DEFAULT_BUCKETS = 32
@@ -51,6 +51,9 @@ def sensitivity_levels(buckets: Any = DEFAULT_BUCKETS) -> np.ndarray:
     return np.concatenate([[0.0], pos])
 
 
+_CELLS = 1 << 14  # cells of [0, 1] in bucket_index's table
+
+
 def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
     """Index into ``levels`` of the smallest level ≥ min(C, norm)/C, elementwise (NaN → the top level, 1).
 
@@ -62,13 +65,20 @@ def bucket_index(norms, clip_norm: float, levels: np.ndarray) -> np.ndarray:
         raise ReconRiskError("norms must be >= 0 (clipped-gradient norms; NaN where not observed); found "
                              f"{float(s[s < 0][0])!r}")
     c = v.positive("clip_norm", clip_norm)
-    with np.errstate(invalid="ignore"):
-        u = np.where(np.isnan(s), 1.0, np.minimum(s / c, 1.0))
-    idx = np.searchsorted(levels, u, side="left")
-    return np.minimum(idx, levels.size - 1).astype(np.int64)
+    u = np.array(np.minimum(s / c, 1.0))  # NaN stays NaN (an array even for one norm)
+    np.copyto(u, 1.0, where=np.isnan(u))
+    # the smallest level ≥ each cell's start, then up one level while u is above (exact; a searchsorted's answer
+    # at a few passes over the array instead of a binary search per element)
+    cells = np.minimum((u * _CELLS).astype(np.int64), _CELLS - 1)
+    idx = np.searchsorted(levels, np.arange(_CELLS) / _CELLS, side="left").astype(np.int64)[cells]
+    while True:
+        above = u > levels[idx]
+        if not above.any():
+            return idx
+        idx += above
 
 
-def check_norms(norms, steps: int) -> np.ndarray:
+def check_norms(norms, steps: int, *, values: bool = True) -> np.ndarray:
     try:
         s = np.asarray(norms, dtype=float)
     except (TypeError, ValueError):
@@ -76,9 +86,8 @@ def check_norms(norms, steps: int) -> np.ndarray:
     if s.ndim != 2 or s.shape[1] != steps or s.shape[0] < 1:
         raise ReconRiskError(f"norms must be an array (n, T) with T = the release's steps ({steps}) and n >= 1; "
                              f"found shape {s.shape}")
-    bad = (s < 0) | np.isneginf(s)
-    if np.any(bad):
-        raise ReconRiskError(f"norms must be >= 0 (NaN where not observed); found {float(s[bad][0])!r}")
+    if values and np.any(s < 0):
+        raise ReconRiskError(f"norms must be >= 0 (NaN where not observed); found {float(s[s < 0][0])!r}")
     return s
 
 
@@ -90,18 +99,79 @@ def poisson_release(release) -> Release:
     return rel
 
 
-def level_counts(norms, release: Release, levels: np.ndarray) -> np.ndarray:
-    """(n, segments, levels) counts: how many steps of each segment put example i at each level."""
-    rel = poisson_release(release)
-    s = check_norms(norms, rel.steps)
-    idx = bucket_index(s, rel.clip_norm, levels)
-    out = np.zeros((s.shape[0], len(rel.segments), levels.size), dtype=np.int64)
-    start = 0
-    rows = np.arange(s.shape[0])[:, None]
+#: Examples counted per chunk of an (n, T) array (bounds the (rows, T) level-index buffer: 1024 × T int64).
+CHUNK_ROWS = 1024
+#: How an iterator of norms is cut: ``"examples"`` blocks (b, T) of consecutive examples, or ``"steps"`` blocks
+#: (n, t) of consecutive steps.
+BLOCKS = ("examples", "steps")
+
+
+def _count_into(out: np.ndarray, idx: np.ndarray, rel: Release, first_step: int) -> None:
+    """Add the level indices ``idx`` (rows, t) of steps first_step … first_step + t − 1 into ``out`` (rows, S, K+1)."""
+    rows, k1 = idx.shape[0], out.shape[2]
+    start, t0, t1 = 0, first_step, first_step + idx.shape[1]
     for j, seg in enumerate(rel.segments):
-        block = idx[:, start:start + seg.steps]
-        np.add.at(out[:, j], (np.broadcast_to(rows, block.shape), block), 1)
+        a, b = max(start, t0), min(start + seg.steps, t1)
+        if a < b:
+            flat = (idx[:, a - t0:b - t0] + (np.arange(rows, dtype=np.int64) * k1)[:, None]).ravel()
+            out[:, j] += np.bincount(flat, minlength=rows * k1).reshape(rows, k1)
         start += seg.steps
+
+
+def level_counts(norms, release: Release, levels: np.ndarray, *, blocks: str = "examples") -> np.ndarray:
+    """(n, segments, levels) counts: how many steps of each segment put example i at each level.
+
+    ``norms`` an (n, T) array — an ``np.memmap`` too: it is read :data:`CHUNK_ROWS` examples at a time — or an
+    iterator of blocks (streamed: only the counts and one block are held): ``blocks="examples"``, arrays
+    (b, T) of consecutive examples; ``blocks="steps"``, arrays (n, t) of consecutive steps. The counts are
+    the same however the norms arrive (tested).
+    """
+    rel = poisson_release(release)
+    blocks = v.choice("blocks", blocks, BLOCKS)
+    if isinstance(norms, np.ndarray) or isinstance(norms, (list, tuple)):
+        arr = norms if isinstance(norms, np.ndarray) else check_norms(norms, rel.steps)
+        if arr.ndim != 2 or arr.shape[1] != rel.steps or arr.shape[0] < 1:
+            check_norms(arr, rel.steps)  # raises, naming the shape
+        return _count_examples((arr[i:i + CHUNK_ROWS] for i in range(0, arr.shape[0], CHUNK_ROWS)), rel, levels)
+    if not hasattr(norms, "__iter__"):
+        raise ReconRiskError(f"norms must be a float array (n, T) or an iterator of blocks; found "
+                             f"{type(norms).__name__}")
+    if blocks == "examples":
+        return _count_examples(iter(norms), rel, levels)
+    return _count_steps(iter(norms), rel, levels)
+
+
+def _count_examples(chunks, rel: Release, levels: np.ndarray) -> np.ndarray:
+    parts = []
+    for block in chunks:
+        s = check_norms(block, rel.steps, values=False)  # bucket_index checks the values
+        out = np.zeros((s.shape[0], len(rel.segments), levels.size), dtype=np.int64)
+        _count_into(out, bucket_index(s, rel.clip_norm, levels), rel, 0)
+        parts.append(out)
+    if not parts:
+        raise ReconRiskError("norms held no block of examples; found an empty iterator")
+    return np.concatenate(parts, axis=0)
+
+
+def _count_steps(chunks, rel: Release, levels: np.ndarray) -> np.ndarray:
+    out, t = None, 0
+    for block in chunks:
+        try:
+            s = np.asarray(block, dtype=float)
+        except (TypeError, ValueError):
+            raise ReconRiskError(f"each block of steps must be a float array (n, t); found "
+                                 f"{type(block).__name__}") from None
+        if s.ndim != 2 or s.shape[0] < 1 or (out is not None and s.shape[0] != out.shape[0]):
+            n = "n >= 1" if out is None else f"n = {out.shape[0]} (the first block's)"
+            raise ReconRiskError(f"each block of steps must be an array (n, t) with {n}; found shape {s.shape}")
+        if t + s.shape[1] > rel.steps:
+            raise ReconRiskError(f"the blocks of steps hold more than the release's {rel.steps} steps")
+        if out is None:
+            out = np.zeros((s.shape[0], len(rel.segments), levels.size), dtype=np.int64)
+        _count_into(out, bucket_index(s, rel.clip_norm, levels), rel, t)
+        t += s.shape[1]
+    if out is None or t != rel.steps:
+        raise ReconRiskError(f"the blocks of steps must hold the release's {rel.steps} steps; found {t}")
     return out
 
 
