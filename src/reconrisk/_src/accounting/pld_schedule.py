@@ -46,6 +46,7 @@ import math
 import numpy as np
 
 from ..errors import ReconRiskError
+from . import pld as _pld
 from .fft_roundoff import UNIT_ROUNDOFF, fast_len, fft_eta, full_norm, norm2
 from .pmf import COMPOSE_TAIL, MAX_WINDOW_ATOMS, PMF, WindowTooLarge
 
@@ -321,8 +322,6 @@ def compose_groups(groups, h: float, *, pessimistic: bool, direction: str = "rem
     the transform domain (:func:`compose_counted`); tilted (θ > 0, the ReRo bracket at tiny κ): the engine's
     segment-by-segment composition of the representatives (:func:`~reconrisk._src.accounting.pld.compose_segments`).
     A window too large for memory coarsens the grid (h doubled; still a valid bound), as the engine does."""
-    from . import pld as _pld  # noqa: PLC0415  (pld is the engine this module sits beside)
-
     reps = [_Rep(*g.representative(pessimistic), g[4]) for g in groups]
     if any(not g.exact for g in groups):
         h = max(h, GROUPED_MIN_H if pessimistic else 2 * GROUPED_MIN_H)
