@@ -26,7 +26,8 @@ composed here without one privacy-loss distribution (PLD) per step. Each part is
    this reuses). Memory: the groups' step PMFs (at most ``MAX_GROUPS``) and two length-N/2 vectors — flat in
    the number of steps. The error terms are those of :func:`reconrisk._src.accounting.pld_batch.compose_counts`
    (Chernoff window, step slacks, forward FFTs by Higham 2002 Thm 24.2, the exponent's rounding, the inverse
-   FFT), except that the forward error is bounded group by group as in
+   FFT), except that the exponent's rounding is bounded a posteriori (each log within 4u(|ℓ̂| + 1), each
+   product by the count u|cℓ̂|, each addition u|S_k| of the computed partial sum: no factor G·T) and the forward error is bounded group by group as in
    :func:`~reconrisk._src.accounting.fft_roundoff.power_roundoff_refined`: |Π X̂^c − Π X^c| ≤
    Σ_k c_k|X̂_k − X_k|·M_k^{c_k−1}·Π_{i≠k} M_i^{c_i} with M ≥ |X̂|, |X|, the product over the other groups
    bounded at each frequency by P/min_k M_k (P = Π M^c), and the few frequencies the whole product
@@ -47,7 +48,8 @@ import numpy as np
 
 from ..errors import ReconRiskError
 from . import pld as _pld
-from .fft_roundoff import UNIT_ROUNDOFF, fast_len, fft_eta, full_norm, norm2
+from .rdp import minimise_over_orders
+from .fft_roundoff import UNIT_ROUNDOFF, UNIT_ROUNDOFF_LD, fast_len, fft_eta, full_norm, norm2
 from .pmf import COMPOSE_TAIL, MAX_WINDOW_ATOMS, PMF, WindowTooLarge
 
 #: At most this many groups are composed (each costs one step PMF and one FFT at the final length).
@@ -180,50 +182,76 @@ def _window(pmfs, counts, h: float) -> tuple[int, int]:
 
 
 #: Frequencies recomputed directly at most, and the forward-error contribution that asks for it.
-MAX_LOW = 128
-LOW_TARGET = 1e-14
+MAX_LOW = 64
+LOW_TARGET = 1e-12
+#: Frequencies per block of the long-double phase table (bounds its memory: block × atoms × 32 bytes).
+LOW_BLOCK = 16
 
 
-def _refine_low(pmfs, counts, n: int, low: np.ndarray, acc: np.ndarray, abs_acc: np.ndarray) -> float:
+def _mean_index(probs: np.ndarray) -> int:
+    """The index nearest the mean of ``probs`` (any integer is exact; the mean keeps the phases small)."""
+    tot = float(np.sum(probs))
+    return int(round(float(np.sum(probs * np.arange(probs.size))) / tot)) if tot > 0 else 0
+
+
+def _centred(probs: np.ndarray, m: int, n: int) -> np.ndarray:
+    """Length-n vector holding probs[i] at index (i − m) mod n."""
+    x = np.zeros(n)
+    x[:probs.size] = probs
+    return np.roll(x, -m)
+
+
+def _refine_low(pmfs, counts, centre, n: int, low: np.ndarray, acc: np.ndarray, abs_acc: np.ndarray) -> float:
     """Recompute the spectra at the few frequencies ``low`` that the composition amplifies (|Z_j| ≈ 1) by a
-    direct sum in double precision, replace them in ``acc`` / ``abs_acc``, and return the ℓ₂ bound on the
+    direct sum in long double, replace them in ``acc`` / ``abs_acc``, and return the ℓ₂ bound on the
     product's forward error there (both Hermitian halves).
 
-    X_kj = Σ_i p_i·e^{−2πi·j·i/N} (as ``rfft`` indexes the atoms; the offsets are applied after the inverse
-    transform): the phase table w_ji is computed once
-    from the exact integers (j·i) mod N, so each entry is off by ≤ 3u·2π (the angle) + 2u (cos, sin) in each
-    component; the products add u, numpy's pairwise sum along a contiguous row at most (⌈log₂ s⌉ + 24)u of
-    Σ|terms| (blocks of 128 summed by 8 accumulators, then halved). So |X̂_kj − X_kj| ≤ r_k = (⌈log₂ s⌉ + 80)·√2·u·‖p_k‖₁, and with M = |X̂| + r the telescoping bound
+    X_kj = e^{2πi·j·m_k/N}·Σ_i p_i·e^{−2πi·j·i/N} (the atoms centred at their mean index m_k, as the caller
+    transforms them; the offsets are applied after the inverse transform). The phase table is computed once per block of frequencies from the exact integers
+    (j·i) mod N, in long double (unit round-off u_L): each entry is off by ≤ 3u_L·2π (the angle) + 4u_L
+    (cos, sin) in each component; the products add u_L, numpy's pairwise sum along a contiguous row at most
+    (⌈log₂ s⌉ + 24)u_L of Σ|terms| (blocks of 128 summed by 8 accumulators, then halved). So
+    |X̂_kj − X_kj| ≤ r_k = (⌈log₂ s⌉ + 80)·√2·u_L·‖p_k‖₁ (the centring phase, computed as the table, and
+    its four products fit in the same allowance's margin of 40u_L), and rounding X̂ to double adds √2u‖p_k‖₁; with M = |X̂| + r the telescoping bound
     |ΔZ_j| ≤ (P_j/min_k M_kj)·Σ_k c_k r_k holds there.
     """
     size = max(p.probs.size for p in pmfs)
-    jm = (low[:, None].astype(np.int64) * np.arange(size, dtype=np.int64)[None, :]) % n
-    ang = (-2.0 * math.pi / n) * jm.astype(float)
-    del jm
-    w_re, w_im = np.cos(ang), np.sin(ang)
-    del ang
-    new = np.zeros(low.size, dtype=complex)
-    new_abs = np.zeros(low.size)
-    log_p = np.zeros(low.size)
-    log_min = np.full(low.size, np.inf)
-    r_sum = 0.0
-    for p, ck in zip(pmfs, counts):
-        s = p.probs.size
-        re = np.sum(w_re[:, :s] * p.probs, axis=1)
-        im = np.sum(w_im[:, :s] * p.probs, axis=1)
-        x = re + 1j * im
-        r = (math.ceil(math.log2(max(s, 2))) + 80) * math.sqrt(2.0) * UNIT_ROUNDOFF * p._norm1()
-        with np.errstate(divide="ignore"):
-            lm = np.log(np.abs(x) + r)
-            lx = np.where(x == 0, _LOG_ZERO, np.log(np.where(x == 0, 1.0, x)))
-        log_p += ck * lm
-        np.minimum(log_min, lm, out=log_min)
-        new += ck * lx
-        new_abs += ck * (np.abs(lx) + 1.0)
-        r_sum += ck * r
-    acc[low] = new
-    abs_acc[low] = new_abs
-    ratio = np.exp(np.minimum(log_p - log_min, 700.0))
+    u_l = UNIT_ROUNDOFF_LD
+    idx = np.arange(size, dtype=np.int64)
+    r = [(math.ceil(math.log2(max(p.probs.size, 2))) + 80) * math.sqrt(2.0) * u_l * p._norm1() * (1 + 1e-9)
+         for p in pmfs]
+    r_sum = float(sum(ck * rk for ck, rk in zip(counts, r)))
+    ratio = np.zeros(low.size)
+    for start in range(0, low.size, LOW_BLOCK):
+        blk = low[start:start + LOW_BLOCK]
+        ang = (-2.0 * np.pi / np.longdouble(n)) * ((blk[:, None] * idx[None, :]) % n).astype(np.longdouble)
+        w_re, w_im = np.cos(ang), np.sin(ang)
+        del ang
+        new = np.zeros(blk.size, dtype=complex)
+        new_abs = np.zeros(blk.size)
+        log_p = np.zeros(blk.size)
+        log_min = np.full(blk.size, np.inf)
+        for p, ck, rk, mk in zip(pmfs, counts, r, centre):
+            s = p.probs.size
+            pl = p.probs.astype(np.longdouble)
+            ph = (2.0 * np.pi / np.longdouble(n)) * ((blk * mk) % n).astype(np.longdouble)  # undo the centring
+            xr, xi = np.sum(w_re[:, :s] * pl, axis=1), np.sum(w_im[:, :s] * pl, axis=1)
+            c_, s_ = np.cos(ph), np.sin(ph)
+            x = ((xr * c_ - xi * s_) + 1j * (xr * s_ + xi * c_)).astype(complex)
+            with np.errstate(divide="ignore"):
+                lm = np.log(np.abs(x) * (1 + 2 * UNIT_ROUNDOFF) + rk)  # (|x| rounded to double: 2u more)
+                lx = np.where(x == 0, _LOG_ZERO, np.log(np.where(x == 0, 1.0, x)))
+            log_p += ck * lm
+            np.minimum(log_min, lm, out=log_min)
+            new += ck * lx
+            new_abs += ck * (5.0 * np.abs(lx) + 4.0)
+            new_abs += np.abs(new)
+        acc[blk] = new
+        abs_acc[blk] = new_abs
+        ratio[start:start + blk.size] = np.exp(np.minimum(log_p - log_min, 700.0))
+        del w_re, w_im
+    # and x rounded to double moves it by ≤ √2u|x| ≤ √2u‖p_k‖₁ more
+    r_sum += math.sqrt(2.0) * UNIT_ROUNDOFF * float(sum(ck * p._norm1() for p, ck in zip(pmfs, counts)))
     return math.sqrt(2.0) * r_sum * norm2(ratio)
 
 
@@ -251,12 +279,15 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     slack = np.array([p.slack for p in pmfs])
     e = eta * math.sqrt(n) * np.array([norm2(p.probs) for p in pmfs])
     budget = slack_budget if slack_budget > 0 else 1e-10
+    # each PMF is transformed with its atoms' mean index m_k at 0 (a circular shift, undone through ``base``):
+    # the low-frequency logs then carry no large phase, whose rounding the exponent's bound would charge
+    centre = [_mean_index(p.probs) for p in pmfs]
     acc = np.zeros(n // 2 + 1, dtype=complex)
     abs_acc = np.zeros(n // 2 + 1)
     log_p = np.zeros(n // 2 + 1)  # Σ_k c_k log M_k, M_k = |X̂_k| + e_k ≥ |X̂_k|, |X_k|
     log_min = np.full(n // 2 + 1, np.inf)  # min_k log M_k
-    for p, ck, ek in zip(pmfs, counts, e):
-        x_hat = np.fft.rfft(p.probs, n)
+    for p, ck, ek, mk in zip(pmfs, counts, e, centre):
+        x_hat = np.fft.rfft(_centred(p.probs, mk, n))
         with np.errstate(divide="ignore"):
             lm = np.log(np.abs(x_hat) + ek)
             lx = np.log(np.where(x_hat == 0, 1.0, x_hat))
@@ -264,7 +295,8 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
         np.minimum(log_min, lm, out=log_min)
         lx = np.where(x_hat == 0, _LOG_ZERO, lx)
         acc += ck * lx
-        abs_acc += ck * (np.abs(lx) + 1.0)
+        abs_acc += ck * (5.0 * np.abs(lx) + 4.0)  # the log (4u(|ℓ̂| + 1)) and the product by c (u|cℓ̂|)
+        abs_acc += np.abs(acc)  # the addition's rounding: u|S_k| for the computed partial sum S_k
         del x_hat, lx, lm
     # forward error: |Π X̂^c − Π X^c| ≤ Σ_k c_k|ΔX_k|·P/M_k ≤ (P/min_k M_k)·Σ_k c_k|ΔX_k| (telescoping, every factor
     # ≤ M), and ‖ΔX_k‖₂ ≤ e_k over the whole spectrum, so off a set J: ‖ΔZ‖₂ ≤ E·max_{j∉J} P_j/min M_j
@@ -276,13 +308,14 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
         order = np.argsort(-ratio)[:MAX_LOW]
         low = np.sort(order[e_sum * ratio[order] > LOW_TARGET])
     if low.size:
-        fwd = _refine_low(pmfs, counts, n, low, acc, abs_acc)
+        fwd = _refine_low(pmfs, counts, centre, n, low, acc, abs_acc)
     else:
         fwd = 0.0
     rest = np.ones(ratio.size, dtype=bool)
     rest[low] = False
     fwd += e_sum * float(np.max(ratio[rest])) if rest.any() else 0.0
-    d = (len(pmfs) + 5) * UNIT_ROUNDOFF * abs_acc * (1 + 1e-9)
+    d = UNIT_ROUNDOFF * abs_acc * (1 + 1e-6)  # a-posteriori bound on |Ŝ − Σ c log X̂| (√2: both components)
+    d *= math.sqrt(2.0)
     spec = np.exp(acc)
     del acc
     z_norm = full_norm(spec, n)
@@ -290,7 +323,7 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     full = np.fft.irfft(spec, n)
     del spec
     fft_err = math.sqrt(out_len) * ((fwd + exp_err) * (1 + eta) + eta * z_norm) / math.sqrt(n) * (1 + 1e-9)
-    base = sum(ck * p.offset for p, ck in zip(pmfs, counts))
+    base = sum(ck * (p.offset + mk) for p, ck, mk in zip(pmfs, counts, centre))
     probs = np.clip(np.roll(full, -int((lo - base) % n))[:out_len], 0.0, None)
     del full
     log_keep = sum(ck * math.log1p(-p.infinity_mass) if p.infinity_mass < 1 else -math.inf
@@ -339,3 +372,33 @@ def compose_groups(groups, h: float, *, pessimistic: bool, direction: str = "rem
                 raise
             h *= 2.0
     raise ReconRiskError("internal: no grid fits the composition window")  # pragma: no cover
+
+
+#: Orders of the grouped RDP bound (integers: exact and cheap; any set of orders gives a valid bound).
+RDP_ORDERS = np.concatenate([np.arange(2, 33), [40, 48, 64, 96, 128, 192, 256, 512, 1024]]).astype(float)
+#: Groups of the RDP bound (its own, coarser grouping: any grouping gives a valid upper curve).
+RDP_GROUPS = 32
+
+
+def rdp_representatives(groups) -> list[tuple[float, float, int]]:
+    """(σ, q, count) segments whose RDP curve is ≥ the grouped schedule's: the groups' dominating
+    representatives, regrouped into at most ``RDP_GROUPS`` (each at its dominating end again)."""
+    reps = [(*g.representative(True), g[4]) for g in groups]
+    if len(reps) > RDP_GROUPS:
+        sig, q, n = distinct_steps(reps)
+        reps = [(*g.representative(True), g[4]) for g in group_steps(sig, q, n, max_groups=RDP_GROUPS)]
+    return reps
+
+
+def grouped_rdp_epsilon(groups, delta: float) -> float:
+    """A certified ε(δ) from RDP of the Poisson schedule the groups bracket: each group at its dominating
+    representative (σ_lo, q_hi) (RDP obeys data processing, so its curve is ≥ each member's), composed
+    additively (regrouped into at most ``RDP_GROUPS``, each at the dominating end), converted by ε = min_α ε(α) + log((α−1)/α) − (log δ + log α)/(α−1) (Canonne, Kamath & Steinke
+    2020, Prop. 12) over integer orders. The upper end of the schedule's ε never exceeds it."""
+    reps = [_Rep(*t) for t in rdp_representatives(groups)]
+
+    def objective(a, e):
+        return (e + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1))[None, :]
+
+    best, _ = minimise_over_orders(reps, objective, RDP_ORDERS, refine=False)
+    return float(max(0.0, best[0]))
