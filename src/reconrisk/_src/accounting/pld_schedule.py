@@ -33,8 +33,8 @@ composed here without one privacy-loss distribution (PLD) per step. Each part is
    bounded at each frequency by P/min_k M_k (P = Π M^c), and the few frequencies the whole product
    amplifies (|Z| ≈ 1) recomputed by a direct sum with an entrywise bound (:func:`_refine_low`) when the
    plain allowance would exceed the caller's round-off budget.
-4. **Grid.** Grouped schedules are composed on h ≥ ``GROUPED_MIN_H`` (the optimistic side, whose error is
-   second order in h, on twice that): there the discretisation's share of the width (≈ 3e-4 relative at
+4. **Grid.** Grouped schedules are composed on h ≥ ``GROUPED_MIN_H_REL`` × the smallest per-step loss
+   spread (the optimistic side, whose error is second order in h, on twice that): there the discretisation's share of the width (≈ 3e-4 relative at
    10⁴ steps) is far below the grouping's, and a coarser pessimistic or optimistic discretisation is still
    a valid bound; the result's ``h`` says which grid was used.
 """
@@ -56,8 +56,15 @@ from .pmf import COMPOSE_TAIL, MAX_WINDOW_ATOMS, PMF, WindowTooLarge
 MAX_GROUPS = 200
 #: Grouping stops when the groups' proxy width is at most this fraction of the schedule's proxy total.
 GROUP_REL_WIDTH = 2e-3
-#: Finest loss grid of a grouped composition (module docstring, 4.).
-GROUPED_MIN_H = 3e-4
+#: Finest loss grid of a grouped composition, relative to the smallest loss spread q·√(e^{1/σ²} − 1) of a
+#: representative step, pessimistic side (the optimistic side: twice that; module docstring, 4.).
+GROUPED_MIN_H_REL = 0.025
+
+
+def grouped_min_h(groups, pessimistic: bool) -> float:
+    """The finest grid a grouped composition uses (module docstring, 4.)."""
+    spread = min(math.sqrt(float(_chi2(np.array(g[1]), np.array(g[2])))) for g in groups)
+    return GROUPED_MIN_H_REL * spread * (1.0 if pessimistic else 2.0)
 #: Exponent of a zero spectrum entry (exp(c·this) = 0 for every count c ≥ 1).
 _LOG_ZERO = -1e4
 
@@ -102,8 +109,8 @@ def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_gro
     """Groups of the distinct steps (σ, q, counts) whose (σ_lo, q_hi) / (σ_hi, q_lo) compositions bracket
     the schedule (module docstring, 2.). Exact (one group per distinct step) when there are at most 8
     distinct steps; otherwise, from one group of all, the group whose
-    proxy width count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) is largest is split (at the geometric middle of its
-    wider coordinate) until the total is ≤ ``rel_width`` × the schedule's Σ count·χ², or ``max_groups``.
+    proxy width count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) is largest is split (at the geometric middle of σ or
+    of q, whichever leaves the smaller width) until the total is ≤ ``rel_width`` × the schedule's Σ count·χ², or ``max_groups``.
     Deterministic in its inputs; any grouping is sound, this one only decides the width."""
     sigma = np.asarray(sigma, dtype=float)
     q = np.asarray(q, dtype=float)
@@ -128,17 +135,16 @@ def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_gro
         if g.exact or idx.size < 2 or negw >= 0.0:  # the widest group is exact: nothing left to split
             heapq.heappush(heap, (negw, t0, g, idx))
             break
-        ls = math.log(g[1] / g[0])
-        lq = math.log(g[3] / g[2])
-        if ls >= lq:
-            cut = math.sqrt(g[0] * g[1])
-            left = sigma[idx] <= cut
-        else:
-            cut = math.sqrt(g[2] * g[3])
-            left = q[idx] <= cut
+        # split at the geometric middle of σ or of q, whichever leaves the smaller total width
+        best = None
+        for vals, lo_, hi_ in ((sigma[idx], g[0], g[1]), (q[idx], g[2], g[3])):
+            if hi_ > lo_:
+                left = vals <= math.sqrt(lo_ * hi_)
+                parts = [make(idx[left]), make(idx[~left])]
+                if best is None or parts[0][0] + parts[1][0] < best[0][0] + best[1][0]:
+                    best = parts
         width += negw
-        for part in (idx[left], idx[~left]):
-            w, gg, ii = make(part)
+        for w, gg, ii in best:
             tie += 1
             width += w
             heapq.heappush(heap, (-w, tie, gg, ii))
@@ -256,17 +262,18 @@ def _refine_low(pmfs, counts, centre, n: int, low: np.ndarray, acc: np.ndarray, 
 
 
 def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: float = 0.0) -> PMF:
-    """Π_k p_k^{*c_k} of step PMFs on one grid (all pessimistic or all optimistic, untilted), composed in the
-    transform domain with a certified slack (module docstring, 3.). ``slack_budget``: the round-off
+    """Π_k p_k^{*c_k} of step PMFs on one grid (all pessimistic or all optimistic, one tilt: the bounds are in
+    the stored vectors' ℓ₁ norm, as for :meth:`PMF.self_compose`), composed in the transform domain with a certified slack (module docstring, 3.). ``slack_budget``: the round-off
     allowance above which the amplified low frequencies are recomputed in long double."""
     pmfs = list(pmfs)
     counts = [int(c) for c in counts]
     if not pmfs or len(pmfs) != len(counts) or min(counts) < 1:
         raise ReconRiskError("compose_counted needs step PMFs and positive counts of the same length")
     h, pess = pmfs[0].h, pmfs[0].pessimistic
+    tilt = pmfs[0].tilt
     for p in pmfs:
-        if p.h != h or p.pessimistic != pess or not p.plain:
-            raise ReconRiskError("the step PMFs must share one grid and side and be untilted")
+        if p.h != h or p.pessimistic != pess or p.tilt != tilt:
+            raise ReconRiskError("the step PMFs must share one grid, side and tilt")
     lo, hi = _window(pmfs, counts, h)
     out_len = hi - lo + 1
     if out_len > MAX_WINDOW_ATOMS:
@@ -333,7 +340,10 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     log_grow_s = float(np.sum(c * np.log(np.maximum(norm1 + slack, 1.0))))
     step_slack = float(np.sum(c * slack)) * math.exp(min(log_grow_s, 700.0))
     total = step_slack + 2 * COMPOSE_TAIL * math.exp(min(log_grow, 700.0)) + fft_err
-    out = PMF(h, lo, probs, float(min(1.0, inf_mass)), pess, float(min(1.0, total)))
+    log_scale = float(sum(ck * p.log_scale for p, ck in zip(pmfs, counts)))
+    if tilt == 0.0:
+        total = min(1.0, total)
+    out = PMF(h, lo, probs, float(min(1.0, inf_mass)), pess, float(total), tilt, log_scale)
     return out._trim().cap(loss_cap)
 
 
@@ -351,21 +361,17 @@ def compose_groups(groups, h: float, *, pessimistic: bool, direction: str = "rem
                    coarsen: bool = True) -> PMF:
     """The PMF of the schedule bracketed by ``groups`` (:func:`group_steps`): each group composed at its
     representative (σ_lo, q_hi) when ``pessimistic``, (σ_hi, q_lo) otherwise (module docstring, 2.), so the
-    result is a pessimistic / optimistic discretisation of the *exact* schedule. Untilted: one composition in
-    the transform domain (:func:`compose_counted`); tilted (θ > 0, the ReRo bracket at tiny κ): the engine's
-    segment-by-segment composition of the representatives (:func:`~reconrisk._src.accounting.pld.compose_segments`).
-    A window too large for memory coarsens the grid (h doubled; still a valid bound), as the engine does."""
+    result is a pessimistic / optimistic discretisation of the *exact* schedule, composed in the transform
+    domain (:func:`compose_counted`; tilted steps, θ > 0, as :meth:`PMF.self_compose` powers them: the tilted
+    vectors' product is the tilt of the product, with the summed ``log_scale``). A window too large for memory coarsens the grid (h doubled; still a valid bound), as the engine does."""
     reps = [_Rep(*g.representative(pessimistic), g[4]) for g in groups]
     if any(not g.exact for g in groups):
-        h = max(h, GROUPED_MIN_H if pessimistic else 2 * GROUPED_MIN_H)
-    if tilt:
-        return _pld.compose_segments(reps, h, pessimistic=pessimistic, direction=direction, loss_cap=loss_cap,
-                                     slack_budget=slack_budget, tilt=tilt, tail_mass=tail_mass, coarsen=coarsen)
+        h = max(h, grouped_min_h(groups, pessimistic))
     tail = _pld.STEP_TAIL if tail_mass is None else float(tail_mass)
     for _ in range(64):
         try:
             pmfs = [_pld.step_pmf(r.noise_multiplier, r.sample_rate, h, pessimistic=pessimistic, direction=direction,
-                                  tail_mass=tail) for r in reps]
+                                  tail_mass=tail).tilted(tilt) for r in reps]
             return compose_counted(pmfs, [r.steps for r in reps], loss_cap=loss_cap, slack_budget=slack_budget)
         except WindowTooLarge:
             if not coarsen:
