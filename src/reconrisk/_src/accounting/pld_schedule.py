@@ -58,7 +58,7 @@ MAX_GROUPS = 200
 GROUP_REL_WIDTH = 2e-3
 #: Finest loss grid of a grouped composition, relative to the smallest loss spread q·√(e^{1/σ²} − 1) of a
 #: representative step, pessimistic side (the optimistic side: twice that; module docstring, 4.).
-GROUPED_MIN_H_REL = 0.025
+GROUPED_MIN_H_REL = 0.06
 
 
 def grouped_min_h(groups, pessimistic: bool) -> float:
