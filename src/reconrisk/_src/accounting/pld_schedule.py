@@ -190,6 +190,8 @@ def _window(pmfs, counts, h: float) -> tuple[int, int]:
 #: Frequencies recomputed directly at most, and the forward-error contribution that asks for it.
 MAX_LOW = 64
 LOW_TARGET = 1e-12
+#: π to long-double precision (``np.pi`` is π rounded to double: 1e-16 relative, far above u_L).
+_PI_LD = 4 * np.arctan(np.longdouble(1))
 #: Frequencies per block of the long-double phase table (bounds its memory: block × atoms × 32 bytes).
 LOW_BLOCK = 16
 
@@ -230,7 +232,7 @@ def _refine_low(pmfs, counts, centre, n: int, low: np.ndarray, acc: np.ndarray, 
     ratio = np.zeros(low.size)
     for start in range(0, low.size, LOW_BLOCK):
         blk = low[start:start + LOW_BLOCK]
-        ang = (-2.0 * np.pi / np.longdouble(n)) * ((blk[:, None] * idx[None, :]) % n).astype(np.longdouble)
+        ang = (-2 * _PI_LD / np.longdouble(n)) * ((blk[:, None] * idx[None, :]) % n).astype(np.longdouble)
         w_re, w_im = np.cos(ang), np.sin(ang)
         del ang
         new = np.zeros(blk.size, dtype=complex)
@@ -240,7 +242,7 @@ def _refine_low(pmfs, counts, centre, n: int, low: np.ndarray, acc: np.ndarray, 
         for p, ck, rk, mk in zip(pmfs, counts, r, centre):
             s = p.probs.size
             pl = p.probs.astype(np.longdouble)
-            ph = (2.0 * np.pi / np.longdouble(n)) * ((blk * mk) % n).astype(np.longdouble)  # undo the centring
+            ph = (2 * _PI_LD / np.longdouble(n)) * ((blk * mk) % n).astype(np.longdouble)  # undo the centring
             xr, xi = np.sum(w_re[:, :s] * pl, axis=1), np.sum(w_im[:, :s] * pl, axis=1)
             c_, s_ = np.cos(ph), np.sin(ph)
             x = ((xr * c_ - xi * s_) + 1j * (xr * s_ + xi * c_)).astype(complex)
