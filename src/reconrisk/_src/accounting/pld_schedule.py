@@ -54,6 +54,8 @@ from .pmf import COMPOSE_TAIL, MAX_WINDOW_ATOMS, PMF, WindowTooLarge
 
 #: At most this many groups are composed (each costs one step PMF and one FFT at the final length).
 MAX_GROUPS = 200
+#: Schedules with at most this many distinct steps are composed exactly (one group per step).
+EXACT_MAX = 8
 #: Grouping stops when the groups' proxy width is at most this fraction of the schedule's proxy total.
 GROUP_REL_WIDTH = 2e-3
 #: Finest loss grid of a grouped composition, relative to the smallest loss spread q·√(e^{1/σ²} − 1) of a
@@ -107,8 +109,8 @@ class Group(tuple):
 def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_groups: int = MAX_GROUPS
                 ) -> list[Group]:
     """Groups of the distinct steps (σ, q, counts) whose (σ_lo, q_hi) / (σ_hi, q_lo) compositions bracket
-    the schedule (module docstring, 2.). Exact (one group per distinct step) when there are at most 8
-    distinct steps; otherwise, from one group of all, the group whose
+    the schedule (module docstring, 2.). Exact (one group per distinct step) when there are at most
+    ``EXACT_MAX`` distinct steps; otherwise, from one group of all, the group whose
     proxy width count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) is largest is split (at the geometric middle of σ or
     of q, whichever leaves the smaller width) until the total is ≤ ``rel_width`` × the schedule's Σ count·χ², or ``max_groups``.
     Deterministic in its inputs; any grouping is sound, this one only decides the width."""
@@ -116,7 +118,7 @@ def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_gro
     q = np.asarray(q, dtype=float)
     counts = np.asarray(counts, dtype=np.int64)
     total = float(np.sum(counts * _chi2(sigma, q)))
-    if sigma.size <= max_groups and sigma.size <= 8:
+    if sigma.size <= min(max_groups, EXACT_MAX):
         return [Group(s, s, r, r, c) for s, r, c in zip(sigma, q, counts)]
 
     def make(idx):
