@@ -42,6 +42,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
+from ..accounting import pld_schedule as _sched
 from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE,
                                   epsilon_from_pmfs, epsilon_without_grid, grid_refusal, optimistic_epsilon, pld_floor,
                                   pld_grid, rdp_applies, rdp_below_floor, rdp_delta)
@@ -66,6 +67,9 @@ MIN_LOSS_CAP = 40.0 - math.log(1e-12)
 TILT_BELOW = 1e-9
 #: A two-sided tiny-δ bracket narrower than this (relative) is not held against RDP (which could gain < its width).
 RDP_SKIP_WIDTH = 1e-4
+#: Schedules with at most this many distinct (σ, q) are composed segment by segment, exactly; beyond it
+#: the distributions are the certified grouping's (:attr:`PrivacyAnalysis.groups`).
+SEGMENTWISE_MAX = 8
 
 
 class PrivacyAnalysis(Analysis):
@@ -215,11 +219,38 @@ class PrivacyAnalysis(Analysis):
         if hit is not None:
             cap = max(cap, hit[0])
         budget = need
-        pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
-                                    loss_cap=cap, slack_budget=budget, **options)
+        groups = self.groups
+        if groups is None:
+            pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
+                                        loss_cap=cap, slack_budget=budget, **options)
+        else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
+            pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
+                                        slack_budget=budget, **options)
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
+
+    @property
+    def groups(self):
+        """The certified grouping of a schedule with many distinct steps
+        (:func:`~reconrisk._src.accounting.pld_schedule.group_steps`), or None where the segments are composed one
+        by one (at most ``SEGMENTWISE_MAX`` distinct (σ, q), merged wherever they occur: composition commutes).
+        Both sides of every bracket read the same groups: the pessimistic one composes each at its smallest σ and
+        largest q (a pair every member is a post-processing of), the optimistic one at its largest σ and
+        smallest q (a post-processing of every member), so each end is certified for the schedule as run."""
+        if not hasattr(self, "_groups"):
+            sig, q, n = _sched.distinct_steps(self.release.segments)
+            self._groups = None if sig.size <= SEGMENTWISE_MAX else _sched.group_steps(sig, q, n)
+        return self._groups
+
+    @property
+    def _rdp_release(self) -> Release:
+        """The release whose RDP curve the tiny-δ conversion reads: the release itself, or for a grouped Poisson
+        schedule the groups' dominating representatives (σ_lo, q_hi), regrouped coarsely (a larger RDP curve, by
+        data processing; ≤ 32 segments instead of 10⁴ distinct ones, each of which needs its own curve)."""
+        if self.groups is None or self.source.sampler == "fixed":
+            return self.release
+        return Release.schedule(_sched.rdp_representatives(self.groups))
 
     # -- (ε, δ) --------------------------------------------------------------------------------
     def _p_ever(self) -> float:
@@ -273,12 +304,17 @@ class PrivacyAnalysis(Analysis):
             up, floor = epsilon_from_pmfs(pess, delta)
             if delta < RDP_NEAR_FLOOR * floor:  # near or below the untilted floor: tilted compositions
                 return self._tiny_epsilon(delta, h, two_sided, up)
+            method = "pld"
+            if self.groups is not None and self.source.sampler != "fixed":  # grouped schedule: never above RDP
+                rdp = _sched.grouped_rdp_epsilon(self.groups, delta)
+                if rdp < up:
+                    up, method = rdp, "rdp"
             if not two_sided:
-                return None, up, "pld", h
+                return None, up, method, h
             opt = self.pmf(h, pessimistic=False, direction="remove", loss_cap=EPSILON_CAP)
         except ReconRiskError as exc:
             raise grid_refusal(self.release, exc) from None
-        return optimistic_epsilon(opt, delta, up), up, "pld", h
+        return optimistic_epsilon(opt, delta, up), up, method, h
 
     def _tiny_epsilon(self, delta: float, h: float, two_sided: bool, untilted: float):
         """ε(δ) near or below the untilted PLD's floor: the tilted compositions' bracket
@@ -293,7 +329,7 @@ class PrivacyAnalysis(Analysis):
         if lo is not None and math.isfinite(up) and up - lo <= RDP_SKIP_WIDTH * up:
             # RDP is an upper end of the true ε ≥ lo, so it could lower ``up`` by less than the width: not asked
             return lo, up, "pld", h
-        up, method = rdp_below_floor(self.release, delta, up, math.inf)
+        up, method = rdp_below_floor(self._rdp_release, delta, up, math.inf)
         return (None if lo is None else min(lo, up)), up, method, h
 
     def _untilted_cached(self, h: float) -> bool:
@@ -359,7 +395,7 @@ class PrivacyAnalysis(Analysis):
                            "PLDs, untilted with their log-normaliser (round-off relative to delta)")
             lo = None if lo is None else max(lo, t_lo if t_lo is not None else 0.0)
             if rdp_applies(self.release):
-                rdp = rdp_delta(self.release, eps)  # a second opinion: both are certified upper ends
+                rdp = rdp_delta(self._rdp_release, eps)  # a second opinion: both are certified upper ends
                 if rdp < up:
                     up, method = rdp, "rdp"
                     formula = ("upper: min over orders a of exp((a-1)(eps(a) - eps + log(1 - 1/a)) - log a) (Canonne, "
