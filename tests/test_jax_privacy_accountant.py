@@ -265,6 +265,7 @@ def test_monte_carlo_rero_is_an_estimate_that_covers_the_exact_value():
     assert b.lower is None and b.confidence == 0.95 and b.method == "monte_carlo_estimate"
     assert b.details["kind"].startswith("estimate")
     assert b.estimate == pytest.approx(exact, abs=0.01) and exact <= b.upper <= exact + 0.03
+    assert b.upper == pytest.approx(b.estimate + math.sqrt(math.log(400 / 0.05) / (2 * 50_000)), rel=1e-12)
     m = rj.monte_carlo_rero(batch_selection.BallsInBinsSampling(iterations=4, cycle_length=1), 2.0, [1.0],
                             num_samples=20_000, seed=3, kappa=kappa)
     exact = stats.norm.cdf(stats.norm.ppf(kappa) + 1.0)
