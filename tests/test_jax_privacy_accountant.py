@@ -228,8 +228,8 @@ def test_risk_target_calibration_through_the_one_calibrator():
 
 
 def test_events_of_jax_privacy_experimental_accounting():
-    """reconrisk.analyse reads every event jax_privacy.experimental.accounting builds (with replacement is refused
-    in one line naming it), and each equals the accountant's analysis of the same run."""
+    """reconrisk.analyse reads every event jax_privacy.experimental.accounting builds, and each equals the
+    accountant's analysis of the same run (with replacement: the revealed mixture, tested below)."""
     import reconrisk
     from jax_privacy.experimental import accounting as ex
 
@@ -246,8 +246,41 @@ def test_events_of_jax_privacy_experimental_accounting():
                                  cycle_length=3))
     assert t.steps == u.steps
     assert t.epsilon(DELTA).upper == u.epsilon(DELTA).upper
-    with pytest.raises(ReconRiskError, match="SampledWithReplacementDpEvent"):
-        reconrisk.analyse(ex.fixed_dpsgd_event(0.5, 100, dataset_size=1000, batch_size=10, replace=True))
+    w = reconrisk.analyse(ex.fixed_dpsgd_event(2.0, 3, dataset_size=1000, batch_size=40, replace=True))
+    (step,) = w.steps
+    assert (step.count, step.mechanism.sample_size, step.mechanism.dataset_size) == (3, 40, 1000)
+    assert w.relation == "replace_one"
+
+
+@pytest.mark.parametrize("T", [1, 2])
+def test_sampling_with_replacement_is_the_revealed_mixture_of_gaussians(T):
+    """SampledWithReplacementDpEvent of a Gaussian (fixed_dpsgd_event(replace=True)): the target drawn M ~
+    Bin(b, 1/n) times, M revealed, so δ(ε) = Σ π_m δ_G(ε; μ = m/s) per step; T = 2 composes to the mixture over
+    (m₁, m₂) of Gaussians with μ = √(m₁² + m₂²)/s. The reference is that sum with the Gaussian privacy profile
+    (Balle & Wang 2018), computed here with scipy; the two-sided bracket must contain it."""
+    import numpy as np
+    import reconrisk
+    from scipy import special, stats
+
+    def gauss_delta(eps, mu):
+        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
+
+    s, n, b = 2.0, 1000, 40
+    a = reconrisk.analyse(dpa.SelfComposedDpEvent(dpa.SampledWithReplacementDpEvent(n, b, dpa.GaussianDpEvent(s)), T))
+    m = np.arange(b + 1)
+    pi = stats.binom.pmf(m, b, 1 / n)
+    for eps in (0.5, 1.5):
+        if T == 1:
+            ref = sum(p * gauss_delta(eps, k / s) for k, p in zip(m[1:], pi[1:]))
+        else:
+            ref = sum(p1 * p2 * gauss_delta(eps, math.hypot(k1, k2) / s) for k1, p1 in zip(m, pi)
+                      for k2, p2 in zip(m, pi) if k1 or k2)
+        d = a.delta(eps, two_sided=True)
+        assert d.lower <= ref <= d.upper and d.upper - d.lower < 1e-3 * ref
+    # its RDP curve: a revealed mixture's Rényi divergence, at α = 2: log Σ π_m e^{m²/s²} per step
+    (step,) = a.steps
+    assert step.rdp([2.0])[0] == pytest.approx(T * math.log(sum(p * math.exp(k * k / s**2) for k, p in zip(m, pi))),
+                                               rel=1e-10)
 
 
 def test_monte_carlo_rero_is_an_estimate_that_covers_the_exact_value():
