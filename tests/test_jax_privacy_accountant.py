@@ -152,7 +152,7 @@ def test_truncated_poisson_and_its_bandmf_cycles_match_jax_privacy():
         assert step.sampler.dataset_size == kw["num_samples"] // (kw.get("cycle_length") or 1)
         ours, bracket = acc.compute_epsilon(T, p), a.epsilon(DELTA, two_sided=True)
         theirs = _jax_privacy(PldAccountantConfig(), T, p)
-        assert ours == bracket.upper
+        assert ours >= bracket.upper and ours == pytest.approx(bracket.upper, rel=1e-6)
         assert bracket.lower <= theirs and ours <= theirs * (1 + ROUNDOFF)
         r = a.rero(prior_size=10)
         assert 0.1 < r.lower <= r.upper < 1.0

@@ -35,8 +35,11 @@ How each ``DpParams`` field is read (the run jax-privacy's own ``DpsgdTrainingAc
 
 Anything else is refused with :class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
 
-ε is the upper end of the certified bracket of the analysis (the pessimistic PLD on reconrisk's own engine:
-``accountant.compute_epsilon(T, p) == accountant.analysis(T, p).epsilon(p.delta).upper``); the ``dp_accountant_config``
+ε is the upper end of the certified bracket of the analysis (the pessimistic PLD on reconrisk's own engine): for a
+release ``accountant.compute_epsilon(T, p) == accountant.analysis(T, p).epsilon(p.delta).upper``; for steps
+(truncated, user level) the upper end on the analysis's first grid, from the pessimistic PLDs alone (its
+``epsilon(delta).upper`` may refine the grid, so it is never larger). Above the PLD's loss cap (ε in the hundreds)
+the upper end is the RDP conversion, looser than jax-privacy's PLD value there. The ``dp_accountant_config``
 jax-privacy's constructor takes is accepted and unused.
 """
 
@@ -55,6 +58,7 @@ from ..analysis.accountant import shared_analysis
 from ..analysis.base import Analysis
 from ..analysis.calibrate import calibrate, meets, quantity_bound
 from ..analysis.dispatch import analyse_steps
+from ..analysis.events import EventAnalysis
 from ..errors import ReconRiskError
 from ..mechanisms.base import Step
 from ..mechanisms.mixture_gaussians import MixtureOfGaussians
@@ -259,7 +263,11 @@ class ReconRiskAccountant(_jp.DpTrainingAccountant):
     def _compute_epsilon(self, num_updates, dp_params) -> float:
         if run_steps(num_updates, dp_params) is None:
             return math.inf
-        return float(run_analysis(num_updates, dp_params).epsilon(dp_params.delta).upper)
+        a = run_analysis(num_updates, dp_params)
+        if isinstance(a, EventAnalysis):  # the upper end on the first grid: the pessimistic PLDs only (the
+            d = dp_params.delta           # optimistic ones, for the lower end, cost several times more)
+            return float(min(a._both(lambda p: p.epsilon(d), True, a.h), a._alt_epsilon(d)))
+        return float(a.epsilon(dp_params.delta).upper)
 
     def compute_epsilon(self, num_updates, dp_params, allow_approximate_cache: bool = False) -> float:
         """ε at ``dp_params.delta`` after ``num_updates`` steps: 0 before any step, ∞ for a run declared without a
