@@ -32,7 +32,8 @@ from reconrisk._src.mechanisms.samplers import FixedBatch, NoAmplification, Pois
 from reconrisk._src.mechanisms.repeat_select import RepeatAndSelect
 from reconrisk._src.mechanisms.traverse import register_all, steps
 from reconrisk._src.mechanisms.tree_aggregation import TreeAggregation
-from reconrisk._src.mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
+from reconrisk._src.mechanisms.truncated_poisson import (SampledWithReplacementGaussian, TruncatedPoisson,
+                                                       TruncatedSubsampledGaussian)
 from reconrisk._src.mechanisms.zcdp import ZCDP, NonPrivate
 from reconrisk._src.release import Release, Segment
 
@@ -47,6 +48,7 @@ EXAMPLES = {
     "randomized_response": [(RandomizedResponse(0.4, 5), NoAmplification())],
     "mixture_of_gaussians": [(MixtureOfGaussians(1.0, (0.0, 1.0), (0.5, 0.5)), NoAmplification())],
     "truncated_subsampled_gaussian": [(TruncatedSubsampledGaussian(1.1), TruncatedPoisson(0.05, 1000, 60))],
+    "sampled_with_replacement_gaussian": [(SampledWithReplacementGaussian(1.3, 40, 1000), NoAmplification())],
     "tree_aggregation": [(TreeAggregation(1.5, (15, 7)), NoAmplification())],
     "zcdp": [(ZCDP(0.2, 0.01), NoAmplification())],
     "non_private": [(NonPrivate(), NoAmplification())],

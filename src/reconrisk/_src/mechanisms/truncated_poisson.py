@@ -3,6 +3,7 @@
 :class:`TruncatedPoisson` is the sampler: each of ``dataset_size`` examples joins the batch with probability q,
 and a batch larger than ``truncated_batch_size`` B is cut to a uniformly random B of its examples.
 :class:`TruncatedSubsampledGaussian` is the Gaussian step (noise multiplier σ) under it.
+:class:`SampledWithReplacementGaussian` (end of the module) reads ``SampledWithReplacementDpEvent`` of a Gaussian.
 
 The analysis (arXiv:2508.15089, §4.3 of ``dp_accounting``'s PLD supplement; as ``dp_accounting``'s
 ``from_truncated_subsampled_gaussian_mechanism`` builds it) conditions on the other n − 1 examples' draws K:
@@ -45,6 +46,8 @@ from ..accounting.rdp import subsampled_gaussian_rdp
 from ..errors import PLDRangeError, ReconRiskError
 from ..results import Support
 from .base import DIRECTIONS, Mechanism, Sampler, Step, register
+from .gaussian import Gaussian
+from .samplers import NoAmplification
 
 #: Largest per-step grid of the replace-one part.
 MAX_ATOMS = 4_000_000
@@ -412,3 +415,136 @@ class TruncatedSubsampledGaussian(Mechanism):
     def event_label(self, sampler) -> str:
         return (f"TruncatedSubsampledGaussianDpEvent(s={self.noise_multiplier:g}, q={sampler.sampling_probability:g}, "
                 f"n={sampler.dataset_size}, B={sampler.truncated_batch_size})")
+
+
+#: Sampling with replacement (below): the binomial mass left out of its mixture (+∞ pessimistic, dropped optimistic).
+REPLACE_TAIL = 1e-15
+#: Most draw counts m summed exactly in the RDP curve (beyond: bounded by the largest m's term).
+RDP_TERMS = 100_000
+
+
+@register
+@dataclass(frozen=True)
+class SampledWithReplacementGaussian(Mechanism):
+    """A Gaussian step (noise multiplier s, relative to the replace-one sensitivity) on a batch of ``sample_size`` b
+    draws **with replacement** from ``dataset_size`` n examples (replace-one neighbours, b public).
+
+    The target is drawn M ~ Binomial(b, 1/n) times; given the draws, replacing it moves the noisy sum by at most M
+    sensitivity units. Revealing M (post-processing can only hide it) makes the step, between any two replace-one
+    neighbours, the mixture over m of Gaussian pairs with μ = m/s, each symmetric — so the step is dominated by
+    that revealed mixture in either orientation, and its PLD is Σ_m π_m·PLD(G_{m/s}) (π_m the binomial masses,
+    m = 0 a loss of 0). Sound, not tight: the amplification that hiding M gives is not claimed. RDP:
+    e^{(α−1)D_α} = Σ_m π_m·e^{(α−1)α m²/(2s²)} (a revealed mixture's Rényi divergence). Read under
+    :class:`~.samplers.NoAmplification` (the sampling is inside the step).
+    """
+
+    noise_multiplier: float
+    sample_size: int
+    dataset_size: int
+
+    name = "sampled_with_replacement_gaussian"
+    event_types = ("SampledWithReplacementDpEvent",)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", v.in_range(
+            "SampledWithReplacementDpEvent's GaussianDpEvent.noise_multiplier", self.noise_multiplier, 0.0,
+            v.MAX_NOISE, low_open=False, high_open=False))
+        object.__setattr__(self, "dataset_size", v.integer("SampledWithReplacementDpEvent.source_dataset_size",
+                                                           self.dataset_size, minimum=1, maximum=v.MAX_STEPS))
+        object.__setattr__(self, "sample_size", v.integer("SampledWithReplacementDpEvent.sample_size",
+                                                          self.sample_size, minimum=0, maximum=v.MAX_STEPS))
+
+    def supports(self, sampler: Sampler) -> Support:
+        if isinstance(sampler, NoAmplification):
+            return Support(True)
+        return Support(False, f"sampling with replacement is inside the step; it is not analysed under "
+                              f"{sampler.describe()}")
+
+    def relation(self, sampler: Sampler) -> str:
+        return "replace_one"
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """(m, π_m, the mass beyond): draw counts 0..m_max of the target, their binomial masses, and
+        P[M > m_max] ≤ :data:`REPLACE_TAIL` (m_max ≤ b)."""
+        from scipy import stats
+
+        b, p = self.sample_size, 1.0 / self.dataset_size
+        if b == 0 or p == 0.0:
+            return np.zeros(1, dtype=np.int64), np.ones(1), 0.0
+        m_max = int(min(b, max(1, stats.binom.isf(REPLACE_TAIL, b, p))))
+        while m_max < b and stats.binom.sf(m_max, b, p) > REPLACE_TAIL:
+            m_max += 1
+        m = np.arange(m_max + 1)
+        return m, stats.binom.pmf(m, b, p), float(stats.binom.sf(m_max, b, p)) if m_max < b else 0.0
+
+    def has_pld(self, sampler) -> bool:
+        return self.sample_size == 0 or self.noise_multiplier == 0.0 or self.noise_multiplier >= v.MIN_NOISE
+
+    def pld(self, sampler, h: float, *, pessimistic: bool, direction: str):
+        if direction not in DIRECTIONS:
+            raise ReconRiskError(f"direction must be one of {DIRECTIONS}; found {direction!r}")
+        m, pi, tail = self.counts()
+        if m.size == 1 or self.noise_multiplier == 0.0:  # never drawn; or a drawn target is revealed
+            return PMF(h, 0, np.array([pi[0]]), 1.0 - pi[0] if pessimistic else 0.0, bool(pessimistic), 0.0)
+        if self.noise_multiplier < v.MIN_NOISE:
+            return None
+        parts = [PMF(h, 0, np.ones(1), 0.0, bool(pessimistic), 0.0)]  # m = 0: the step does not move
+        for k in m[1:]:  # each Gaussian pair is symmetric: one direction stands for both
+            try:
+                parts.append(step_pmf(self.noise_multiplier / k, 1.0, h, pessimistic=True) if pessimistic
+                             else _poisson_add_optimistic(self.noise_multiplier / k, 1.0, h))  # (cells rounded down)
+            except PLDRangeError:  # counts this large: their mass to +∞ (pessimistic) or dropped
+                if k == 1:
+                    raise
+                tail += float(pi[k:].sum())
+                break
+        pi = pi[: len(parts)]
+        lo = min(q.offset for q in parts)
+        hi = max(q.offset + q.probs.size for q in parts)
+        probs = np.zeros(hi - lo)
+        for w, q in zip(pi, parts):
+            probs[q.offset - lo: q.offset - lo + q.probs.size] += w * q.probs
+        inf = float(sum(w * q.infinity_mass for w, q in zip(pi, parts))) + (tail if pessimistic else 0.0)
+        slack = float(sum(w * q.slack for w, q in zip(pi, parts))) * (1 + 1e-12)
+        err = (len(parts) + 3) * UNIT  # one product and len(parts) sums per atom
+        probs *= (1 + err) if pessimistic else (1 - err)
+        return PMF(h, lo, probs, min(1.0, inf), bool(pessimistic), slack)
+
+    def rdp(self, sampler, orders) -> np.ndarray:
+        from scipy import stats
+
+        orders = np.asarray(orders, dtype=float)
+        b, n = self.sample_size, self.dataset_size
+        if b == 0 or self.noise_multiplier == 0.0:
+            return np.full(orders.size, 0.0 if b == 0 else np.inf)
+        m = np.arange(min(b, RDP_TERMS) + 1, dtype=float)
+        logp = stats.binom.logpmf(m, b, 1.0 / n)
+        if b > RDP_TERMS:  # the mass beyond, at the largest count b
+            m = np.append(m, float(b))
+            logp = np.append(logp, stats.binom.logsf(RDP_TERMS, b, 1.0 / n))
+        s2 = self.noise_multiplier ** 2
+        with np.errstate(over="ignore"):
+            terms = logp[None, :] + ((orders - 1) * orders)[:, None] * (m * m)[None, :] / (2 * s2)
+        return np.maximum(special.logsumexp(terms, axis=1) / (orders - 1), 0.0)
+
+    def pure_epsilon(self, sampler) -> float:
+        return 0.0 if self.sample_size == 0 else math.inf
+
+    def to_dp_event(self, sampler):
+        from dp_accounting import dp_event
+        return dp_event.SampledWithReplacementDpEvent(self.dataset_size, self.sample_size,
+                                                      dp_event.GaussianDpEvent(self.noise_multiplier))
+
+    @classmethod
+    def from_dp_event(cls, event, read) -> list[Step]:
+        inner = read(event.event)
+        if len(inner) != 1 or not isinstance(inner[0].mechanism, Gaussian) or inner[0].count != 1 \
+                or not isinstance(inner[0].sampler, NoAmplification):
+            raise ReconRiskError("SampledWithReplacementDpEvent is read for one GaussianDpEvent; found "
+                                 f"{' + '.join(s.event_name for s in inner) or 'nothing'}")
+        return [Step(cls(inner[0].mechanism.noise_multiplier, event.sample_size, event.source_dataset_size),
+                     NoAmplification())]
+
+    def event_label(self, sampler) -> str:
+        return (f"SampledWithReplacementDpEvent(n={self.dataset_size}, b={self.sample_size}, "
+                f"GaussianDpEvent({self.noise_multiplier:g}))")
