@@ -1,0 +1,278 @@
+"""jax-privacy (``pip install reconrisk[jax-privacy]``): :class:`ReconRiskAccountant`, a ``DpTrainingAccountant``
+answering through reconrisk's certified analysis, and calibration to a reconstruction-risk target.
+
+jax-privacy (Google DeepMind, 2.x) describes a training run by ``jax_privacy.accounting.DpParams`` and accounts it
+with a ``DpTrainingAccountant`` (``compute_epsilon(num_updates, dp_params)``); its calibrators
+(``calibrate_noise_multiplier``, ``calibrate_num_updates``, ``calibrate_batch_size``) take any such accountant.
+:class:`ReconRiskAccountant` is one, so those calibrators drive it unchanged, and :meth:`~ReconRiskAccountant.analysis`
+gives the run's reconrisk analysis, from which every measure — ReRo for any prior (Hayes, Mahloujifar & Balle 2023),
+membership, re-identification, the trade-off curve — is one call.
+
+How each ``DpParams`` field is read (the run jax-privacy's own ``DpsgdTrainingAccountant`` and
+``DpsgdTrainingUserLevelAccountant`` account, read here into reconrisk's terms; :func:`run_steps`):
+
+* ``noise_multipliers`` (a number, or ``[(step, σ), …]``), ``batch_size`` and ``batch_size_scale_schedule``: the
+  piecewise-constant schedule over ``num_updates`` steps, one segment per interval on which both are constant;
+* ``cycle_length`` c (cyclic Poisson sampling for BandMF; Choquette-Choo et al. 2023): the examples are split into c
+  groups of ``num_samples // c`` (the remainder discarded); an example's group is sampled once every c steps at rate
+  ``batch_size / (num_samples // c)``, and with the strategy matrix's columns of norm ≤ 1 and at most c bands the
+  run is dominated by ⌈T/c⌉ such Poisson-sampled Gaussian steps (jax-privacy's reduction, which needs one σ and
+  one batch size);
+* ``sampling_method``: ``POISSON`` — add/remove neighbours, :class:`~reconrisk._src.release.Release` with Poisson
+  steps (the shared analysis); ``FIXED_BATCH_SIZE`` — replace-one neighbours, a fixed-batch release
+  (:meth:`Release.fixed_batch <reconrisk._src.release.Release.fixed_batch>`: ε of pairs composes the symmetrised
+  per-step curve, Dong, Roth & Su 2022, Thm 4.2, so an adversary may choose each step's orientation);
+* ``truncated_batch_size`` (Poisson only): the truncated-Poisson Gaussian step
+  (:mod:`reconrisk._src.mechanisms.truncated_poisson`) over ``num_samples // c`` examples;
+* ``examples_per_user`` k > 1 (user-level, as ``DpsgdTrainingUserLevelAccountant``): each step is a Gaussian whose
+  sensitivity is the number of the user's examples in the batch — Binomial(k, q) (Poisson) or, doubled,
+  Hypergeometric(n, k, B) (fixed batches) — the mixture of Gaussians of ``dp_accounting``
+  (:mod:`reconrisk._src.mechanisms.mixture_gaussians`); no cycles, no truncation (as jax-privacy);
+* ``is_finite_guarantee=False``: ε = ∞; ``num_updates == 0``: ε = 0 (as every ``DpTrainingAccountant``); a step
+  with σ = 0 that samples anyone: ε = ∞.
+
+Anything else is refused with :class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
+
+ε is the upper end of the certified bracket of the analysis (the pessimistic PLD on reconrisk's own engine:
+``accountant.compute_epsilon(T, p) == accountant.analysis(T, p).epsilon(p.delta).upper``); the ``dp_accountant_config``
+jax-privacy's constructor takes is accepted and unused.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from jax_privacy.accounting import analysis as _jp
+
+from .. import _validate as v
+from ..analysis.accountant import shared_analysis
+from ..analysis.base import Analysis
+from ..analysis.dispatch import analyse_steps
+from ..errors import ReconRiskError
+from ..mechanisms.base import Step
+from ..mechanisms.mixture_gaussians import MixtureOfGaussians
+from ..mechanisms.samplers import NoAmplification
+from ..mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
+from ..release import Release
+
+POISSON = _jp.SamplingMethod.POISSON
+FIXED_BATCH_SIZE = _jp.SamplingMethod.FIXED_BATCH_SIZE
+
+#: How many event analyses (truncated, user-level runs) one process keeps; releases use the shared analysis.
+EVENT_ANALYSES = 8
+
+
+def _number(name: str, value) -> float:
+    """A Python float of a number or a 0-d/uniform array (jax-privacy's batch-size schedule yields jax scalars)."""
+    try:
+        arr = np.unique(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        raise ReconRiskError(f"{name} must be a number; found {value!r:.80}") from None
+    if arr.size != 1:
+        raise ReconRiskError(f"{name} must be one number; found {value!r:.80}")
+    return float(arr[0])
+
+
+def _timed(name: str, value, cast) -> list[tuple[int, float]]:
+    """``[(step, value), …]`` sorted by step, from a number or a sequence of pairs whose first step is 0."""
+    if isinstance(value, numbers.Number) or (hasattr(value, "shape") and getattr(value, "ndim", 1) == 0):
+        return [(0, cast(name, value))]
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Sequence) or not value:
+        raise ReconRiskError(f"{name} must be a number or a non-empty list of (step, value) pairs; found {value!r:.80}")
+    out = []
+    for i, item in enumerate(value):
+        try:
+            t, x = item
+        except (TypeError, ValueError):
+            raise ReconRiskError(f"{name}[{i}] must be a (step, value) pair; found {item!r:.80}") from None
+        out.append((v.integer(f"{name}[{i}] step", _number(f"{name}[{i}] step", t), minimum=0), cast(name, x)))
+    out.sort(key=lambda p: p[0])
+    if out[0][0] != 0:
+        raise ReconRiskError(f"{name} must set a value at step 0; its first step is {out[0][0]}")
+    if len({t for t, _ in out}) != len(out):
+        raise ReconRiskError(f"{name} sets a value twice at one step; found steps {[t for t, _ in out]}")
+    return out
+
+
+def _sigma(name: str, value) -> float:
+    return v.in_range(name, _number(name, value), 0.0, v.MAX_NOISE, low_open=False, high_open=False)
+
+
+def _batch(name: str, value) -> float:
+    x = _number(name, value)
+    if not (x >= 1 and x == math.floor(x)):
+        raise ReconRiskError(f"{name} must be an integer >= 1; found {value!r:.80}")
+    return x
+
+
+def schedule(num_updates: int, dp_params) -> list[tuple[int, float, int]]:
+    """``[(steps, σ, batch size), …]``: the run's piecewise-constant noise multiplier and batch size over
+    ``num_updates`` steps (changes at or after ``num_updates`` dropped, empty intervals skipped), as jax-privacy
+    reads ``noise_multipliers``, ``batch_size`` and ``batch_size_scale_schedule``."""
+    nms = _timed("noise_multipliers", dp_params.noise_multipliers, _sigma)
+    bss = _timed("batch_size", dp_params.batch_sizes, _batch)
+    changes = sorted({t for t, _ in nms} | {t for t, _ in bss})
+    changes = [t for t in changes if t < num_updates]
+    out = []
+    for i, t0 in enumerate(changes):
+        t1 = changes[i + 1] if i + 1 < len(changes) else num_updates
+        sigma = [x for t, x in nms if t <= t0][-1]
+        bs = [x for t, x in bss if t <= t0][-1]
+        if out and out[-1][1:] == (sigma, int(bs)):
+            out[-1] = (out[-1][0] + t1 - t0, sigma, int(bs))
+        else:
+            out.append((t1 - t0, sigma, int(bs)))
+    return out
+
+
+def check_params(dp_params) -> None:
+    """Refuse, in one line naming the field and its value, what :func:`run_steps` cannot account."""
+    if not isinstance(dp_params, _jp.DpParams):
+        raise ReconRiskError(f"dp_params must be a jax_privacy.accounting.DpParams; found {type(dp_params).__name__}")
+    p = dp_params
+    if p.noise_multipliers is None:
+        raise ReconRiskError("DpParams.noise_multipliers must be given (a number or [(step, sigma), ...]); found None")
+    v.integer("DpParams.num_samples", p.num_samples, minimum=1)
+    v.probability_open("DpParams.delta", p.delta)
+    if p.sampling_method not in (POISSON, FIXED_BATCH_SIZE):
+        raise ReconRiskError(f"DpParams.sampling_method must be SamplingMethod.POISSON or FIXED_BATCH_SIZE; found "
+                             f"{p.sampling_method!r}")
+    k = 1 if p.examples_per_user is None else v.integer("DpParams.examples_per_user", p.examples_per_user, minimum=1)
+    c = 1 if p.cycle_length is None else v.integer("DpParams.cycle_length", p.cycle_length, minimum=1)
+    if k > 1 and c != 1:
+        raise ReconRiskError(f"DpParams.cycle_length must be 1 or None with examples_per_user > 1 (user-level "
+                             f"accounting has no cyclic sampling); found cycle_length={p.cycle_length}")
+    if p.truncated_batch_size is not None:
+        v.integer("DpParams.truncated_batch_size", p.truncated_batch_size, minimum=1)
+        if p.sampling_method is not POISSON:
+            raise ReconRiskError(f"DpParams.truncated_batch_size is read with SamplingMethod.POISSON only; found "
+                                 f"truncated_batch_size={p.truncated_batch_size} with {p.sampling_method!r}")
+        if k > 1:
+            raise ReconRiskError(f"DpParams.truncated_batch_size must be None with examples_per_user > 1; found "
+                                 f"{p.truncated_batch_size}")
+    if c != 1:
+        if not (isinstance(p.noise_multipliers, numbers.Number) or getattr(p.noise_multipliers, "ndim", 1) == 0):
+            raise ReconRiskError(f"DpParams.noise_multipliers must be one number with cycle_length={c} (the BandMF "
+                                 f"reduction needs one noise multiplier); found {p.noise_multipliers!r:.80}")
+        if p.batch_size_scale_schedule:
+            raise ReconRiskError(f"DpParams.batch_size_scale_schedule must be empty with cycle_length={c} (the BandMF "
+                                 f"reduction needs one batch size); found {p.batch_size_scale_schedule!r:.80}")
+        if c > p.num_samples:
+            raise ReconRiskError(f"DpParams.cycle_length must be <= num_samples={p.num_samples}; found {c}")
+    _timed("noise_multipliers", p.noise_multipliers, _sigma)
+    group = p.num_samples // c
+    for _, bs in _timed("batch_size", p.batch_sizes, _batch):
+        if bs > group:
+            what = f"num_samples // cycle_length = {group}" if c != 1 else f"num_samples = {p.num_samples}"
+            raise ReconRiskError(f"DpParams.batch_size must be <= {what} at every step; found {int(bs)}")
+
+
+def _user_steps(segs, dp_params) -> tuple[Step, ...]:
+    from scipy import stats
+
+    n, k = dp_params.num_samples, dp_params.examples_per_user
+    out = []
+    for t, sigma, bs in segs:
+        if dp_params.sampling_method is POISSON:
+            sens = tuple(float(x) for x in range(k + 1))
+            probs = stats.binom.pmf(range(k + 1), k, bs / n)
+        else:
+            sens = tuple(2.0 * x for x in range(k + 1))
+            probs = stats.hypergeom(n, k, bs).pmf(range(k + 1))
+        probs = tuple(float(x) for x in probs / probs.sum())
+        out.append(Step(MixtureOfGaussians(sigma, sens, probs), NoAmplification(), t))
+    return tuple(out)
+
+
+def run_steps(num_updates: int, dp_params) -> Release | tuple[Step, ...] | None:
+    """What the run is, in reconrisk's terms (module docstring): a :class:`~reconrisk._src.release.Release` (Gaussian
+    steps, Poisson or fixed batches), else its :class:`~reconrisk._src.mechanisms.base.Step` s; ``None`` where a step
+    has σ = 0 and samples someone (nothing is private: ε = ∞)."""
+    check_params(dp_params)
+    num_updates = v.integer("num_updates", _number("num_updates", num_updates), minimum=1, maximum=v.MAX_STEPS)
+    segs = schedule(num_updates, dp_params)
+    if any(sigma == 0.0 for _, sigma, _ in segs):
+        return None
+    k = dp_params.examples_per_user or 1
+    if k > 1:
+        return _user_steps(segs, dp_params)
+    c = dp_params.cycle_length or 1
+    group = dp_params.num_samples // c
+    # BandMF with cyclic Poisson sampling: one participation per cycle, ⌈t/c⌉ per interval (one interval when c > 1)
+    parts = [(math.ceil(t / c), sigma, bs) for t, sigma, bs in segs]
+    if dp_params.truncated_batch_size is not None:
+        return tuple(Step(TruncatedSubsampledGaussian(sigma), TruncatedPoisson(bs / group, group,
+                                                                                 dp_params.truncated_batch_size), t)
+                     for t, sigma, bs in parts)
+    sampler = "fixed" if dp_params.sampling_method is FIXED_BATCH_SIZE else "poisson"
+    return Release.schedule([(sigma, bs / group, t) for t, sigma, bs in parts], sampler=sampler)
+
+
+@lru_cache(maxsize=EVENT_ANALYSES)
+def _steps_analysis(steps: tuple[Step, ...]) -> Analysis:
+    return analyse_steps(steps)
+
+
+def run_analysis(num_updates: int, dp_params) -> Analysis:
+    """The reconrisk analysis of ``num_updates`` steps of the run ``dp_params`` describes: a release's
+    :class:`~reconrisk._src.analysis.privacy.PrivacyAnalysis` through the shared cache, or the analysis of the run's
+    steps (truncated Poisson, user-level: an event analysis, two-sided). A run with σ = 0 is refused."""
+    run = run_steps(num_updates, dp_params)
+    if run is None:
+        raise ReconRiskError("DpParams.noise_multipliers must be > 0 at every step for an analysis; found a step with "
+                             "noise multiplier 0 (nothing is private)")
+    if isinstance(run, Release):
+        return shared_analysis(run)
+    return _steps_analysis(run)
+
+
+class ReconRiskAccountant(_jp.DpTrainingAccountant):
+    """A jax-privacy ``DpTrainingAccountant`` whose ε is reconrisk's certified upper end (module docstring).
+
+    ``dp_accountant_config`` (optional) is accepted for jax-privacy's constructor shape and not used: reconrisk's
+    own PLD engine composes. Example-level and user-level runs (``examples_per_user`` > 1) are both accounted, so it
+    stands for ``DpsgdTrainingAccountant`` and ``DpsgdTrainingUserLevelAccountant``.
+    """
+
+    def __init__(self, dp_accountant_config=None) -> None:
+        super().__init__(dp_accountant_config)
+
+    def can_calibrate_steps(self) -> bool:
+        return True
+
+    def can_calibrate_batch_size(self) -> bool:
+        return True
+
+    def can_calibrate_noise_multipliers(self) -> bool:
+        return True
+
+    def _validate_dp_params(self, dp_params) -> None:
+        check_params(dp_params)
+
+    def _compute_epsilon(self, num_updates, dp_params) -> float:
+        if run_steps(num_updates, dp_params) is None:
+            return math.inf
+        return float(run_analysis(num_updates, dp_params).epsilon(dp_params.delta).upper)
+
+    def compute_epsilon(self, num_updates, dp_params, allow_approximate_cache: bool = False) -> float:
+        """ε at ``dp_params.delta`` after ``num_updates`` steps: 0 before any step, ∞ for a run declared without a
+        finite guarantee, else the certified upper end (``analysis(num_updates, dp_params).epsilon(delta).upper``)."""
+        check_params(dp_params)
+        n = _number("num_updates", num_updates)
+        if not (n >= 0 and n == math.floor(n)):
+            raise ReconRiskError(f"num_updates must be an integer >= 0; found {num_updates!r:.80}")
+        if n == 0:
+            return 0.0
+        if not dp_params.is_finite_guarantee:
+            return math.inf
+        return self._compute_epsilon(int(n), dp_params)
+
+    def analysis(self, num_updates, dp_params) -> Analysis:
+        """The reconrisk analysis of the run (:func:`run_analysis`): ``.rero(kappa)``, ``.risk(measure, …)``,
+        ``.tradeoff(alphas)``, ``.epsilon(delta)`` (whose upper end :meth:`compute_epsilon` returns)."""
+        check_params(dp_params)
+        return run_analysis(num_updates, dp_params)
