@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import Any
 
 from .. import _validate as v
@@ -53,8 +54,6 @@ def keras_run_shape(epochs: int, batch_size: int, train_size: int) -> tuple[floa
 def _keras_api():
     """jax-privacy's Keras module. Keras 3 reads its backend when first imported and jax-privacy's Keras API
     runs on JAX only: with Keras not yet imported and ``KERAS_BACKEND`` unset, the backend is set to ``jax``."""
-    import sys
-
     if "keras" not in sys.modules:
         os.environ.setdefault("KERAS_BACKEND", "jax")
     try:
