@@ -18,7 +18,7 @@ import pytest
 
 from reconrisk import Release, analyse
 from reconrisk.errors import ReconRiskError
-from reconrisk.integrations.jax_privacy import keras_config_for_rero
+from reconrisk._src.integrations.jax_privacy_keras import keras_config_for_rero  # imports neither framework
 
 if "keras" not in __import__("sys").modules:
     os.environ.setdefault("KERAS_BACKEND", "jax")  # jax-privacy's Keras API runs on the JAX backend only
@@ -88,6 +88,13 @@ def test_a_tiny_keras_model_fits_with_the_config(keras_api):
     assert model.get_noise_multiplier() == cfg.noise_multiplier
     with pytest.raises(RuntimeError, match="run out of privacy budget"):  # no step past those calibrated for
         model.fit(x, y, epochs=1, verbose=0)
+
+
+def test_the_public_jax_privacy_module_exports_it():
+    pytest.importorskip("jax_privacy", reason="jax-privacy is not installed (pip install 'reconrisk[jax-privacy]')")
+    from reconrisk.integrations import jax_privacy
+
+    assert jax_privacy.keras_config_for_rero is keras_config_for_rero
 
 
 BASE = dict(epochs=1, batch_size=10, train_size=100, clip_norm=1.0, prior_size=10)
