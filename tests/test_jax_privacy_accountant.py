@@ -138,3 +138,137 @@ def test_conventions_of_every_dp_training_accountant():
     assert acc.compute_epsilon(5, _params(noise_multipliers=0.0, num_samples=1000, batch_size=10)) == math.inf
     assert acc.can_calibrate_steps() and acc.can_calibrate_batch_size() and acc.can_calibrate_noise_multipliers()
     assert isinstance(acc, jp.accounting.DpTrainingAccountant)
+
+
+def test_truncated_poisson_and_its_bandmf_cycles_match_jax_privacy():
+    """truncated_batch_size: the truncated-Poisson Gaussian step over num_samples // cycle_length examples; jax-privacy's
+    PLD value (dp_accounting's own construction of the same dominating pair) lies in or above the bracket."""
+    acc = rj.ReconRiskAccountant()
+    for T, kw in [(300, dict(num_samples=6000, batch_size=20, truncated_batch_size=24, cycle_length=3))]:
+        p = _params(noise_multipliers=1.0, **kw)
+        a = acc.analysis(T, p)
+        (step,) = a.steps
+        assert step.count == math.ceil(T / (kw.get("cycle_length") or 1))
+        assert step.sampler.dataset_size == kw["num_samples"] // (kw.get("cycle_length") or 1)
+        ours, bracket = acc.compute_epsilon(T, p), a.epsilon(DELTA, two_sided=True)
+        theirs = _jax_privacy(PldAccountantConfig(), T, p)
+        assert ours == bracket.upper
+        assert bracket.lower <= theirs and ours <= theirs * (1 + ROUNDOFF)
+        r = a.rero(prior_size=10)
+        assert 0.1 < r.lower <= r.upper < 1.0
+
+
+def test_user_level_poisson_matches_jax_privacy_user_level_accountant():
+    from jax_privacy.accounting import DpsgdTrainingUserLevelAccountant
+
+    p = _params(noise_multipliers=4.0, num_samples=1000, batch_size=20, examples_per_user=2)
+    acc = rj.ReconRiskAccountant()
+    ours = acc.compute_epsilon(20, p)
+    theirs = DpsgdTrainingUserLevelAccountant(PldAccountantConfig()).compute_epsilon(20, p)
+    assert ours == pytest.approx(theirs, rel=1e-5) and ours <= theirs * (1 + ROUNDOFF)
+    (step,) = acc.analysis(20, p).steps
+    assert step.count == 20 and step.mechanism.sensitivities == (0.0, 1.0, 2.0)
+    assert step.mechanism.sampling_probs == pytest.approx((0.98**2, 2 * 0.02 * 0.98, 0.02**2), rel=1e-12)
+    # one example per user is the example-level run
+    one = _params(noise_multipliers=4.0, num_samples=1000, batch_size=20, examples_per_user=1)
+    assert acc.compute_epsilon(20, one) == acc.compute_epsilon(20, _params(noise_multipliers=4.0, num_samples=1000,
+                                                                           batch_size=20))
+    with pytest.raises(ReconRiskError, match="sampling_method"):
+        acc.compute_epsilon(20, _params(noise_multipliers=4.0, num_samples=1000, batch_size=20, examples_per_user=2,
+                                        sampling_method=FIXED))
+
+
+def test_jax_privacy_calibrators_drive_it_unchanged():
+    """jax-privacy's three calibrators with our accountant: each answer meets the target under our ε and the next
+    step past it (tolerance of the calibrator) does not; they agree with jax-privacy's own PLD accountant."""
+    from jax_privacy.accounting import calibrate as cal
+
+    acc = rj.ReconRiskAccountant()
+    common = dict(target_epsilon=2.0, accountant=acc, num_samples=20000, target_delta=DELTA)
+    sigma = cal.calibrate_noise_multiplier(batch_sizes=100, num_updates=500, **common)
+    eps = lambda T, **kw: acc.compute_epsilon(T, _params(num_samples=20000, **kw))  # noqa: E731
+    assert eps(500, noise_multipliers=sigma, batch_size=100) <= 2.0 < eps(500, noise_multipliers=sigma - 0.01,
+                                                                         batch_size=100)
+    T = cal.calibrate_num_updates(noise_multipliers=1.0, batch_sizes=100, **common)
+    assert eps(T, noise_multipliers=1.0, batch_size=100) <= 2.0 < eps(T + 1, noise_multipliers=1.0, batch_size=100)
+    B = cal.calibrate_batch_size(noise_multipliers=1.0, num_updates=500, **common)
+    assert eps(500, noise_multipliers=1.0, batch_size=B) <= 2.0 < eps(500, noise_multipliers=1.0, batch_size=B + 1)
+    # with cycles jax-privacy rounds the steps up to whole cycles, which our ε does not charge
+    Tc = cal.calibrate_num_updates(noise_multipliers=1.0, batch_sizes=100, cycle_length=4, **common)
+    assert Tc % 4 == 0 and eps(Tc, noise_multipliers=1.0, batch_size=100, cycle_length=4) <= 2.0
+
+
+def test_risk_target_calibration_through_the_one_calibrator():
+    from reconrisk._src.analysis.calibrate import calibrate
+
+    kw = dict(target_rero=0.2, kappa=0.1, num_samples=20000)
+    acc = rj.ReconRiskAccountant()
+
+    def rero(T, **p):
+        return acc.analysis(T, _params(num_samples=20000, **p)).rero(0.1).upper
+
+    sigma = rj.calibrate_noise_multiplier(batch_sizes=100, num_updates=500, **kw)
+    assert sigma == calibrate("reconstruction", 0.2, "noise_multiplier", sample_rate=100 / 20000, steps=500,
+                              kappa=0.1).noise_multiplier
+    assert rero(500, noise_multipliers=sigma, batch_size=100) <= 0.2 < rero(500, noise_multipliers=sigma * 0.99,
+                                                                          batch_size=100)
+    sigma_f = rj.calibrate_noise_multiplier(batch_sizes=100, num_updates=500, sampling_method=FIXED, **kw)
+    assert rero(500, noise_multipliers=sigma_f, batch_size=100, sampling_method=FIXED) <= 0.2
+    T = rj.calibrate_num_updates(noise_multipliers=1.0, batch_sizes=100, cycle_length=4, **kw)
+    assert T % 4 == 0
+    assert rero(T, noise_multipliers=1.0, batch_size=100, cycle_length=4) <= 0.2 < rero(
+        T + 1, noise_multipliers=1.0, batch_size=100, cycle_length=4)
+    B = rj.calibrate_batch_size(noise_multipliers=1.0, num_updates=500, **kw)
+    assert rero(500, noise_multipliers=1.0, batch_size=B) <= 0.2 < rero(500, noise_multipliers=1.0, batch_size=B + 1)
+    for bad, field in [(dict(batch_sizes=[(0, 100), (10, 200)]), "batch_sizes"), (dict(truncated_batch_size=50),
+                                                                                   "truncated_batch_size"),
+                       (dict(examples_per_user=3), "examples_per_user"), (dict(accountant=object()), "accountant")]:
+        with pytest.raises(ReconRiskError, match=field):
+            rj.calibrate_noise_multiplier(**{"batch_sizes": 100, "num_updates": 500, **kw, **bad})
+
+
+def test_events_of_jax_privacy_experimental_accounting():
+    """reconrisk.analyse reads every event jax_privacy.experimental.accounting builds (with replacement is refused
+    in one line naming it), and each equals the accountant's analysis of the same run."""
+    import reconrisk
+    from jax_privacy.experimental import accounting as ex
+
+    acc = rj.ReconRiskAccountant()
+    a = reconrisk.analyse(ex.amplified_bandmf_event(1.0, 2000, num_bands=10, sampling_prob=0.01))
+    b = acc.analysis(2000, _params(noise_multipliers=1.0, num_samples=10000, batch_size=10, cycle_length=10))
+    assert a is b  # one release, one shared analysis
+    f = reconrisk.analyse(ex.fixed_dpsgd_event(0.5, 100, dataset_size=1000, batch_size=10))
+    assert f.release.as_run == acc.analysis(100, _params(noise_multipliers=1.0, num_samples=1000, batch_size=10,
+                                                         sampling_method=FIXED)).release.as_run
+    t = reconrisk.analyse(ex.truncated_amplified_bandmf_event(1.0, 60, num_bands=3, sampling_prob=0.01,
+                                                              largest_group_size=2000, truncated_batch_size=24))
+    u = acc.analysis(60, _params(noise_multipliers=1.0, num_samples=6000, batch_size=20, truncated_batch_size=24,
+                                 cycle_length=3))
+    assert t.steps == u.steps
+    assert t.epsilon(DELTA).upper == u.epsilon(DELTA).upper
+    with pytest.raises(ReconRiskError, match="SampledWithReplacementDpEvent"):
+        reconrisk.analyse(ex.fixed_dpsgd_event(0.5, 100, dataset_size=1000, batch_size=10, replace=True))
+
+
+def test_monte_carlo_rero_is_an_estimate_that_covers_the_exact_value():
+    """Hoeffding's one-sided interval: the estimator on draws of a Gaussian pair's privacy loss (μ = 1.2, exact
+    ReRo Φ(Φ⁻¹(κ) + μ)) and on jax-privacy's balls-in-bins draws with one bin (no amplification: four Gaussian
+    steps at σ = 2, μ = 1); labelled an estimate, never certified."""
+    import numpy as np
+    from jax_privacy import batch_selection
+    from scipy import stats
+
+    mu, kappa = 1.2, 0.1
+    exact = stats.norm.cdf(stats.norm.ppf(kappa) + mu)
+    x = np.random.default_rng(7).normal(mu, 1.0, 50_000)
+    b = rj.rero_estimate(mu * x - mu * mu / 2, kappa=kappa)
+    assert b.lower is None and b.confidence == 0.95 and b.method == "monte_carlo_estimate"
+    assert b.details["certified"] is False
+    assert b.estimate == pytest.approx(exact, abs=0.01) and exact <= b.upper <= exact + 0.03
+    m = rj.monte_carlo_rero(batch_selection.BallsInBinsSampling(iterations=4, cycle_length=1), 2.0, [1.0],
+                            num_samples=20_000, seed=3, kappa=kappa)
+    exact = stats.norm.cdf(stats.norm.ppf(kappa) + 1.0)
+    assert m.estimate == pytest.approx(exact, abs=0.015) and exact <= m.upper
+    assert m.details["certified"] is False and m.details["seed"] == 3
+    with pytest.raises(ReconRiskError, match="privacy_loss"):
+        rj.rero_estimate([0.1], kappa=kappa)

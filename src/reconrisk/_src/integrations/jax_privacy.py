@@ -25,9 +25,11 @@ How each ``DpParams`` field is read (the run jax-privacy's own ``DpsgdTrainingAc
 * ``truncated_batch_size`` (Poisson only): the truncated-Poisson Gaussian step
   (:mod:`reconrisk._src.mechanisms.truncated_poisson`) over ``num_samples // c`` examples;
 * ``examples_per_user`` k > 1 (user-level, as ``DpsgdTrainingUserLevelAccountant``): each step is a Gaussian whose
-  sensitivity is the number of the user's examples in the batch — Binomial(k, q) (Poisson) or, doubled,
-  Hypergeometric(n, k, B) (fixed batches) — the mixture of Gaussians of ``dp_accounting``
-  (:mod:`reconrisk._src.mechanisms.mixture_gaussians`); no cycles, no truncation (as jax-privacy);
+  sensitivity is the number of the user's examples in the batch, Binomial(k, q) under Poisson sampling — the
+  mixture of Gaussians of ``dp_accounting`` (:mod:`reconrisk._src.mechanisms.mixture_gaussians`); no cycles, no
+  truncation (as jax-privacy). jax-privacy's fixed-batch user-level reading (sensitivities doubled,
+  Hypergeometric(n, k, B), one orientation composed) is refused: a replace-one pair may switch orientation at each
+  step (as for example-level fixed batches below), and no symmetrised composition of that mixture is certified here;
 * ``is_finite_guarantee=False``: ε = ∞; ``num_updates == 0``: ε = 0 (as every ``DpTrainingAccountant``); a step
   with σ = 0 that samples anyone: ε = ∞.
 
@@ -51,6 +53,7 @@ from jax_privacy.accounting import analysis as _jp
 from .. import _validate as v
 from ..analysis.accountant import shared_analysis
 from ..analysis.base import Analysis
+from ..analysis.calibrate import calibrate, meets, quantity_bound
 from ..analysis.dispatch import analyse_steps
 from ..errors import ReconRiskError
 from ..mechanisms.base import Step
@@ -144,6 +147,10 @@ def check_params(dp_params) -> None:
                              f"{p.sampling_method!r}")
     k = 1 if p.examples_per_user is None else v.integer("DpParams.examples_per_user", p.examples_per_user, minimum=1)
     c = 1 if p.cycle_length is None else v.integer("DpParams.cycle_length", p.cycle_length, minimum=1)
+    if k > 1 and p.sampling_method is not POISSON:
+        raise ReconRiskError(f"DpParams.sampling_method must be SamplingMethod.POISSON with examples_per_user > 1; "
+                             f"found {p.sampling_method!r} (a replace-one pair of users may switch orientation at "
+                             "every step, and no symmetrised mixture-of-Gaussians composition is certified here)")
     if k > 1 and c != 1:
         raise ReconRiskError(f"DpParams.cycle_length must be 1 or None with examples_per_user > 1 (user-level "
                              f"accounting has no cyclic sampling); found cycle_length={p.cycle_length}")
@@ -178,12 +185,8 @@ def _user_steps(segs, dp_params) -> tuple[Step, ...]:
     n, k = dp_params.num_samples, dp_params.examples_per_user
     out = []
     for t, sigma, bs in segs:
-        if dp_params.sampling_method is POISSON:
-            sens = tuple(float(x) for x in range(k + 1))
-            probs = stats.binom.pmf(range(k + 1), k, bs / n)
-        else:
-            sens = tuple(2.0 * x for x in range(k + 1))
-            probs = stats.hypergeom(n, k, bs).pmf(range(k + 1))
+        sens = tuple(float(x) for x in range(k + 1))  # (Poisson only: check_params)
+        probs = stats.binom.pmf(range(k + 1), k, bs / n)
         probs = tuple(float(x) for x in probs / probs.sum())
         out.append(Step(MixtureOfGaussians(sigma, sens, probs), NoAmplification(), t))
     return tuple(out)
@@ -277,3 +280,108 @@ class ReconRiskAccountant(_jp.DpTrainingAccountant):
         ``.tradeoff(alphas)``, ``.epsilon(delta)`` (whose upper end :meth:`compute_epsilon` returns)."""
         check_params(dp_params)
         return run_analysis(num_updates, dp_params)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Calibration to a risk target, in jax-privacy's calling shape (``jax_privacy.accounting.calibrate``), through
+# reconrisk's one calibrator (:func:`reconrisk._src.analysis.calibrate.calibrate`).
+
+def _risk_run(accountant, noise_multipliers, batch_sizes, num_samples, examples_per_user, cycle_length,
+              truncated_batch_size, sampling_method) -> tuple[str, int, int]:
+    """(sampler, group size, cycle length) of a run the one calibrator searches (one σ, one batch size, Poisson or
+    fixed batches, cycles allowed); anything else refused naming the argument."""
+    if accountant is not None and not isinstance(accountant, ReconRiskAccountant):
+        raise ReconRiskError(f"accountant must be a reconrisk ReconRiskAccountant or None; found "
+                             f"{type(accountant).__name__}")
+    if not (isinstance(batch_sizes, numbers.Number) or getattr(batch_sizes, "ndim", 1) == 0):
+        raise ReconRiskError(f"batch_sizes must be one batch size to calibrate to a risk target (the one calibrator "
+                             f"searches homogeneous runs); found {batch_sizes!r:.80}")
+    if not (isinstance(noise_multipliers, numbers.Number) or getattr(noise_multipliers, "ndim", 1) == 0):
+        raise ReconRiskError(f"noise_multipliers must be one number to calibrate to a risk target; found "
+                             f"{noise_multipliers!r:.80}")
+    if truncated_batch_size is not None:
+        raise ReconRiskError(f"truncated_batch_size must be None to calibrate to a risk target (the one calibrator "
+                             f"searches Gaussian releases); found {truncated_batch_size!r}")
+    if examples_per_user not in (None, 1):
+        raise ReconRiskError(f"examples_per_user must be 1 or None to calibrate to a risk target; found "
+                             f"{examples_per_user!r}")
+    check_params(_jp.DpParams(noise_multipliers=noise_multipliers, num_samples=num_samples, delta=0.5,
+                              batch_size=int(_batch("batch_sizes", batch_sizes)), cycle_length=cycle_length,
+                              sampling_method=sampling_method))
+    c = cycle_length or 1
+    return ("fixed" if sampling_method is FIXED_BATCH_SIZE else "poisson"), num_samples // c, c
+
+
+def _baseline(measure: str, kappa, prior_size) -> dict:
+    given = {k: x for k, x in dict(kappa=kappa, prior_size=prior_size).items() if x is not None}
+    if len(given) != 1:
+        raise ReconRiskError(f"give exactly one of kappa or prior_size (the prior's baseline); found {sorted(given) or 'none'}")
+    return given
+
+
+def calibrate_noise_multiplier(*, target_rero: float, batch_sizes: int, num_updates: int, num_samples: int,
+                               kappa: float | None = None, prior_size: int | None = None, accountant=None,
+                               examples_per_user: int | None = None, cycle_length: int | None = None,
+                               truncated_batch_size: int | None = None, sampling_method=POISSON,
+                               measure: str = "reconstruction", rel_tol: float | None = None) -> float:
+    """The smallest noise multiplier whose certified ``measure`` (ReRo by default) at baseline ``kappa`` (or
+    ``prior_size``) is at most ``target_rero`` after ``num_updates`` steps — jax-privacy's
+    ``calibrate_noise_multiplier`` with ``target_rero, kappa`` in place of ``target_epsilon, target_delta``."""
+    sampler, group, c = _risk_run(accountant, 1.0, batch_sizes, num_samples, examples_per_user, cycle_length,
+                                  truncated_batch_size, sampling_method)
+    t = math.ceil(v.integer("num_updates", num_updates, minimum=1, maximum=v.MAX_STEPS) / c)
+    bs = int(_batch("batch_sizes", batch_sizes))
+    rate = dict(batch_size=bs, dataset_size=group) if sampler == "fixed" else dict(sample_rate=bs / group)
+    cal = calibrate(measure, target_rero, "noise_multiplier", steps=t, rel_tol=rel_tol,
+                    **rate, **_baseline(measure, kappa, prior_size))
+    return float(cal.noise_multiplier)
+
+
+def calibrate_num_updates(*, target_rero: float, noise_multipliers: float, batch_sizes: int, num_samples: int,
+                          kappa: float | None = None, prior_size: int | None = None, accountant=None,
+                          examples_per_user: int | None = None, cycle_length: int | None = None,
+                          truncated_batch_size: int | None = None, sampling_method=POISSON,
+                          measure: str = "reconstruction") -> int:
+    """The largest number of updates whose certified ``measure`` meets ``target_rero`` (jax-privacy's
+    ``calibrate_num_updates`` shape); with ``cycle_length`` c a multiple of c (the analysis counts ⌈T/c⌉
+    participations, so the last cycle is free, as jax-privacy reports)."""
+    sampler, group, c = _risk_run(accountant, noise_multipliers, batch_sizes, num_samples, examples_per_user,
+                                  cycle_length, truncated_batch_size, sampling_method)
+    sigma = _sigma("noise_multipliers", noise_multipliers)
+    bs = int(_batch("batch_sizes", batch_sizes))
+    rate = dict(batch_size=bs, dataset_size=group) if sampler == "fixed" else dict(sample_rate=bs / group)
+    cal = calibrate(measure, target_rero, "steps", noise_multiplier=sigma, **rate,
+                    **_baseline(measure, kappa, prior_size))
+    return int(cal.steps) * c
+
+
+def calibrate_batch_size(*, target_rero: float, noise_multipliers: float, num_updates: int, num_samples: int,
+                         kappa: float | None = None, prior_size: int | None = None, accountant=None,
+                         examples_per_user: int | None = None, cycle_length: int | None = None,
+                         truncated_batch_size: int | None = None, sampling_method=POISSON,
+                         measure: str = "reconstruction", rel_tol: float | None = None) -> int:
+    """The largest batch size whose certified ``measure`` meets ``target_rero`` (jax-privacy's
+    ``calibrate_batch_size`` shape): fixed batches exactly (the one calibrator's ``solve="batch_size"``), Poisson
+    through the largest sample rate q, rounded down to ⌊q·n⌋ and checked there (the answer is a point at which the
+    certified predicate was evaluated and held)."""
+    sampler, group, c = _risk_run(accountant, noise_multipliers, 1, num_samples, examples_per_user, cycle_length,
+                                  truncated_batch_size, sampling_method)
+    sigma = _sigma("noise_multipliers", noise_multipliers)
+    t = math.ceil(v.integer("num_updates", num_updates, minimum=1, maximum=v.MAX_STEPS) / c)
+    base = _baseline(measure, kappa, prior_size)
+    if sampler == "fixed":
+        return int(calibrate(measure, target_rero, "batch_size", noise_multiplier=sigma, steps=t, dataset_size=group,
+                             **base).batch_size)
+    cal = calibrate(measure, target_rero, "sample_rate", noise_multiplier=sigma, steps=t, rel_tol=rel_tol, **base)
+    bs = math.floor(cal.sample_rate * group)
+    while bs >= 1 and not meets(quantity_bound(shared_analysis(Release(sigma, bs / group, t)), cal.quantity, base),
+                                target_rero):
+        bs -= 1  # (not reached where the bound is monotone in q, as the calibrator's search assumes)
+    if bs < 1:
+        raise ReconRiskError(f"even batch_size=1 exceeds target_rero={target_rero:g} at noise_multipliers={sigma:g}, "
+                             f"num_updates={num_updates}; raise the noise or take fewer updates")
+    return bs
+
+
+# the Monte Carlo estimates for the samplers jax-privacy accounts only by sampling (balls-in-bins, b-min-sep)
+from .jax_privacy_estimate import monte_carlo_rero, rero_estimate  # noqa: E402,F401
