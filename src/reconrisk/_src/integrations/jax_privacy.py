@@ -150,7 +150,7 @@ def check_params(dp_params) -> None:
     if k > 1 and p.sampling_method is not POISSON:
         raise ReconRiskError(f"DpParams.sampling_method must be SamplingMethod.POISSON with examples_per_user > 1; "
                              f"found {p.sampling_method!r} (a replace-one pair of users may switch orientation at "
-                             "every step, and no symmetrised mixture-of-Gaussians composition is certified here)")
+                             "every step, and no symmetrised mixture-of-Gaussians composition is analysed here)")
     if k > 1 and c != 1:
         raise ReconRiskError(f"DpParams.cycle_length must be 1 or None with examples_per_user > 1 (user-level "
                              f"accounting has no cyclic sampling); found cycle_length={p.cycle_length}")

@@ -12,7 +12,7 @@ gets a one-sided **Hoeffding** bound at level α/K (a union bound), so
 
 holds with probability ≥ 1 − α over the N draws (``confidence`` = 1 − α); ``estimate`` is the plug-in
 min_ε e^ε·κ + δ̂(ε). Both are **estimates from samples, never certified**: the result says so
-(``method="monte_carlo_estimate"``, ``details["certified"] = False``, ``confidence`` set, ``lower`` None).
+(``method="monte_carlo_estimate"``, ``details["kind"]`` says so, ``confidence`` set, ``lower`` None).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def rero_estimate(privacy_loss, *, kappa: float | None = None, prior_size: int |
                          "samples of L, one-sided Hoeffding at level alpha/K on K = 400 eps fixed before the draws",
                  converged=None,
                  details={"kappa": k, "samples": n, "epsilon_at_estimate": float(eps[j]), "hoeffding_slack": slack,
-                          "certified": False, "interval": "Hoeffding (one-sided, union over the epsilon grid)"})
+                          "kind": "estimate (from samples; not a guarantee)", "interval": "Hoeffding (one-sided, union over the epsilon grid)"})
 
 
 def monte_carlo_rero(strategy, noise_multiplier: float, c_col, *, num_samples: int, seed: int,
