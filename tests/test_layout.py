@@ -33,9 +33,11 @@ MAX_ROOM_FILES = 18
 LAZY_THIRD_PARTY = frozenset({
     "jax", "jaxlib", "optax", "torch", "opacus", "flwr", "dask", "distributed", "pyarrow", "matplotlib",
     "scipy", "dp_accounting", "mpmath", "rich", "multiprocessing", "concurrent", "logging",
+    "jax_privacy", "keras",  # jax-privacy's Keras API (keras_api imports Keras 3, which reads its backend at import)
 })
 #: The subset whose import makes a project module "heavy" (a project module may be imported lazily if it loads one).
-HEAVY_THIRD_PARTY = frozenset({"jax", "jaxlib", "optax", "torch", "opacus", "flwr", "dask", "distributed", "matplotlib"})
+HEAVY_THIRD_PARTY = frozenset({"jax", "jaxlib", "optax", "torch", "opacus", "flwr", "dask", "distributed", "matplotlib",
+                               "jax_privacy", "keras"})
 
 #: Layer of each first-level name under reconrisk; a module may import from its own layer or lower ones.
 LAYERS = {

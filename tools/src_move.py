@@ -27,7 +27,7 @@ SRC = PKG / "_src"
 #: what stays public under src/reconrisk (paths relative to it); everything else lives under _src/
 #: the integrations a user's training loop imports: each public path is the implementation module itself
 PUBLIC_INTEGRATIONS = ("opacus", "opacus_audit", "opacus_individual", "flower", "flower_adaptive", "flower_local",
-                       "flower_release", "flower_runtime")
+                       "flower_release", "flower_runtime", "jax_privacy")
 PUBLIC = {"__init__.py", "__main__.py", "errors.py", "_src", "integrations/__init__.py",
           *(f"integrations/{n}.py" for n in PUBLIC_INTEGRATIONS)}
 #: public files are thin: they carry this line; a public path without it is an implementation to move

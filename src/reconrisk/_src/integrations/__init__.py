@@ -10,7 +10,10 @@
   of no-amplification with m < n); :mod:`.flower_adaptive` — adaptive clipping accounted (update and
   clipped count); :mod:`reconrisk._src.integrations.flower_local` — the analytic (unbiased) attack's error
   law (Riess et al. 2024) and the ReRo of ``LocalDpMod`` updates; :mod:`.flower_runtime` — an
-  in-process ``Grid``.
+  in-process ``Grid``;
+* :mod:`.jax_privacy_keras` — ``keras_config_for_rero``: jax-privacy's Keras ``DPKerasConfig`` with the noise
+  multiplier that meets a ReRo target (re-exported by ``reconrisk.integrations.jax_privacy``; ``pip install
+  reconrisk[jax-privacy,keras]``).
 
 Layer 4: imports the core, accounting, measures, analysis, audit, individual and theory; never train,
 attacks, experiments, report or cli. Nothing here is imported by ``import reconrisk``: importing this

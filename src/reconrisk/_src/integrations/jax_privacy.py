@@ -65,6 +65,7 @@ from ..mechanisms.mixture_gaussians import MixtureOfGaussians
 from ..mechanisms.samplers import NoAmplification
 from ..mechanisms.truncated_poisson import TruncatedPoisson, TruncatedSubsampledGaussian
 from ..release import Release
+from .jax_privacy_keras import keras_config_for_rero  # noqa: F401  (Keras: re-exported; keras loads when it is called)
 
 POISSON = _jp.SamplingMethod.POISSON
 FIXED_BATCH_SIZE = _jp.SamplingMethod.FIXED_BATCH_SIZE
