@@ -32,6 +32,9 @@ Directions: ε is the larger of the remove and add directions' (each tilted for 
 remove direction's optimistic PLD (a lower end of the maximum); the pair view of fixed-size batches composes
 the symmetrised step (Dong, Roth & Su 2022, Thm 4.2), tilted after symmetrising. Multi-segment schedules:
 one θ for every segment, K summed over them.
+Both directions' pessimistic steps carry their rounding relative to their own tails
+(:func:`~reconrisk._src.accounting.pld_rounding.pessimistic_scale`); the add direction's was once left
+uncharged (up to ~1e-11 relative, which a tilted read at δ 1e-15 could see).
 
 Where this departs from ``dp_accounting`` (``PLDAccountant``, value_discretization 1e-4): the same
 connect-the-dots pessimistic discretisation (Doroshenko et al. 2022) on the same grid, but dp_accounting

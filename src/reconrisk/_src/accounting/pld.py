@@ -92,7 +92,11 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
     a cell onto its end atoms (which moves at most 2αP/h over a distance h),
     put δ(ε) within 8α·μ(L > ε) ≤ 32u·c·δ(ε), c = max μ(L > ε)/δ(ε) over the
     grid; the atoms are scaled *up* by that factor, which keeps the δ-curve
-    above the true one (:func:`pessimistic_scale`). Optimistic: see
+    above the true one (:func:`pessimistic_scale`). Add direction, pessimistic:
+    the same argument with P = ν (its cells are ndtr differences in the tail
+    they describe too), c = max ν(L > ε)/δ_add(ε), charged relatively up to
+    where δ_add(ε) → 0 at −log(1 − q) and absolutely beyond
+    (``pessimistic_scale(..., "add")``). Optimistic: see
     :func:`optimistic_ctd` (scaled *down* by its measured relative excess).
     """
     if not (0.0 < tail_mass <= STEP_TAIL):
@@ -130,9 +134,8 @@ def step_pmf(sigma: float, q: float, h: float, *, pessimistic: bool = True, dire
         probs[0] += p_below  # lower tail rounded up to the first atom
         inf_mass = min(1.0, p_above + extra_inf)
         slack = 0.0
-        if direction == "remove":
-            scale, slack = pessimistic_scale(grid, sigma, q)
-            probs = probs * scale
+        scale, slack = pessimistic_scale(grid, sigma, q, direction)
+        probs = probs * scale
         return PMF(h, k0, probs, inf_mass, True, slack)
     return optimistic_ctd(sigma, q, h, lam_lo, lam_hi, direction, zero_below=min(TAIL_ZERO, tail_mass * 1e-2))
 

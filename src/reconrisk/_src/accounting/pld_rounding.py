@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .pld_step import hockey_stick_remove, x_of_remove_loss
+from .pld_step import hockey_stick_add, hockey_stick_remove, x_of_remove_loss
 from .pmf import UNIT
 
 #: Largest ratio c = μ(L > ε)/δ(ε) charged relatively; beyond it (grids of a few cells, where one cell
@@ -20,26 +20,47 @@ from .pmf import UNIT
 C_RELATIVE_MAX = 1e9
 
 
-def pessimistic_scale(grid: np.ndarray, sigma: float, q: float) -> tuple[float, float]:
-    """(1 + 32u·c rounded up, absolute slack): c ≥ μ(L > ε)/δ(ε) on the grid's range (see :func:`step_pmf`).
+def pessimistic_scale(grid: np.ndarray, sigma: float, q: float, direction: str = "remove") -> tuple[float, float]:
+    """(1 + 32u·c rounded up, absolute slack): c ≥ P(L > ε)/δ(ε) on the grid's range (see :func:`step_pmf`).
 
-    c is bounded on ~2000 coarse intervals [l_a, l_b]: μ(L > ε) ≤ μ(L > l_a) and δ(ε) ≥ δ(l_b)
-    (both monotone), δ(l_b) taken minus its error bound. Below the grid δ(ε) ≥ δ(l_0) and μ ≤ 1.
-    Where c exceeds ``C_RELATIVE_MAX`` the error 8α·μ(L > ε) ≤ 32u is charged in total variation.
+    c is bounded on ~2000 coarse intervals [l_a, l_b]: P(L > ε) ≤ P(L > l_a) and δ(ε) ≥ δ(l_b)
+    (both monotone), δ(l_b) taken minus its error bound. Below the grid δ(ε) ≥ δ(l_0) and P ≤ 1.
+    Where c exceeds ``C_RELATIVE_MAX`` the error 8α·P(L > ε) ≤ 32u is charged in total variation.
+
+    ``direction``: P = μ and the remove loss (:func:`hockey_stick_remove`), or ``"add"``: P = ν = N(0, σ²),
+    loss −λ(x), δ from :func:`hockey_stick_add`, P(L > ε) = Φ(x(−ε)/σ). The add direction's cells are
+    differences of ``ndtr`` values in the tail they describe as the remove's are (:func:`cell_masses`), so
+    the same 8α·P(L > ε) bound holds. Its δ(ε) falls to 0 at −log(1 − q), where the ratio c grows without
+    bound; from the first coarse point where c would exceed ``C_RELATIVE_MAX`` (or δ is not resolved) the
+    error is charged absolutely, 32u·P(L > l_a) (P there is at most a few per-step tails).
     """
     idx = np.unique(np.linspace(0, grid.size - 1, min(grid.size, 2001)).astype(np.int64))
     l = grid[idx]
-    d, err = hockey_stick_remove(l, sigma, q, with_error=True)
+    if direction == "add":
+        d, err = hockey_stick_add(l, sigma, q, with_error=True)
+        x = x_of_remove_loss(-l, sigma, q)
+        with np.errstate(invalid="ignore"):
+            mu_tail = np.where(np.isfinite(x), special.ndtr(x / sigma), np.where(x > 0, 1.0, 0.0))
+    else:
+        d, err = hockey_stick_remove(l, sigma, q, with_error=True)
+        x = x_of_remove_loss(l, sigma, q)
+        with np.errstate(invalid="ignore"):
+            mu_tail = np.where(np.isfinite(x), (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr(-(x - 1) / sigma),
+                               1.0)
     d = d - err
-    x = x_of_remove_loss(l, sigma, q)
-    with np.errstate(invalid="ignore"):
-        mu_tail = np.where(np.isfinite(x), (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr(-(x - 1) / sigma), 1.0)
     if not d[0] > 0:
         return 1.0, 32 * UNIT
     # beyond the first coarse point whose δ is not resolved (far tail, δ below ~1e-300) the error
-    # 8α·μ(L > ε) ≤ 32u·μ(L > l_a) is charged absolutely (a negligible amount); before it, relatively
-    bad = np.flatnonzero(d <= 0)
+    # 8α·P(L > ε) ≤ 32u·P(L > l_a) is charged absolutely (a negligible amount); before it, relatively
+    unresolved = d <= 0
+    if direction == "add":  # also where the ratio would pass C_RELATIVE_MAX (δ → 0 at −log(1 − q))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.concatenate([[1.0 / d[0]], mu_tail[:-1] / np.where(d[1:] > 0, d[1:], 1.0)])
+        unresolved = unresolved | ~(r <= C_RELATIVE_MAX)
+    bad = np.flatnonzero(unresolved)
     end = int(bad[0]) if bad.size else l.size
+    if end == 0:
+        return 1.0, 32 * UNIT
     abs_slack = 32 * UNIT * float(mu_tail[end - 1]) if end < l.size else 0.0
     ratios = [1.0 / d[0]]
     if end > 1:

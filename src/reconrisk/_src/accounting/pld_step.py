@@ -128,3 +128,30 @@ def hockey_stick_remove(l: np.ndarray, sigma: float, q: float, with_error: bool 
         return out
     err = np.where(np.isfinite(x), 1e-13 * a, 1e-16 * np.abs(out)) + 1e-300
     return out, err
+
+
+def hockey_stick_add(l: np.ndarray, sigma: float, q: float, with_error: bool = False):
+    """Exact δ(ε) of one step, add direction (ν = N(0, σ²) against μ, loss −λ(x)), at ε = l (vectorised).
+
+    L > ε ⟺ x < x* = x(−ε) (the remove loss's inverse), so δ(ε) = Φ(x*/σ) − e^ε·[(1−q)Φ(x*/σ) + qΦ((x*−1)/σ)];
+    with 1 − (1−q)e^ε = q·e^{ε+z}, z = (2x*−1)/(2σ²) = log(e^{−ε} − 1 + q) − log q, this is
+    δ(ε) = a·(1 − b/a), a = e^ε·(e^{−ε} − 1 + q)·Φ(x*/σ), b = q·e^ε·Φ((x*−1)/σ) (b < a: the Gaussian ratio),
+    read in log space like :func:`hockey_stick_remove`. δ = 0 for ε ≥ −log(1 − q) (no x has that loss) and
+    1 − e^ε where x* overflows (every x has a larger loss). ``with_error``: 1e-12·a + 1e-300 bounds the
+    round-off (ten times the remove direction's allowance: ``log_ndtr`` and two logs, ≤ ~800 ulp relative).
+    """
+    l = np.asarray(l, dtype=float)
+    x = x_of_remove_loss(-l, sigma, q)
+    with np.errstate(over="ignore"):
+        v = np.expm1(-l) + q  # e^{−ε} − (1 − q)
+    fin = np.isfinite(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_a = l + np.log(np.where(v > 0, v, 1.0)) + special.log_ndtr(np.where(fin, x, 0.0) / sigma)
+        log_b = math.log(q) + l + special.log_ndtr((np.where(fin, x, 0.0) - 1.0) / sigma)
+        a = np.where(fin, np.exp(log_a), 0.0)
+        d = a * -np.expm1(np.minimum(log_b - log_a, 0.0))
+    out = np.where(fin, d, np.where(x > 0, -np.expm1(l), 0.0))
+    if not with_error:
+        return out
+    err = np.where(fin, 1e-12 * a, 1e-16 * np.abs(out)) + 1e-300
+    return out, err

@@ -251,7 +251,9 @@ class PMF:
         big = arg > 700.0
         pt = np.where(pos, np.where(big, via_log, direct), 0.0)
         rel = 3 * UNIT * (np.abs(theta * l) + abs(log_z)) + 4 * UNIT
-        rel = np.where(big, rel + 4 * UNIT * np.abs(lp), rel)
+        # only atoms with mass: an empty atom far above the last one (arg > 700) has lp = −∞, and 0·∞ made the
+        # slack NaN (then every tail error +∞: the tilted PLD said nothing and RDP answered)
+        rel = np.where(big & pos, rel + 4 * UNIT * np.abs(np.where(pos, lp, 0.0)), rel)
         rel = np.expm1(rel) * 1.01
         slack = float(np.sum(pt * rel)) * (1 + 1e-9)
         if self.slack > 0:
