@@ -39,7 +39,7 @@ depends on the guess, never the answer's validity.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import special
@@ -58,7 +58,7 @@ from .calibrate_search import _smallest
 
 #: What can be calibrated: every risk measure and ε at δ.
 QUANTITIES = MEASURES + ("epsilon",)
-SOLVE = ("noise_multiplier", "steps", "sample_rate", "batch_size")
+SOLVE = ("noise_multiplier", "steps", "sample_rate", "batch_size", "scale")
 #: Largest number of steps searched when solving for steps.
 MAX_STEPS = 10**7
 #: Range of noise multipliers searched.
@@ -72,7 +72,12 @@ MIN_KAPPA_PLD = 1e-12
 
 @dataclass(frozen=True)
 class Calibration:
-    """The answer of :func:`calibrate`: the release found, and the certified bound at it."""
+    """The answer of :func:`calibrate`: the release found, and the certified bound at it.
+
+    A schedule's scale (``solve="scale"``): ``scale`` c and ``schedule`` (the schedule as given, (σ_t, q_t, T_t)
+    before scaling); ``release`` is the schedule at c·σ_t, and ``noise_multiplier`` / ``sample_rate`` read its
+    smallest scaled σ and largest q (its noisiest-to-least-noisy range is the schedule's), ``steps`` its total.
+    """
 
     quantity: str
     target: float
@@ -86,9 +91,13 @@ class Calibration:
     sampler: str = "poisson"
     batch_size: int | None = None
     dataset_size: int | None = None
+    scale: float | None = None
+    schedule: "tuple[tuple[float, float, int], ...] | None" = field(default=None, repr=False)
 
     @property
     def release(self) -> Release:
+        if self.schedule is not None:
+            return _scaled(self.schedule, self.scale, self.sampler)
         if self.sampler == "fixed":
             return Release.fixed_batch(self.noise_multiplier, self.batch_size, self.dataset_size, self.steps)
         return Release(self.noise_multiplier, self.sample_rate, self.steps)
@@ -104,8 +113,10 @@ class Calibration:
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "bracket": list(self.bracket), "evaluations": self.evaluations, "bound": self.bound.to_dict(),
         }
-        if self.sampler == "fixed":
+        if self.sampler == "fixed" and self.schedule is None:
             out.update(sampler="fixed", batch_size=self.batch_size, dataset_size=self.dataset_size)
+        if self.schedule is not None:
+            out.update(scale=self.scale, sampler=self.sampler, segments=len(self.schedule))
         return out
 
 
@@ -147,8 +158,9 @@ def canonical_quantity(quantity) -> str:
 def calibrate(
     quantity: str,
     target: float,
-    solve: str = "noise_multiplier",
+    solve: str | None = None,
     *,
+    schedule=None,
     noise_multiplier: float | None = None,
     sample_rate: float | None = None,
     steps: int | None = None,
@@ -162,6 +174,12 @@ def calibrate(
     Fixed-size batches without replacement: ``dataset_size`` N with ``batch_size`` B instead of
     ``sample_rate`` (``solve="batch_size"``: the largest B, exact).
 
+    A schedule's scale: ``schedule`` — a :class:`~reconrisk._src.release.Release` or ``[(σ_t, q_t, T_t), …]``
+    (an Opacus history; a noise scheduler's decay shape) — and ``solve="scale"`` (the default when a schedule
+    is given): the smallest c (relative ``rel_tol``) such that the schedule with every σ_t → c·σ_t meets the
+    target, by the same search on the same certified predicate (more noise at every step is post-processing
+    dominated, so the predicate is monotone in c). Its sampler is the schedule's.
+
     ``quantity``: a risk measure of :func:`reconrisk._src.measures.risk.risk`
     (``"reconstruction"``, ``"membership_advantage"``, …) with its own
     arguments in ``args`` (``kappa``, ``prior_size``, ``baseline``, ``prior``,
@@ -169,6 +187,7 @@ def calibrate(
     relative tolerance of a real-valued answer (default 1e-3; 1e-4 for ε).
     """
     quantity = canonical_quantity(quantity)
+    solve = ("scale" if schedule is not None else "noise_multiplier") if solve is None else solve
     solve = v.choice("solve", solve.replace("-", "_") if isinstance(solve, str) else solve, SOLVE)
     target = v.epsilon("target", target) if quantity == "epsilon" else v.probability_open("target", target)
     rel_tol = v.in_range("rel_tol", (1e-4 if quantity == "epsilon" else 1e-3) if rel_tol is None else rel_tol, 0.0, 1.0)
@@ -177,6 +196,15 @@ def calibrate(
         if extra:
             raise ReconRiskError(f"quantity 'epsilon' takes delta; found {', '.join(extra)}")
         args = {"delta": v.probability_open("delta", args.get("delta", 1e-5))}
+    if solve == "scale" or schedule is not None:
+        given = {k: x for k, x in dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                       batch_size=batch_size, dataset_size=dataset_size).items() if x is not None}
+        if solve != "scale" or schedule is None or given:
+            raise ReconRiskError("a schedule calibrates its scale: give schedule= (a Release or [(noise_multiplier, "
+                                 "sample_rate, steps), …]) with solve='scale' and none of noise_multiplier, "
+                                 f"sample_rate, steps, batch_size, dataset_size; found solve={solve!r}, schedule="
+                                 f"{'given' if schedule is not None else None}, {', '.join(given) or 'nothing else'}")
+        return _calibrate_scale(quantity, target, schedule, rel_tol, args)
     fixed = batch_size is not None or dataset_size is not None or solve == "batch_size"
     if fixed:
         if sample_rate is not None:
@@ -287,6 +315,66 @@ def calibrate(
     if fixed:
         return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache), "fixed", b_size, n_data)
     return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache))
+
+
+def _scaled(schedule, scale: float, sampler: str) -> Release:
+    """The schedule ``[(σ_t, q_t, T_t), …]`` with every σ_t multiplied by ``scale``."""
+    return Release.schedule([(scale * s, q, t) for s, q, t in schedule], sampler=sampler)
+
+
+def _calibrate_scale(quantity, target, schedule, rel_tol, args) -> Calibration:
+    """The smallest scale c at which the schedule at c·σ_t meets the target (see :func:`calibrate`)."""
+    base = schedule if isinstance(schedule, Release) else Release.schedule(schedule, sampler="poisson")
+    if base.noise != "gaussian":
+        raise ReconRiskError(f"schedule must have Gaussian noise (noise multipliers to scale); found noise={base.noise!r}")
+    segs = tuple((s.noise_multiplier, s.sample_rate, s.steps) for s in base.segments)
+    floor = _check_target(quantity, target, args)
+    if floor < MIN_KAPPA_PLD and quantity in _CURVE and any(q < 1.0 for _, q, _ in segs):
+        raise ReconRiskError(f"the baseline must be >= {MIN_KAPPA_PLD:g} (prior_size <= 10^12) to calibrate at "
+                             f"sample_rate < 1: smaller baselines need PLD grids this search cannot afford; found {floor:g}")
+    fixed = base.sampler == "fixed"
+    cache: dict[float, Bound] = {}
+
+    def at(c: float) -> Bound:
+        if c not in cache:
+            cache[c] = quantity_bound(shared_analysis(_scaled(segs, c, base.sampler)), quantity, args)
+        return cache[c]
+
+    lo_s, hi_s = min(s for s, _, _ in segs), max(s for s, _, _ in segs)
+    lo, hi = _smallest(lambda c: meets(at(c), target), _scale_guess(quantity, target, segs, args, floor, fixed),
+                       rel_tol, MIN_NOISE_MULTIPLIER / lo_s, MAX_NOISE_MULTIPLIER / hi_s, "scale",
+                       none_msg=f"no scale up to {MAX_NOISE_MULTIPLIER / hi_s:g} meets target {target:g} for {quantity}",
+                       score=lambda c: _score(at(c), target))
+    b = at(hi)
+    return Calibration(quantity, target, "scale", hi * lo_s, max(q for _, q, _ in segs), base.steps, b, (lo, hi),
+                       len(cache), base.sampler, scale=hi, schedule=segs)
+
+
+def _scale_guess(quantity, target, segs, args, base, fixed: bool) -> float:
+    """Where the scale search starts: the c whose central-limit GDP μ (Bu et al. 2020: μ² ≈ Σ_t T_t q_t²
+    (e^{1/σ_t²} − 1), σ_t at c and halved for fixed batches) is the target's (Φ⁻¹(target) − Φ⁻¹(κ) for the
+    curve measures; Gaussian DP's μ at (ε, δ) for ε); 1 otherwise. Only the number of evaluations depends on it."""
+    if quantity == "epsilon":
+        mu = 1.0 / gaussian_sigma(target, args["delta"], steps=1)
+    elif quantity in _CURVE and 0 < base < target < 1:
+        mu = float(special.ndtri(target) - special.ndtri(base))
+    else:
+        return 1.0
+    if not mu > 0 or not math.isfinite(mu):
+        return 1.0
+
+    def mu_at(c: float) -> float:
+        tot = 0.0
+        for s, q, t in segs:
+            x = min((2.0 if fixed else 1.0) / (c * s), 25.0) ** 2
+            tot += t * (x if q == 1.0 else q * q * math.expm1(x))
+        return math.sqrt(tot)
+
+    lo, hi = 1e-3, 1e3
+    for _ in range(60):  # bisection in log c: μ falls as c grows
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if mu_at(mid) > mu else (lo, mid)
+    return math.sqrt(lo * hi)
 
 
 def _largest_batch(quantity, target, sigma, n_data, t, at, cache: dict) -> Calibration:
