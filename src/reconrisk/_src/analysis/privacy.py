@@ -42,6 +42,7 @@ from scipy import special
 
 from .. import _validate as v
 from ..accounting import pld as _pld
+from ..accounting import pld_schedule as _sched
 from ..accounting.epsilon import (EPSILON_CAP, PLD_DISCRETIZATION, RDP_NEAR_FLOOR, SIGMA_GRID_RANGE,
                                   epsilon_from_pmfs, epsilon_without_grid, grid_refusal, optimistic_epsilon, pld_floor,
                                   pld_grid, rdp_applies, rdp_below_floor, rdp_delta)
@@ -60,6 +61,9 @@ from .privacy_risk import release_prior_success, release_total_variation
 #: A composition keeps at least the losses a question about κ ≥ 1e-12 needs (log(1/κ) + 40), so that
 #: questions at smaller priors than the first one asked reuse it.
 MIN_LOSS_CAP = 40.0 - math.log(1e-12)
+#: Schedules with at most this many distinct (σ, q) are composed segment by segment, exactly; beyond it
+#: the distributions are the certified grouping's (:attr:`PrivacyAnalysis.groups`).
+SEGMENTWISE_MAX = 8
 
 
 class PrivacyAnalysis(Analysis):
@@ -208,11 +212,29 @@ class PrivacyAnalysis(Analysis):
         if hit is not None:
             cap = max(cap, hit[0])
         budget = need
-        pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
-                                    loss_cap=cap, slack_budget=budget, **options)
+        groups = self.groups
+        if groups is None:
+            pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
+                                        loss_cap=cap, slack_budget=budget, **options)
+        else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
+            pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
+                                        slack_budget=budget, **options)
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
+
+    @property
+    def groups(self):
+        """The certified grouping of a schedule with many distinct steps
+        (:func:`~reconrisk._src.accounting.pld_schedule.group_steps`), or None where the segments are composed one
+        by one (at most ``SEGMENTWISE_MAX`` distinct (σ, q), merged wherever they occur: composition commutes).
+        Both sides of every bracket read the same groups: the pessimistic one composes each at its smallest σ and
+        largest q (a pair every member is a post-processing of), the optimistic one at its largest σ and
+        smallest q (a post-processing of every member), so each end is certified for the schedule as run."""
+        if not hasattr(self, "_groups"):
+            sig, q, n = _sched.distinct_steps(self.release.segments)
+            self._groups = None if sig.size <= SEGMENTWISE_MAX else _sched.group_steps(sig, q, n)
+        return self._groups
 
     # -- (ε, δ) --------------------------------------------------------------------------------
     def _p_ever(self) -> float:
