@@ -210,19 +210,31 @@ def release_rdp(segments, orders=DEFAULT_ORDERS) -> np.ndarray:
     the steps are grouped in buckets of σ 1 % wide, each read at its smallest σ (ε(α) falls as σ grows): an
     upper bound at most ~2 % above the exact one there. Exact at the integer orders up to 64.
     """
-    segments = list(segments)
-    groups: dict[tuple[float, float], int] = {}
-    for s in segments:
-        key = (float(s.noise_multiplier), float(s.sample_rate))
-        groups[key] = groups.get(key, 0) + int(s.steps)
+    seen = _GROUPS_SEEN.get(id(segments))
+    if seen is not None and seen[0] is segments:  # (the same tuple asked again, order after order)
+        groups = seen[1]
+    else:
+        if isinstance(segments, tuple):
+            seen = segments
+        segments = list(segments)
+        counts: dict[tuple[float, float], int] = {}
+        for s in segments:
+            key = (float(s.noise_multiplier), float(s.sample_rate))
+            counts[key] = counts.get(key, 0) + int(s.steps)
+        groups = tuple(counts.items())
+        if seen is not None:  # (held, so its id is not reused while cached)
+            if len(_GROUPS_SEEN) >= 4:
+                _GROUPS_SEEN.pop(next(iter(_GROUPS_SEEN)))
+            _GROUPS_SEEN[id(seen)] = (seen, groups)
     if len(groups) > CHORD_ABOVE:
-        return _chord_rdp(tuple(groups.items()), np.asarray(orders, dtype=float))
+        return _chord_rdp(groups, np.asarray(orders, dtype=float))
     total = np.zeros(np.asarray(orders).size)
     for s in segments:
         total += s.steps * subsampled_gaussian_rdp(s.noise_multiplier, s.sample_rate, orders)
     return total
 
 
+_GROUPS_SEEN: dict = {}  # id(segments tuple) -> (that tuple, its (σ, q) groups): the last few schedules read
 _CHORD_CACHE: dict = {}  # the composed integer orders of the last few schedules: {groups: {n: Σ steps·ε(n)}}
 
 
