@@ -26,14 +26,15 @@ composed here without one privacy-loss distribution (PLD) per step. Each part is
    this reuses). Memory: the groups' step PMFs (at most ``MAX_GROUPS``) and two length-N/2 vectors — flat in
    the number of steps. The error terms are those of :func:`reconrisk._src.accounting.pld_batch.compose_counts`
    (Chernoff window, step slacks, forward FFTs by Higham 2002 Thm 24.2, the exponent's rounding, the inverse
-   FFT), except that the forward error is bounded group by group as in
+   FFT), except that the exponent's rounding is bounded a posteriori (each log within 4u(|ℓ̂| + 1), each
+   product by the count u|cℓ̂|, each addition u|S_k| of the computed partial sum: no factor G·T) and the forward error is bounded group by group as in
    :func:`~reconrisk._src.accounting.fft_roundoff.power_roundoff_refined`: |Π X̂^c − Π X^c| ≤
    Σ_k c_k|X̂_k − X_k|·M_k^{c_k−1}·Π_{i≠k} M_i^{c_i} with M ≥ |X̂|, |X|, the product over the other groups
    bounded at each frequency by P/min_k M_k (P = Π M^c), and the few frequencies the whole product
    amplifies (|Z| ≈ 1) recomputed by a direct sum with an entrywise bound (:func:`_refine_low`) when the
    plain allowance would exceed the caller's round-off budget.
-4. **Grid.** Grouped schedules are composed on h ≥ ``GROUPED_MIN_H`` (the optimistic side, whose error is
-   second order in h, on twice that): there the discretisation's share of the width (≈ 3e-4 relative at
+4. **Grid.** Grouped schedules are composed on h ≥ ``GROUPED_MIN_H_REL`` × the smallest per-step loss
+   spread (the optimistic side, whose error is second order in h, on twice that): there the discretisation's share of the width (≈ 3e-4 relative at
    10⁴ steps) is far below the grouping's, and a coarser pessimistic or optimistic discretisation is still
    a valid bound; the result's ``h`` says which grid was used.
 """
@@ -46,15 +47,26 @@ import math
 import numpy as np
 
 from ..errors import ReconRiskError
-from .fft_roundoff import UNIT_ROUNDOFF, fast_len, fft_eta, full_norm, norm2
+from . import pld as _pld
+from .rdp import minimise_over_orders
+from .fft_roundoff import UNIT_ROUNDOFF, UNIT_ROUNDOFF_LD, fast_len, fft_eta, full_norm, norm2
 from .pmf import COMPOSE_TAIL, MAX_WINDOW_ATOMS, PMF, WindowTooLarge
 
 #: At most this many groups are composed (each costs one step PMF and one FFT at the final length).
 MAX_GROUPS = 200
+#: Schedules with at most this many distinct steps are composed exactly (one group per step).
+EXACT_MAX = 8
 #: Grouping stops when the groups' proxy width is at most this fraction of the schedule's proxy total.
 GROUP_REL_WIDTH = 2e-3
-#: Finest loss grid of a grouped composition (module docstring, 4.).
-GROUPED_MIN_H = 3e-4
+#: Finest loss grid of a grouped composition, relative to the smallest loss spread q·√(e^{1/σ²} − 1) of a
+#: representative step, pessimistic side (the optimistic side: twice that; module docstring, 4.).
+GROUPED_MIN_H_REL = 0.06
+
+
+def grouped_min_h(groups, pessimistic: bool) -> float:
+    """The finest grid a grouped composition uses (module docstring, 4.)."""
+    spread = min(math.sqrt(float(_chi2(np.array(g[1]), np.array(g[2])))) for g in groups)
+    return GROUPED_MIN_H_REL * spread * (1.0 if pessimistic else 2.0)
 #: Exponent of a zero spectrum entry (exp(c·this) = 0 for every count c ≥ 1).
 _LOG_ZERO = -1e4
 
@@ -97,16 +109,16 @@ class Group(tuple):
 def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_groups: int = MAX_GROUPS
                 ) -> list[Group]:
     """Groups of the distinct steps (σ, q, counts) whose (σ_lo, q_hi) / (σ_hi, q_lo) compositions bracket
-    the schedule (module docstring, 2.). Exact (one group per distinct step) when there are at most 8
-    distinct steps; otherwise, from one group of all, the group whose
-    proxy width count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) is largest is split (at the geometric middle of its
-    wider coordinate) until the total is ≤ ``rel_width`` × the schedule's Σ count·χ², or ``max_groups``.
+    the schedule (module docstring, 2.). Exact (one group per distinct step) when there are at most
+    ``EXACT_MAX`` distinct steps; otherwise, from one group of all, the group whose
+    proxy width count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) is largest is split (at the geometric middle of σ or
+    of q, whichever leaves the smaller width) until the total is ≤ ``rel_width`` × the schedule's Σ count·χ², or ``max_groups``.
     Deterministic in its inputs; any grouping is sound, this one only decides the width."""
     sigma = np.asarray(sigma, dtype=float)
     q = np.asarray(q, dtype=float)
     counts = np.asarray(counts, dtype=np.int64)
     total = float(np.sum(counts * _chi2(sigma, q)))
-    if sigma.size <= max_groups and sigma.size <= 8:
+    if sigma.size <= min(max_groups, EXACT_MAX):
         return [Group(s, s, r, r, c) for s, r, c in zip(sigma, q, counts)]
 
     def make(idx):
@@ -125,17 +137,16 @@ def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_gro
         if g.exact or idx.size < 2 or negw >= 0.0:  # the widest group is exact: nothing left to split
             heapq.heappush(heap, (negw, t0, g, idx))
             break
-        ls = math.log(g[1] / g[0])
-        lq = math.log(g[3] / g[2])
-        if ls >= lq:
-            cut = math.sqrt(g[0] * g[1])
-            left = sigma[idx] <= cut
-        else:
-            cut = math.sqrt(g[2] * g[3])
-            left = q[idx] <= cut
+        # split at the geometric middle of σ or of q, whichever leaves the smaller total width
+        best = None
+        for vals, lo_, hi_ in ((sigma[idx], g[0], g[1]), (q[idx], g[2], g[3])):
+            if hi_ > lo_:
+                left = vals <= math.sqrt(lo_ * hi_)
+                parts = [make(idx[left]), make(idx[~left])]
+                if best is None or parts[0][0] + parts[1][0] < best[0][0] + best[1][0]:
+                    best = parts
         width += negw
-        for part in (idx[left], idx[~left]):
-            w, gg, ii = make(part)
+        for w, gg, ii in best:
             tie += 1
             width += w
             heapq.heappush(heap, (-w, tie, gg, ii))
@@ -179,65 +190,94 @@ def _window(pmfs, counts, h: float) -> tuple[int, int]:
 
 
 #: Frequencies recomputed directly at most, and the forward-error contribution that asks for it.
-MAX_LOW = 128
-LOW_TARGET = 1e-14
+MAX_LOW = 64
+LOW_TARGET = 1e-12
+#: π to long-double precision (``np.pi`` is π rounded to double: 1e-16 relative, far above u_L).
+_PI_LD = 4 * np.arctan(np.longdouble(1))
+#: Frequencies per block of the long-double phase table (bounds its memory: block × atoms × 32 bytes).
+LOW_BLOCK = 16
 
 
-def _refine_low(pmfs, counts, n: int, low: np.ndarray, acc: np.ndarray, abs_acc: np.ndarray) -> float:
+def _mean_index(probs: np.ndarray) -> int:
+    """The index nearest the mean of ``probs`` (any integer is exact; the mean keeps the phases small)."""
+    tot = float(np.sum(probs))
+    return int(round(float(np.sum(probs * np.arange(probs.size))) / tot)) if tot > 0 else 0
+
+
+def _centred(probs: np.ndarray, m: int, n: int) -> np.ndarray:
+    """Length-n vector holding probs[i] at index (i − m) mod n."""
+    x = np.zeros(n)
+    x[:probs.size] = probs
+    return np.roll(x, -m)
+
+
+def _refine_low(pmfs, counts, centre, n: int, low: np.ndarray, acc: np.ndarray, abs_acc: np.ndarray) -> float:
     """Recompute the spectra at the few frequencies ``low`` that the composition amplifies (|Z_j| ≈ 1) by a
-    direct sum in double precision, replace them in ``acc`` / ``abs_acc``, and return the ℓ₂ bound on the
+    direct sum in long double, replace them in ``acc`` / ``abs_acc``, and return the ℓ₂ bound on the
     product's forward error there (both Hermitian halves).
 
-    X_kj = Σ_i p_i·e^{−2πi·j·i/N} (as ``rfft`` indexes the atoms; the offsets are applied after the inverse
-    transform): the phase table w_ji is computed once
-    from the exact integers (j·i) mod N, so each entry is off by ≤ 3u·2π (the angle) + 2u (cos, sin) in each
-    component; the products add u, numpy's pairwise sum along a contiguous row at most (⌈log₂ s⌉ + 24)u of
-    Σ|terms| (blocks of 128 summed by 8 accumulators, then halved). So |X̂_kj − X_kj| ≤ r_k = (⌈log₂ s⌉ + 80)·√2·u·‖p_k‖₁, and with M = |X̂| + r the telescoping bound
+    X_kj = e^{2πi·j·m_k/N}·Σ_i p_i·e^{−2πi·j·i/N} (the atoms centred at their mean index m_k, as the caller
+    transforms them; the offsets are applied after the inverse transform). The phase table is computed once per block of frequencies from the exact integers
+    (j·i) mod N, in long double (unit round-off u_L): each entry is off by ≤ 3u_L·2π (the angle) + 4u_L
+    (cos, sin) in each component; the products add u_L, numpy's pairwise sum along a contiguous row at most
+    (⌈log₂ s⌉ + 24)u_L of Σ|terms| (blocks of 128 summed by 8 accumulators, then halved). So
+    |X̂_kj − X_kj| ≤ r_k = (⌈log₂ s⌉ + 80)·√2·u_L·‖p_k‖₁ (the centring phase, computed as the table, and
+    its four products fit in the same allowance's margin of 40u_L), and rounding X̂ to double adds √2u‖p_k‖₁; with M = |X̂| + r the telescoping bound
     |ΔZ_j| ≤ (P_j/min_k M_kj)·Σ_k c_k r_k holds there.
     """
     size = max(p.probs.size for p in pmfs)
-    jm = (low[:, None].astype(np.int64) * np.arange(size, dtype=np.int64)[None, :]) % n
-    ang = (-2.0 * math.pi / n) * jm.astype(float)
-    del jm
-    w_re, w_im = np.cos(ang), np.sin(ang)
-    del ang
-    new = np.zeros(low.size, dtype=complex)
-    new_abs = np.zeros(low.size)
-    log_p = np.zeros(low.size)
-    log_min = np.full(low.size, np.inf)
-    r_sum = 0.0
-    for p, ck in zip(pmfs, counts):
-        s = p.probs.size
-        re = np.sum(w_re[:, :s] * p.probs, axis=1)
-        im = np.sum(w_im[:, :s] * p.probs, axis=1)
-        x = re + 1j * im
-        r = (math.ceil(math.log2(max(s, 2))) + 80) * math.sqrt(2.0) * UNIT_ROUNDOFF * p._norm1()
-        with np.errstate(divide="ignore"):
-            lm = np.log(np.abs(x) + r)
-            lx = np.where(x == 0, _LOG_ZERO, np.log(np.where(x == 0, 1.0, x)))
-        log_p += ck * lm
-        np.minimum(log_min, lm, out=log_min)
-        new += ck * lx
-        new_abs += ck * (np.abs(lx) + 1.0)
-        r_sum += ck * r
-    acc[low] = new
-    abs_acc[low] = new_abs
-    ratio = np.exp(np.minimum(log_p - log_min, 700.0))
+    u_l = UNIT_ROUNDOFF_LD
+    idx = np.arange(size, dtype=np.int64)
+    r = [(math.ceil(math.log2(max(p.probs.size, 2))) + 80) * math.sqrt(2.0) * u_l * p._norm1() * (1 + 1e-9)
+         for p in pmfs]
+    r_sum = float(sum(ck * rk for ck, rk in zip(counts, r)))
+    ratio = np.zeros(low.size)
+    for start in range(0, low.size, LOW_BLOCK):
+        blk = low[start:start + LOW_BLOCK]
+        ang = (-2 * _PI_LD / np.longdouble(n)) * ((blk[:, None] * idx[None, :]) % n).astype(np.longdouble)
+        w_re, w_im = np.cos(ang), np.sin(ang)
+        del ang
+        new = np.zeros(blk.size, dtype=complex)
+        new_abs = np.zeros(blk.size)
+        log_p = np.zeros(blk.size)
+        log_min = np.full(blk.size, np.inf)
+        for p, ck, rk, mk in zip(pmfs, counts, r, centre):
+            s = p.probs.size
+            pl = p.probs.astype(np.longdouble)
+            ph = (2 * _PI_LD / np.longdouble(n)) * ((blk * mk) % n).astype(np.longdouble)  # undo the centring
+            xr, xi = np.sum(w_re[:, :s] * pl, axis=1), np.sum(w_im[:, :s] * pl, axis=1)
+            c_, s_ = np.cos(ph), np.sin(ph)
+            x = ((xr * c_ - xi * s_) + 1j * (xr * s_ + xi * c_)).astype(complex)
+            with np.errstate(divide="ignore"):
+                lm = np.log(np.abs(x) * (1 + 2 * UNIT_ROUNDOFF) + rk)  # (|x| rounded to double: 2u more)
+                lx = np.where(x == 0, _LOG_ZERO, np.log(np.where(x == 0, 1.0, x)))
+            log_p += ck * lm
+            np.minimum(log_min, lm, out=log_min)
+            new += ck * lx
+            new_abs += ck * (5.0 * np.abs(lx) + 4.0)
+            new_abs += np.abs(new)
+        acc[blk] = new
+        abs_acc[blk] = new_abs
+        ratio[start:start + blk.size] = np.exp(np.minimum(log_p - log_min, 700.0))
+        del w_re, w_im
+    # and x rounded to double moves it by ≤ √2u|x| ≤ √2u‖p_k‖₁ more
+    r_sum += math.sqrt(2.0) * UNIT_ROUNDOFF * float(sum(ck * p._norm1() for p, ck in zip(pmfs, counts)))
     return math.sqrt(2.0) * r_sum * norm2(ratio)
 
 
 def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: float = 0.0) -> PMF:
-    """Π_k p_k^{*c_k} of step PMFs on one grid (all pessimistic or all optimistic, untilted), composed in the
-    transform domain with a certified slack (module docstring, 3.). ``slack_budget``: the round-off
+    """Π_k p_k^{*c_k} of step PMFs on one grid (all pessimistic or all optimistic, one tilt: the bounds are in
+    the stored vectors' ℓ₁ norm, as for :meth:`PMF.self_compose`), composed in the transform domain with a certified slack (module docstring, 3.). ``slack_budget``: the round-off
     allowance above which the amplified low frequencies are recomputed in long double."""
     pmfs = list(pmfs)
     counts = [int(c) for c in counts]
     if not pmfs or len(pmfs) != len(counts) or min(counts) < 1:
         raise ReconRiskError("compose_counted needs step PMFs and positive counts of the same length")
     h, pess = pmfs[0].h, pmfs[0].pessimistic
+    tilt = pmfs[0].tilt
     for p in pmfs:
-        if p.h != h or p.pessimistic != pess or not p.plain:
-            raise ReconRiskError("the step PMFs must share one grid and side and be untilted")
+        if p.h != h or p.pessimistic != pess or p.tilt != tilt:
+            raise ReconRiskError("the step PMFs must share one grid, side and tilt")
     lo, hi = _window(pmfs, counts, h)
     out_len = hi - lo + 1
     if out_len > MAX_WINDOW_ATOMS:
@@ -250,12 +290,15 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     slack = np.array([p.slack for p in pmfs])
     e = eta * math.sqrt(n) * np.array([norm2(p.probs) for p in pmfs])
     budget = slack_budget if slack_budget > 0 else 1e-10
+    # each PMF is transformed with its atoms' mean index m_k at 0 (a circular shift, undone through ``base``):
+    # the low-frequency logs then carry no large phase, whose rounding the exponent's bound would charge
+    centre = [_mean_index(p.probs) for p in pmfs]
     acc = np.zeros(n // 2 + 1, dtype=complex)
     abs_acc = np.zeros(n // 2 + 1)
     log_p = np.zeros(n // 2 + 1)  # Σ_k c_k log M_k, M_k = |X̂_k| + e_k ≥ |X̂_k|, |X_k|
     log_min = np.full(n // 2 + 1, np.inf)  # min_k log M_k
-    for p, ck, ek in zip(pmfs, counts, e):
-        x_hat = np.fft.rfft(p.probs, n)
+    for p, ck, ek, mk in zip(pmfs, counts, e, centre):
+        x_hat = np.fft.rfft(_centred(p.probs, mk, n))
         with np.errstate(divide="ignore"):
             lm = np.log(np.abs(x_hat) + ek)
             lx = np.log(np.where(x_hat == 0, 1.0, x_hat))
@@ -263,7 +306,8 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
         np.minimum(log_min, lm, out=log_min)
         lx = np.where(x_hat == 0, _LOG_ZERO, lx)
         acc += ck * lx
-        abs_acc += ck * (np.abs(lx) + 1.0)
+        abs_acc += ck * (5.0 * np.abs(lx) + 4.0)  # the log (4u(|ℓ̂| + 1)) and the product by c (u|cℓ̂|)
+        abs_acc += np.abs(acc)  # the addition's rounding: u|S_k| for the computed partial sum S_k
         del x_hat, lx, lm
     # forward error: |Π X̂^c − Π X^c| ≤ Σ_k c_k|ΔX_k|·P/M_k ≤ (P/min_k M_k)·Σ_k c_k|ΔX_k| (telescoping, every factor
     # ≤ M), and ‖ΔX_k‖₂ ≤ e_k over the whole spectrum, so off a set J: ‖ΔZ‖₂ ≤ E·max_{j∉J} P_j/min M_j
@@ -275,13 +319,14 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
         order = np.argsort(-ratio)[:MAX_LOW]
         low = np.sort(order[e_sum * ratio[order] > LOW_TARGET])
     if low.size:
-        fwd = _refine_low(pmfs, counts, n, low, acc, abs_acc)
+        fwd = _refine_low(pmfs, counts, centre, n, low, acc, abs_acc)
     else:
         fwd = 0.0
     rest = np.ones(ratio.size, dtype=bool)
     rest[low] = False
     fwd += e_sum * float(np.max(ratio[rest])) if rest.any() else 0.0
-    d = (len(pmfs) + 5) * UNIT_ROUNDOFF * abs_acc * (1 + 1e-9)
+    d = UNIT_ROUNDOFF * abs_acc * (1 + 1e-6)  # a-posteriori bound on |Ŝ − Σ c log X̂| (√2: both components)
+    d *= math.sqrt(2.0)
     spec = np.exp(acc)
     del acc
     z_norm = full_norm(spec, n)
@@ -289,7 +334,7 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     full = np.fft.irfft(spec, n)
     del spec
     fft_err = math.sqrt(out_len) * ((fwd + exp_err) * (1 + eta) + eta * z_norm) / math.sqrt(n) * (1 + 1e-9)
-    base = sum(ck * p.offset for p, ck in zip(pmfs, counts))
+    base = sum(ck * (p.offset + mk) for p, ck, mk in zip(pmfs, counts, centre))
     probs = np.clip(np.roll(full, -int((lo - base) % n))[:out_len], 0.0, None)
     del full
     log_keep = sum(ck * math.log1p(-p.infinity_mass) if p.infinity_mass < 1 else -math.inf
@@ -299,7 +344,10 @@ def compose_counted(pmfs, counts, *, loss_cap: float = math.inf, slack_budget: f
     log_grow_s = float(np.sum(c * np.log(np.maximum(norm1 + slack, 1.0))))
     step_slack = float(np.sum(c * slack)) * math.exp(min(log_grow_s, 700.0))
     total = step_slack + 2 * COMPOSE_TAIL * math.exp(min(log_grow, 700.0)) + fft_err
-    out = PMF(h, lo, probs, float(min(1.0, inf_mass)), pess, float(min(1.0, total)))
+    log_scale = float(sum(ck * p.log_scale for p, ck in zip(pmfs, counts)))
+    if tilt == 0.0:
+        total = min(1.0, total)
+    out = PMF(h, lo, probs, float(min(1.0, inf_mass)), pess, float(total), tilt, log_scale)
     return out._trim().cap(loss_cap)
 
 
@@ -317,26 +365,50 @@ def compose_groups(groups, h: float, *, pessimistic: bool, direction: str = "rem
                    coarsen: bool = True) -> PMF:
     """The PMF of the schedule bracketed by ``groups`` (:func:`group_steps`): each group composed at its
     representative (σ_lo, q_hi) when ``pessimistic``, (σ_hi, q_lo) otherwise (module docstring, 2.), so the
-    result is a pessimistic / optimistic discretisation of the *exact* schedule. Untilted: one composition in
-    the transform domain (:func:`compose_counted`); tilted (θ > 0, the ReRo bracket at tiny κ): the engine's
-    segment-by-segment composition of the representatives (:func:`~reconrisk._src.accounting.pld.compose_segments`).
-    A window too large for memory coarsens the grid (h doubled; still a valid bound), as the engine does."""
-    from . import pld as _pld  # noqa: PLC0415  (pld is the engine this module sits beside)
-
+    result is a pessimistic / optimistic discretisation of the *exact* schedule, composed in the transform
+    domain (:func:`compose_counted`; tilted steps, θ > 0, as :meth:`PMF.self_compose` powers them: the tilted
+    vectors' product is the tilt of the product, with the summed ``log_scale``). A window too large for memory coarsens the grid (h doubled; still a valid bound), as the engine does."""
     reps = [_Rep(*g.representative(pessimistic), g[4]) for g in groups]
     if any(not g.exact for g in groups):
-        h = max(h, GROUPED_MIN_H if pessimistic else 2 * GROUPED_MIN_H)
-    if tilt:
-        return _pld.compose_segments(reps, h, pessimistic=pessimistic, direction=direction, loss_cap=loss_cap,
-                                     slack_budget=slack_budget, tilt=tilt, tail_mass=tail_mass, coarsen=coarsen)
+        h = max(h, grouped_min_h(groups, pessimistic))
     tail = _pld.STEP_TAIL if tail_mass is None else float(tail_mass)
     for _ in range(64):
         try:
             pmfs = [_pld.step_pmf(r.noise_multiplier, r.sample_rate, h, pessimistic=pessimistic, direction=direction,
-                                  tail_mass=tail) for r in reps]
+                                  tail_mass=tail).tilted(tilt) for r in reps]
             return compose_counted(pmfs, [r.steps for r in reps], loss_cap=loss_cap, slack_budget=slack_budget)
         except WindowTooLarge:
             if not coarsen:
                 raise
             h *= 2.0
     raise ReconRiskError("internal: no grid fits the composition window")  # pragma: no cover
+
+
+#: Orders of the grouped RDP bound (integers: exact and cheap; any set of orders gives a valid bound).
+RDP_ORDERS = np.concatenate([np.arange(2, 33), [40, 48, 64, 96, 128, 192, 256, 512, 1024]]).astype(float)
+#: Groups of the RDP bound (its own, coarser grouping: any grouping gives a valid upper curve).
+RDP_GROUPS = 32
+
+
+def rdp_representatives(groups) -> list[tuple[float, float, int]]:
+    """(σ, q, count) segments whose RDP curve is ≥ the grouped schedule's: the groups' dominating
+    representatives, regrouped into at most ``RDP_GROUPS`` (each at its dominating end again)."""
+    reps = [(*g.representative(True), g[4]) for g in groups]
+    if len(reps) > RDP_GROUPS:
+        sig, q, n = distinct_steps(reps)
+        reps = [(*g.representative(True), g[4]) for g in group_steps(sig, q, n, max_groups=RDP_GROUPS)]
+    return reps
+
+
+def grouped_rdp_epsilon(groups, delta: float) -> float:
+    """A certified ε(δ) from RDP of the Poisson schedule the groups bracket: each group at its dominating
+    representative (σ_lo, q_hi) (RDP obeys data processing, so its curve is ≥ each member's), composed
+    additively (regrouped into at most ``RDP_GROUPS``, each at the dominating end), converted by ε = min_α ε(α) + log((α−1)/α) − (log δ + log α)/(α−1) (Canonne, Kamath & Steinke
+    2020, Prop. 12) over integer orders. The upper end of the schedule's ε never exceeds it."""
+    reps = [_Rep(*t) for t in rdp_representatives(groups)]
+
+    def objective(a, e):
+        return (e + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1))[None, :]
+
+    best, _ = minimise_over_orders(reps, objective, RDP_ORDERS, refine=False)
+    return float(max(0.0, best[0]))
