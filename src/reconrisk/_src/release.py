@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from . import _validate as v
 from ._deprecated import deprecated_module_attributes, renamed_function, warn_renamed
@@ -216,20 +216,15 @@ class Release:
 
     # -- constructors -------------------------------------------------------------
     @classmethod
-    def schedule(
-        cls,
-        segments: Iterable[tuple[float, float, int] | Segment],
-        *,
-        clip_norm: float = 1.0,
-        noise: str = "gaussian",
-        sampler: str = "poisson",
-    ) -> "Release":
-        """From ``[(noise_multiplier, sample_rate, steps), …]``.
+    def schedule(cls, segments: Iterable[tuple[float, float, int] | Segment | Mapping], *, clip_norm: float = 1.0,
+                 noise: str = "gaussian", sampler: str = "poisson") -> "Release":
+        """From ``[(noise_multiplier, sample_rate, steps), …]``, or the mappings :meth:`Segment.to_dict` writes.
 
         This is also the shape of an Opacus accountant's ``history`` list, so
-        ``Release.schedule(accountant.history)`` works directly. Adjacent
-        segments with equal (σ, q) are merged. With ``noise="vmf"`` the tuples
-        are ``(concentration, sample_rate, steps)``.
+        ``Release.schedule(accountant.history)`` works directly, and of :meth:`to_dict`'s ``segments`` (the JSON
+        round trip: ``Release.schedule(d["segments"], clip_norm=d["clip_norm"], noise=d["noise"])``). Adjacent
+        segments with equal (σ, q) are merged; a step may differ from every other (cost linear in the entries,
+        an invalid one named by its index). With ``noise="vmf"`` the tuples are ``(concentration, sample_rate, steps)``.
         """
         noise = _implemented_noise(noise)
         if isinstance(segments, (str, bytes, dict)) or not hasattr(segments, "__iter__"):
@@ -241,13 +236,16 @@ class Release:
             if isinstance(item, Segment):
                 seg = item
             else:
+                level = "concentration" if noise == "vmf" else "noise_multiplier"
                 try:
-                    sigma, q, t = item
-                except (TypeError, ValueError):
-                    raise ReconRiskError(
-                        f"segments[{i}] must be (noise_multiplier, sample_rate, steps); found {item!r}"
-                    ) from None
-                seg = Segment(None, q, t, concentration=sigma) if noise == "vmf" else Segment(sigma, q, t)
+                    sigma, q, t = ((item[level], item["sample_rate"], item["steps"]) if isinstance(item, Mapping)
+                                   and len(item) == 3 else item)
+                except (TypeError, ValueError, KeyError):
+                    raise ReconRiskError(f"segments[{i}] must be ({level}, sample_rate, steps); found {item!r}") from None
+                try:
+                    seg = Segment(None, q, t, concentration=sigma) if noise == "vmf" else Segment(sigma, q, t)
+                except ReconRiskError as exc:  # (which of 10⁴ entries: its index)
+                    raise ReconRiskError(f"segments[{i}]: {exc}") from None
             if segs and (segs[-1].noise_multiplier, segs[-1].concentration, segs[-1].sample_rate) == (
                     seg.noise_multiplier, seg.concentration, seg.sample_rate):
                 segs[-1] = Segment(seg.noise_multiplier, seg.sample_rate, segs[-1].steps + seg.steps, seg.concentration)

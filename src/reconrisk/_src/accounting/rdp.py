@@ -191,12 +191,113 @@ def _rdp_at(sigma: float, q: float, a: float) -> float:
     return la / (a - 1)
 
 
+#: A schedule with more distinct (σ, q) than this reads its RDP curve off the integer orders (:func:`release_rdp`).
+CHORD_ABOVE = 32
+#: Above order 64 such a schedule's steps are read in buckets of σ this wide (ratio), each at its smallest σ.
+HIGH_ORDER_BUCKET = 1.01
+
+
 def release_rdp(segments, orders=DEFAULT_ORDERS) -> np.ndarray:
-    """RDP curve of a whole schedule (RDP composes additively)."""
+    """RDP curve of a whole schedule (RDP composes additively).
+
+    A schedule of more than :data:`CHORD_ABOVE` distinct (σ, q) — a noise scheduler's, every step its own σ —
+    is not integrated order by order and step by step (a quadrature per fractional order and step: 10⁴ steps
+    took hours): equal steps are summed once, the integer orders are the exact binomial sums of all the steps
+    at once, and a fractional order α ∈ (n, n + 1) is read off the chord: (α − 1)ε(α) = Σ_steps log A_α, and
+    log A_α = log E[e^{αL}] is convex in α (a cumulant generating function), so it lies under the chord of
+    its values at n and n + 1 — an upper bound, sound, equal at the integers; below α = 2 the bound is ε(2)
+    (ε(α) is non-decreasing in α). Above order 64 (orders rarely optimal, and the costliest: n + 1 terms a step)
+    the steps are grouped in buckets of σ 1 % wide, each read at its smallest σ (ε(α) falls as σ grows): an
+    upper bound at most ~2 % above the exact one there. Exact at the integer orders up to 64.
+    """
+    seen = _GROUPS_SEEN.get(id(segments))
+    if seen is not None and seen[0] is segments:  # (the same tuple asked again, order after order)
+        groups = seen[1]
+    else:
+        if isinstance(segments, tuple):
+            seen = segments
+        segments = list(segments)
+        counts: dict[tuple[float, float], int] = {}
+        for s in segments:
+            key = (float(s.noise_multiplier), float(s.sample_rate))
+            counts[key] = counts.get(key, 0) + int(s.steps)
+        groups = tuple(counts.items())
+        if seen is not None:  # (held, so its id is not reused while cached)
+            if len(_GROUPS_SEEN) >= 4:
+                _GROUPS_SEEN.pop(next(iter(_GROUPS_SEEN)))
+            _GROUPS_SEEN[id(seen)] = (seen, groups)
+    if len(groups) > CHORD_ABOVE:
+        return _chord_rdp(groups, np.asarray(orders, dtype=float))
     total = np.zeros(np.asarray(orders).size)
     for s in segments:
         total += s.steps * subsampled_gaussian_rdp(s.noise_multiplier, s.sample_rate, orders)
     return total
+
+
+_GROUPS_SEEN: dict = {}  # id(segments tuple) -> (that tuple, its (σ, q) groups): the last few schedules read
+_CHORD_CACHE: dict = {}  # the composed integer orders of the last few schedules: {groups: {n: Σ steps·ε(n)}}
+
+
+def _integer_rdp_sum(groups: tuple, n: int) -> float:
+    """Σ over the (σ, q) groups of steps·ε(n) at the integer order n ≥ 2 (the binomial sums, all σ of a q at once)."""
+    memo = _CHORD_CACHE.get(groups)
+    if memo is None:
+        if len(_CHORD_CACHE) >= 4:
+            _CHORD_CACHE.pop(next(iter(_CHORD_CACHE)))
+        memo = _CHORD_CACHE[groups] = {}
+    if n in memo:
+        return memo[n]
+    by_q: dict[float, list] = {}
+    total = 0.0
+    for (sigma, q), steps in groups:
+        if sigma < 1e-100:
+            total = math.inf
+        elif q == 1.0 or sigma > 1e100:  # exact at q = 1; subsampling only lowers the curve otherwise
+            total += steps * n * (1.0 / sigma) ** 2 / 2
+        else:
+            by_q.setdefault(q, []).append((sigma, steps))
+    k = np.arange(0, n + 1, dtype=float)
+    log_binom = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+    for q, items in by_q.items():
+        base = log_binom + (n - k) * math.log1p(-q) + k * math.log(q)
+        sig = np.array([x for x, _ in items])
+        steps = np.array([t for _, t in items], dtype=float)
+        if n > 64 and sig.size > 64:  # high orders: each σ read at the smallest σ of its 1 % bucket (ε falls in σ)
+            bucket = np.floor(np.log(sig) / math.log(HIGH_ORDER_BUCKET)).astype(np.int64)
+            keys, inv = np.unique(bucket, return_inverse=True)
+            low = np.full(keys.size, np.inf)
+            np.minimum.at(low, inv, sig)
+            sig, steps = low, np.bincount(inv, weights=steps)
+        kk = k * k - k
+        rows = max(1, 1_000_000 // (n + 1))  # (memory: at most ~8 MB of terms at once)
+        for i in range(0, sig.size, rows):
+            terms = kk[None, :] / (2 * sig[i:i + rows, None] ** 2)
+            terms += base
+            arg = terms.argmax(axis=1)
+            top = terms[np.arange(arg.size), arg]
+            terms -= top[:, None]
+            np.exp(terms, out=terms)
+            terms[np.arange(arg.size), arg] = 0.0  # log(1 + the rest): log1p keeps the digits of a small log A
+            log_a = np.log1p(terms.sum(axis=1)) + top
+            total += float(np.dot(steps[i:i + rows], log_a)) / (n - 1)
+    memo[n] = total
+    return total
+
+
+def _chord_rdp(groups: tuple, orders: np.ndarray) -> np.ndarray:
+    """The composed curve at ``orders`` from the integer orders (see :func:`release_rdp`)."""
+    out = np.empty(orders.size)
+    for j, a in enumerate(orders):
+        if a <= 2.0:
+            out[j] = _integer_rdp_sum(groups, 2)
+            continue
+        n = math.floor(a)
+        if a == n:
+            out[j] = _integer_rdp_sum(groups, n)
+            continue
+        lo, hi = (n - 1) * _integer_rdp_sum(groups, n), n * _integer_rdp_sum(groups, n + 1)  # log A at n, n + 1
+        out[j] = ((n + 1 - a) * lo + (a - n) * hi) / (a - 1)
+    return out
 
 
 def minimise_over_orders(

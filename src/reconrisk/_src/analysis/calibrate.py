@@ -39,13 +39,13 @@ depends on the guess, never the answer's validity.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from scipy import special
 
 from .. import _validate as v
-from .._roots import bisect_between, bisect_log, strict_up
+from .._roots import bisect_log, strict_up
 from ..accounting.epsilon import ACCOUNTANTS
 from ..accounting.gaussian import gaussian_sigma
 from ..errors import ReconRiskError
@@ -54,10 +54,11 @@ from ..results import Bound
 from .accountant import epsilon as eps_of, shared_analysis
 from .privacy import PrivacyAnalysis
 from ..measures.risk import MEASURES, canonical_measure
+from .calibrate_search import _smallest
 
 #: What can be calibrated: every risk measure and ε at δ.
 QUANTITIES = MEASURES + ("epsilon",)
-SOLVE = ("noise_multiplier", "steps", "sample_rate", "batch_size")
+SOLVE = ("noise_multiplier", "steps", "sample_rate", "batch_size", "scale")
 #: Largest number of steps searched when solving for steps.
 MAX_STEPS = 10**7
 #: Range of noise multipliers searched.
@@ -71,7 +72,12 @@ MIN_KAPPA_PLD = 1e-12
 
 @dataclass(frozen=True)
 class Calibration:
-    """The answer of :func:`calibrate`: the release found, and the certified bound at it."""
+    """The answer of :func:`calibrate`: the release found, and the certified bound at it.
+
+    A schedule's scale (``solve="scale"``): ``scale`` c and ``schedule`` (the schedule as given, (σ_t, q_t, T_t)
+    before scaling); ``release`` is the schedule at c·σ_t, and ``noise_multiplier`` / ``sample_rate`` read its
+    smallest scaled σ and largest q (its noisiest-to-least-noisy range is the schedule's), ``steps`` its total.
+    """
 
     quantity: str
     target: float
@@ -85,9 +91,13 @@ class Calibration:
     sampler: str = "poisson"
     batch_size: int | None = None
     dataset_size: int | None = None
+    scale: float | None = None
+    schedule: "tuple[tuple[float, float, int], ...] | None" = field(default=None, repr=False)
 
     @property
     def release(self) -> Release:
+        if self.schedule is not None:
+            return _scaled(self.schedule, self.scale, self.sampler)
         if self.sampler == "fixed":
             return Release.fixed_batch(self.noise_multiplier, self.batch_size, self.dataset_size, self.steps)
         return Release(self.noise_multiplier, self.sample_rate, self.steps)
@@ -103,8 +113,10 @@ class Calibration:
             "noise_multiplier": self.noise_multiplier, "sample_rate": self.sample_rate, "steps": self.steps,
             "bracket": list(self.bracket), "evaluations": self.evaluations, "bound": self.bound.to_dict(),
         }
-        if self.sampler == "fixed":
+        if self.sampler == "fixed" and self.schedule is None:
             out.update(sampler="fixed", batch_size=self.batch_size, dataset_size=self.dataset_size)
+        if self.schedule is not None:
+            out.update(scale=self.scale, sampler=self.sampler, segments=len(self.schedule))
         return out
 
 
@@ -146,8 +158,9 @@ def canonical_quantity(quantity) -> str:
 def calibrate(
     quantity: str,
     target: float,
-    solve: str = "noise_multiplier",
+    solve: str | None = None,
     *,
+    schedule=None,
     noise_multiplier: float | None = None,
     sample_rate: float | None = None,
     steps: int | None = None,
@@ -161,6 +174,12 @@ def calibrate(
     Fixed-size batches without replacement: ``dataset_size`` N with ``batch_size`` B instead of
     ``sample_rate`` (``solve="batch_size"``: the largest B, exact).
 
+    A schedule's scale: ``schedule`` — a :class:`~reconrisk._src.release.Release` or ``[(σ_t, q_t, T_t), …]``
+    (an Opacus history; a noise scheduler's decay shape) — and ``solve="scale"`` (the default when a schedule
+    is given): the smallest c (relative ``rel_tol``) such that the schedule with every σ_t → c·σ_t meets the
+    target, by the same search on the same certified predicate (more noise at every step is post-processing
+    dominated, so the predicate is monotone in c). Its sampler is the schedule's.
+
     ``quantity``: a risk measure of :func:`reconrisk._src.measures.risk.risk`
     (``"reconstruction"``, ``"membership_advantage"``, …) with its own
     arguments in ``args`` (``kappa``, ``prior_size``, ``baseline``, ``prior``,
@@ -168,6 +187,7 @@ def calibrate(
     relative tolerance of a real-valued answer (default 1e-3; 1e-4 for ε).
     """
     quantity = canonical_quantity(quantity)
+    solve = ("scale" if schedule is not None else "noise_multiplier") if solve is None else solve
     solve = v.choice("solve", solve.replace("-", "_") if isinstance(solve, str) else solve, SOLVE)
     target = v.epsilon("target", target) if quantity == "epsilon" else v.probability_open("target", target)
     rel_tol = v.in_range("rel_tol", (1e-4 if quantity == "epsilon" else 1e-3) if rel_tol is None else rel_tol, 0.0, 1.0)
@@ -176,6 +196,15 @@ def calibrate(
         if extra:
             raise ReconRiskError(f"quantity 'epsilon' takes delta; found {', '.join(extra)}")
         args = {"delta": v.probability_open("delta", args.get("delta", 1e-5))}
+    if solve == "scale" or schedule is not None:
+        given = {k: x for k, x in dict(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                                       batch_size=batch_size, dataset_size=dataset_size).items() if x is not None}
+        if solve != "scale" or schedule is None or given:
+            raise ReconRiskError("a schedule calibrates its scale: give schedule= (a Release or [(noise_multiplier, "
+                                 "sample_rate, steps), …]) with solve='scale' and none of noise_multiplier, "
+                                 f"sample_rate, steps, batch_size, dataset_size; found solve={solve!r}, schedule="
+                                 f"{'given' if schedule is not None else None}, {', '.join(given) or 'nothing else'}")
+        return _calibrate_scale(quantity, target, schedule, rel_tol, args)
     fixed = batch_size is not None or dataset_size is not None or solve == "batch_size"
     if fixed:
         if sample_rate is not None:
@@ -288,6 +317,66 @@ def calibrate(
     return Calibration(quantity, target, solve, sigma, q, t, b, (lo, hi), len(cache))
 
 
+def _scaled(schedule, scale: float, sampler: str) -> Release:
+    """The schedule ``[(σ_t, q_t, T_t), …]`` with every σ_t multiplied by ``scale``."""
+    return Release.schedule([(scale * s, q, t) for s, q, t in schedule], sampler=sampler)
+
+
+def _calibrate_scale(quantity, target, schedule, rel_tol, args) -> Calibration:
+    """The smallest scale c at which the schedule at c·σ_t meets the target (see :func:`calibrate`)."""
+    base = schedule if isinstance(schedule, Release) else Release.schedule(schedule, sampler="poisson")
+    if base.noise != "gaussian":
+        raise ReconRiskError(f"schedule must have Gaussian noise (noise multipliers to scale); found noise={base.noise!r}")
+    segs = tuple((s.noise_multiplier, s.sample_rate, s.steps) for s in base.segments)
+    floor = _check_target(quantity, target, args)
+    if floor < MIN_KAPPA_PLD and quantity in _CURVE and any(q < 1.0 for _, q, _ in segs):
+        raise ReconRiskError(f"the baseline must be >= {MIN_KAPPA_PLD:g} (prior_size <= 10^12) to calibrate at "
+                             f"sample_rate < 1: smaller baselines need PLD grids this search cannot afford; found {floor:g}")
+    fixed = base.sampler == "fixed"
+    cache: dict[float, Bound] = {}
+
+    def at(c: float) -> Bound:
+        if c not in cache:
+            cache[c] = quantity_bound(shared_analysis(_scaled(segs, c, base.sampler)), quantity, args)
+        return cache[c]
+
+    lo_s, hi_s = min(s for s, _, _ in segs), max(s for s, _, _ in segs)
+    lo, hi = _smallest(lambda c: meets(at(c), target), _scale_guess(quantity, target, segs, args, floor, fixed),
+                       rel_tol, MIN_NOISE_MULTIPLIER / lo_s, MAX_NOISE_MULTIPLIER / hi_s, "scale",
+                       none_msg=f"no scale up to {MAX_NOISE_MULTIPLIER / hi_s:g} meets target {target:g} for {quantity}",
+                       score=lambda c: _score(at(c), target))
+    b = at(hi)
+    return Calibration(quantity, target, "scale", hi * lo_s, max(q for _, q, _ in segs), base.steps, b, (lo, hi),
+                       len(cache), base.sampler, scale=hi, schedule=segs)
+
+
+def _scale_guess(quantity, target, segs, args, base, fixed: bool) -> float:
+    """Where the scale search starts: the c whose central-limit GDP μ (Bu et al. 2020: μ² ≈ Σ_t T_t q_t²
+    (e^{1/σ_t²} − 1), σ_t at c and halved for fixed batches) is the target's (Φ⁻¹(target) − Φ⁻¹(κ) for the
+    curve measures; Gaussian DP's μ at (ε, δ) for ε); 1 otherwise. Only the number of evaluations depends on it."""
+    if quantity == "epsilon":
+        mu = 1.0 / gaussian_sigma(target, args["delta"], steps=1)
+    elif quantity in _CURVE and 0 < base < target < 1:
+        mu = float(special.ndtri(target) - special.ndtri(base))
+    else:
+        return 1.0
+    if not mu > 0 or not math.isfinite(mu):
+        return 1.0
+
+    def mu_at(c: float) -> float:
+        tot = 0.0
+        for s, q, t in segs:
+            x = min((2.0 if fixed else 1.0) / (c * s), 25.0) ** 2
+            tot += t * (x if q == 1.0 else q * q * math.expm1(x))
+        return math.sqrt(tot)
+
+    lo, hi = 1e-3, 1e3
+    for _ in range(60):  # bisection in log c: μ falls as c grows
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if mu_at(mid) > mu else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
 def _largest_batch(quantity, target, sigma, n_data, t, at, cache: dict) -> Calibration:
     """The largest batch size B ≤ N (fixed-size batches) at which the bound meets the target: bisection on B
     (the release is post-processing-dominated by a larger B, so the predicate is monotone)."""
@@ -364,139 +453,6 @@ def _sigma_guess(quantity, target, q, t, args, base) -> float:
         if mu > 0:
             return math.sqrt(t) / mu
     return 1.0
-
-
-def _smallest(ok: Callable[[float], bool], start: float, rel_tol: float, low: float, high: float, name: str,
-              none_msg: str | None = None, score: Callable[[float], float] | None = None) -> tuple[float, float]:
-    """(lo, hi) with ``ok(hi)`` true, ``ok(lo)`` false and hi/lo − 1 ≤ rel_tol, for ``ok`` monotone in x > 0.
-
-    Without ``score``: widens geometrically from ``start`` (factor 1.05, doubling its exponent each time),
-    then bisects in log x. With ``score`` (a number that is ≤ 0 where ``ok`` holds and roughly linear in
-    log x near the answer — the log of the certified bound over the target), the same bracket is found by
-    interpolation on (log x, score) with a certified evaluation at every point: secant extrapolation to a
-    bracket, one secant point inside it, then, with three points known (inverse quadratic interpolation), the
-    two points 0.45·rel_tol either side of the estimated root, which close the bracket in one step when the
-    estimate is that accurate (bisection after eight rounds, should the score misbehave). Only ``ok``
-    decides the bracket, so ``hi`` is a point where the predicate was evaluated and held; the score only
-    chooses where to look (4–5 evaluations where bisection took ~8).
-    """
-    x = min(max(start, low), high)
-    if score is None:
-        return _smallest_bisect(ok, x, rel_tol, low, high, name, none_msg)
-    tol_u = math.log1p(rel_tol)
-    lu, hu = math.log(low), math.log(high)
-
-    def test(u: float) -> tuple[float, bool, float, float]:
-        """(log x, ok(x), score, x) at x = e^u (``low``/``high`` exactly at the limits)."""
-        return test_x(low if u <= lu else high if u >= hu else math.exp(u))
-
-    def test_x(xv: float) -> tuple[float, bool, float, float]:
-        good = ok(xv)
-        sv = float(score(xv))
-        if not math.isfinite(sv):
-            sv = -math.inf if good else math.inf
-        return math.log(xv), good, sv, xv
-
-    def secant(ua: float, sa: float, ub: float, sb: float) -> float | None:
-        if not (math.isfinite(sa) and math.isfinite(sb)) or sa == sb:
-            return None
-        r = ua - sa * (ub - ua) / (sb - sa)
-        return r if math.isfinite(r) else None
-
-    def narrow_enough(lo, hi) -> bool:
-        return hi[3] / lo[3] - 1 <= rel_tol
-
-    # 1. a bracket: step from the start towards the answer, extrapolating the secant once two points are known
-    cur, prev = test(math.log(x)), None
-    pts = [cur]
-    mag = math.log(1.05)
-    while prev is None or prev[1] == cur[1]:
-        down = cur[1]
-        r = secant(prev[0], prev[2], cur[0], cur[2]) if prev is not None else None
-        want = None if r is None else r - cur[0]
-        if want is not None and want != 0 and (want < 0) == down:
-            mag = min(1.2 * abs(want) + tol_u, 4.0 * mag)
-        elif prev is not None:
-            mag *= 4.0 if prev[2] == cur[2] else 2.0  # (a flat score: the bound is saturated there, stride on)
-        u = max(cur[0] - mag, lu) if down else min(cur[0] + mag, hu)
-        if (down and cur[3] <= low) or (not down and cur[3] >= high):
-            if down:
-                raise ReconRiskError(f"every {name} down to {low:g} meets the target")
-            raise ReconRiskError(none_msg or f"no {name} up to {high:g} meets the target")
-        prev, cur = cur, test(u)
-        pts.append(cur)
-    lo, hi = (prev, cur) if cur[1] else (cur, prev)
-    # 2. narrow it: interpolate the root (inverse quadratic through the three points nearest it, else the
-    # secant of the ends); once it is known to a few tolerances, evaluate 0.45·rel_tol either side of it
-    rounds = 0
-    while not narrow_enough(lo, hi):
-        rounds += 1
-        w = hi[0] - lo[0]
-        r = _root_estimate(pts, lo, hi)
-        if rounds > 8:  # (a score that does not behave: plain bisection, which always ends)
-            r = None
-        if r is None:
-            trials = [lo[0] + w / 2]
-        elif w <= 16 * tol_u or len(pts) >= 3:
-            trials = [r + 0.45 * tol_u, r - 0.45 * tol_u]  # (one beyond an end is skipped: the end serves)
-        else:
-            trials = [min(max(r, lo[0] + 0.02 * w), hi[0] - 0.02 * w)]
-        for u in trials:
-            if narrow_enough(lo, hi) or not lo[0] < u < hi[0]:
-                continue
-            t = test(u)
-            if not lo[3] < t[3] < hi[3]:
-                t = test_x(math.sqrt(lo[3] * hi[3]))  # (e^u rounded onto an end)
-                if not lo[3] < t[3] < hi[3]:
-                    return lo[3], hi[3]  # adjacent floats: nothing lies between
-            pts.append(t)
-            if t[1]:
-                hi = t
-            else:
-                lo = t
-    return lo[3], hi[3]
-
-
-def _root_estimate(pts, lo, hi) -> float | None:
-    """Where the score crosses 0 inside (lo, hi), in log x: inverse quadratic interpolation through the three
-    evaluated points of smallest |score|, or the secant of the bracket's ends; None if neither lands inside."""
-    near = sorted((p for p in pts if math.isfinite(p[2])), key=lambda p: abs(p[2]))
-    cand = []
-    if len(near) >= 3:
-        (u0, _, s0, _), (u1, _, s1, _), (u2, _, s2, _) = near[:3]
-        if s0 != s1 and s1 != s2 and s0 != s2:
-            cand.append(u0 * s1 * s2 / ((s0 - s1) * (s0 - s2)) + u1 * s0 * s2 / ((s1 - s0) * (s1 - s2))
-                        + u2 * s0 * s1 / ((s2 - s0) * (s2 - s1)))
-    if math.isfinite(lo[2]) and math.isfinite(hi[2]) and lo[2] != hi[2]:
-        cand.append(lo[0] - lo[2] * (hi[0] - lo[0]) / (hi[2] - lo[2]))
-    for r in cand:
-        if math.isfinite(r) and lo[0] < r < hi[0]:
-            return r
-    return None
-
-
-def _smallest_bisect(ok: Callable[[float], bool], x: float, rel_tol: float, low: float, high: float, name: str,
-                     none_msg: str | None = None) -> tuple[float, float]:
-    step = 1.05
-    if ok(x):
-        hi = x
-        while True:
-            lo = max(hi / step, low)
-            if lo == hi:
-                raise ReconRiskError(f"every {name} down to {low:g} meets the target")
-            if not ok(lo):
-                break
-            hi, step = lo, step * step
-    else:
-        lo = x
-        while True:
-            hi = min(lo * step, high)
-            if hi == lo:
-                raise ReconRiskError(none_msg or f"no {name} up to {high:g} meets the target")
-            if ok(hi):
-                break
-            lo, step = hi, step * step
-    return bisect_between(ok, lo, hi, rel_tol=rel_tol)
 
 
 # -- the calibrations of earlier releases, as views of the one calibrator -----------------------------

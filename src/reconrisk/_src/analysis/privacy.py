@@ -52,7 +52,7 @@ from ..errors import ReconRiskError
 from ..measures.rero import DEFAULT_REL_TOL, METHODS as RERO_METHODS, has_closed_form
 from ..measures.tradeoff import clt_mu
 from ..priors import resolve_kappa
-from ..release import Release, gaussian_release
+from ..release import Release, Segment, gaussian_release
 from ..results import Bound
 from .base import Analysis, with_details
 from .privacy_rero import rero_bounds, tradeoff as release_tradeoff
@@ -221,7 +221,7 @@ class PrivacyAnalysis(Analysis):
         budget = need
         groups = self.groups
         if groups is None:
-            pmf = _pld.compose_segments(self.release.segments, h, pessimistic=pessimistic, direction=direction,
+            pmf = _pld.compose_segments(self._merged_segments, h, pessimistic=pessimistic, direction=direction,
                                         loss_cap=cap, slack_budget=budget, **options)
         else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
             pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
@@ -229,6 +229,16 @@ class PrivacyAnalysis(Analysis):
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
+
+    @property
+    def _merged_segments(self) -> tuple:
+        """The segments with equal (σ, q) merged wherever they occur (composition commutes: a schedule that
+        alternates a few steps — Flower's varying cohorts, a cycling LambdaNoise — composes each once)."""
+        if not hasattr(self, "_merged"):
+            sig, q, n = _sched.distinct_steps(self.release.segments)
+            self._merged = (self.release.segments if sig.size == len(self.release.segments) else
+                            tuple(Segment(float(a), float(b), int(c)) for a, b, c in zip(sig, q, n)))
+        return self._merged
 
     @property
     def groups(self):

@@ -193,6 +193,13 @@ def summary(report: RiskReport) -> list[Sentence]:
     if s.membership_advantage_upper is not None:
         out.append(_sentence("No membership-inference attack beats a coin flip by more than "
                              f"{_pct(s.membership_advantage_upper)} (TPR − FPR)."))
+    segs = report.release.get("segments")
+    if segs:  # a schedule (a noise scheduler's run: every step may differ): say how large it is
+        key = "concentration" if "concentration" in segs[0] else "noise_multiplier"
+        lv, qs = [d[key] for d in segs], [d["sample_rate"] for d in segs]
+        out.append(_sentence(f"The release is a schedule of {len(segs):,} segments ({report.release['steps']:,} steps "
+                             f"in all): {key.replace('_', ' ')} {min(lv):.4g} to {max(lv):.4g}, sample rate "
+                             f"{min(qs):.4g} to {max(qs):.4g}."))
     if s.target_rero is not None:
         verdict = ("meets",) if s.meets_target_now else ("does ", _strong("not"), " meet")
         out.append(_sentence("It ", *verdict, f" the target risk of {_pct(s.target_rero, up=False)}: the smallest "

@@ -196,14 +196,36 @@ def kl_step(noise_multiplier: float, sample_rate: float) -> tuple[float, float]:
     return max(float(val), 0.0), float(err)
 
 
+#: A schedule with more distinct (σ, q) than this reads each step's KL at the smallest σ of its σ bucket.
+KL_BUCKETS_ABOVE = 32
+#: The width (ratio) of those buckets.
+KL_BUCKET = 1.01
+
+
 def kl_mutual_information(release: Release) -> tuple[float, float]:
-    """``I ≤ Σ_segments T_s · KL_step(σ_s, q_s)`` (golden formula + chain rule) and its quadrature error."""
+    """``I ≤ Σ_segments T_s · KL_step(σ_s, q_s)`` (golden formula + chain rule) and its quadrature error.
+
+    A schedule of more than :data:`KL_BUCKETS_ABOVE` distinct (σ, q) (a noise scheduler's: one quadrature per
+    step took minutes at 10⁴ steps) reads every step at the smallest σ of its bucket (σ within a ratio of
+    :data:`KL_BUCKET`, same q): the KL falls as σ grows (the pair at a larger σ is a post-processing of the
+    pair at a smaller one: add independent noise), so the sum is still an upper bound, at most ~2 % above.
+    """
     release = gaussian_release(release, "the Fano bound")  # fixed-size batches: the dominating release (σ/2)
-    total = err = 0.0
+    steps: dict[tuple[float, float], int] = {}
     for seg in release.segments:
-        k, e = kl_step(seg.noise_multiplier, seg.sample_rate)
-        total += seg.steps * k
-        err += seg.steps * e
+        key = (seg.noise_multiplier, seg.sample_rate)
+        steps[key] = steps.get(key, 0) + seg.steps
+    if len(steps) > KL_BUCKETS_ABOVE:
+        buckets: dict[tuple[int, float], list] = {}
+        for (s, q), n in steps.items():
+            b = buckets.setdefault((math.floor(math.log(s) / math.log(KL_BUCKET)), q), [s, 0])
+            b[0], b[1] = min(b[0], s), b[1] + n
+        steps = {(s, q): n for (_, q), (s, n) in buckets.items()}
+    total = err = 0.0
+    for (s, q), n in steps.items():
+        k, e = kl_step(s, q)
+        total += n * k
+        err += n * e
     return total, err
 
 
