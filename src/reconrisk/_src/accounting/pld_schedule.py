@@ -153,6 +153,37 @@ def group_steps(sigma, q, counts, *, rel_width: float = GROUP_REL_WIDTH, max_gro
     return sorted((item[2] for item in heap), key=lambda g: (g[0], g[2]))
 
 
+#: A measured bracket wider than its target regroups the schedule (:func:`refine_groups`): into at most this many
+#: groups, at most ``REGROUP_ROUNDS`` times per analysis.
+REGROUP_MAX_GROUPS = 800
+REGROUP_ROUNDS = 2
+#: The refined grouping aims its proxy width at this fraction of the measured-to-target ratio (a margin: the
+#: bracket's width is proportional to the proxy only to first order).
+REGROUP_MARGIN = 0.7
+
+
+def proxy_width(groups) -> float:
+    """Σ count·(χ²(σ_lo, q_hi) − χ²(σ_hi, q_lo)) over the groups: the grouping's share of the bracket's width,
+    to first order (the quantity :func:`group_steps` splits by)."""
+    return float(sum(g[4] * (_chi2(np.array(g[0]), np.array(g[3])) - _chi2(np.array(g[1]), np.array(g[2])))
+                     for g in groups))
+
+
+def refine_groups(groups, sigma, q, counts, measured: float, target: float) -> list[Group] | None:
+    """A finer grouping of the distinct steps (σ, q, counts) after a bracket read from ``groups`` measured
+    ``measured`` (relative width) against a ``target``: :func:`group_steps` continued (the same deterministic
+    greedy order, so the widest groups are split further) until the proxy width is
+    ``REGROUP_MARGIN``·target/measured of the current one, at most ``REGROUP_MAX_GROUPS`` groups. None when
+    that gives no more groups (every group exact, or the cap reached). Any grouping is sound (module docstring,
+    2.): refining only narrows the bracket, and both ends of a bracket read the same grouping."""
+    if len(groups) >= REGROUP_MAX_GROUPS or all(g.exact for g in groups) or not measured > target > 0:
+        return None
+    total = float(np.sum(np.asarray(counts) * _chi2(np.asarray(sigma, float), np.asarray(q, float))))
+    aim = proxy_width(groups) * REGROUP_MARGIN * target / measured
+    new = group_steps(sigma, q, counts, rel_width=aim / total if total > 0 else 0.0, max_groups=REGROUP_MAX_GROUPS)
+    return new if len(new) > len(groups) else None
+
+
 # -- the composition -------------------------------------------------------------------------------------
 
 def _window(pmfs, counts, h: float) -> tuple[int, int]:

@@ -145,6 +145,10 @@ def pld_bracket(
         if coarsened:
             note = (f"the requested grid h = {h:.3g} would not fit the memory target; "
                     f"composed on the coarser grid h = {info['h']:.3g} (still certified)")
+            if not info.get("memory", True):  # a grouped schedule's grid floor, not memory, set the grid
+                note = (f"grouped schedule: composed on h = {info['h']:.3g}, its grid floor (finer than the "
+                        f"requested h = {h:.3g} would narrow only the discretisation's share of the width, far "
+                        "below the grouping's; certified)")
             h = info["h"]
         rounds += 1
         w_k = upper - lower
@@ -211,6 +215,8 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     e_up = np.empty(kappa.size)
     e_lo = np.empty(kappa.size)
     h_used = h
+    memory = False
+    floor = getattr(analysis, "grid_floor", lambda pessimistic: 0.0)
     for th in np.unique(thetas):
         idx = thetas == th
         k = kappa[idx]
@@ -222,18 +228,19 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
             kw = dict(slack_budget=0.1 * rel_tol * float(np.min(np.maximum(a_lo[idx], k))))
         upper_pmf = analysis.pmf(hg, pessimistic=True, loss_cap=cap, **kw)
         upper[idx], e_up[idx] = upper_pmf.blowup(k, return_error=True)
-        if upper_pmf.h > hg:
-            h_used = max(h_used, h * upper_pmf.h / hg)
         lower_pmf = analysis.pmf(hg, pessimistic=False, loss_cap=cap, **kw)
         raw[idx], e_lo[idx] = lower_pmf.blowup(k, return_error=True)
-        if lower_pmf.h > hg:
-            h_used = max(h_used, h * lower_pmf.h / hg)
+        for pmf, pess in ((upper_pmf, True), (lower_pmf, False)):
+            if pmf.h > hg:
+                h_used = max(h_used, h * pmf.h / hg)
+                # coarser than both the request and a grouped schedule's floor: the memory target coarsened it
+                memory = memory or pmf.h > max(hg, floor(pess)) * (1 + 1e-9)
     upper = np.where(np.isfinite(upper), upper, 1.0)  # (a PMF whose allowance is unknown answers 1 and 0)
     raw = np.where(np.isfinite(raw), raw, 0.0)
     upper = np.minimum(np.maximum(upper, kappa), a_up)
     lower = np.minimum(np.maximum(raw, a_lo), upper)
     if info is not None:
-        info.update(err_upper=e_up, err_lower=e_lo, h=h_used, raw_lower=np.minimum(raw, upper))
+        info.update(err_upper=e_up, err_lower=e_lo, h=h_used, raw_lower=np.minimum(raw, upper), memory=memory)
     return lower, upper, bool(np.all(raw >= a_lo))
 
 
@@ -334,6 +341,13 @@ def rero_bounds(
             old = None
         else:
             lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+            regroup = getattr(analysis, "regroup", None)  # a grouped schedule's refinement step
+            while (regroup is not None and not det.get("converged", True)
+                   and regroup(float(np.max((up - lo) / np.maximum(up, 1e-300))), rel_tol)):
+                lo2, up2, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+                up = np.minimum(up, up2)  # both groupings' brackets are certified: their intersection is
+                lo = np.minimum(np.maximum(lo, lo2), up)
+                det = {**det, "regrouped": len(analysis.groups)}
             old = (lo, up)
             if zero_out:
                 lo, up = np.minimum(lo, z_lo), np.minimum(up, z_up)
