@@ -212,3 +212,40 @@ def test_bracket_ordered_and_monotone_in_sigma(sigmas, which, factor):
     raised = list(segs)
     raised[i] = (segs[i][0] * factor, 0.02, 20)
     assert _ends(raised)[1] <= up * (1 + 1e-9)
+
+
+def test_grouped_tilts_read_few_segments_and_tiny_delta_brackets(monkeypatch):
+    """The tilts of tiny-δ / tiny-κ questions on a grouped schedule are chosen from ≤ TILT_GROUPS representative
+    segments (grid choice only; one moment computation per distinct step made gdp_mu take a minute on 300 steps),
+    and the tilted ε(1e-12) still brackets the references: ≥ dp_accounting's optimistic chunks, ≤ its RDP ε of
+    the schedule at its chunks' largest σ (≤ that of the exact schedule)."""
+    from reconrisk._src.accounting import epsilon_tilt, pld_tilt
+
+    seen = set()
+    orig = pld_tilt.step_moments
+
+    def recording(segments, *args, **kw):
+        seen.update((s.noise_multiplier, s.sample_rate) for s in segments)
+        return orig(segments, *args, **kw)
+
+    monkeypatch.setattr(pld_tilt, "step_moments", recording)
+    monkeypatch.setattr(epsilon_tilt, "step_moments", recording)
+    epsilon_tilt._moments_cached.cache_clear()
+    sig, q = np.linspace(1.0, 1.6, 300), np.full(300, 0.01)
+    a = PrivacyAnalysis(Release.schedule([(float(s), 0.01, 10) for s in sig]))
+    assert a.groups is not None and sum(s.steps for s in a.tilt_segments) == 3000
+    eps = a.epsilon(1e-12, two_sided=True)
+    rero = a.rero(1e-9)
+    assert 0 < len(seen) <= ps.TILT_GROUPS
+    assert rero.lower <= rero.upper and eps.lower <= eps.upper
+    _, opt_chunks = _chunks(np.repeat(sig, 10), np.repeat(q, 10), 10)
+    acc = rdp_acc.RdpAccountant()  # ≤ its RDP ε of the exact schedule (RDP falls as σ grows)
+    for s, r, n in opt_chunks:
+        acc.compose(_event(s, r, n))
+    assert eps.upper <= acc.get_epsilon(1e-12)
+    opt = None
+    for s, r, n in opt_chunks:
+        p = pld_lib.from_gaussian_mechanism(float(s), sampling_prob=float(r), pessimistic_estimate=False,
+                                            value_discretization_interval=5e-4).self_compose(int(n))
+        opt = p if opt is None else opt.compose(p)
+    assert eps.upper >= opt.get_epsilon_for_delta(1e-12) * (1 - 1e-3)

@@ -421,14 +421,20 @@ RDP_ORDERS = np.concatenate([np.arange(2, 33), [40, 48, 64, 96, 128, 192, 256, 5
 RDP_GROUPS = 32
 
 
-def rdp_representatives(groups) -> list[tuple[float, float, int]]:
+def rdp_representatives(groups, max_groups: int = RDP_GROUPS) -> list[tuple[float, float, int]]:
     """(σ, q, count) segments whose RDP curve is ≥ the grouped schedule's: the groups' dominating
-    representatives, regrouped into at most ``RDP_GROUPS`` (each at its dominating end again)."""
+    representatives, regrouped into at most ``max_groups`` (each at its dominating end again). Their counts sum
+    to the schedule's steps; :attr:`PrivacyAnalysis.tilt_segments` reads ``TILT_GROUPS`` of them."""
     reps = [(*g.representative(True), g[4]) for g in groups]
-    if len(reps) > RDP_GROUPS:
+    if len(reps) > max_groups:
         sig, q, n = distinct_steps(reps)
-        reps = [(*g.representative(True), g[4]) for g in group_steps(sig, q, n, max_groups=RDP_GROUPS)]
+        reps = [(*g.representative(True), g[4]) for g in group_steps(sig, q, n, max_groups=max_groups)]
     return reps
+
+
+#: Segments the tilt of a grouped schedule is chosen from (grid choice only: any tilt gives a certified bracket;
+#: each segment costs one coarse step PMF and its moments at ~360 tilts, 0.1 s, so not one per group).
+TILT_GROUPS = 8
 
 
 def grouped_rdp_epsilon(groups, delta: float) -> float:

@@ -124,7 +124,7 @@ def pld_bracket(
     # allowance dominates the width
     kap = np.asarray(kappa, dtype=float)
     upfront = (a_up - a_lo > rel_tol * a_up) & (a_lo < 1e-6)
-    thetas = _tilt_groups(release.segments, kap, upfront, h, rel_tol)
+    thetas = _tilt_groups(_tilt_segments(analysis), kap, upfront, h, rel_tol)
     replanned = False
     while True:
         info: dict = {}
@@ -161,7 +161,7 @@ def pld_bracket(
             replanned = True
             share = (info["err_upper"] + info["err_lower"]) > 0.1 * target
             need = (w_k > target) & share & (thetas == 0)
-            new = _tilt_groups(release.segments, np.asarray(kappa, dtype=float), need, h, rel_tol)
+            new = _tilt_groups(_tilt_segments(analysis), np.asarray(kappa, dtype=float), need, h, rel_tol)
             if np.any(new > 0):
                 thetas = np.where(new > 0, new, thetas)
                 rounds -= 1
@@ -194,6 +194,11 @@ def pld_bracket(
     return lower, upper, det
 
 
+def _tilt_segments(analysis):
+    """The segments a tilt is chosen from (:attr:`PrivacyAnalysis.tilt_segments`; grid choice only)."""
+    return getattr(analysis, "tilt_segments", analysis.release.segments)
+
+
 def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *, thetas=None, info=None
                 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Both ends on the grid h; κ are grouped by their tilt ``thetas`` (default: all untilted).
@@ -207,7 +212,7 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     actually used (``h``: the engine coarsens a grid whose window would not fit the memory target).
     The distributions come from ``analysis`` (:meth:`PrivacyAnalysis.pmf`: composed once per grid and tilt).
     """
-    segments = analysis.release.segments
+    segments = _tilt_segments(analysis)
     kappa = np.asarray(kappa, dtype=float)
     thetas = np.zeros(kappa.size) if thetas is None else np.asarray(thetas, dtype=float)
     upper = np.empty(kappa.size)
