@@ -146,9 +146,9 @@ def pld_bracket(
             note = (f"the requested grid h = {h:.3g} would not fit the memory target; "
                     f"composed on the coarser grid h = {info['h']:.3g} (still certified)")
             if not info.get("memory", True):  # a grouped schedule's grid floor, not memory, set the grid
-                note = (f"grouped schedule: composed on h = {info['h']:.3g}, its grid floor (finer than the "
-                        f"requested h = {h:.3g} would narrow only the discretisation's share of the width, far "
-                        "below the grouping's; certified)")
+                note = (f"grouped schedule: composed on h = {info['h']:.3g}, its grid floor: a grid as fine as "
+                        f"the requested h = {h:.3g} would narrow only the discretisation's share of the width, far "
+                        "below the grouping's (still certified)")
             h = info["h"]
         rounds += 1
         w_k = upper - lower
