@@ -249,3 +249,17 @@ def test_grouped_tilts_read_few_segments_and_tiny_delta_brackets(monkeypatch):
                                             value_discretization_interval=5e-4).self_compose(int(n))
         opt = p if opt is None else opt.compose(p)
     assert eps.upper >= opt.get_epsilon_for_delta(1e-12) * (1 - 1e-3)
+
+
+def test_small_sigma_schedule_refines_the_grid_not_the_groups():
+    """σ 0.7 → 0.65 at q 0.01 (a slow ExponentialNoise): one-dimensional, so 200 groups leave the grouping a tiny
+    share, and the width (2 % before, unchanged by 800 groups) is the grouped grid floor's: the refinement lowers
+    the floor instead and the bracket meets 1 %, still containing dp_accounting's chunked references."""
+    sig = 0.7 * 0.99992 ** np.arange(1000)
+    q = np.full(1000, 0.01)
+    a = PrivacyAnalysis(_release(sig, q))
+    eps = a.epsilon(DELTA, two_sided=True)
+    assert eps.upper - eps.lower <= 0.01 * eps.upper
+    assert a._floor_scale < 1.0 and len(a.groups) <= ps.MAX_GROUPS
+    pess, opt = _chunks(sig, q, 8)
+    assert eps.lower <= _dpa_eps(pess) and eps.upper >= _dpa_eps(opt, pessimistic=False)

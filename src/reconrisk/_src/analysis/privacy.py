@@ -227,7 +227,7 @@ class PrivacyAnalysis(Analysis):
                                         loss_cap=cap, slack_budget=budget, **options)
         else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
             pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
-                                        slack_budget=budget, **options)
+                                        slack_budget=budget, floor_scale=getattr(self, "_floor_scale", 1.0), **options)
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
@@ -249,16 +249,23 @@ class PrivacyAnalysis(Analysis):
     def regroup(self, measured: float, target: float) -> bool:
         """The refinement step of a grouped schedule: a bracket read from :attr:`groups` measured ``measured``
         (relative width), wider than ``target``: split the widest groups further
-        (:func:`~reconrisk._src.accounting.pld_schedule.refine_groups`, at most ``REGROUP_ROUNDS`` times) and drop the
+        (:func:`~reconrisk._src.accounting.pld_schedule.refine_groups`), or, where the width is mostly the
+        discretisation's (:func:`~reconrisk._src.accounting.pld_schedule.grid_dominates`), lower the grouped grid's
+        floor by ``GRID_STEP`` — at most ``REGROUP_ROUNDS`` times in all — and drop the
         coarser grouping's distributions and answers, so that every later answer reads the finer groups (each
         grouping is certified; the caller may intersect its brackets). False when nothing finer is possible."""
         done = getattr(self, "_regroups", 0)
         if self.groups is None or done >= _sched.REGROUP_ROUNDS:
             return False
-        new = _sched.refine_groups(self._groups, *_sched.distinct_steps(self.release.segments), measured, target)
-        if new is None:
-            return False
-        self._groups, self._regroups = new, done + 1
+        steps = _sched.distinct_steps(self.release.segments)
+        if _sched.grid_dominates(self._groups, *steps, measured):
+            self._floor_scale = getattr(self, "_floor_scale", 1.0) * _sched.GRID_STEP
+        else:
+            new = _sched.refine_groups(self._groups, *steps, measured, target)
+            if new is None:
+                return False
+            self._groups = new
+        self._regroups = done + 1
         self._pmfs.clear()
         self._memo.clear()
         return True
@@ -266,7 +273,8 @@ class PrivacyAnalysis(Analysis):
     def grid_floor(self, pessimistic: bool) -> float:
         """The finest grid a grouped schedule is composed on (0 where the steps are composed exactly)."""
         g = self.groups
-        return 0.0 if g is None or all(x.exact for x in g) else _sched.grouped_min_h(g, pessimistic)
+        return (0.0 if g is None or all(x.exact for x in g)
+                else _sched.grouped_min_h(g, pessimistic, getattr(self, "_floor_scale", 1.0)))
 
     @property
     def tilt_segments(self):
