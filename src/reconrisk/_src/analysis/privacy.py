@@ -70,6 +70,8 @@ RDP_SKIP_WIDTH = 1e-4
 #: Schedules with at most this many distinct (σ, q) are composed segment by segment, exactly; beyond it
 #: the distributions are the certified grouping's (:attr:`PrivacyAnalysis.groups`).
 SEGMENTWISE_MAX = 8
+#: A grouped schedule's two-sided ε bracket wider than this (relative) regroups it (:meth:`PrivacyAnalysis.regroup`).
+GROUPED_TARGET = 0.01
 
 
 class PrivacyAnalysis(Analysis):
@@ -225,7 +227,7 @@ class PrivacyAnalysis(Analysis):
                                         loss_cap=cap, slack_budget=budget, **options)
         else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
             pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
-                                        slack_budget=budget, **options)
+                                        slack_budget=budget, floor_scale=getattr(self, "_floor_scale", 1.0), **options)
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
@@ -251,7 +253,47 @@ class PrivacyAnalysis(Analysis):
         if not hasattr(self, "_groups"):
             sig, q, n = _sched.distinct_steps(self.release.segments)
             self._groups = None if sig.size <= SEGMENTWISE_MAX else _sched.group_steps(sig, q, n)
+            self._regroups = 0
         return self._groups
+
+    def regroup(self, measured: float, target: float) -> bool:
+        """The refinement step of a grouped schedule: a bracket read from :attr:`groups` measured ``measured``
+        (relative width), wider than ``target``: split the widest groups further
+        (:func:`~reconrisk._src.accounting.pld_schedule.refine_groups`), or, where the width is mostly the
+        discretisation's (:func:`~reconrisk._src.accounting.pld_schedule.grid_dominates`), lower the grouped grid's
+        floor by ``GRID_STEP`` — at most ``REGROUP_ROUNDS`` times in all — and drop the
+        coarser grouping's distributions and answers, so that every later answer reads the finer groups (each
+        grouping is certified; the caller may intersect its brackets). False when nothing finer is possible."""
+        done = getattr(self, "_regroups", 0)
+        if self.groups is None or done >= _sched.REGROUP_ROUNDS:
+            return False
+        steps = _sched.distinct_steps(self.release.segments)
+        if _sched.grid_dominates(self._groups, *steps, measured):
+            self._floor_scale = getattr(self, "_floor_scale", 1.0) * _sched.GRID_STEP
+        else:
+            new = _sched.refine_groups(self._groups, *steps, measured, target)
+            if new is None:
+                return False
+            self._groups = new
+        self._regroups = done + 1
+        self._pmfs.clear()
+        self._memo.clear()
+        return True
+
+    def grid_floor(self, pessimistic: bool) -> float:
+        """The finest grid a grouped schedule is composed on (0 where the steps are composed exactly)."""
+        g = self.groups
+        return (0.0 if g is None or all(x.exact for x in g)
+                else _sched.grouped_min_h(g, pessimistic, getattr(self, "_floor_scale", 1.0)))
+
+    @property
+    def tilt_segments(self):
+        """The segments the tilts of tiny-δ and tiny-κ questions are chosen from (grid choice only: any tilt gives
+        a certified bracket): the release's, or for a grouped schedule ``TILT_GROUPS`` dominating representatives
+        with the same total steps (a 300-step schedule's tilt took 40 s of moments, one per segment)."""
+        if self.groups is None:
+            return self.release.segments
+        return Release.schedule(_sched.rdp_representatives(self.groups, _sched.TILT_GROUPS)).segments
 
     @property
     def _rdp_release(self) -> Release:
@@ -347,6 +389,14 @@ class PrivacyAnalysis(Analysis):
 
     def _epsilon(self, delta: float, two_sided: bool) -> Bound:
         lo, up, method, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=two_sided)
+        # a grouped schedule's two-sided bracket wider than GROUPED_TARGET: regroup finer and ask again; both
+        # brackets are certified, so their intersection is
+        while (lo is not None and up > 0 and math.isfinite(up) and up - lo > GROUPED_TARGET * up
+               and self.regroup((up - lo) / up, GROUPED_TARGET)):
+            lo2, up2, method2, h = self.epsilon_on_grid(delta, PLD_DISCRETIZATION, two_sided=True)
+            if up2 <= up:
+                up, method = up2, method2
+            lo = min(max(lo, lo2), up)
         formula = {"pld": "smallest eps with delta(eps) <= delta on the pessimistic (upper) and optimistic (lower) PLDs",
                    "closed_form": "Gaussian DP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) "
                                   "(Balle & Wang 2018)",

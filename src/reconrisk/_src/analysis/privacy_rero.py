@@ -124,7 +124,7 @@ def pld_bracket(
     # allowance dominates the width
     kap = np.asarray(kappa, dtype=float)
     upfront = (a_up - a_lo > rel_tol * a_up) & (a_lo < 1e-6)
-    thetas = _tilt_groups(release.segments, kap, upfront, h, rel_tol)
+    thetas = _tilt_groups(_tilt_segments(analysis), kap, upfront, h, rel_tol)
     replanned = False
     while True:
         info: dict = {}
@@ -145,6 +145,10 @@ def pld_bracket(
         if coarsened:
             note = (f"the requested grid h = {h:.3g} would not fit the memory target; "
                     f"composed on the coarser grid h = {info['h']:.3g} (still certified)")
+            if not info.get("memory", True):  # a grouped schedule's grid floor, not memory, set the grid
+                note = (f"grouped schedule: composed on h = {info['h']:.3g}, its grid floor: a grid as fine as "
+                        f"the requested h = {h:.3g} would narrow only the discretisation's share of the width, far "
+                        "below the grouping's (still certified)")
             h = info["h"]
         rounds += 1
         w_k = upper - lower
@@ -157,7 +161,7 @@ def pld_bracket(
             replanned = True
             share = (info["err_upper"] + info["err_lower"]) > 0.1 * target
             need = (w_k > target) & share & (thetas == 0)
-            new = _tilt_groups(release.segments, np.asarray(kappa, dtype=float), need, h, rel_tol)
+            new = _tilt_groups(_tilt_segments(analysis), np.asarray(kappa, dtype=float), need, h, rel_tol)
             if np.any(new > 0):
                 thetas = np.where(new > 0, new, thetas)
                 rounds -= 1
@@ -190,6 +194,11 @@ def pld_bracket(
     return lower, upper, det
 
 
+def _tilt_segments(analysis):
+    """The segments a tilt is chosen from (:attr:`PrivacyAnalysis.tilt_segments`; grid choice only)."""
+    return getattr(analysis, "tilt_segments", analysis.release.segments)
+
+
 def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *, thetas=None, info=None
                 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Both ends on the grid h; κ are grouped by their tilt ``thetas`` (default: all untilted).
@@ -203,7 +212,7 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     actually used (``h``: the engine coarsens a grid whose window would not fit the memory target).
     The distributions come from ``analysis`` (:meth:`PrivacyAnalysis.pmf`: composed once per grid and tilt).
     """
-    segments = analysis.release.segments
+    segments = _tilt_segments(analysis)
     kappa = np.asarray(kappa, dtype=float)
     thetas = np.zeros(kappa.size) if thetas is None else np.asarray(thetas, dtype=float)
     upper = np.empty(kappa.size)
@@ -211,6 +220,8 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
     e_up = np.empty(kappa.size)
     e_lo = np.empty(kappa.size)
     h_used = h
+    memory = False
+    floor = getattr(analysis, "grid_floor", lambda pessimistic: 0.0)
     for th in np.unique(thetas):
         idx = thetas == th
         k = kappa[idx]
@@ -222,18 +233,19 @@ def _bracket_at(analysis, kappa, h, cap, a_lo, a_up, rel_tol=DEFAULT_REL_TOL, *,
             kw = dict(slack_budget=0.1 * rel_tol * float(np.min(np.maximum(a_lo[idx], k))))
         upper_pmf = analysis.pmf(hg, pessimistic=True, loss_cap=cap, **kw)
         upper[idx], e_up[idx] = upper_pmf.blowup(k, return_error=True)
-        if upper_pmf.h > hg:
-            h_used = max(h_used, h * upper_pmf.h / hg)
         lower_pmf = analysis.pmf(hg, pessimistic=False, loss_cap=cap, **kw)
         raw[idx], e_lo[idx] = lower_pmf.blowup(k, return_error=True)
-        if lower_pmf.h > hg:
-            h_used = max(h_used, h * lower_pmf.h / hg)
+        for pmf, pess in ((upper_pmf, True), (lower_pmf, False)):
+            if pmf.h > hg:
+                h_used = max(h_used, h * pmf.h / hg)
+                # coarser than both the request and a grouped schedule's floor: the memory target coarsened it
+                memory = memory or pmf.h > max(hg, floor(pess)) * (1 + 1e-9)
     upper = np.where(np.isfinite(upper), upper, 1.0)  # (a PMF whose allowance is unknown answers 1 and 0)
     raw = np.where(np.isfinite(raw), raw, 0.0)
     upper = np.minimum(np.maximum(upper, kappa), a_up)
     lower = np.minimum(np.maximum(raw, a_lo), upper)
     if info is not None:
-        info.update(err_upper=e_up, err_lower=e_lo, h=h_used, raw_lower=np.minimum(raw, upper))
+        info.update(err_upper=e_up, err_lower=e_lo, h=h_used, raw_lower=np.minimum(raw, upper), memory=memory)
     return lower, upper, bool(np.all(raw >= a_lo))
 
 
@@ -334,6 +346,13 @@ def rero_bounds(
             old = None
         else:
             lo, up, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+            regroup = getattr(analysis, "regroup", None)  # a grouped schedule's refinement step
+            while (regroup is not None and not det.get("converged", True)
+                   and regroup(float(np.max((up - lo) / np.maximum(up, 1e-300))), rel_tol)):
+                lo2, up2, det = pld_bracket(analysis, kappas, tol=tol, rel_tol=rel_tol)
+                up = np.minimum(up, up2)  # both groupings' brackets are certified: their intersection is
+                lo = np.minimum(np.maximum(lo, lo2), up)
+                det = {**det, "regrouped": len(analysis.groups)}
             old = (lo, up)
             if zero_out:
                 lo, up = np.minimum(lo, z_lo), np.minimum(up, z_up)

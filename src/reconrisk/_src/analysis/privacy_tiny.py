@@ -33,7 +33,7 @@ def tiny_epsilon(analysis, delta: float, h: float, two_sided: bool) -> tuple[flo
     the directions of the pessimistic PLD's ε, the lower end (``two_sided``) the remove (or symmetric)
     direction's optimistic ε. Each direction is tilted for itself (:func:`tilt_for_delta`), and re-tilted once
     at the ε it read if that lies more than ``RETILT_SD`` tilted spreads from the tilted mean."""
-    segs = analysis.release.segments
+    segs = getattr(analysis, "tilt_segments", analysis.release.segments)  # grid choice only
     tail = tiny_tail(delta, analysis.release.steps)
     # the pessimistic +∞ atom alone would exceed δ (δ near 1e-300): no upper end here; the lower end from the
     # untilted optimistic composition (as before the tilt: it drops its tails, so it has no floor)
@@ -65,7 +65,7 @@ def tiny_delta(analysis, eps: float, h: float, two_sided: bool) -> tuple[float |
     """``(lower, upper, details)`` of δ(ε) from compositions tilted so that their mean is ε
     (:func:`tilt_for_epsilon`); the per-step tail is ≤ 1e-3·(1e-4 × the Chernoff bound on P(L ≥ ε))/T (the size
     of δ(ε) is within a few orders of it), at least 1e-300."""
-    segs = analysis.release.segments
+    segs = getattr(analysis, "tilt_segments", analysis.release.segments)  # grid choice only
     up, lo, thetas = 0.0, None, {}
     log_c = tilt_for_epsilon(segs, eps, _directions(analysis)[0], tiny_tail(1e-24, analysis.release.steps))[3]
     tail = tiny_tail(1e-4 * math.exp(max(log_c, -700.0)), analysis.release.steps)
