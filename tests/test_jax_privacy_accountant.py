@@ -332,3 +332,25 @@ def test_jax_and_numpy_scalars_in_every_field_read_as_their_values():
                                           num_updates=jnp.int32(50), num_samples=jnp.int32(10000))
     assert sigma == rj.calibrate_noise_multiplier(target_rero=0.05, kappa=1e-3, batch_sizes=64, num_updates=50,
                                                   num_samples=10000)
+
+
+def test_monte_carlo_rero_reads_jax_scalars_and_refuses_a_missing_baseline_before_drawing(monkeypatch):
+    import jax.numpy as jnp
+    import numpy as np
+    from jax_privacy import batch_selection
+
+    from reconrisk._src.integrations import jax_privacy_estimate as est
+
+    s = batch_selection.BallsInBinsSampling(iterations=4, cycle_length=1)
+    kw = dict(num_samples=200, seed=3, kappa=0.1)
+    a = rj.monte_carlo_rero(s, 2.0, [1.0], **kw)
+    b = rj.monte_carlo_rero(s, jnp.float32(2.0), np.array([1.0]), **{**kw, "num_samples": np.int64(200)})
+    assert (a.estimate, a.upper) == (b.estimate, b.upper)
+
+    def never(*args, **kwargs):
+        raise AssertionError("drew privacy losses before checking the prior")
+    monkeypatch.setattr(est.sample_generation, "get_privacy_loss_sample", never)
+    with pytest.raises(ReconRiskError, match="kappa"):
+        rj.monte_carlo_rero(s, 2.0, [1.0], num_samples=200, seed=3)
+    with pytest.raises(ReconRiskError, match="confidence"):
+        rj.monte_carlo_rero(s, 2.0, [1.0], num_samples=200, seed=3, kappa=0.1, confidence=1.5)
