@@ -33,7 +33,9 @@ How each ``DpParams`` field is read (the run jax-privacy's own ``DpsgdTrainingAc
 * ``is_finite_guarantee=False``: ε = ∞; ``num_updates == 0``: ε = 0 (as every ``DpTrainingAccountant``); a step
   with σ = 0 that samples anyone: ε = ∞.
 
-Anything else is refused with :class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
+Numbers may be Python, numpy or jax scalars (jax-privacy passes float32 jax scalars; :func:`plain_params`), a
+schedule a list of pairs or an array of (step, σ) rows. Anything else is refused with
+:class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
 
 ε is the upper end of the certified bracket of the analysis (the pessimistic PLD on reconrisk's own engine): for a
 release ``accountant.compute_epsilon(T, p) == accountant.analysis(T, p).epsilon(p.delta).upper``; for steps
