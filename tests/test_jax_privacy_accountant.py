@@ -306,3 +306,51 @@ def test_monte_carlo_rero_is_an_estimate_that_covers_the_exact_value():
     assert m.details["kind"].startswith("estimate") and m.details["seed"] == 3
     with pytest.raises(ReconRiskError, match="privacy_loss"):
         rj.rero_estimate([0.1], kappa=kappa)
+
+
+def test_jax_and_numpy_scalars_in_every_field_read_as_their_values():
+    """jax-privacy hands jax/numpy scalars (float32 among them) to accountants and calibrators: every DpParams
+    field, num_updates, and a schedule given as an array of (step, σ) rows read as the plain Python values."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    acc = rj.ReconRiskAccountant()
+    plain = dict(noise_multipliers=1.0, num_samples=1000, batch_size=10, delta=1e-5, cycle_length=3)
+    odd = dict(noise_multipliers=jnp.float32(1.0), num_samples=jnp.int32(1000), batch_size=jnp.int32(10),
+               delta=jnp.float32(1e-5), cycle_length=jnp.int32(3))
+    assert acc.compute_epsilon(jnp.int32(30), DpParams(**odd)) == pytest.approx(
+        acc.compute_epsilon(30, DpParams(**{**plain, "delta": float(jnp.float32(1e-5))})), rel=1e-12)
+    for field, value in [("truncated_batch_size", 15), ("examples_per_user", 2)]:
+        kw = dict(noise_multipliers=2.0, num_samples=1000, batch_size=10, delta=1e-5)
+        a = acc.compute_epsilon(3, DpParams(**kw, **{field: value}))
+        assert acc.compute_epsilon(3, DpParams(**kw, **{field: jnp.int32(value)})) == a
+    sched = [(0, 2.0), (50, 1.0)]
+    kw = dict(num_samples=1000, batch_size=10, delta=1e-5)
+    assert acc.compute_epsilon(80, DpParams(noise_multipliers=np.array(sched), **kw)) == \
+        acc.compute_epsilon(80, DpParams(noise_multipliers=sched, **kw))
+    sigma = rj.calibrate_noise_multiplier(target_rero=0.05, kappa=1e-3, batch_sizes=jnp.int32(64),
+                                          num_updates=jnp.int32(50), num_samples=jnp.int32(10000))
+    assert sigma == rj.calibrate_noise_multiplier(target_rero=0.05, kappa=1e-3, batch_sizes=64, num_updates=50,
+                                                  num_samples=10000)
+
+
+def test_monte_carlo_rero_reads_jax_scalars_and_refuses_a_missing_baseline_before_drawing(monkeypatch):
+    import jax.numpy as jnp
+    import numpy as np
+    from jax_privacy import batch_selection
+
+    from reconrisk._src.integrations import jax_privacy_estimate as est
+
+    s = batch_selection.BallsInBinsSampling(iterations=4, cycle_length=1)
+    kw = dict(num_samples=200, seed=3, kappa=0.1)
+    a = rj.monte_carlo_rero(s, 2.0, [1.0], **kw)
+    b = rj.monte_carlo_rero(s, jnp.float32(2.0), np.array([1.0]), **{**kw, "num_samples": np.int64(200)})
+    assert (a.estimate, a.upper) == (b.estimate, b.upper)
+
+    def never(*args, **kwargs):
+        raise AssertionError("drew privacy losses before checking the prior")
+    monkeypatch.setattr(est.sample_generation, "get_privacy_loss_sample", never)
+    with pytest.raises(ReconRiskError, match="kappa"):
+        rj.monte_carlo_rero(s, 2.0, [1.0], num_samples=200, seed=3)
+    with pytest.raises(ReconRiskError, match="confidence"):
+        rj.monte_carlo_rero(s, 2.0, [1.0], num_samples=200, seed=3, kappa=0.1, confidence=1.5)

@@ -33,7 +33,9 @@ How each ``DpParams`` field is read (the run jax-privacy's own ``DpsgdTrainingAc
 * ``is_finite_guarantee=False``: ε = ∞; ``num_updates == 0``: ε = 0 (as every ``DpTrainingAccountant``); a step
   with σ = 0 that samples anyone: ε = ∞.
 
-Anything else is refused with :class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
+Numbers may be Python, numpy or jax scalars (jax-privacy passes float32 jax scalars; :func:`plain_params`), a
+schedule a list of pairs or an array of (step, σ) rows. Anything else is refused with
+:class:`~reconrisk.errors.ReconRiskError` naming the field and its value.
 
 ε is the upper end of the certified bracket of the analysis (the pessimistic PLD on reconrisk's own engine): for a
 release ``accountant.compute_epsilon(T, p) == accountant.analysis(T, p).epsilon(p.delta).upper``; for steps
@@ -45,6 +47,7 @@ jax-privacy's constructor takes is accepted and unused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -83,6 +86,39 @@ def _number(name: str, value) -> float:
     if arr.size != 1:
         raise ReconRiskError(f"{name} must be one number; found {value!r:.80}")
     return float(arr[0])
+
+
+def _scalar(value):
+    """A plain Python int/float for a number or 0-d array (numpy, jax, float32 included); anything else as given."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        return value
+    if isinstance(value, numbers.Number) or getattr(value, "ndim", None) == 0:
+        try:
+            x = np.asarray(value).item()
+        except (TypeError, ValueError):
+            return value
+        return x if isinstance(x, (int, float)) else value
+    return value
+
+
+def plain_params(dp_params):
+    """``dp_params`` with jax/numpy scalars as Python numbers and an array of (step, σ) rows as a list of pairs
+    (jax-privacy hands float32 jax scalars to accountants); refused where it is not a ``DpParams``."""
+    if not isinstance(dp_params, _jp.DpParams):
+        raise ReconRiskError(f"dp_params must be a jax_privacy.accounting.DpParams; found {type(dp_params).__name__}")
+    p = dp_params
+    nm = p.noise_multipliers
+    if getattr(nm, "ndim", None) == 2 and getattr(nm, "shape", (0, 0))[1] == 2:
+        nm = [(_scalar(t), _scalar(x)) for t, x in np.asarray(nm).tolist()]
+    elif isinstance(nm, Sequence) and not isinstance(nm, (str, bytes)):
+        nm = [tuple(_scalar(x) for x in item) if isinstance(item, (tuple, list)) else item for item in nm]
+    else:
+        nm = _scalar(nm)
+    fields = ("num_samples", "delta", "batch_size", "examples_per_user", "cycle_length", "truncated_batch_size")
+    new = {f: _scalar(getattr(p, f)) for f in fields}
+    if nm is p.noise_multipliers and all(new[f] is getattr(p, f) for f in fields):
+        return p
+    return dataclasses.replace(p, noise_multipliers=nm, **new)
 
 
 def _timed(name: str, value, cast) -> list[tuple[int, float]]:
@@ -139,9 +175,7 @@ def schedule(num_updates: int, dp_params) -> list[tuple[int, float, int]]:
 
 def check_params(dp_params) -> None:
     """Refuse, in one line naming the field and its value, what :func:`run_steps` cannot account."""
-    if not isinstance(dp_params, _jp.DpParams):
-        raise ReconRiskError(f"dp_params must be a jax_privacy.accounting.DpParams; found {type(dp_params).__name__}")
-    p = dp_params
+    p = plain_params(dp_params)
     if p.noise_multipliers is None:
         raise ReconRiskError("DpParams.noise_multipliers must be given (a number or [(step, sigma), ...]); found None")
     v.integer("DpParams.num_samples", p.num_samples, minimum=1)
@@ -200,6 +234,7 @@ def run_steps(num_updates: int, dp_params) -> Release | tuple[Step, ...] | None:
     """What the run is, in reconrisk's terms (module docstring): a :class:`~reconrisk._src.release.Release` (Gaussian
     steps, Poisson or fixed batches), else its :class:`~reconrisk._src.mechanisms.base.Step` s; ``None`` where a step
     has σ = 0 and samples someone (nothing is private: ε = ∞)."""
+    dp_params = plain_params(dp_params)
     check_params(dp_params)
     num_updates = v.integer("num_updates", _number("num_updates", num_updates), minimum=1, maximum=v.MAX_STEPS)
     segs = schedule(num_updates, dp_params)
@@ -262,6 +297,7 @@ class ReconRiskAccountant(_jp.DpTrainingAccountant):
         check_params(dp_params)
 
     def _compute_epsilon(self, num_updates, dp_params) -> float:
+        dp_params = plain_params(dp_params)
         if run_steps(num_updates, dp_params) is None:
             return math.inf
         a = run_analysis(num_updates, dp_params)
@@ -273,6 +309,7 @@ class ReconRiskAccountant(_jp.DpTrainingAccountant):
     def compute_epsilon(self, num_updates, dp_params, allow_approximate_cache: bool = False) -> float:
         """ε at ``dp_params.delta`` after ``num_updates`` steps: 0 before any step, ∞ for a run declared without a
         finite guarantee, else the certified upper end (``analysis(num_updates, dp_params).epsilon(delta).upper``)."""
+        dp_params = plain_params(dp_params)
         check_params(dp_params)
         n = _number("num_updates", num_updates)
         if not (n >= 0 and n == math.floor(n)):
@@ -286,6 +323,7 @@ class ReconRiskAccountant(_jp.DpTrainingAccountant):
     def analysis(self, num_updates, dp_params) -> Analysis:
         """The reconrisk analysis of the run (:func:`run_analysis`): ``.rero(kappa)``, ``.risk(measure, …)``,
         ``.tradeoff(alphas)``, ``.epsilon(delta)`` (whose upper end :meth:`compute_epsilon` returns)."""
+        dp_params = plain_params(dp_params)
         check_params(dp_params)
         return run_analysis(num_updates, dp_params)
 
@@ -298,6 +336,8 @@ def _risk_run(accountant, noise_multipliers, batch_sizes, num_samples, examples_
               truncated_batch_size, sampling_method) -> tuple[str, int, int]:
     """(sampler, group size, cycle length) of a run the one calibrator searches (one σ, one batch size, Poisson or
     fixed batches, cycles allowed); anything else refused naming the argument."""
+    num_samples, cycle_length, examples_per_user, truncated_batch_size = map(
+        _scalar, (num_samples, cycle_length, examples_per_user, truncated_batch_size))
     if accountant is not None and not isinstance(accountant, ReconRiskAccountant):
         raise ReconRiskError(f"accountant must be a reconrisk ReconRiskAccountant or None; found "
                              f"{type(accountant).__name__}")
@@ -317,7 +357,7 @@ def _risk_run(accountant, noise_multipliers, batch_sizes, num_samples, examples_
                               batch_size=int(_batch("batch_sizes", batch_sizes)), cycle_length=cycle_length,
                               sampling_method=sampling_method))
     c = cycle_length or 1
-    return ("fixed" if sampling_method is FIXED_BATCH_SIZE else "poisson"), num_samples // c, c
+    return ("fixed" if sampling_method is FIXED_BATCH_SIZE else "poisson"), int(num_samples) // c, c
 
 
 def _baseline(measure: str, kappa, prior_size) -> dict:
@@ -337,7 +377,8 @@ def calibrate_noise_multiplier(*, target_rero: float, batch_sizes: int, num_upda
     ``calibrate_noise_multiplier`` with ``target_rero, kappa`` in place of ``target_epsilon, target_delta``."""
     sampler, group, c = _risk_run(accountant, 1.0, batch_sizes, num_samples, examples_per_user, cycle_length,
                                   truncated_batch_size, sampling_method)
-    t = math.ceil(v.integer("num_updates", num_updates, minimum=1, maximum=v.MAX_STEPS) / c)
+    t = math.ceil(v.integer("num_updates", _number("num_updates", num_updates), minimum=1,
+                            maximum=v.MAX_STEPS) / c)
     bs = int(_batch("batch_sizes", batch_sizes))
     rate = dict(batch_size=bs, dataset_size=group) if sampler == "fixed" else dict(sample_rate=bs / group)
     cal = calibrate(measure, target_rero, "noise_multiplier", steps=t, rel_tol=rel_tol,
@@ -375,7 +416,8 @@ def calibrate_batch_size(*, target_rero: float, noise_multipliers: float, num_up
     sampler, group, c = _risk_run(accountant, noise_multipliers, 1, num_samples, examples_per_user, cycle_length,
                                   truncated_batch_size, sampling_method)
     sigma = _sigma("noise_multipliers", noise_multipliers)
-    t = math.ceil(v.integer("num_updates", num_updates, minimum=1, maximum=v.MAX_STEPS) / c)
+    t = math.ceil(v.integer("num_updates", _number("num_updates", num_updates), minimum=1,
+                            maximum=v.MAX_STEPS) / c)
     base = _baseline(measure, kappa, prior_size)
     if sampler == "fixed":
         return int(calibrate(measure, target_rero, "batch_size", noise_multiplier=sigma, steps=t, dataset_size=group,

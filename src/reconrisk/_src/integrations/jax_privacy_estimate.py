@@ -60,6 +60,11 @@ def rero_estimate(privacy_loss, *, kappa: float | None = None, prior_size: int |
                           "kind": "estimate (from samples; not a guarantee)", "interval": "Hoeffding (one-sided, union over the epsilon grid)"})
 
 
+def _item(x):
+    """A 0-d numpy/jax value (float32 included) as its Python number; anything else as given."""
+    return np.asarray(x).item() if getattr(x, "ndim", None) == 0 else x
+
+
 def monte_carlo_rero(strategy, noise_multiplier: float, c_col, *, num_samples: int, seed: int,
                      kappa: float | None = None, prior_size: int | None = None, confidence: float = 0.95,
                      dataset_size: int | None = None) -> Bound:
@@ -67,9 +72,11 @@ def monte_carlo_rero(strategy, noise_multiplier: float, c_col, *, num_samples: i
     (``BallsInBinsSampling``, ``BMinSepSampling``, …) with matrix-factorization noise ``noise_multiplier`` and the
     banded strategy column ``c_col`` (``jax_privacy.experimental.monte_carlo.sample_generation.
     get_privacy_loss_sample``, ``positive_sample=True``); an estimate, never certified."""
-    n = v.integer("num_samples", num_samples, minimum=2, maximum=10**8)
-    seed = v.seed("seed", seed)
-    sigma = v.positive("noise_multiplier", noise_multiplier)
+    n = v.integer("num_samples", _item(num_samples), minimum=2, maximum=10**8)
+    seed = v.seed("seed", _item(seed))
+    sigma = v.positive("noise_multiplier", _item(noise_multiplier))
+    resolve_kappa(kappa, prior_size)  # the prior and the level are checked before any draw
+    v.in_range("confidence", confidence, 0.0, 1.0)
     try:
         loss, _ = sample_generation.get_privacy_loss_sample(strategy, sigma, np.asarray(c_col, dtype=float), seed=seed,
                                                             positive_sample=True, num_samples=n,
