@@ -30,7 +30,7 @@ EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["p
 #: (and to the extra that brings it), or named in the README as a reason to skip.
 MODULE_EXTRA = {"jax": "sim", "optax": "sim", "dask": "scale", "pyarrow": "scale", "opacus": "opacus",
                 "torch": "test", "flwr": "flower", "ray": "flower", "mpmath": None, "mkdocs": "dev", "material": "dev", "mkdocstrings_handlers": "dev",
-                "dp_accounting": None}  # None: a core dependency
+                "dp_accounting": None, "jax_privacy": "test", "keras": "test"}  # None: a core dependency
 #: Modules whose tests skip where they are absent, as the README says (peers are never dependencies).
 README_SKIPS = {"riskcal": "riskcal (never a dependency)"}
 
@@ -82,8 +82,10 @@ def test_other_skips_are_the_ones_the_readme_states():
     assert "`apt-get install chromium`" in PROSE and "report page's rendering without Chromium" in PROSE
     assert "XLA-level tests on a CPU where XLA's two levels round alike" in PROSE
     assert "CPU-only rules on a GPU" in PROSE
+    assert "the Keras tests where Keras was loaded with a backend other than JAX" in PROSE
     allowed = {"test_xla_level.py": "round this function alike", "test_jax_rng.py": "for CPU only",
-               "test_shadow_dense.py": "for the CPU backend", "test_report_browser.py": "CHROMIUM"}
+               "test_shadow_dense.py": "for the CPU backend", "test_report_browser.py": "CHROMIUM",
+               "test_jax_privacy_keras.py": "jax-privacy needs jax"}
     found = set()
     for path in sorted((ROOT / "tests").glob("*.py")):
         text = path.read_text(encoding="utf-8")

@@ -232,18 +232,19 @@ class Release:
                 f"segments must be a list of (noise_multiplier, sample_rate, steps); found {segments!r:.80}"
             )
         segs: list[Segment] = []
+        vmf = noise == "vmf"
+        level = "concentration" if vmf else "noise_multiplier"
         for i, item in enumerate(segments):
             if isinstance(item, Segment):
                 seg = item
             else:
-                level = "concentration" if noise == "vmf" else "noise_multiplier"
                 try:
                     sigma, q, t = ((item[level], item["sample_rate"], item["steps"]) if isinstance(item, Mapping)
                                    and len(item) == 3 else item)
                 except (TypeError, ValueError, KeyError):
                     raise ReconRiskError(f"segments[{i}] must be ({level}, sample_rate, steps); found {item!r}") from None
                 try:
-                    seg = Segment(None, q, t, concentration=sigma) if noise == "vmf" else Segment(sigma, q, t)
+                    seg = Segment(None, q, t, concentration=sigma) if vmf else Segment(sigma, q, t)
                 except ReconRiskError as exc:  # (which of 10⁴ entries: its index)
                     raise ReconRiskError(f"segments[{i}]: {exc}") from None
             if segs and (segs[-1].noise_multiplier, segs[-1].concentration, segs[-1].sample_rate) == (

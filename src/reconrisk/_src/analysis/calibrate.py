@@ -49,7 +49,7 @@ from .._roots import bisect_log, strict_up
 from ..accounting.epsilon import ACCOUNTANTS
 from ..accounting.gaussian import gaussian_sigma
 from ..errors import ReconRiskError
-from ..release import Release
+from ..release import Release, gaussian_release
 from ..results import Bound
 from .accountant import epsilon as eps_of, shared_analysis
 from .privacy import PrivacyAnalysis
@@ -325,8 +325,7 @@ def _scaled(schedule, scale: float, sampler: str) -> Release:
 def _calibrate_scale(quantity, target, schedule, rel_tol, args) -> Calibration:
     """The smallest scale c at which the schedule at c·σ_t meets the target (see :func:`calibrate`)."""
     base = schedule if isinstance(schedule, Release) else Release.schedule(schedule, sampler="poisson")
-    if base.noise != "gaussian":
-        raise ReconRiskError(f"schedule must have Gaussian noise (noise multipliers to scale); found noise={base.noise!r}")
+    gaussian_release(base, "calibrating a schedule's scale (noise multipliers to scale)")  # refuses VMF noise
     segs = tuple((s.noise_multiplier, s.sample_rate, s.steps) for s in base.segments)
     floor = _check_target(quantity, target, args)
     if floor < MIN_KAPPA_PLD and quantity in _CURVE and any(q < 1.0 for _, q, _ in segs):

@@ -179,7 +179,8 @@ def _strong(text: str) -> tuple[str, bool]:
 
 def summary(report: RiskReport) -> list[Sentence]:
     """The plain-language summary, computed from the report's numbers (upper bounds rounded up)."""
-    s = RiskReport.from_dict(report).summary
+    typed = RiskReport.from_dict(report)
+    s = typed.summary
     out = [_sentence(f"An informed adversary with {_prior_text(report)} reconstructs a training example at most ",
                      _strong(_pct(s.rero_upper)), f" of the time (a blind guess: {_pct(s.kappa, up=False)}).")]
     eps = s.epsilon
@@ -193,11 +194,11 @@ def summary(report: RiskReport) -> list[Sentence]:
     if s.membership_advantage_upper is not None:
         out.append(_sentence("No membership-inference attack beats a coin flip by more than "
                              f"{_pct(s.membership_advantage_upper)} (TPR − FPR)."))
-    segs = report.release.get("segments")
+    segs = typed.release.get("segments")
     if segs:  # a schedule (a noise scheduler's run: every step may differ): say how large it is
         key = "concentration" if "concentration" in segs[0] else "noise_multiplier"
         lv, qs = [d[key] for d in segs], [d["sample_rate"] for d in segs]
-        out.append(_sentence(f"The release is a schedule of {len(segs):,} segments ({report.release['steps']:,} steps "
+        out.append(_sentence(f"The release is a schedule of {len(segs):,} segments ({typed.release['steps']:,} steps "
                              f"in all): {key.replace('_', ' ')} {min(lv):.4g} to {max(lv):.4g}, sample rate "
                              f"{min(qs):.4g} to {max(qs):.4g}."))
     if s.target_rero is not None:
