@@ -33,12 +33,8 @@ _OURS = r"""
 import json, resource, sys, time
 import numpy as np
 t0 = time.perf_counter()
-try:
-    from reconrisk._src.release import Release
-    from reconrisk._src.analysis.privacy import PrivacyAnalysis
-except ModuleNotFoundError:  # a tree from before the move to _src
-    from reconrisk._src.release import Release
-    from reconrisk._src.analysis.privacy import PrivacyAnalysis
+from reconrisk._src.release import Release
+from reconrisk._src.analysis.privacy import PrivacyAnalysis
 kind, n = sys.argv[1], int(sys.argv[2])
 if kind == "decay":  # n distinct steps, 10⁴ in all
     sig = 2.0 * 0.99993 ** (np.arange(n) * (10_000 // n))

@@ -32,6 +32,7 @@ and an optimistic one likewise stays below the truth.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import replace
@@ -98,6 +99,8 @@ class PrivacyAnalysis(Analysis):
         self._pair: PrivacyAnalysis | None = None
         self._pmfs: dict[tuple, tuple[float, float, Any]] = {}
         self._memo: dict[tuple, Any] = {}
+        self._floor_scale = 1.0  # the grouped grid floor's scale, lowered by :meth:`regroup`
+        self._regroups = 0  # refinements made (:meth:`regroup`)
         self._tiny_details: dict[tuple, dict] = {}  # the tilts of the tiny-δ questions (details of their bounds)
         #: compositions made, per (h, pessimistic, direction, options, round-off threshold)
         self.compositions: Counter = Counter()
@@ -227,17 +230,23 @@ class PrivacyAnalysis(Analysis):
                                         loss_cap=cap, slack_budget=budget, **options)
         else:  # many distinct steps: grouped at dominating / dominated representatives, one spectral product
             pmf = _sched.compose_groups(groups, h, pessimistic=pessimistic, direction=direction, loss_cap=cap,
-                                        slack_budget=budget, floor_scale=getattr(self, "_floor_scale", 1.0), **options)
+                                        slack_budget=budget, floor_scale=self._floor_scale, **options)
         self.compositions[key] += 1
         self._pmfs[key] = (cap, budget, pmf)
         return pmf
+
+    @functools.cached_property
+    def _distinct(self) -> tuple:
+        """(σ, q, count) of the release's distinct steps (:func:`~reconrisk._src.accounting.pld_schedule.distinct_steps`),
+        computed once for the merged segments, the grouping and its refinement."""
+        return _sched.distinct_steps(self.release.segments)
 
     @property
     def _merged_segments(self) -> tuple:
         """The segments with equal (σ, q) merged wherever they occur (composition commutes: a schedule that
         alternates a few steps — Flower's varying cohorts, a cycling LambdaNoise — composes each once)."""
         if not hasattr(self, "_merged"):
-            sig, q, n = _sched.distinct_steps(self.release.segments)
+            sig, q, n = self._distinct
             self._merged = (self.release.segments if sig.size == len(self.release.segments) else
                             tuple(Segment(float(a), float(b), int(c)) for a, b, c in zip(sig, q, n)))
         return self._merged
@@ -251,9 +260,8 @@ class PrivacyAnalysis(Analysis):
         largest q (a pair every member is a post-processing of), the optimistic one at its largest σ and
         smallest q (a post-processing of every member), so each end is certified for the schedule as run."""
         if not hasattr(self, "_groups"):
-            sig, q, n = _sched.distinct_steps(self.release.segments)
+            sig, q, n = self._distinct
             self._groups = None if sig.size <= SEGMENTWISE_MAX else _sched.group_steps(sig, q, n)
-            self._regroups = 0
         return self._groups
 
     def regroup(self, measured: float, target: float) -> bool:
@@ -264,12 +272,12 @@ class PrivacyAnalysis(Analysis):
         floor by ``GRID_STEP`` — at most ``REGROUP_ROUNDS`` times in all — and drop the
         coarser grouping's distributions and answers, so that every later answer reads the finer groups (each
         grouping is certified; the caller may intersect its brackets). False when nothing finer is possible."""
-        done = getattr(self, "_regroups", 0)
+        done = self._regroups
         if self.groups is None or done >= _sched.REGROUP_ROUNDS:
             return False
-        steps = _sched.distinct_steps(self.release.segments)
+        steps = self._distinct
         if _sched.grid_dominates(self._groups, *steps, measured):
-            self._floor_scale = getattr(self, "_floor_scale", 1.0) * _sched.GRID_STEP
+            self._floor_scale *= _sched.GRID_STEP
         else:
             new = _sched.refine_groups(self._groups, *steps, measured, target)
             if new is None:
@@ -284,7 +292,7 @@ class PrivacyAnalysis(Analysis):
         """The finest grid a grouped schedule is composed on (0 where the steps are composed exactly)."""
         g = self.groups
         return (0.0 if g is None or all(x.exact for x in g)
-                else _sched.grouped_min_h(g, pessimistic, getattr(self, "_floor_scale", 1.0)))
+                else _sched.grouped_min_h(g, pessimistic, self._floor_scale))
 
     @property
     def tilt_segments(self):
